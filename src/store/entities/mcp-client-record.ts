@@ -1,0 +1,112 @@
+/** The stored configuration of one upstream MCP client (table mcp_client). */
+import { randomUUID } from "node:crypto";
+import { EntitySchema, OptionalProps } from "@mikro-orm/core";
+import { EncryptedJsonType } from "../encrypted-json-type.js";
+
+export const MCP_CONNECTION_TYPES = ["http", "sse", "stdio"] as const;
+export type McpConnectionType = (typeof MCP_CONNECTION_TYPES)[number];
+
+export const MCP_AUTH_TYPES = [
+  "none",
+  "headers",
+  "oauth",
+  "per_user_headers",
+  "per_user_oauth",
+  "token_exchange",
+] as const;
+export type McpAuthType = (typeof MCP_AUTH_TYPES)[number];
+
+export const MCP_DISCOVERY_STATUSES = ["active", "needs_update"] as const;
+export type McpDiscoveryStatus = (typeof MCP_DISCOVERY_STATUSES)[number];
+
+export const MCP_CLIENT_SOURCES = ["api", "config"] as const;
+export type McpClientSource = (typeof MCP_CLIENT_SOURCES)[number];
+
+/** The process a stdio client spawns. */
+export interface McpStdioConfig {
+  command: string;
+  args: string[];
+  envs: string[];
+}
+
+/** One tool as last listed by the upstream server. */
+export interface McpToolRecord {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** One MCP client; `headers` is encrypted at rest. Fields are `declare`d so ES2022 class fields do not shadow MikroORM's prototype accessors. */
+export class McpClientRecord {
+  declare [OptionalProps]?:
+    | "id"
+    | "connectionString"
+    | "stdioConfig"
+    | "headers"
+    | "perUserHeaderKeys"
+    | "toolsToExecute"
+    | "toolsToAutoExecute"
+    | "toolSyncInterval"
+    | "needsSessionStickiness"
+    | "disabled"
+    | "tools"
+    | "source"
+    | "verified"
+    | "discoveryHeaders"
+    | "discoveryStatus"
+    | "createdAt"
+    | "updatedAt";
+
+  declare id: string;
+  declare name: string;
+  declare connectionType: McpConnectionType;
+  declare connectionString: string | null;
+  declare stdioConfig: McpStdioConfig | null;
+  declare authType: McpAuthType;
+  declare headers: Record<string, string>;
+  declare perUserHeaderKeys: string[];
+  declare toolsToExecute: string[];
+  declare toolsToAutoExecute: string[];
+  /** Minutes; 0 inherits the global interval, negative disables periodic sync. */
+  declare toolSyncInterval: number;
+  declare needsSessionStickiness: boolean | null;
+  declare disabled: boolean;
+  declare tools: McpToolRecord[];
+  declare source: McpClientSource;
+  /** Whether the one-time verification of a per_user_headers client has been done. */
+  declare verified: boolean;
+  /** The admin discovery credential kept by verify-headers (per_user_headers only), encrypted. */
+  declare discoveryHeaders: Record<string, string> | null;
+  /** Status of the admin discovery credential: null when there is none. */
+  declare discoveryStatus: McpDiscoveryStatus | null;
+  declare createdAt: Date;
+  declare updatedAt: Date;
+}
+
+/** Mapping of McpClientRecord; defaults apply when em.create() leaves a field out. */
+export const McpClientSchema = new EntitySchema<McpClientRecord>({
+  class: McpClientRecord,
+  tableName: "mcp_client",
+  properties: {
+    id: { type: "uuid", primary: true, onCreate: () => randomUUID() },
+    name: { type: "string", unique: "mcp_client_name_unique" },
+    connectionType: { enum: true, items: [...MCP_CONNECTION_TYPES] },
+    connectionString: { type: "text", nullable: true, onCreate: () => null },
+    stdioConfig: { type: "json", nullable: true, onCreate: () => null },
+    authType: { enum: true, items: [...MCP_AUTH_TYPES] },
+    headers: { type: new EncryptedJsonType<Record<string, string>>(), onCreate: () => ({}) },
+    perUserHeaderKeys: { type: "json", onCreate: () => [] },
+    toolsToExecute: { type: "json", onCreate: () => [] },
+    toolsToAutoExecute: { type: "json", onCreate: () => [] },
+    toolSyncInterval: { type: "integer", onCreate: () => 0 },
+    needsSessionStickiness: { type: "boolean", nullable: true, onCreate: () => null },
+    disabled: { type: "boolean", onCreate: () => false },
+    tools: { type: "json", onCreate: () => [] },
+    source: { enum: true, items: [...MCP_CLIENT_SOURCES], onCreate: () => "api" },
+    verified: { type: "boolean", onCreate: () => false },
+    discoveryHeaders: { type: new EncryptedJsonType<Record<string, string>>(), nullable: true, onCreate: () => null },
+    discoveryStatus: { enum: true, items: [...MCP_DISCOVERY_STATUSES], nullable: true, onCreate: () => null },
+    createdAt: { type: "datetime", onCreate: () => new Date() },
+    updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },
+  },
+});

@@ -1,0 +1,80 @@
+/**
+ * The one MikroORM configuration, shared by openStore and the migration CLI so migrations are always
+ * generated against exactly the mapping the app runs with.
+ */
+import { fileURLToPath } from "node:url";
+import { Migrator } from "@mikro-orm/migrations";
+import { defineConfig, type Options } from "@mikro-orm/postgresql";
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../telemetry/logger.js";
+import type { ConnectionTarget } from "./connection-target.js";
+import { ENTITY_SCHEMAS } from "./entities/index.js";
+
+/** Directory of the committed migration files. */
+export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
+
+const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/** Rejects schema names that would need more than plain double quotes to be safe in SQL. */
+export function validateSchemaName(schema: string): string {
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new GatewayError("invalid_argument", `database schema "${schema}" must be letters, digits and _ (at most 63, not starting with a digit)`, {
+      field: "schema",
+    });
+  }
+  return schema;
+}
+
+/** A PostgreSQL connection as the pool hands it to `afterCreate` (the `pg` client). */
+interface PoolConnection {
+  query(sql: string, callback: (err: Error | null) => void): void;
+}
+
+/** Builds the MikroORM options for one store. */
+export function createOrmConfig(options: {
+  target: ConnectionTarget;
+  embedded: boolean;
+  schema?: string | undefined;
+  logger: Logger;
+}): Options {
+  const { target, schema, logger } = options;
+  const debug = logger.isLevelEnabled("debug");
+  const pool: NonNullable<Options["pool"]> = options.embedded ? { min: 1, max: 1 } : {};
+  if (schema !== undefined) {
+    // Migrations are written without a schema qualifier; search_path points them at ours.
+    pool.afterCreate = (conn: PoolConnection, done: (err: Error | null, conn: PoolConnection) => void) => {
+      conn.query(`set search_path to "${schema}"`, (err) => done(err, conn));
+    };
+  }
+  return defineConfig({
+    entities: ENTITY_SCHEMAS,
+    host: target.host,
+    port: target.port,
+    user: target.user,
+    ...(target.password === undefined ? {} : { password: target.password }),
+    dbName: target.dbName,
+    ...(schema === undefined ? {} : { schema }),
+    ...(target.ssl === undefined ? {} : { driverOptions: { connection: { ssl: target.ssl } } }),
+    pool,
+    // Creating a missing database needs a second connection to the server's maintenance database,
+    // which the single-connection embedded server refuses; operators create the database themselves.
+    ensureDatabase: false,
+    discovery: { disableDynamicFileAccess: true },
+    extensions: [Migrator],
+    migrations: {
+      path: MIGRATIONS_DIR,
+      pathTs: MIGRATIONS_DIR,
+      glob: "!(*.d).{js,ts}",
+      emit: "ts",
+      // Diffs are taken against a database migrated from the committed files, never a snapshot file.
+      snapshot: false,
+      transactional: true,
+      allOrNothing: true,
+    },
+    // Resolve migration files from this ESM module, so the tsx loader hook applies to them.
+    dynamicImportProvider: (id: string) => import(id),
+    debug,
+    colors: false,
+    logger: (message: string) => logger.debug({ component: "mikro-orm" }, message),
+  });
+}

@@ -1,0 +1,94 @@
+/**
+ * Opening and closing the database: the embedded PGlite or a real server, the encryption key for
+ * secret columns, and pending migrations, behind one handle the app keeps for its lifetime.
+ */
+import { mkdir } from "node:fs/promises";
+import { resolve } from "node:path";
+import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../telemetry/logger.js";
+import { parseDatabaseUrl, type ConnectionTarget } from "./connection-target.js";
+import { startEmbeddedDatabase, type EmbeddedDatabase } from "./embedded-database.js";
+import { registerSecretBox } from "./encrypted-json-type.js";
+import { resolveEncryptionKey } from "./encryption-key.js";
+import { createOrmConfig, validateSchemaName } from "./orm-config.js";
+import { SecretBox } from "./secret-box.js";
+
+export interface StoreOptions {
+  /** Holds the embedded database, its socket and a generated encryption key. */
+  dataDir: string;
+  /** postgres://user@host:port/db -> a real server; absent -> embedded PGlite. */
+  url?: string;
+  /** PostgreSQL schema to use, created if missing (tests isolate runs with it). */
+  schema?: string;
+  /** GW_ENCRYPTION_KEY: 64 hex chars or base64 of 32 bytes. */
+  encryptionKey?: string;
+  logger: Logger;
+}
+
+export interface Store {
+  readonly orm: MikroORM;
+  readonly embedded: boolean;
+  /** A fresh EntityManager: one unit of work per request. */
+  fork(): EntityManager;
+  /** Closes the ORM, the socket server and PGlite; idempotent. */
+  close(): Promise<void>;
+}
+
+/** Connects (starting the embedded database when no url is given) and runs pending migrations. */
+export async function openStore(options: StoreOptions): Promise<Store> {
+  const logger = options.logger.child({ component: "store" });
+  const dataDir = resolve(options.dataDir);
+  const schema = options.schema === undefined ? undefined : validateSchemaName(options.schema);
+  // Parse everything the caller gave before touching the disk, so bad input fails fast and clean.
+  const urlTarget = options.url === undefined ? undefined : parseDatabaseUrl(options.url);
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  const box = new SecretBox(await resolveEncryptionKey({ dataDir, encryptionKey: options.encryptionKey, logger }));
+
+  let embedded: EmbeddedDatabase | undefined;
+  let target: ConnectionTarget;
+  if (urlTarget === undefined) {
+    embedded = await startEmbeddedDatabase(dataDir, logger);
+    target = embedded.target;
+  } else {
+    target = urlTarget;
+  }
+
+  let orm: MikroORM | undefined;
+  try {
+    orm = await MikroORM.init(createOrmConfig({ target, embedded: embedded !== undefined, schema, logger }));
+    registerSecretBox(orm.em.getPlatform(), box);
+    const check = await orm.checkConnection();
+    if (!check.ok) {
+      throw new GatewayError(
+        "unavailable",
+        `cannot connect to the database ${target.dbName} at ${target.host}:${target.port} as ${target.user}: ${check.reason}`,
+        { cause: check.error },
+      );
+    }
+    if (schema !== undefined) {
+      await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
+    }
+    const applied = await orm.getMigrator().up();
+    if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
+  } catch (err) {
+    await orm?.close(true).catch(() => undefined);
+    await embedded?.close().catch(() => undefined);
+    throw err;
+  }
+
+  const readyOrm = orm;
+  let closing: Promise<void> | undefined;
+  return {
+    orm: readyOrm,
+    embedded: embedded !== undefined,
+    fork: () => readyOrm.em.fork(),
+    close() {
+      closing ??= (async () => {
+        await readyOrm.close(true);
+        await embedded?.close();
+      })();
+      return closing;
+    },
+  };
+}
