@@ -1,0 +1,473 @@
+/**
+ * The shape of the config file (DESIGN.md section 7) and its normalized, typed form. The file is
+ * snake_case JSON; the output is camelCase with every default filled in and durations turned into
+ * numbers, so nothing downstream re-parses or re-defaults. Only shape, type and required checks live here
+ * (plus the client-name hyphen rule and duplicate client names): the cross-field MCP rules belong to the
+ * MCP domain, which applies them to the API and the file alike.
+ */
+import { z } from "zod";
+import { describeValue } from "./config-issues.js";
+import { parseDuration } from "./duration.js";
+
+export type McpConnectionType = "http" | "sse" | "stdio";
+export type McpAuthType = "none" | "headers" | "oauth" | "per_user_headers" | "per_user_oauth" | "token_exchange";
+
+/** An MCP client as declared in the file, in the MCP domain's shape. */
+export interface McpClientFileConfig {
+  name: string;
+  connectionType: McpConnectionType;
+  connectionString: string | null;
+  stdioConfig: { command: string; args: string[]; envs: string[] } | null;
+  authType: McpAuthType;
+  headers: Record<string, string>;
+  perUserHeaderKeys: string[];
+  toolsToExecute: string[];
+  toolsToAutoExecute: string[];
+  /** Whole minutes: positive = every N minutes, 0 = inherit the global interval, -1 = disabled. */
+  toolSyncInterval: number;
+  needsSessionStickiness: boolean | null;
+  disabled: boolean;
+}
+
+/** Agent-mode tool manager settings (`mcp.tool_manager_config`). */
+export interface ToolManagerFileConfig {
+  maxAgentDepth: number;
+  toolExecutionTimeoutMs: number;
+  codeModeBindingLevel: "tool";
+}
+
+/** The `mcp` section. */
+export interface McpFileConfig {
+  clientConfigs: McpClientFileConfig[];
+  toolManagerConfig: ToolManagerFileConfig;
+  /** Global tool-list sync interval in whole minutes (same encoding as a client's toolSyncInterval). */
+  toolSyncIntervalMinutes: number;
+}
+
+/** The `auth_config` section: admin authentication. */
+export interface AuthFileConfig {
+  isEnabled: boolean;
+  /** Present whenever isEnabled is true. */
+  adminUsername: string | null;
+  /** Present whenever isEnabled is true. */
+  adminPassword: string | null;
+  sessionTtlMs: number;
+}
+
+/** The `client` section: gateway-wide client settings. */
+export interface ClientFileConfig {
+  prometheusLabels: string[];
+  dropExcessRequests: boolean;
+  initialPoolSize: number;
+  allowedHeaders: string[];
+  mcpEnableTempTokenAuth: boolean;
+  /** "" when unset; otherwise an http(s) URL. */
+  mcpExternalClientUrl: string;
+  enforceGovernance: boolean;
+  maxRequestBodyBytes: number;
+}
+
+/** One key of a provider. The provider-specific blocks are passed through for the provider modules to check. */
+export interface ProviderKeyFileConfig {
+  id: string;
+  name: string;
+  value: string;
+  models: string[];
+  aliases: Record<string, string>;
+  weight: number;
+  azureKeyConfig: Record<string, unknown> | null;
+  bedrockKeyConfig: Record<string, unknown> | null;
+  vertexKeyConfig: Record<string, unknown> | null;
+}
+
+/** One entry of `providers`. */
+export interface ProviderFileConfig {
+  keys: ProviderKeyFileConfig[];
+  networkConfig: { baseUrl: string | null };
+}
+
+/** A virtual key, checked loosely here; fields other than id and name keep their snake_case file names. */
+export type VirtualKeyFileConfig = { id: string; name: string } & Record<string, unknown>;
+
+/** A routing rule, checked loosely here; fields keep their snake_case file names. */
+export type RoutingRuleFileConfig = { id?: string | undefined; name?: string | undefined } & Record<string, unknown>;
+
+/** The `governance` section. */
+export interface GovernanceFileConfig {
+  virtualKeys: VirtualKeyFileConfig[];
+  routingRules: RoutingRuleFileConfig[];
+}
+
+/** The `pricing` section. */
+export interface PricingFileConfig {
+  /** "" = the bundled datasheet only. */
+  pricingUrl: string;
+  syncIntervalMs: number;
+}
+
+/** The whole config file, normalized. */
+export interface GatewayFileConfig {
+  database: { url: string | null };
+  authConfig: AuthFileConfig;
+  client: ClientFileConfig;
+  providers: Record<string, ProviderFileConfig>;
+  governance: GovernanceFileConfig;
+  mcp: McpFileConfig;
+  pricing: PricingFileConfig;
+}
+
+const MINUTE_MS = 60_000;
+const DEFAULT_TOOL_SYNC_MINUTES = 10;
+const DEFAULT_TOOL_EXECUTION_TIMEOUT_MS = 30_000;
+const DEFAULT_SESSION_TTL_MS = 24 * 60 * MINUTE_MS;
+const DEFAULT_PRICING_SYNC_MS = 24 * 60 * MINUTE_MS;
+const DEFAULT_MAX_REQUEST_BODY_BYTES = 16 * 1024 * 1024;
+
+/** An object that rejects unknown keys and lists the allowed ones, so a typo is fixed without opening the docs. */
+function strict<S extends z.ZodRawShape>(shape: S) {
+  const allowed = Object.keys(shape).join(", ");
+  return z.strictObject(shape, {
+    error: (issue) => (issue.code === "unrecognized_keys" ? `allowed keys: ${allowed}` : undefined),
+  });
+}
+
+/** An optional section: absent or null parses as `{}`, so every field default is filled in one place. */
+function section<T extends z.ZodType>(schema: T) {
+  return schema.nullish().transform((value): z.output<T> => value ?? schema.parse({}));
+}
+
+/** A string that must parse as a URL with one of `protocols`; "" passes when `allowEmpty`. `expected` completes "must be ...". */
+function url(protocols: readonly string[], expected: string, allowEmpty: boolean) {
+  return z.string().superRefine((text, ctx) => {
+    if (text === "" && allowEmpty) return;
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(text);
+    } catch {
+      parsed = undefined;
+    }
+    // The value is not echoed: URLs often carry tokens, and env-resolved ones are meant to stay out of logs.
+    if (parsed === undefined || !protocols.includes(parsed.protocol)) ctx.addIssue({ code: "custom", message: `must be ${expected}` });
+  });
+}
+
+const HTTP = ["http:", "https:"] as const;
+const HTTP_URL = "an http:// or https:// URL";
+
+/** A Go-style duration string in milliseconds; `fallbackMs` when absent. */
+function duration(fallbackMs: number, example: string, mustBePositive: boolean) {
+  return z
+    .string({
+      error: (issue) =>
+        issue.code === "invalid_type" && issue.input != null
+          ? `must be a duration string such as "${example}", got ${describeValue(issue.input)}`
+          : undefined,
+    })
+    .nullish()
+    .transform((text, ctx) => {
+      if (text == null) return fallbackMs;
+      let ms: number;
+      try {
+        ms = parseDuration(text);
+      } catch (error) {
+        ctx.addIssue({ code: "custom", message: (error as Error).message });
+        return z.NEVER;
+      }
+      if (mustBePositive && ms <= 0) {
+        ctx.addIssue({ code: "custom", message: `must be greater than 0 (got "${text}")` });
+        return z.NEVER;
+      }
+      return ms;
+    });
+}
+
+/** Milliseconds to the whole-minute encoding of sync intervals. */
+function syncMinutes(ms: number): number {
+  if (ms === 0) return 0;
+  if (ms < 0) return -1;
+  // Intervals are stored in whole minutes. Rounding a sub-minute value down would give 0, which means
+  // "inherit" - not what was asked - so a positive value is rounded up (30s -> 1 minute, 90s -> 2).
+  return Math.ceil(ms / MINUTE_MS);
+}
+
+const UNITLESS = /^[+-]?\d+(\.\d+)?$/;
+
+/**
+ * A tool-list sync interval in whole minutes. Strings are durations ("10m"; "0" inherits; any negative,
+ * unit or not, disables); a bare JSON number is the legacy encoding of Go gateways: nanoseconds.
+ */
+function syncInterval(fallbackMinutes: number) {
+  const wrongType = (input: unknown) =>
+    `must be a duration string such as "10m" (or a legacy number of nanoseconds), got ${describeValue(input)}`;
+  return z
+    .union([z.string(), z.number()], { error: (issue) => (issue.input == null ? undefined : wrongType(issue.input)) })
+    .nullish()
+    .transform((input, ctx): number => {
+      if (input == null) return fallbackMinutes;
+      const fail = (message: string): never => {
+        ctx.addIssue({ code: "custom", message });
+        return z.NEVER;
+      };
+      if (typeof input === "number") {
+        if (!Number.isSafeInteger(input)) {
+          return fail(`a bare number is a legacy count of nanoseconds and must be a whole number (got ${input}); prefer a duration string such as "10m"`);
+        }
+        return syncMinutes(input / 1e6);
+      }
+      if (UNITLESS.test(input)) {
+        const value = Number(input);
+        if (value === 0) return 0;
+        if (value < 0) return -1;
+        return fail(`"${input}" has no unit: write "${input}m" for ${input} minutes (only "0" and negative values may omit the unit)`);
+      }
+      try {
+        return syncMinutes(parseDuration(input));
+      } catch (error) {
+        return fail((error as Error).message);
+      }
+    });
+}
+
+/** A header value: the file takes a plain string, unlike the API's `{value}` object. */
+const headerValue = z.string({
+  error: (issue) =>
+    issue.code === "invalid_type" && issue.input !== null && typeof issue.input === "object" && !Array.isArray(issue.input)
+      ? `must be a plain string: in the config file write "Header-Name": "value" (or "env.NAME"), not {"value": ...}`
+      : undefined,
+});
+
+const stringList = z.array(z.string()).nullish();
+
+const NAME_HYPHEN_MESSAGE =
+  "must not contain a hyphen: tools are exposed as <client>-<tool> and split at the first hyphen; use an underscore instead";
+
+const mcpClientSchema = strict({
+  name: z
+    .string()
+    .min(1)
+    .superRefine((name, ctx) => {
+      if (name.includes("-")) ctx.addIssue({ code: "custom", message: `${NAME_HYPHEN_MESSAGE} (got "${name}")` });
+    }),
+  connection_type: z.enum(["http", "sse", "stdio"]),
+  connection_string: url(HTTP, HTTP_URL, false).nullish(),
+  stdio_config: strict({ command: z.string().min(1), args: stringList, envs: stringList }).nullish(),
+  auth_type: z.enum(["none", "headers", "oauth", "per_user_headers", "per_user_oauth", "token_exchange"]).nullish(),
+  headers: z.record(z.string(), headerValue).nullish(),
+  per_user_header_keys: stringList,
+  tools_to_execute: stringList,
+  tools_to_auto_execute: stringList,
+  tool_sync_interval: syncInterval(0),
+  needs_session_stickiness: z.boolean().nullish(),
+  disabled: z.boolean().nullish(),
+})
+  .superRefine(
+    (client, ctx) => {
+      // Runs even when other fields failed (see `when`), so one pass reports every missing field; the
+      // value may then hold raw input, hence the loose reads.
+      const raw = client as Record<string, unknown>;
+      const type = raw["connection_type"];
+      if ((type === "http" || type === "sse") && raw["connection_string"] == null) {
+        ctx.addIssue({ code: "custom", path: ["connection_string"], message: `is required when connection_type is "${type}"` });
+      }
+      if (type === "stdio" && raw["stdio_config"] == null) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["stdio_config"],
+          message: `is required when connection_type is "stdio": {"command": "...", "args": [...], "envs": [...]}`,
+        });
+      }
+    },
+    { when: (payload) => isRecord(payload.value) },
+  )
+  .transform(
+    (c): McpClientFileConfig => ({
+      name: c.name,
+      connectionType: c.connection_type,
+      connectionString: c.connection_string ?? null,
+      stdioConfig: c.stdio_config == null ? null : { command: c.stdio_config.command, args: c.stdio_config.args ?? [], envs: c.stdio_config.envs ?? [] },
+      authType: c.auth_type ?? "none",
+      headers: c.headers ?? {},
+      perUserHeaderKeys: c.per_user_header_keys ?? [],
+      toolsToExecute: c.tools_to_execute ?? [],
+      toolsToAutoExecute: c.tools_to_auto_execute ?? [],
+      toolSyncInterval: c.tool_sync_interval,
+      needsSessionStickiness: c.needs_session_stickiness ?? null,
+      disabled: c.disabled ?? false,
+    }),
+  );
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+const mcpClientListSchema = z.array(mcpClientSchema).superRefine(
+  (clients, ctx) => {
+    // Elements that failed validation are raw input here; both shapes carry `name`.
+    const firstIndex = new Map<string, number>();
+    clients.forEach((client, index) => {
+      const name: unknown = isRecord(client) ? client["name"] : undefined;
+      if (typeof name !== "string" || name === "") return;
+      const earlier = firstIndex.get(name);
+      if (earlier === undefined) firstIndex.set(name, index);
+      else ctx.addIssue({ code: "custom", path: [index, "name"], message: `duplicate client name "${name}" (first declared at mcp.client_configs[${earlier}])` });
+    });
+  },
+  { when: (payload) => Array.isArray(payload.value) },
+);
+
+const toolManagerSchema = strict({
+  max_agent_depth: z.int().min(1).max(50).nullish(),
+  tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, "30s", true),
+  code_mode_binding_level: z.literal("tool").nullish(),
+}).transform(
+  (t): ToolManagerFileConfig => ({
+    maxAgentDepth: t.max_agent_depth ?? 10,
+    toolExecutionTimeoutMs: t.tool_execution_timeout,
+    codeModeBindingLevel: t.code_mode_binding_level ?? "tool",
+  }),
+);
+
+const mcpSchema = strict({
+  client_configs: mcpClientListSchema.nullish(),
+  tool_manager_config: section(toolManagerSchema),
+  tool_sync_interval: syncInterval(DEFAULT_TOOL_SYNC_MINUTES),
+}).transform(
+  (m): McpFileConfig => ({
+    clientConfigs: m.client_configs ?? [],
+    toolManagerConfig: m.tool_manager_config,
+    toolSyncIntervalMinutes: m.tool_sync_interval,
+  }),
+);
+
+const authSchema = strict({
+  is_enabled: z.boolean().nullish(),
+  admin_username: z.string().nullish(),
+  admin_password: z.string().nullish(),
+  session_ttl: duration(DEFAULT_SESSION_TTL_MS, "24h", true),
+})
+  .superRefine(
+    (auth, ctx) => {
+      const raw = auth as Record<string, unknown>;
+      if (raw["is_enabled"] !== true) return;
+      for (const field of ["admin_username", "admin_password"]) {
+        if (raw[field] == null || raw[field] === "") {
+          ctx.addIssue({ code: "custom", path: [field], message: "is required when is_enabled is true" });
+        }
+      }
+    },
+    { when: (payload) => isRecord(payload.value) },
+  )
+  .transform(
+    (a): AuthFileConfig => ({
+      isEnabled: a.is_enabled ?? false,
+      adminUsername: a.admin_username ?? null,
+      adminPassword: a.admin_password ?? null,
+      sessionTtlMs: a.session_ttl,
+    }),
+  );
+
+const clientSchema = strict({
+  prometheus_labels: z.array(z.string().min(1)).nullish(),
+  drop_excess_requests: z.boolean().nullish(),
+  initial_pool_size: z.int().positive().nullish(),
+  allowed_headers: z.array(z.string().min(1)).nullish(),
+  mcp_enable_temp_token_auth: z.boolean().nullish(),
+  mcp_external_client_url: url(HTTP, HTTP_URL, true).nullish(),
+  enforce_governance: z.boolean().nullish(),
+  max_request_body_bytes: z.int().positive().nullish(),
+}).transform(
+  (c): ClientFileConfig => ({
+    prometheusLabels: c.prometheus_labels ?? [],
+    dropExcessRequests: c.drop_excess_requests ?? false,
+    initialPoolSize: c.initial_pool_size ?? 300,
+    allowedHeaders: c.allowed_headers ?? ["*"],
+    mcpEnableTempTokenAuth: c.mcp_enable_temp_token_auth ?? false,
+    mcpExternalClientUrl: c.mcp_external_client_url ?? "",
+    enforceGovernance: c.enforce_governance ?? false,
+    maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+  }),
+);
+
+/** Provider-specific key blocks: only "is an object" here; the provider modules own their fields. */
+const looseBlock = z.record(z.string(), z.unknown()).nullish();
+
+const providerKeySchema = strict({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  value: z.string().nullish(),
+  models: stringList,
+  aliases: z.record(z.string(), z.string()).nullish(),
+  weight: z.number().nullish(),
+  azure_key_config: looseBlock,
+  bedrock_key_config: looseBlock,
+  vertex_key_config: looseBlock,
+}).transform(
+  (k): ProviderKeyFileConfig => ({
+    id: k.id,
+    name: k.name,
+    value: k.value ?? "",
+    models: k.models ?? [],
+    aliases: k.aliases ?? {},
+    weight: k.weight ?? 1,
+    azureKeyConfig: k.azure_key_config ?? null,
+    bedrockKeyConfig: k.bedrock_key_config ?? null,
+    vertexKeyConfig: k.vertex_key_config ?? null,
+  }),
+);
+
+const providerSchema = strict({
+  keys: z.array(providerKeySchema).nullish(),
+  network_config: strict({ base_url: url(HTTP, HTTP_URL, false).nullish() }).nullish(),
+}).transform(
+  (p): ProviderFileConfig => ({
+    keys: p.keys ?? [],
+    networkConfig: { baseUrl: p.network_config?.base_url ?? null },
+  }),
+);
+
+const governanceSchema = strict({
+  virtual_keys: z.array(z.looseObject({ id: z.string().min(1), name: z.string().min(1) })).nullish(),
+  routing_rules: z.array(z.looseObject({ id: z.string().optional(), name: z.string().optional() })).nullish(),
+}).transform(
+  (g): GovernanceFileConfig => ({
+    virtualKeys: g.virtual_keys ?? [],
+    routingRules: g.routing_rules ?? [],
+  }),
+);
+
+const pricingSchema = strict({
+  pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true).nullish(),
+  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true),
+}).transform(
+  (p): PricingFileConfig => ({
+    pricingUrl: p.pricing_url ?? "",
+    syncIntervalMs: p.sync_interval,
+  }),
+);
+
+const databaseSchema = strict({
+  url: url(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", false).nullish(),
+}).transform((d): GatewayFileConfig["database"] => ({ url: d.url ?? null }));
+
+/** The whole file. Parse env-resolved JSON with it; see load-config.ts for the error formatting. */
+export const gatewayFileConfigSchema = strict({
+  // Lets editors validate the file against a JSON schema; ignored by the gateway.
+  $schema: z.string().nullish(),
+  database: section(databaseSchema),
+  auth_config: section(authSchema),
+  client: section(clientSchema),
+  providers: z.record(z.string(), providerSchema).nullish(),
+  governance: section(governanceSchema),
+  mcp: section(mcpSchema),
+  pricing: section(pricingSchema),
+}).transform(
+  (f): GatewayFileConfig => ({
+    database: f.database,
+    authConfig: f.auth_config,
+    client: f.client,
+    providers: f.providers ?? {},
+    governance: f.governance,
+    mcp: f.mcp,
+    pricing: f.pricing,
+  }),
+);
