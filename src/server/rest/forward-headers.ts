@@ -1,0 +1,51 @@
+/**
+ * The request headers a REST call passes on to the RPC, so interceptors see what the client sent
+ * (authorization, x-gw-*, user-agent, ...). Hop-by-hop headers, headers that describe the HTTP body
+ * (the RPC carries its own), and Connect/gRPC protocol headers a client could use to steer the
+ * in-process call are dropped.
+ */
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+
+const DROPPED = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "transfer-encoding",
+  "te",
+  "trailer",
+  "upgrade",
+  "http2-settings",
+  "host",
+  "expect",
+  "content-length",
+  "content-type",
+  "content-encoding",
+  "accept-encoding",
+]);
+
+/** Headers to send with the RPC. */
+export function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRequest): Headers {
+  const listedInConnection = new Set(
+    String(req.headers["connection"] ?? "")
+      .split(",")
+      .map((t) => t.trim().toLowerCase())
+      .filter((t) => t !== ""),
+  );
+  const out = new Headers();
+  for (const [rawName, value] of Object.entries(req.headers)) {
+    const name = rawName.toLowerCase();
+    if (value === undefined || name.startsWith(":") || DROPPED.has(name) || listedInConnection.has(name)) continue;
+    if (name.startsWith("connect-") || name.startsWith("grpc-")) continue;
+    for (const v of Array.isArray(value) ? value : [value]) {
+      try {
+        out.append(name, v);
+      } catch {
+        // Node accepted it but fetch's Headers did not; such a header cannot matter to a service.
+      }
+    }
+  }
+  return out;
+}

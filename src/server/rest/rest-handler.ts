@@ -1,0 +1,188 @@
+/**
+ * The REST/JSON bridge: matches a request against the route table compiled from the
+ * `google.api.http` annotations, builds the request message from path, query and body, calls the
+ * RPC through a Connect transport (so the same interceptors run as for RPC clients), and writes the
+ * response or the /api error envelope. No route is written by hand.
+ */
+import type * as http from "node:http";
+import * as http2 from "node:http2";
+import { create, createRegistry, type DescField, type DescService, type Registry } from "@bufbuild/protobuf";
+import { isFieldError, reflect, type ReflectList, type ReflectMessage } from "@bufbuild/protobuf/reflect";
+import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
+import type { Transport } from "@connectrpc/connect";
+import { forwardedHeaders } from "./forward-headers.js";
+import { messageFromJson, mergeMessageJson } from "./message-from-json.js";
+import { messageToRestJson } from "./message-to-json.js";
+import { ClientClosedError, discardBody, readJsonBody } from "./request-body.js";
+import { invalidRequest, methodNotAllowed, restErrorResponse } from "./rest-error.js";
+import { compileRoutes, type PathParam, type RestRoute } from "./route-table.js";
+import { enumFromJson, scalarFromText } from "./scalar-input.js";
+import { updateMaskPaths } from "./update-mask.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** What the bridge serves and how it reaches the services. */
+export interface RestHandlerOptions {
+  services: readonly DescService[];
+  /** e.g. createRouterTransport(routes, { router: { interceptors } }), so REST runs the RPC interceptors. */
+  transport: Transport;
+  /** Bodies over this many bytes get a 413. */
+  maxBodyBytes: number;
+}
+
+/**
+ * Builds the handler; the route table is compiled here and a bad rule throws. The handler resolves
+ * false, having written nothing, when no route template matches the path.
+ */
+export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res) => Promise<boolean> {
+  const table = compileRoutes(o.services);
+  const registry = createRegistry(...o.services.map((s) => s.file));
+  return async (req, res) => {
+    const { path, query } = splitUrl(req.url ?? "/");
+    const found = table.match(req.method ?? "GET", path);
+    if (found.kind === "none") return false;
+    if (found.kind === "method_not_allowed") {
+      writeError(req, res, methodNotAllowed(req.method ?? "", path, found.allow), { allow: found.allow.join(", ") });
+      return true;
+    }
+    const abort = new AbortController();
+    const onClose = (): void => {
+      if (!res.writableEnded) abort.abort();
+    };
+    res.once("close", onClose);
+    try {
+      const input = await requestMessage(found.route, found.params, query, req, o.maxBodyBytes, registry).catch((err: unknown) => {
+        // The readers check every value first; this only catches a check they missed, as a 400 rather than a 500.
+        throw isFieldError(err) ? invalidRequest(`${err.field().name}: ${err.message}`) : err;
+      });
+      const response = await o.transport.unary(
+        found.route.method,
+        abort.signal,
+        undefined,
+        forwardedHeaders(req),
+        input.message,
+      );
+      writeJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry));
+    } catch (err) {
+      if (abort.signal.aborted || err instanceof ClientClosedError) return true;
+      writeError(req, res, err);
+    } finally {
+      res.off("close", onClose);
+    }
+    return true;
+  };
+}
+
+async function requestMessage(
+  route: RestRoute,
+  params: readonly PathParam[],
+  query: string,
+  req: Req,
+  maxBodyBytes: number,
+  registry: Registry,
+): Promise<ReflectMessage> {
+  // The body is read first so that every later 400 leaves no unread request data behind.
+  const body = route.body.kind === "none" ? await discardBody(req, maxBodyBytes) : await readJsonBody(req, maxBodyBytes);
+  const target = reflect(route.method.input);
+  for (const param of params) {
+    const where = `path parameter "${param.field.name}"`;
+    let text: string;
+    try {
+      text = decodeURIComponent(param.raw);
+    } catch {
+      throw invalidRequest(`${where} has a bad percent-escape: "${param.raw}"`, param.field.name);
+    }
+    target.set(param.field, singularFromText(param.field, text, where));
+  }
+  applyQuery(target, route, query);
+  if (body === undefined || route.body.kind === "none") return target;
+  if (route.body.kind === "all") {
+    const reserved = new Map([...route.pathFields.keys()].map((name) => [name, "is set by the URL path; remove it from the body"]));
+    mergeMessageJson(target, body, "", { registry, reserved });
+    return target;
+  }
+  const bodyField = route.body.field;
+  target.set(bodyField, messageFromJson(bodyField.message, body, bodyField.name, { registry }));
+  if (route.updateMaskField !== undefined) {
+    const mask = create(FieldMaskSchema, { paths: updateMaskPaths(bodyField.message, body) });
+    target.set(route.updateMaskField, reflect(FieldMaskSchema, mask));
+  }
+  return target;
+}
+
+function applyQuery(target: ReflectMessage, route: RestRoute, query: string): void {
+  const params = new URLSearchParams(query);
+  for (const name of new Set(params.keys())) {
+    const field = route.queryFields.get(name);
+    if (field === undefined) {
+      const accepted = [...route.queryFields.keys()];
+      const hint = accepted.length === 0 ? "this route takes none" : `accepted: ${accepted.join(", ")}`;
+      throw invalidRequest(`unknown query parameter "${name}"; ${hint}`, name);
+    }
+    const values = params.getAll(name);
+    const where = `query parameter "${name}"`;
+    if (field.fieldKind === "list") {
+      const list = target.get(field) as ReflectList;
+      values.forEach((text, i) => {
+        const at = `${where}[${i}]`;
+        if (field.listKind === "enum") list.add(enumFromJson(field.enum, text, at));
+        else if (field.listKind === "scalar") list.add(scalarFromText(field.scalar, field.longAsString, text, at));
+      });
+      continue;
+    }
+    if (values.length > 1) throw invalidRequest(`${where} is given ${values.length} times but takes one value`, name);
+    target.set(field, singularFromText(field, values[0] ?? "", where));
+  }
+}
+
+function singularFromText(field: DescField, text: string, where: string): unknown {
+  if (field.fieldKind === "enum") return enumFromJson(field.enum, text, where);
+  if (field.fieldKind === "scalar") return scalarFromText(field.scalar, field.longAsString, text, where);
+  throw invalidRequest(`${where} cannot be set from text`);
+}
+
+function splitUrl(url: string): { path: string; query: string } {
+  let target = url;
+  if (!target.startsWith("/")) {
+    // Absolute-form request targets (proxies) carry scheme and host before the path.
+    try {
+      const parsed = new URL(target);
+      target = parsed.pathname + parsed.search;
+    } catch {
+      return { path: "", query: "" };
+    }
+  }
+  const q = target.indexOf("?");
+  return q === -1 ? { path: target, query: "" } : { path: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+function writeError(req: Req, res: Res, err: unknown, headers: Record<string, string> = {}): void {
+  const mapped = restErrorResponse(err);
+  if (mapped === undefined) throw err;
+  const extra = { ...headers };
+  // After a 413 the rest of the body is still on the wire, unread. HTTP/1.1: close the connection.
+  // HTTP/2: reset the stream with NO_ERROR once the response is out (RFC 9113 section 8.1).
+  const tooLarge = mapped.status === 413;
+  if (tooLarge && !isHttp2(req)) extra["connection"] = "close";
+  writeJson(res, mapped.status, mapped.body, extra);
+  if (isHttp2(req)) {
+    if (tooLarge && !req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+    // Without a reader the stream never finishes closing; what still arrives (frames in flight, or
+    // the body of a 405) is dropped, not buffered. HTTP/1.1 does this by itself.
+    req.resume();
+  }
+}
+
+function isHttp2(req: Req): req is http2.Http2ServerRequest {
+  return req.httpVersionMajor >= 2;
+}
+
+function writeJson(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  if (res.headersSent || res.destroyed) return;
+  const text = JSON.stringify(body);
+  res.statusCode = status;
+  for (const [name, value] of Object.entries({ ...headers, "content-type": "application/json" })) res.setHeader(name, value);
+  res.setHeader("content-length", Buffer.byteLength(text));
+  res.end(text);
+}
