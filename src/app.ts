@@ -1,0 +1,144 @@
+/**
+ * The composition root: createApp(options) opens the store, seeds it from the config file, wires every
+ * service, interceptor and protocol onto one port, and returns the running app with its close().
+ */
+import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
+import type { GatewayFileConfig } from "./config/file-config.js";
+import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "./config/runtime-settings.js";
+import type { McpClientSpec } from "./mcp/client-spec.js";
+import { StateRegistry } from "./mcp/state-registry.js";
+import { createHttpHandler } from "./server/http-handler.js";
+import { createOnePortServer } from "./server/listener.js";
+import { registerReflection } from "./server/reflection.js";
+import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
+import { loadSettings, seedMcpClients } from "./services/bootstrap.js";
+import { IMPLEMENTED_SERVICES, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
+import { openStore, type Store } from "./store/index.js";
+import { createLogger, type Logger } from "./telemetry/logger.js";
+
+/** The gateway's version, reported by /openapi.json. */
+export const VERSION = "0.1.0";
+
+/** Everything createApp needs; main.ts builds it from argv, env and the config file. */
+export interface AppOptions {
+  /** Directory for the embedded database, its socket and the generated encryption key. */
+  dataDir: string;
+  host?: string;
+  /** 0 picks a free port. */
+  port?: number;
+  /** postgres://... for a real server; absent uses the embedded database. */
+  databaseUrl?: string;
+  /** PostgreSQL schema (tests isolate runs with it). */
+  databaseSchema?: string;
+  encryptionKey?: string;
+  auth?: AdminAuthConfig;
+  toolManager?: ToolManagerSettings;
+  client?: ClientSettings & { maxRequestBodyBytes?: number };
+  /** MCP clients declared in the config file. */
+  mcpClients?: McpClientSpec[];
+  logger?: Logger;
+}
+
+/** A running gateway. */
+export interface App {
+  readonly url: string;
+  readonly port: number;
+  readonly store: Store;
+  readonly settings: RuntimeSettings;
+  readonly logger: Logger;
+  /** Stops serving, finishes in-flight requests, closes the store. */
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+/** Starts the gateway. */
+export async function createApp(options: AppOptions): Promise<App> {
+  const logger = options.logger ?? createLogger();
+  const store = await openStore({
+    dataDir: options.dataDir,
+    logger,
+    ...(options.databaseUrl ? { url: options.databaseUrl } : {}),
+    ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+    ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+  });
+  try {
+    const settings = await loadSettings(store, {
+      ...(options.toolManager ? { toolManager: options.toolManager } : {}),
+      ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
+    });
+    await seedMcpClients(store, options.mcpClients ?? [], logger);
+    const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
+    const deps: ServiceDeps = { store, logger, settings, auth, states: new StateRegistry() };
+    const routes = (router: ConnectRouter) => {
+      registerServices(router, deps);
+      registerReflection(router, IMPLEMENTED_SERVICES);
+    };
+    const interceptors = serviceInterceptors(deps);
+    const handler = createHttpHandler({
+      routes,
+      interceptors,
+      services: IMPLEMENTED_SERVICES,
+      restTransport: createRouterTransport(routes, { router: { interceptors } }),
+      maxBodyBytes: options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      logger,
+      version: VERSION,
+    });
+    const server = createOnePortServer(handler);
+    const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");
+    const hostForUrl = address.host.includes(":") ? `[${address.host}]` : address.host;
+    const url = `http://${hostForUrl}:${address.port}`;
+    logger.info({ url, embedded_database: store.embedded }, "gateway listening");
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      port: address.port,
+      store,
+      settings,
+      logger,
+      close() {
+        closing ??= (async () => {
+          await server.close();
+          await store.close();
+          logger.info("gateway stopped");
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+function stripBodyLimit(client: ClientSettings & { maxRequestBodyBytes?: number }): ClientSettings {
+  const { maxRequestBodyBytes: _ignored, ...rest } = client;
+  return rest;
+}
+
+/** The parts of AppOptions a validated config file decides. */
+export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOptions> {
+  const auth = file.authConfig;
+  return {
+    ...(file.database.url ? { databaseUrl: file.database.url } : {}),
+    auth: {
+      enabled: auth.isEnabled,
+      username: auth.adminUsername ?? "",
+      password: auth.adminPassword ?? "",
+      sessionTtlMs: auth.sessionTtlMs,
+    },
+    toolManager: { ...file.mcp.toolManagerConfig },
+    client: {
+      prometheusLabels: file.client.prometheusLabels,
+      dropExcessRequests: file.client.dropExcessRequests,
+      initialPoolSize: file.client.initialPoolSize,
+      allowedHeaders: file.client.allowedHeaders,
+      mcpEnableTempTokenAuth: file.client.mcpEnableTempTokenAuth,
+      mcpExternalClientUrl: file.client.mcpExternalClientUrl,
+      mcpToolSyncIntervalMinutes: file.mcp.toolSyncIntervalMinutes,
+      enforceGovernance: file.client.enforceGovernance,
+      maxRequestBodyBytes: file.client.maxRequestBodyBytes,
+    },
+    mcpClients: file.mcp.clientConfigs,
+  };
+}

@@ -1,0 +1,107 @@
+/**
+ * Persistence of MCP clients: the domain spec <-> McpClientRecord, lookups that turn "no such row" and
+ * malformed ids into a clear not_found, and name uniqueness as a 409 before the database has to say so.
+ */
+import { randomUUID } from "node:crypto";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { GatewayError } from "../errors.js";
+import { McpClientRecord } from "../store/index.js";
+import type { McpClientSpec } from "./client-spec.js";
+import type { DiscoveredTool } from "./discover.js";
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Extracts the domain spec from a record. */
+export function recordToSpec(rec: McpClientRecord): McpClientSpec {
+  return {
+    name: rec.name,
+    connectionType: rec.connectionType,
+    connectionString: rec.connectionString,
+    stdioConfig: rec.stdioConfig ? { command: rec.stdioConfig.command, args: [...rec.stdioConfig.args], envs: [...rec.stdioConfig.envs] } : null,
+    authType: rec.authType,
+    headers: { ...rec.headers },
+    perUserHeaderKeys: [...rec.perUserHeaderKeys],
+    toolsToExecute: [...rec.toolsToExecute],
+    toolsToAutoExecute: [...rec.toolsToAutoExecute],
+    toolSyncInterval: rec.toolSyncInterval,
+    needsSessionStickiness: rec.needsSessionStickiness,
+    disabled: rec.disabled,
+  };
+}
+
+/** Copies a spec onto a record (all fields, so the record always equals the validated spec). */
+export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
+  rec.name = spec.name;
+  rec.connectionType = spec.connectionType;
+  rec.connectionString = spec.connectionString;
+  rec.stdioConfig = spec.stdioConfig;
+  rec.authType = spec.authType;
+  rec.headers = spec.headers;
+  rec.perUserHeaderKeys = spec.perUserHeaderKeys;
+  rec.toolsToExecute = spec.toolsToExecute;
+  rec.toolsToAutoExecute = spec.toolsToAutoExecute;
+  rec.toolSyncInterval = spec.toolSyncInterval;
+  rec.needsSessionStickiness = spec.needsSessionStickiness;
+  rec.disabled = spec.disabled;
+  rec.updatedAt = new Date();
+}
+
+/** Throws a 409 when another client already has this name. */
+export async function assertNameFree(em: EntityManager, name: string, exceptId?: string): Promise<void> {
+  const other = await em.findOne(McpClientRecord, { name });
+  if (other && other.id !== exceptId) {
+    throw new GatewayError("already_exists", `an MCP client named "${name}" already exists`, { field: "name" });
+  }
+}
+
+/** Inserts a validated spec. */
+export async function insertClient(
+  em: EntityManager,
+  spec: McpClientSpec,
+  extra: { source: "api" | "config"; verified: boolean; tools: DiscoveredTool[] },
+): Promise<McpClientRecord> {
+  await assertNameFree(em, spec.name);
+  const now = new Date();
+  const rec = em.create(McpClientRecord, {
+    id: randomUUID(),
+    ...spec,
+    tools: extra.tools,
+    source: extra.source,
+    verified: extra.verified,
+    createdAt: now,
+    updatedAt: now,
+  });
+  await em.persistAndFlush(rec);
+  return rec;
+}
+
+/** Loads a client by id or throws a 404 that names the id. */
+export async function getClient(em: EntityManager, id: string): Promise<McpClientRecord> {
+  const rec = UUID_PATTERN.test(id) ? await em.findOne(McpClientRecord, { id: id.toLowerCase() }) : null;
+  if (!rec) throw new GatewayError("not_found", `no MCP client with id "${id}"`);
+  return rec;
+}
+
+/** Finds a client by its unique name. */
+export async function findClientByName(em: EntityManager, name: string): Promise<McpClientRecord | null> {
+  return em.findOne(McpClientRecord, { name });
+}
+
+/** Lists clients ordered by name, with an optional case-insensitive name filter. */
+export async function listClients(
+  em: EntityManager,
+  query: { limit: number; offset: number; search: string },
+): Promise<{ items: McpClientRecord[]; total: number }> {
+  const where = query.search ? { name: { $ilike: `%${query.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` } } : {};
+  const [items, total] = await em.findAndCount(McpClientRecord, where, {
+    orderBy: { name: "asc" },
+    offset: query.offset,
+    ...(query.limit > 0 ? { limit: query.limit } : {}),
+  });
+  return { items, total };
+}
+
+/** Lists every client (start-up, config seeding). */
+export async function allClients(em: EntityManager): Promise<McpClientRecord[]> {
+  return em.find(McpClientRecord, {}, { orderBy: { name: "asc" } });
+}

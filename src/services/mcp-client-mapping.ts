@@ -1,0 +1,102 @@
+/** Moves MCP clients between the proto messages of gw.admin.v1 and the domain types of src/mcp. */
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { invalidField } from "../errors.js";
+import {
+  AUTH_TYPES,
+  CONNECTION_TYPES,
+  REDACTED,
+  effectiveStickiness,
+  type AuthType,
+  type ConnectionType,
+  type McpClientSpec,
+} from "../mcp/client-spec.js";
+import type { LastFailureView, RuntimeClientView } from "../mcp/client-state.js";
+import type { McpClientRecord } from "../store/index.js";
+import {
+  AuthTypeSchema,
+  ClientStateSchema,
+  ConnectionTypeSchema,
+  FailureStageSchema,
+  McpClientSchema,
+  type McpClient,
+  type McpClientConfig,
+} from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { enumInputNumber, enumNumberRestName } from "./enum-names.js";
+import { recordToSpec } from "../mcp/client-repository.js";
+
+/** The domain connection type of a proto value; UNSPECIFIED is a 400. */
+export function connectionTypeOf(value: number, field = "connection_type"): ConnectionType {
+  const name = enumNumberRestName(ConnectionTypeSchema, value);
+  const found = CONNECTION_TYPES.find((t) => t === name);
+  if (!found) throw invalidField(field, `is required: one of ${CONNECTION_TYPES.join(", ")}`);
+  return found;
+}
+
+/** The domain auth type of a proto value; UNSPECIFIED means the default, none. */
+export function authTypeOf(value: number): AuthType {
+  if (value === 0) return "none";
+  const name = enumNumberRestName(AuthTypeSchema, value);
+  const found = AUTH_TYPES.find((t) => t === name);
+  if (!found) throw invalidField("auth_type", `must be one of ${AUTH_TYPES.join(", ")}`);
+  return found;
+}
+
+/** Header values from the API's `{value}` objects. */
+export function headerValues(headers: Record<string, { value: string }>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, v.value]));
+}
+
+/** The domain spec of a create request (user_headers are returned apart: they are never persisted). */
+export function configToSpec(cfg: McpClientConfig): McpClientSpec {
+  return {
+    name: cfg.name,
+    connectionType: connectionTypeOf(cfg.connectionType),
+    connectionString: cfg.connectionString === "" ? null : cfg.connectionString,
+    stdioConfig: cfg.stdioConfig
+      ? { command: cfg.stdioConfig.command, args: [...cfg.stdioConfig.args], envs: [...cfg.stdioConfig.envs] }
+      : null,
+    authType: authTypeOf(cfg.authType),
+    headers: headerValues(cfg.headers),
+    perUserHeaderKeys: [...cfg.perUserHeaderKeys],
+    toolsToExecute: [...cfg.toolsToExecute],
+    toolsToAutoExecute: [...cfg.toolsToAutoExecute],
+    toolSyncInterval: cfg.toolSyncInterval,
+    needsSessionStickiness: cfg.needsSessionStickiness ?? null,
+    disabled: cfg.disabled,
+  };
+}
+
+function lastFailureMessage(f: LastFailureView) {
+  return {
+    stage: enumInputNumber(FailureStageSchema, f.stage) ?? 0,
+    message: f.message,
+    at: timestampFromDate(f.at),
+    since: timestampFromDate(f.since),
+  };
+}
+
+/** The read shape of a client: redacted headers, effective stickiness, runtime state. */
+export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): McpClient {
+  const spec = recordToSpec(rec);
+  return create(McpClientSchema, {
+    clientId: rec.id,
+    name: spec.name,
+    connectionType: enumInputNumber(ConnectionTypeSchema, spec.connectionType) ?? 0,
+    connectionString: spec.connectionString ?? "",
+    ...(spec.stdioConfig ? { stdioConfig: spec.stdioConfig } : {}),
+    authType: enumInputNumber(AuthTypeSchema, spec.authType) ?? 0,
+    headers: Object.fromEntries(Object.keys(spec.headers).map((k) => [k, { value: REDACTED }])),
+    perUserHeaderKeys: spec.perUserHeaderKeys,
+    toolsToExecute: spec.toolsToExecute,
+    toolsToAutoExecute: spec.toolsToAutoExecute,
+    toolSyncInterval: spec.toolSyncInterval,
+    needsSessionStickiness: effectiveStickiness(spec),
+    disabled: spec.disabled,
+    tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
+    state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
+    ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),
+    createdAt: timestampFromDate(rec.createdAt),
+    updatedAt: timestampFromDate(rec.updatedAt),
+  });
+}

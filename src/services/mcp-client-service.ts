@@ -1,0 +1,272 @@
+/** gw.admin.v1.McpClientService: the MCP client registry, with every rule of the spec's configuration table. */
+import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { GatewayError, invalidField } from "../errors.js";
+import {
+  IMMUTABLE_FIELDS,
+  MUTABLE_FIELDS,
+  applyPatch,
+  changedImmutableFields,
+  immutableFieldError,
+  isPerCall,
+  validateSpec,
+  validateUserHeaders,
+  type ImmutableField,
+  type McpClientPatch,
+  type McpClientSpec,
+  type MutableField,
+} from "../mcp/client-spec.js";
+import { reportedState } from "../mcp/client-state.js";
+import type { StateRegistry } from "../mcp/state-registry.js";
+import { assertNameFree, assignSpec, getClient, insertClient, listClients, recordToSpec } from "../mcp/client-repository.js";
+import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
+import { perUserWireHeaders } from "../mcp/wire-headers.js";
+import type { Store } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
+import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { kAdmin, kEntityManager } from "./context.js";
+import { authTypeOf, configToSpec, connectionTypeOf, headerValues, recordToProto } from "./mcp-client-mapping.js";
+
+/** What the MCP client service needs from the rest of the app. */
+export interface McpClientServiceDeps {
+  store: Store;
+  logger: Logger;
+  /** This instance's client states. */
+  states: StateRegistry;
+  /** Bounds each one-time upstream verify. */
+  verifyTimeoutMs?: number;
+}
+
+const MUTABLE: ReadonlySet<string> = new Set(MUTABLE_FIELDS);
+const IMMUTABLE: ReadonlySet<string> = new Set(IMMUTABLE_FIELDS);
+
+function emOf(ctx: HandlerContext, store: Store): EntityManager {
+  return ctx.values.get(kEntityManager) ?? store.fork();
+}
+
+/** A 422 carrying the upstream's own words, for a failed one-time verify. */
+function verifyFailed(err: unknown): GatewayError {
+  const detail = err instanceof Error ? err.message : String(err);
+  return new GatewayError("failed_precondition", `upstream verify failed: ${detail}`, {
+    type: "upstream_verify_failed",
+    httpStatus: 422,
+    cause: err,
+  });
+}
+
+/** Creates the service implementation. */
+export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<typeof McpClientService> {
+  const { store, states } = deps;
+  const verifyTimeoutMs = deps.verifyTimeoutMs ?? 30_000;
+
+  async function verifyUpstream(spec: McpClientSpec, userHeaders: Record<string, string>): Promise<DiscoveredTool[]> {
+    if (spec.connectionType === "stdio" || spec.connectionString === null) {
+      throw invalidField("connection_type", "per-user verification needs an http or sse client");
+    }
+    const headers = perUserWireHeaders(spec.headers, spec.perUserHeaderKeys, userHeaders);
+    try {
+      return await discoverTools({ connectionType: spec.connectionType, connectionString: spec.connectionString }, headers, {
+        timeoutMs: verifyTimeoutMs,
+      });
+    } catch (err) {
+      throw verifyFailed(err);
+    }
+  }
+
+  /** Turns a proto update (mask + values) into a domain patch, refusing immutable changes and unknown paths. */
+  function patchFromMask(current: McpClientSpec, paths: readonly string[], cfg: Parameters<typeof configToSpec>[0]): McpClientPatch {
+    if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
+    const patch: McpClientPatch = {};
+    const immutable: Partial<Pick<McpClientSpec, "connectionType" | "connectionString" | "stdioConfig" | "authType">> = {};
+    for (const path of paths) {
+      const top = path.split(".")[0] ?? path;
+      if (top === "user_headers") {
+        throw invalidField("user_headers", "is accepted only at creation; use POST /api/mcp/client/{id}/verify-headers");
+      }
+      if (IMMUTABLE.has(top)) {
+        const field = top as ImmutableField;
+        if (field === "connection_type") immutable.connectionType = connectionTypeOf(cfg.connectionType);
+        if (field === "connection_string") immutable.connectionString = cfg.connectionString === "" ? null : cfg.connectionString;
+        if (field === "stdio_config") immutable.stdioConfig = cfg.stdioConfig ? { command: cfg.stdioConfig.command, args: [...cfg.stdioConfig.args], envs: [...cfg.stdioConfig.envs] } : null;
+        if (field === "auth_type") immutable.authType = authTypeOf(cfg.authType);
+        continue;
+      }
+      if (!MUTABLE.has(top) || top !== path) throw invalidField("update_mask", `unknown or unsupported field "${path}"`);
+      switch (top as MutableField) {
+        case "name": patch.name = cfg.name; break;
+        case "headers": patch.headers = headerValues(cfg.headers); break;
+        case "per_user_header_keys": patch.perUserHeaderKeys = [...cfg.perUserHeaderKeys]; break;
+        case "tools_to_execute": patch.toolsToExecute = [...cfg.toolsToExecute]; break;
+        case "tools_to_auto_execute": patch.toolsToAutoExecute = [...cfg.toolsToAutoExecute]; break;
+        case "tool_sync_interval": patch.toolSyncInterval = cfg.toolSyncInterval; break;
+        case "needs_session_stickiness": patch.needsSessionStickiness = cfg.needsSessionStickiness ?? null; break;
+        case "disabled": patch.disabled = cfg.disabled; break;
+      }
+    }
+    const changed = changedImmutableFields(current, immutable);
+    if (changed[0] !== undefined) throw immutableFieldError(changed[0]);
+    return patch;
+  }
+
+  function perCallError(name: string, action: string): GatewayError {
+    return new GatewayError(
+      "invalid_argument",
+      `client "${name}" uses per-call connections and has no persistent connection to ${action}`,
+      { type: "per_call_client" },
+    );
+  }
+
+  return {
+    async createMcpClient(req, ctx) {
+      if (!req.client) throw invalidField("client", "is required");
+      const spec = configToSpec(req.client);
+      validateSpec(spec);
+      if (spec.connectionType === "stdio" && ctx.values.get(kAdmin) === null) {
+        throw new GatewayError(
+          "permission_denied",
+          "creating a stdio client spawns a process and needs an admin session: enable auth_config, sign in with POST /api/session/login and send Authorization: Bearer <token> (or declare the client in the config file)",
+          { type: "admin_session_required" },
+        );
+      }
+      const em = emOf(ctx, store);
+      await assertNameFree(em, spec.name);
+      const userHeaders = req.client.userHeaders;
+      let tools: DiscoveredTool[] = [];
+      let verified = false;
+      if (spec.authType === "per_user_headers") {
+        validateUserHeaders(spec.perUserHeaderKeys, userHeaders);
+        tools = await verifyUpstream(spec, userHeaders);
+        verified = true;
+      } else if (Object.keys(userHeaders).length > 0) {
+        throw invalidField("user_headers", `are only for per_user_headers clients, not ${spec.authType}`);
+      }
+      // A per-call server-wide client is discovered synchronously (spec: create, per-call -> healthy or unstable).
+      let discoveryError: unknown;
+      if (!verified && isPerCall(spec) && !spec.disabled && spec.connectionType !== "stdio" && spec.connectionString !== null) {
+        try {
+          tools = await discoverTools({ connectionType: spec.connectionType, connectionString: spec.connectionString }, spec.headers, { timeoutMs: verifyTimeoutMs });
+        } catch (err) {
+          discoveryError = err;
+        }
+      }
+      const rec = await insertClient(em, spec, { source: "api", verified, tools });
+      const discovered = verified || (isPerCall(spec) && !spec.disabled && spec.connectionType !== "stdio");
+      if (discovered && discoveryError === undefined) states.succeeded(rec.id);
+      if (discoveryError !== undefined) {
+        const failure = states.failed(rec.id, "connect", discoveryError);
+        deps.logger.info({ client_id: rec.id, client: spec.name, state: "unstable", stage: failure.stage, message: failure.message }, "MCP client state changed");
+      } else if (discovered) {
+        deps.logger.info({ client_id: rec.id, client: spec.name, state: "healthy", tools_count: tools.length }, "MCP client state changed");
+      }
+      deps.logger.info({ client_id: rec.id, client: spec.name, connection_type: spec.connectionType, auth_type: spec.authType }, "MCP client created");
+      const message = verified
+        ? `MCP client "${spec.name}" created and verified upstream: ${tools.length} tools discovered`
+        : discoveryError !== undefined
+          ? `MCP client "${spec.name}" created; first tool discovery failed, the client is unstable`
+          : discovered
+            ? `MCP client "${spec.name}" created: ${tools.length} tools discovered`
+            : `MCP client "${spec.name}" created`;
+      return { status: "success", message, clientId: rec.id };
+    },
+
+    async updateMcpClient(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      const current = recordToSpec(rec);
+      if (!req.client) throw invalidField("client", "is required");
+      const patch = patchFromMask(current, req.updateMask?.paths ?? [], req.client);
+      const next = applyPatch(current, patch);
+      if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
+      assignSpec(rec, next);
+      await em.flush();
+      deps.logger.info({ client_id: rec.id, client: next.name, fields: req.updateMask?.paths }, "MCP client updated");
+      return {
+        status: "success",
+        message: `MCP client "${next.name}" updated`,
+        client: recordToProto(rec, reportedState(rec.id, next, rec.verified, states)),
+      };
+    },
+
+    async deleteMcpClient(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      await em.removeAndFlush(rec);
+      states.remove(rec.id);
+      deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
+      return { status: "success", message: `MCP client "${rec.name}" deleted` };
+    },
+
+    async listMcpClients(req, ctx) {
+      if (req.limit < 0) throw invalidField("limit", "must not be negative");
+      if (req.offset < 0) throw invalidField("offset", "must not be negative");
+      const { items, total } = await listClients(emOf(ctx, store), { limit: req.limit, offset: req.offset, search: req.search });
+      const clients = items.map((rec) => recordToProto(rec, reportedState(rec.id, rec, rec.verified, states)));
+      return { clients, count: clients.length, totalCount: total };
+    },
+
+    async reconnectMcpClient(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      if (isPerCall(rec)) throw perCallError(rec.name, "reconnect");
+      throw new GatewayError("failed_precondition", `client "${rec.name}" has no live connection in this instance yet: the connection runtime is not running`, { type: "no_runtime" });
+    },
+
+    async closeMcpClient(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      if (isPerCall(rec)) throw perCallError(rec.name, "close");
+      throw new GatewayError("failed_precondition", `client "${rec.name}" has no live connection in this instance yet: the connection runtime is not running`, { type: "no_runtime" });
+    },
+
+    async verifyHeaders(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      if (rec.authType !== "per_user_headers") {
+        throw new GatewayError("invalid_argument", `verify-headers applies only to per_user_headers clients; "${rec.name}" uses ${rec.authType}`, { type: "not_applicable" });
+      }
+      if (rec.verified && rec.discoveryStatus !== "needs_update") {
+        throw new GatewayError("already_exists", `client "${rec.name}" is already verified and its admin discovery credential is ${rec.discoveryStatus ?? "absent"}; verify-headers is accepted again only while it needs an update`, {
+          type: "already_verified",
+          httpStatus: 409,
+        });
+      }
+      validateUserHeaders(rec.perUserHeaderKeys, req.userHeaders);
+      const spec = recordToSpec(rec);
+      const tools = await verifyUpstream(spec, req.userHeaders);
+      rec.tools = tools;
+      rec.verified = true;
+      rec.discoveryHeaders = { ...req.userHeaders };
+      rec.discoveryStatus = "active";
+      rec.updatedAt = new Date();
+      await em.flush();
+      states.succeeded(rec.id);
+      deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length }, "MCP client verified");
+      return { status: "success", message: `client "${rec.name}" verified: ${tools.length} tools discovered`, toolsCount: tools.length };
+    },
+
+    async reauthorize(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      throw notApplicable("reauthorize", rec, ["oauth", "per_user_oauth"]);
+    },
+
+    async verifyExchange(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      throw notApplicable("verify-exchange", rec, ["token_exchange"]);
+    },
+
+    async initiateVerification(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      throw notApplicable("initiate-verification", rec, ["oauth", "per_user_oauth"]);
+    },
+
+    async completeOauth(req) {
+      throw new GatewayError("not_found", `no pending OAuth configuration with id "${req.oauthConfigId}"`);
+    },
+  };
+}
+
+/**
+ * Recovery operations apply to particular auth types. OAuth and token exchange clients cannot be created
+ * yet (validateSpec refuses them), so every existing client gets the "does not apply" answer.
+ */
+function notApplicable(action: string, rec: { name: string; authType: string }, types: string[]): GatewayError {
+  return new GatewayError("invalid_argument", `${action} applies only to ${types.join(" and ")} clients; "${rec.name}" uses ${rec.authType}`, { type: "not_applicable" });
+}

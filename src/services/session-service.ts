@@ -1,0 +1,22 @@
+/** gw.admin.v1.SessionService: admin sign-in and sign-out. */
+import type { ServiceImpl } from "@connectrpc/connect";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { invalidField } from "../errors.js";
+import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
+import type { AdminAuth } from "./admin-auth.js";
+
+/** Creates the service implementation. */
+export function createSessionService(auth: AdminAuth): ServiceImpl<typeof SessionService> {
+  return {
+    async login(req) {
+      if (req.username === "") throw invalidField("username", "is required");
+      if (req.password === "") throw invalidField("password", "is required");
+      const { token, expiresAt } = await auth.login(req.username, req.password);
+      return { token, expiresAt: timestampFromDate(expiresAt) };
+    },
+    async logout(_req, ctx) {
+      await auth.logout(ctx.requestHeader.get("authorization"));
+      return { status: "success" };
+    },
+  };
+}

@@ -1,0 +1,181 @@
+/**
+ * gw.admin.v1.SettingsService: tool manager settings and the run-time gateway configuration. Every
+ * change is validated, persisted, then published to the in-memory RuntimeSettings the request path reads.
+ */
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { formatDuration, parseDuration } from "../config/duration.js";
+import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
+import { invalidField } from "../errors.js";
+import { SettingRecord, type Store } from "../store/index.js";
+import { customLabelProblem } from "../telemetry/label-names.js";
+import type { Logger } from "../telemetry/logger.js";
+import { create } from "@bufbuild/protobuf";
+import {
+  ClientSettingsSchema,
+  SettingsService,
+  type ClientSettings as ClientSettingsMessage,
+  type ToolManagerConfig,
+} from "../../gen/gw/admin/v1/settings_pb.js";
+import { kEntityManager } from "./context.js";
+
+/** Keys of the persisted settings rows. */
+export const SETTING_TOOL_MANAGER = "tool_manager_config";
+export const SETTING_CLIENT = "client_settings";
+
+/** What the settings service needs. */
+export interface SettingsServiceDeps {
+  store: Store;
+  settings: RuntimeSettings;
+  logger: Logger;
+}
+
+function emOf(ctx: HandlerContext, store: Store): EntityManager {
+  return ctx.values.get(kEntityManager) ?? store.fork();
+}
+
+/** Writes one settings row (insert or update). */
+export async function saveSetting(em: EntityManager, key: string, value: unknown): Promise<void> {
+  await em.upsert(SettingRecord, { key, value, updatedAt: new Date() });
+}
+
+function toolManagerMessage(s: ToolManagerSettings) {
+  return {
+    maxAgentDepth: s.maxAgentDepth,
+    toolExecutionTimeout: formatDuration(s.toolExecutionTimeoutMs),
+    codeModeBindingLevel: s.codeModeBindingLevel,
+  };
+}
+
+function clientMessage(s: ClientSettings) {
+  return {
+    prometheusLabels: s.prometheusLabels,
+    dropExcessRequests: s.dropExcessRequests,
+    initialPoolSize: s.initialPoolSize,
+    allowedHeaders: s.allowedHeaders,
+    mcpEnableTempTokenAuth: s.mcpEnableTempTokenAuth,
+    mcpExternalClientUrl: s.mcpExternalClientUrl,
+    mcpToolSyncInterval: s.mcpToolSyncIntervalMinutes,
+    enforceGovernance: s.enforceGovernance,
+  };
+}
+
+/** Validates and applies the masked tool manager fields. */
+export function applyToolManager(current: ToolManagerSettings, paths: readonly string[], cfg: ToolManagerConfig): ToolManagerSettings {
+  if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
+  const next = { ...current };
+  for (const path of paths) {
+    switch (path) {
+      case "max_agent_depth":
+        if (!Number.isInteger(cfg.maxAgentDepth) || cfg.maxAgentDepth < 1 || cfg.maxAgentDepth > 50) {
+          throw invalidField("max_agent_depth", `must be an integer from 1 to 50, got ${cfg.maxAgentDepth}`);
+        }
+        next.maxAgentDepth = cfg.maxAgentDepth;
+        break;
+      case "tool_execution_timeout": {
+        let ms: number;
+        try {
+          ms = parseDuration(cfg.toolExecutionTimeout);
+        } catch {
+          throw invalidField("tool_execution_timeout", `"${cfg.toolExecutionTimeout}" is not a duration such as "30s" or "2m"`);
+        }
+        if (ms <= 0) throw invalidField("tool_execution_timeout", "must be positive");
+        next.toolExecutionTimeoutMs = ms;
+        break;
+      }
+      case "code_mode_binding_level":
+        if (cfg.codeModeBindingLevel !== "tool") {
+          throw invalidField("code_mode_binding_level", `only "tool" is supported, got "${cfg.codeModeBindingLevel}"`);
+        }
+        next.codeModeBindingLevel = "tool";
+        break;
+      default:
+        throw invalidField("update_mask", `unknown field "${path}"`);
+    }
+  }
+  return next;
+}
+
+/** Validates and applies the masked client settings (paths relative to GatewayConfig, e.g. client.prometheus_labels). */
+export function applyClientSettings(current: ClientSettings, paths: readonly string[], msg: ClientSettingsMessage | undefined): ClientSettings {
+  if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
+  const next = { ...current };
+  const src = msg ?? create(ClientSettingsSchema);
+  const expanded = paths.flatMap((p) =>
+    p === "client"
+      ? ["prometheus_labels", "drop_excess_requests", "initial_pool_size", "allowed_headers", "mcp_enable_temp_token_auth", "mcp_external_client_url", "mcp_tool_sync_interval", "enforce_governance"].map((f) => `client.${f}`)
+      : [p],
+  );
+  for (const path of expanded) {
+    switch (path) {
+      case "client.prometheus_labels": {
+        const seen = new Set<string>();
+        src.prometheusLabels.forEach((label, i) => {
+          const problem = customLabelProblem(label);
+          if (problem) throw invalidField(`client.prometheus_labels[${i}]`, problem);
+          if (seen.has(label)) throw invalidField(`client.prometheus_labels[${i}]`, `duplicate label "${label}"`);
+          seen.add(label);
+        });
+        next.prometheusLabels = [...src.prometheusLabels];
+        break;
+      }
+      case "client.drop_excess_requests": next.dropExcessRequests = src.dropExcessRequests; break;
+      case "client.initial_pool_size":
+        if (src.initialPoolSize <= 0) throw invalidField("client.initial_pool_size", "must be a positive integer");
+        next.initialPoolSize = src.initialPoolSize;
+        break;
+      case "client.allowed_headers":
+        src.allowedHeaders.forEach((h, i) => {
+          if (h !== "*" && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h)) throw invalidField(`client.allowed_headers[${i}]`, `"${h}" is not a header name or "*"`);
+        });
+        next.allowedHeaders = [...src.allowedHeaders];
+        break;
+      case "client.mcp_enable_temp_token_auth": next.mcpEnableTempTokenAuth = src.mcpEnableTempTokenAuth; break;
+      case "client.mcp_external_client_url":
+        if (src.mcpExternalClientUrl !== "") {
+          let ok = false;
+          try { ok = /^https?:$/.test(new URL(src.mcpExternalClientUrl).protocol); } catch { ok = false; }
+          if (!ok) throw invalidField("client.mcp_external_client_url", `"${src.mcpExternalClientUrl}" is not an http(s) URL`);
+        }
+        next.mcpExternalClientUrl = src.mcpExternalClientUrl;
+        break;
+      case "client.mcp_tool_sync_interval":
+        if (src.mcpToolSyncInterval === 0) throw invalidField("client.mcp_tool_sync_interval", "must be a number of minutes, positive (or negative to disable)");
+        next.mcpToolSyncIntervalMinutes = src.mcpToolSyncInterval;
+        break;
+      case "client.enforce_governance": next.enforceGovernance = src.enforceGovernance; break;
+      default:
+        throw invalidField("update_mask", `unknown or read-only field "${path}"`);
+    }
+  }
+  return next;
+}
+
+/** Creates the service implementation. */
+export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<typeof SettingsService> {
+  const { store, settings } = deps;
+  return {
+    getToolManagerConfig() {
+      return { config: toolManagerMessage(settings.toolManager) };
+    },
+    async updateToolManagerConfig(req, ctx) {
+      if (!req.config) throw invalidField("config", "is required");
+      const next = applyToolManager(settings.toolManager, req.updateMask?.paths ?? [], req.config);
+      await saveSetting(emOf(ctx, store), SETTING_TOOL_MANAGER, next);
+      settings.setToolManager(next);
+      deps.logger.info({ fields: req.updateMask?.paths }, "tool manager settings updated");
+      return { status: "success", config: toolManagerMessage(next) };
+    },
+    getConfig() {
+      return { config: { client: clientMessage(settings.client) } };
+    },
+    async updateConfig(req, ctx) {
+      const paths = req.updateMask?.paths ?? [];
+      const next = applyClientSettings(settings.client, paths, req.config?.client);
+      await saveSetting(emOf(ctx, store), SETTING_CLIENT, next);
+      settings.setClient(next);
+      deps.logger.info({ fields: paths }, "gateway configuration updated");
+      return { status: "success", config: { client: clientMessage(next) } };
+    },
+  };
+}

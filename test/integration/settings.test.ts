@@ -1,0 +1,68 @@
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { api, startApp, type TestApp } from "../helpers/app.js";
+
+describe("settings API", () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startApp();
+  });
+  after(() => app.stop());
+
+  test("the tool manager config has the documented defaults", async () => {
+    const res = await api(app, "GET", "/api/settings/mcp/tool-manager-config");
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.body.config, { max_agent_depth: 10, tool_execution_timeout: "30s", code_mode_binding_level: "tool" });
+  });
+
+  test("PUT changes only the fields sent and the change survives a restart", async () => {
+    const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", { max_agent_depth: 25 });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.config, { max_agent_depth: 25, tool_execution_timeout: "30s", code_mode_binding_level: "tool" });
+    assert.equal(app.settings.toolManager.maxAgentDepth, 25);
+    await app.stop({ keepData: true });
+    app = await startApp(app.restartOptions);
+    const after = await api(app, "GET", "/api/settings/mcp/tool-manager-config");
+    assert.equal(after.body.config.max_agent_depth, 25);
+  });
+
+  for (const [body, field] of [
+    [{ max_agent_depth: 0 }, "max_agent_depth"],
+    [{ max_agent_depth: 51 }, "max_agent_depth"],
+    [{ tool_execution_timeout: "soon" }, "tool_execution_timeout"],
+    [{ tool_execution_timeout: "-5s" }, "tool_execution_timeout"],
+    [{ code_mode_binding_level: "server" }, "code_mode_binding_level"],
+  ] as const) {
+    test(`rejects ${JSON.stringify(body)} naming ${field}`, async () => {
+      const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", body);
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      assert.match(res.body.error.message, new RegExp(`^${field}:`));
+    });
+  }
+
+  test("PATCH /config sets prometheus_labels at run time", async () => {
+    const res = await api(app, "PATCH", "/config", { client: { prometheus_labels: ["team", "env"] } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.deepEqual(res.body.config.client.prometheus_labels, ["team", "env"]);
+    assert.deepEqual(app.settings.client.prometheusLabels, ["team", "env"]);
+    assert.equal(res.body.config.client.initial_pool_size, 300, "other settings unchanged");
+  });
+
+  test("PATCH /config rejects a reserved label name", async () => {
+    const res = await api(app, "PATCH", "/config", { client: { prometheus_labels: ["path"] } });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^client\.prometheus_labels\[0\]:.*reserved/);
+  });
+
+  test("PATCH /config rejects an invalid label name", async () => {
+    const res = await api(app, "PATCH", "/config", { client: { prometheus_labels: ["team-name"] } });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^client\.prometheus_labels\[0\]:/);
+  });
+
+  test("PATCH /config with nothing to change is a 400", async () => {
+    const res = await api(app, "PATCH", "/config", {});
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /update_mask/);
+  });
+});
