@@ -6,7 +6,10 @@ import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
 import type { GatewayFileConfig } from "./config/file-config.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "./config/runtime-settings.js";
 import type { McpClientSpec } from "./mcp/client-spec.js";
+import type { RuntimeTiming } from "./mcp/client-runtime.js";
+import { McpRuntime } from "./mcp/runtime.js";
 import { StateRegistry } from "./mcp/state-registry.js";
+import { createSessionFactory } from "./mcp/upstream-session.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createOnePortServer } from "./server/listener.js";
 import { registerReflection } from "./server/reflection.js";
@@ -36,6 +39,10 @@ export interface AppOptions {
   client?: ClientSettings & { maxRequestBodyBytes?: number };
   /** MCP clients declared in the config file. */
   mcpClients?: McpClientSpec[];
+  /** Check intervals and retries of the MCP runtime (tests shorten them). */
+  mcpTiming?: Partial<RuntimeTiming>;
+  /** Environment stdio clients take their `envs` from (default process.env). */
+  env?: NodeJS.ProcessEnv;
   logger?: Logger;
 }
 
@@ -46,6 +53,7 @@ export interface App {
   readonly store: Store;
   readonly settings: RuntimeSettings;
   readonly logger: Logger;
+  readonly runtime: McpRuntime;
   /** Stops serving, finishes in-flight requests, closes the store. */
   close(): Promise<void>;
 }
@@ -69,7 +77,16 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     await seedMcpClients(store, options.mcpClients ?? [], logger);
     const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
-    const deps: ServiceDeps = { store, logger, settings, auth, states: new StateRegistry() };
+    const runtime = new McpRuntime({
+      store,
+      logger,
+      settings,
+      states: new StateRegistry(),
+      sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
+      ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
+    });
+    await runtime.start();
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime };
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
       registerReflection(router, IMPLEMENTED_SERVICES);
@@ -96,9 +113,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       store,
       settings,
       logger,
+      runtime,
       close() {
         closing ??= (async () => {
           await server.close();
+          await runtime.shutdown();
           await store.close();
           logger.info("gateway stopped");
         })();

@@ -2,16 +2,18 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
-import type { StateRegistry } from "../mcp/state-registry.js";
+import type { McpRuntime } from "../mcp/runtime.js";
 import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
+import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { authInterceptor } from "./auth-interceptor.js";
 import { errorInterceptor } from "./connect-errors.js";
 import { createMcpClientService } from "./mcp-client-service.js";
+import { createMcpToolService } from "./mcp-tool-service.js";
 import { createSessionService } from "./session-service.js";
 import { createSettingsService } from "./settings-service.js";
 import { storeInterceptor } from "./store-interceptor.js";
@@ -22,17 +24,18 @@ export interface ServiceDeps {
   logger: Logger;
   settings: RuntimeSettings;
   auth: AdminAuth;
-  states: StateRegistry;
+  runtime: McpRuntime;
 }
 
 /** The services this build implements (later issues add theirs here). */
-export const IMPLEMENTED_SERVICES: readonly DescService[] = [McpClientService, SettingsService, SessionService];
+export const IMPLEMENTED_SERVICES: readonly DescService[] = [McpClientService, SettingsService, SessionService, McpToolService];
 
 /** Registers the implemented services. */
 export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
   router.service(McpClientService, createMcpClientService(deps));
   router.service(SettingsService, createSettingsService(deps));
   router.service(SessionService, createSessionService(deps.auth));
+  router.service(McpToolService, createMcpToolService(deps.runtime));
 }
 
 /** The interceptors every call goes through, outermost first. */

@@ -17,7 +17,7 @@ import {
   type MutableField,
 } from "../mcp/client-spec.js";
 import { reportedState } from "../mcp/client-state.js";
-import type { StateRegistry } from "../mcp/state-registry.js";
+import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
 import { assertNameFree, assignSpec, getClient, insertClient, listClients, recordToSpec } from "../mcp/client-repository.js";
 import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
 import { perUserWireHeaders } from "../mcp/wire-headers.js";
@@ -31,8 +31,8 @@ import { authTypeOf, configToSpec, connectionTypeOf, headerValues, recordToProto
 export interface McpClientServiceDeps {
   store: Store;
   logger: Logger;
-  /** This instance's client states. */
-  states: StateRegistry;
+  /** The live side of every client. */
+  runtime: McpRuntime;
   /** Bounds each one-time upstream verify. */
   verifyTimeoutMs?: number;
 }
@@ -56,7 +56,7 @@ function verifyFailed(err: unknown): GatewayError {
 
 /** Creates the service implementation. */
 export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<typeof McpClientService> {
-  const { store, states } = deps;
+  const { store, runtime } = deps;
   const verifyTimeoutMs = deps.verifyTimeoutMs ?? 30_000;
 
   async function verifyUpstream(spec: McpClientSpec, userHeaders: Record<string, string>): Promise<DiscoveredTool[]> {
@@ -140,31 +140,17 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       } else if (Object.keys(userHeaders).length > 0) {
         throw invalidField("user_headers", `are only for per_user_headers clients, not ${spec.authType}`);
       }
-      // A per-call server-wide client is discovered synchronously (spec: create, per-call -> healthy or unstable).
-      let discoveryError: unknown;
-      if (!verified && isPerCall(spec) && !spec.disabled && spec.connectionType !== "stdio" && spec.connectionString !== null) {
-        try {
-          tools = await discoverTools({ connectionType: spec.connectionType, connectionString: spec.connectionString }, spec.headers, { timeoutMs: verifyTimeoutMs });
-        } catch (err) {
-          discoveryError = err;
-        }
-      }
       const rec = await insertClient(em, spec, { source: "api", verified, tools });
-      const discovered = verified || (isPerCall(spec) && !spec.disabled && spec.connectionType !== "stdio");
-      if (discovered && discoveryError === undefined) states.succeeded(rec.id);
-      if (discoveryError !== undefined) {
-        const failure = states.failed(rec.id, "connect", discoveryError);
-        deps.logger.info({ client_id: rec.id, client: spec.name, state: "unstable", stage: failure.stage, message: failure.message }, "MCP client state changed");
-      } else if (discovered) {
-        deps.logger.info({ client_id: rec.id, client: spec.name, state: "healthy", tools_count: tools.length }, "MCP client state changed");
-      }
       deps.logger.info({ client_id: rec.id, client: spec.name, connection_type: spec.connectionType, auth_type: spec.authType }, "MCP client created");
+      // The first connect (sticky) or discovery (per-call) runs before we answer, so the reply can say how it went.
+      const live = await runtime.add(snapshotOf(rec));
+      const view = reportedState(rec.id, spec, verified, runtime);
       const message = verified
         ? `MCP client "${spec.name}" created and verified upstream: ${tools.length} tools discovered`
-        : discoveryError !== undefined
-          ? `MCP client "${spec.name}" created; first tool discovery failed, the client is unstable`
-          : discovered
-            ? `MCP client "${spec.name}" created: ${tools.length} tools discovered`
+        : view.state === "healthy"
+          ? `MCP client "${spec.name}" created: ${live.tools.length} tools discovered`
+          : view.state === "unstable" || view.state === "needs_reauth"
+            ? `MCP client "${spec.name}" created; its first connection failed (${view.lastFailure?.message ?? view.state}), the client is ${view.state}`
             : `MCP client "${spec.name}" created`;
       return { status: "success", message, clientId: rec.id };
     },
@@ -179,11 +165,12 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
       assignSpec(rec, next);
       await em.flush();
+      await runtime.update(snapshotOf(rec));
       deps.logger.info({ client_id: rec.id, client: next.name, fields: req.updateMask?.paths }, "MCP client updated");
       return {
         status: "success",
         message: `MCP client "${next.name}" updated`,
-        client: recordToProto(rec, reportedState(rec.id, next, rec.verified, states)),
+        client: recordToProto(rec, reportedState(rec.id, next, rec.verified, runtime)),
       };
     },
 
@@ -191,7 +178,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const em = emOf(ctx, store);
       const rec = await getClient(em, req.clientId);
       await em.removeAndFlush(rec);
-      states.remove(rec.id);
+      await runtime.remove(rec.id);
       deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
       return { status: "success", message: `MCP client "${rec.name}" deleted` };
     },
@@ -200,20 +187,27 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       if (req.limit < 0) throw invalidField("limit", "must not be negative");
       if (req.offset < 0) throw invalidField("offset", "must not be negative");
       const { items, total } = await listClients(emOf(ctx, store), { limit: req.limit, offset: req.offset, search: req.search });
-      const clients = items.map((rec) => recordToProto(rec, reportedState(rec.id, rec, rec.verified, states)));
+      const clients = items.map((rec) => recordToProto(rec, reportedState(rec.id, rec, rec.verified, runtime)));
       return { clients, count: clients.length, totalCount: total };
     },
 
     async reconnectMcpClient(req, ctx) {
       const rec = await getClient(emOf(ctx, store), req.clientId);
       if (isPerCall(rec)) throw perCallError(rec.name, "reconnect");
-      throw new GatewayError("failed_precondition", `client "${rec.name}" has no live connection in this instance yet: the connection runtime is not running`, { type: "no_runtime" });
+      if (rec.disabled) throw new GatewayError("failed_precondition", `client "${rec.name}" is disabled; enable it to connect`, { type: "mcp_client_disabled" });
+      try {
+        await runtime.reconnect(rec.id);
+      } catch (err) {
+        throw new GatewayError("unavailable", `reconnect of "${rec.name}" failed: ${err instanceof Error ? err.message : String(err)}`, { type: "upstream_error", cause: err });
+      }
+      return { status: "success", message: `client "${rec.name}" reconnected` };
     },
 
     async closeMcpClient(req, ctx) {
       const rec = await getClient(emOf(ctx, store), req.clientId);
       if (isPerCall(rec)) throw perCallError(rec.name, "close");
-      throw new GatewayError("failed_precondition", `client "${rec.name}" has no live connection in this instance yet: the connection runtime is not running`, { type: "no_runtime" });
+      await runtime.close(rec.id);
+      return { status: "success", message: `connection of client "${rec.name}" closed; POST /api/mcp/client/${rec.id}/reconnect re-dials it` };
     },
 
     async verifyHeaders(req, ctx) {
@@ -237,7 +231,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       rec.discoveryStatus = "active";
       rec.updatedAt = new Date();
       await em.flush();
-      states.succeeded(rec.id);
+      await runtime.update(snapshotOf(rec));
       deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length }, "MCP client verified");
       return { status: "success", message: `client "${rec.name}" verified: ${tools.length} tools discovered`, toolsCount: tools.length };
     },

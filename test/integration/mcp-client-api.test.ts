@@ -109,12 +109,12 @@ describe("MCP client management API", () => {
       tools_to_execute: ["*"],
     });
     assert.equal(created.status, 200, JSON.stringify(created.body));
-    assert.match(created.body.message, /2 tools discovered/);
+    assert.match(created.body.message, /3 tools discovered/);
     const listed = await api(app, "GET", "/api/mcp/clients?search=percall");
     const client = listed.body.clients[0];
     assert.equal(client.state, "healthy");
     assert.equal(client.needs_session_stickiness, false);
-    assert.deepEqual(client.tools.map((t: { name: string }) => t.name).sort(), ["add", "echo"]);
+    assert.deepEqual(client.tools.map((t: { name: string }) => t.name).sort(), ["add", "echo", "slow"]);
     assert.equal(client.tools.find((t: { name: string }) => t.name === "add").input_schema.type, "object");
     assert.equal(client.last_failure, undefined);
   });
@@ -135,7 +135,7 @@ describe("MCP client management API", () => {
     assert.equal(client.last_failure.at, client.last_failure.since);
   });
 
-  test("a client the runtime does not hold reports error, a disabled one reports disabled", async () => {
+  test("a sticky client is connected at creation, a disabled one reports disabled", async () => {
     const sticky = await api(app, "POST", "/api/mcp/client", {
       name: "sticky_http",
       connection_type: "http",
@@ -152,7 +152,7 @@ describe("MCP client management API", () => {
     assert.equal(off.status, 200);
     const listed = await api(app, "GET", "/api/mcp/clients");
     const byName = new Map(listed.body.clients.map((c: { name: string }) => [c.name, c]));
-    assert.equal((byName.get("sticky_http") as { state: string }).state, "error");
+    assert.equal((byName.get("sticky_http") as { state: string }).state, "healthy");
     assert.equal((byName.get("off_client") as { state: string }).state, "disabled");
   });
 

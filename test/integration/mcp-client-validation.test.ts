@@ -154,7 +154,7 @@ describe("MCP client validation", () => {
       headers: { "x-static": { value: "s" } },
     }, admin);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.match(res.body.message, /2 tools discovered/);
+    assert.match(res.body.message, /3 tools discovered/);
     const seen = fixture.seenHeaders.at(-1);
     assert.equal(seen?.["x-user-token"], "good");
     assert.equal(seen?.["x-static"], "s");

@@ -60,7 +60,7 @@ describe("persistence across restarts", () => {
     assert.deepEqual(secretive.tools_to_execute, ["echo"]);
     assert.equal(secretive.auth_type, "headers");
     const perUser = listed.body.clients.find((c: { client_id: string }) => c.client_id === perUserId);
-    assert.deepEqual(perUser.tools.map((t: { name: string }) => t.name).sort(), ["add", "echo"]);
+    assert.deepEqual(perUser.tools.map((t: { name: string }) => t.name).sort(), ["add", "echo", "slow"]);
   });
 
   test("header values are ciphertext in the database and decrypt to the original", async () => {

@@ -1,0 +1,430 @@
+/**
+ * One MCP client's live side: its upstream connection (sticky) or per-call sessions, the periodic
+ * checker, and the state transitions of the spec's client table. States and last_failure go to the
+ * StateRegistry; every change is logged at INFO with stage and message, failed checks that change
+ * nothing at DEBUG.
+ */
+import { GatewayError } from "../errors.js";
+import type { Logger } from "../telemetry/logger.js";
+import { isPerCall, isPerUser, type McpClientSpec } from "./client-spec.js";
+import type { ClientStateName, FailureStageName } from "./client-state.js";
+import type { DiscoveredTool } from "./discover.js";
+import type { StateRegistry } from "./state-registry.js";
+import type { SessionFactory, ToolCallResult, UpstreamSession, UpstreamTarget } from "./upstream-session.js";
+import { perUserWireHeaders } from "./wire-headers.js";
+
+/** How often checks run and how hard each operation is retried. */
+export interface RuntimeTiming {
+  /** Between checks while healthy. */
+  healthyCheckMs: number;
+  /** Between checks while unstable (spec: every 10 seconds). */
+  unstableCheckMs: number;
+  /** Attempts per operation inside one check (spec: 3). */
+  retries: number;
+  /** Pause between those attempts. */
+  retryDelayMs: number;
+  /** Bound on one connect, list, or ping. */
+  operationTimeoutMs: number;
+}
+
+export const DEFAULT_TIMING: RuntimeTiming = {
+  healthyCheckMs: 30_000,
+  unstableCheckMs: 10_000,
+  retries: 3,
+  retryDelayMs: 500,
+  operationTimeoutMs: 30_000,
+};
+
+/** What the runtime knows of a client's configuration. */
+export interface ClientSnapshot {
+  id: string;
+  spec: McpClientSpec;
+  verified: boolean;
+  tools: DiscoveredTool[];
+  discoveryHeaders: Record<string, string> | null;
+  discoveryStatus: "active" | "needs_update" | null;
+}
+
+/** Services a ClientRuntime uses. */
+export interface ClientRuntimeDeps {
+  sessions: SessionFactory;
+  states: StateRegistry;
+  logger: Logger;
+  timing: RuntimeTiming;
+  /** The global tool sync interval in minutes (0 or negative: disabled). */
+  globalSyncMinutes: () => number;
+  /** Stores a changed tool list. */
+  persistTools: (clientId: string, tools: DiscoveredTool[]) => Promise<void>;
+}
+
+type Mode = "sticky" | "per_call" | "per_user";
+
+function modeOf(spec: McpClientSpec): Mode {
+  if (isPerUser(spec.authType)) return "per_user";
+  return isPerCall(spec) ? "per_call" : "sticky";
+}
+
+function isAuthRejected(err: unknown): boolean {
+  return err instanceof GatewayError && err.type === "upstream_auth_rejected";
+}
+
+function sameTools(a: readonly DiscoveredTool[], b: readonly DiscoveredTool[]): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/** True when the change needs a new upstream connection. */
+function connectionChanged(a: McpClientSpec, b: McpClientSpec): boolean {
+  return (
+    JSON.stringify([a.connectionType, a.connectionString, a.stdioConfig, a.authType, a.headers, a.needsSessionStickiness]) !==
+    JSON.stringify([b.connectionType, b.connectionString, b.stdioConfig, b.authType, b.headers, b.needsSessionStickiness])
+  );
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/** The live side of one client. */
+export class ClientRuntime {
+  private snap: ClientSnapshot;
+  private session: UpstreamSession | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  /** Bumped on stop and on every reconfiguration so stale async work drops its result. */
+  private generation = 0;
+  private lastSync = 0;
+  private checkInFlight: Promise<void> | undefined;
+  private closedByAdmin = false;
+
+  constructor(
+    snapshot: ClientSnapshot,
+    private readonly deps: ClientRuntimeDeps,
+  ) {
+    this.snap = snapshot;
+  }
+
+  get id(): string {
+    return this.snap.id;
+  }
+  get spec(): McpClientSpec {
+    return this.snap.spec;
+  }
+  get tools(): readonly DiscoveredTool[] {
+    return this.snap.tools;
+  }
+  get mode(): Mode {
+    return modeOf(this.snap.spec);
+  }
+
+  /** Whether anything should run for this client: not disabled, and verified when it must be. */
+  private get active(): boolean {
+    const { spec, verified } = this.snap;
+    return !spec.disabled && !(spec.authType === "per_user_headers" && !verified);
+  }
+
+  private get state(): ClientStateName | undefined {
+    return this.deps.states.stateOf(this.id)?.state;
+  }
+
+  private log(): Logger {
+    return this.deps.logger;
+  }
+
+  private target(headers = this.snap.spec.headers): UpstreamTarget {
+    const { spec } = this.snap;
+    return { connectionType: spec.connectionType, connectionString: spec.connectionString, stdioConfig: spec.stdioConfig, headers };
+  }
+
+  /** Headers for a per-user client's periodic discovery: the admin discovery credential over the static ones. */
+  private discoveryTarget(): UpstreamTarget | null {
+    const { spec, discoveryHeaders, discoveryStatus } = this.snap;
+    if (!discoveryHeaders || discoveryStatus !== "active") return null;
+    return this.target(perUserWireHeaders(spec.headers, spec.perUserHeaderKeys, discoveryHeaders));
+  }
+
+  private markHealthy(): void {
+    const before = this.state;
+    this.deps.states.succeeded(this.id);
+    if (before !== "healthy") {
+      this.log().info({ client_id: this.id, client: this.spec.name, from: before ?? null, to: "healthy" }, "MCP client state changed");
+    }
+  }
+
+  private markFailed(stage: FailureStageName, err: unknown, to: ClientStateName = "unstable"): void {
+    const before = this.state;
+    const failure = this.deps.states.failed(this.id, stage, err, to);
+    const fields = { client_id: this.id, client: this.spec.name, from: before ?? null, to, stage, message: failure.message };
+    if (before !== to) this.log().info(fields, "MCP client state changed");
+    else this.log().debug(fields, "MCP client check failed");
+  }
+
+  /** Runs `op` up to timing.retries times; an auth rejection is final at once. */
+  private async retried<T>(op: () => Promise<T>): Promise<T> {
+    let last: unknown;
+    for (let attempt = 0; attempt < this.deps.timing.retries; attempt++) {
+      try {
+        return await op();
+      } catch (err) {
+        last = err;
+        if (isAuthRejected(err)) break;
+        if (attempt + 1 < this.deps.timing.retries) await sleep(this.deps.timing.retryDelayMs);
+      }
+    }
+    throw last;
+  }
+
+  private syncDue(): boolean {
+    const own = this.spec.toolSyncInterval;
+    const minutes = own > 0 ? own : own < 0 ? -1 : this.deps.globalSyncMinutes();
+    if (minutes <= 0) return false;
+    return Date.now() - this.lastSync >= minutes * 60_000;
+  }
+
+  private async adoptTools(tools: DiscoveredTool[]): Promise<void> {
+    this.lastSync = Date.now();
+    if (sameTools(tools, this.snap.tools)) return;
+    this.snap = { ...this.snap, tools };
+    await this.deps.persistTools(this.id, tools).catch((err: unknown) => {
+      this.log().error({ err, client_id: this.id }, "could not store the discovered tool list");
+    });
+  }
+
+  private async discover(target: UpstreamTarget): Promise<DiscoveredTool[]> {
+    const opts = { timeoutMs: this.deps.timing.operationTimeoutMs };
+    const session = await this.deps.sessions.open(target, opts);
+    try {
+      return await session.listTools(opts);
+    } finally {
+      await session.close().catch(() => undefined);
+    }
+  }
+
+  /** Opens a new sticky connection and swaps it in; the old one serves until the new one is ready. */
+  private async redial(gen: number): Promise<void> {
+    const opts = { timeoutMs: this.deps.timing.operationTimeoutMs };
+    const fresh = await this.deps.sessions.open(this.target(), opts);
+    let tools: DiscoveredTool[];
+    try {
+      // A failed initial listing is a connect failure, never "healthy with zero tools".
+      tools = await fresh.listTools(opts);
+    } catch (err) {
+      await fresh.close().catch(() => undefined);
+      throw err;
+    }
+    if (gen !== this.generation) {
+      await fresh.close().catch(() => undefined);
+      return;
+    }
+    const old = this.session;
+    this.session = fresh;
+    fresh.onLost((err) => this.lost(fresh, err));
+    // close() lets the calls still running on the old session finish before it closes.
+    void old?.close().catch(() => undefined);
+    await this.adoptTools(tools);
+  }
+
+  private lost(session: UpstreamSession, err: Error): void {
+    if (this.session !== session || !this.running) return;
+    this.session = undefined;
+    this.markFailed("transport_lost", err);
+    this.schedule(this.deps.timing.unstableCheckMs);
+  }
+
+  private schedule(ms: number): void {
+    if (!this.running) return;
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.check(), ms);
+    this.timer.unref();
+  }
+
+  /**
+   * Brings the client up for the first time: sticky clients dial, per-call clients run one discovery.
+   * Resolves once the outcome is recorded (so creation can report it); never throws.
+   */
+  async start(): Promise<void> {
+    if (!this.active) return;
+    this.running = true;
+    this.closedByAdmin = false;
+    const gen = this.generation;
+    try {
+      await this.bringUp(gen);
+      if (gen !== this.generation) return;
+    } catch (err) {
+      if (gen !== this.generation) return;
+      this.fail("connect", err);
+    }
+    this.scheduleNext();
+  }
+
+  private async bringUp(gen: number): Promise<void> {
+    const mode = this.mode;
+    if (mode === "sticky") {
+      await this.retried(() => this.redial(gen));
+    } else if (mode === "per_call") {
+      const tools = await this.retried(() => this.discover(this.target()));
+      if (gen === this.generation) await this.adoptTools(tools);
+    } else {
+      // Per-user clients without an admin discovery credential stay healthy and do not refresh their tools.
+      const target = this.discoveryTarget();
+      if (target) {
+        const tools = await this.retried(() => this.discover(target));
+        if (gen === this.generation) await this.adoptTools(tools);
+      }
+    }
+    if (gen === this.generation) this.markHealthy();
+  }
+
+  /** Records a failure: an upstream credential rejection on a server-wide client stops the checker. */
+  private fail(stage: FailureStageName, err: unknown): void {
+    if (isAuthRejected(err) && this.mode !== "per_user") {
+      this.markFailed("credential", err, "needs_reauth");
+      this.running = false;
+      clearTimeout(this.timer);
+      const session = this.session;
+      this.session = undefined;
+      void session?.close().catch(() => undefined);
+      return;
+    }
+    this.markFailed(stage, err);
+  }
+
+  private scheduleNext(): void {
+    if (!this.running) return;
+    const state = this.state;
+    if (this.mode === "per_user" && !this.discoveryTarget()) return; // nothing to check
+    this.schedule(state === "healthy" ? this.deps.timing.healthyCheckMs : this.deps.timing.unstableCheckMs);
+  }
+
+  /** One periodic check (public for tests and for reconnect). */
+  check(): Promise<void> {
+    this.checkInFlight ??= this.runCheck().finally(() => {
+      this.checkInFlight = undefined;
+    });
+    return this.checkInFlight;
+  }
+
+  private async runCheck(): Promise<void> {
+    if (!this.running || this.closedByAdmin) return;
+    const gen = this.generation;
+    const mode = this.mode;
+    let stage: FailureStageName = "tool_discovery";
+    try {
+      if (mode === "sticky") {
+        const session = this.session;
+        if (this.state === "healthy" && session) {
+          stage = "ping";
+          await this.retried(() => session.ping({ timeoutMs: this.deps.timing.operationTimeoutMs }));
+          if (this.syncDue()) {
+            stage = "list_tools";
+            const tools = await this.retried(() => session.listTools({ timeoutMs: this.deps.timing.operationTimeoutMs }));
+            if (gen === this.generation) await this.adoptTools(tools);
+          }
+        } else {
+          stage = "connect";
+          await this.retried(() => this.redial(gen));
+        }
+      } else {
+        const target = mode === "per_call" ? this.target() : this.discoveryTarget();
+        if (target) {
+          const tools = await this.retried(() => this.discover(target));
+          if (gen === this.generation && (this.syncDue() || this.snap.tools.length === 0)) await this.adoptTools(tools);
+        }
+      }
+      if (gen !== this.generation) return;
+      this.markHealthy();
+    } catch (err) {
+      if (gen !== this.generation) return;
+      this.fail(stage, err);
+    }
+    this.scheduleNext();
+  }
+
+  /** Applies a new configuration; re-dials (make-before-break) when the connection settings changed. */
+  async update(next: ClientSnapshot): Promise<void> {
+    const prev = this.snap;
+    const wasActive = this.active;
+    const reconnect = connectionChanged(prev.spec, next.spec) || prev.discoveryStatus !== next.discoveryStatus || prev.verified !== next.verified;
+    this.snap = { ...next, tools: next.tools.length > 0 ? next.tools : prev.tools };
+    if (!this.active) {
+      await this.stop();
+      return;
+    }
+    if (!wasActive || (reconnect && this.mode !== "sticky") || !this.running) {
+      if (this.running) await this.stop();
+      this.deps.states.remove(this.id);
+      await this.start();
+      return;
+    }
+    if (reconnect) await this.reconnect();
+  }
+
+  /** Re-dials a sticky client now; the old connection serves until the new one is ready. */
+  async reconnect(): Promise<void> {
+    this.generation++;
+    this.running = true;
+    this.closedByAdmin = false;
+    clearTimeout(this.timer);
+    const gen = this.generation;
+    try {
+      await this.retried(() => this.redial(gen));
+      if (gen === this.generation) this.markHealthy();
+    } catch (err) {
+      if (gen === this.generation) this.fail("connect", err);
+      throw err;
+    } finally {
+      if (gen === this.generation) this.scheduleNext();
+    }
+  }
+
+  /** Closes the persistent connection and pauses the checker until a reconnect. */
+  async closeConnection(): Promise<void> {
+    this.closedByAdmin = true;
+    clearTimeout(this.timer);
+    const session = this.session;
+    this.session = undefined;
+    await session?.close().catch(() => undefined);
+    this.markFailed("transport_lost", new Error("the connection was closed by an admin; POST /api/mcp/client/{id}/reconnect re-dials it"));
+  }
+
+  /** Stops the checker and closes the connection. */
+  async stop(): Promise<void> {
+    this.generation++;
+    this.running = false;
+    clearTimeout(this.timer);
+    const session = this.session;
+    this.session = undefined;
+    await session?.close().catch(() => undefined);
+  }
+
+  /** Calls one tool within the deadline of `signal`. */
+  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal): Promise<ToolCallResult> {
+    if (this.mode === "sticky") {
+      let session = this.session;
+      let temporary = false;
+      if (!session) {
+        // Unstable clients are still tried: dial on demand and keep the connection for the next calls.
+        const opened = await this.deps.sessions.open(this.target(), { timeoutMs, signal });
+        if (this.session) {
+          await opened.close().catch(() => undefined);
+          session = this.session;
+        } else if (this.running && !this.closedByAdmin) {
+          this.session = opened;
+          opened.onLost((err) => this.lost(opened, err));
+          session = opened;
+        } else {
+          session = opened;
+          temporary = true;
+        }
+      }
+      try {
+        return await session.callTool(tool, args, { timeoutMs, signal });
+      } finally {
+        if (temporary) await session.close().catch(() => undefined);
+      }
+    }
+    const session = await this.deps.sessions.open(this.target(), { timeoutMs, signal });
+    try {
+      return await session.callTool(tool, args, { timeoutMs, signal });
+    } finally {
+      await session.close().catch(() => undefined);
+    }
+  }
+}

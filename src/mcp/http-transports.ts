@@ -1,0 +1,52 @@
+/**
+ * The http (streamable HTTP) and sse transports, both sending the client's headers on every request
+ * and going through one shared undici Agent, so short per-call sessions reuse pooled TCP connections.
+ */
+import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
+import { fetch as undiciFetch, type Agent, type RequestInit as UndiciRequestInit } from "undici";
+import { UpstreamHttpStatusError } from "./upstream-errors.js";
+
+/** A fetch whose requests all go through `agent`. */
+export function agentFetch(agent: Agent): FetchLike {
+  return async (url, init) => {
+    // The SDK speaks the DOM fetch types; undici's are structurally the same at runtime but nominally distinct.
+    const response = await undiciFetch(url, { ...(init as unknown as UndiciRequestInit), dispatcher: agent });
+    return response as unknown as Response;
+  };
+}
+
+/** Wraps a fetch so a 401/403 becomes an error carrying the status (the SSE POST path only reports prose). */
+function statusRecordingFetch(base: FetchLike): FetchLike {
+  return async (url, init) => {
+    const response = await base(url, init);
+    if (response.status === 401 || response.status === 403) {
+      const body = await response.text().catch(() => "");
+      throw new UpstreamHttpStatusError(response.status, `Error POSTing to endpoint (HTTP ${response.status}): ${body}`);
+    }
+    return response;
+  };
+}
+
+/** A streamable HTTP transport sending `headers` on every POST, GET and DELETE. */
+export function httpTransport(url: URL, headers: Record<string, string>, fetch: FetchLike): StreamableHTTPClientTransport {
+  return new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch });
+}
+
+/** A legacy HTTP+SSE transport sending `headers` on the GET stream and on every POST. */
+export function sseTransport(url: URL, headers: Record<string, string>, fetch: FetchLike): SSEClientTransport {
+  return new SSEClientTransport(url, {
+    requestInit: { headers },
+    fetch: statusRecordingFetch(fetch),
+    // The GET stream is opened by the eventsource package; the SDK adds requestInit's headers to it,
+    // and merging them here again keeps them there should that ever change.
+    eventSourceInit: {
+      fetch: (input, init) => {
+        const merged = new Headers(init?.headers);
+        for (const [name, value] of Object.entries(headers)) if (!merged.has(name)) merged.set(name, value);
+        return fetch(input, { ...init, headers: merged });
+      },
+    },
+  });
+}

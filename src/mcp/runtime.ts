@@ -1,0 +1,216 @@
+/**
+ * The runtime manager: every client's live side, found by id or by name, and tool execution by
+ * prefixed name. The admin services tell it about configuration changes; the request path asks it to
+ * run tools and never touches the database (tool lists are kept here and persisted in the background).
+ */
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { GatewayError } from "../errors.js";
+import { McpClientRecord, type Store } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
+import { allClients, recordToSpec } from "./client-repository.js";
+import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
+import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
+import type { DiscoveredTool } from "./discover.js";
+import type { StateRegistry } from "./state-registry.js";
+import { prefixedToolName, splitToolName, toolAllowed } from "./tool-names.js";
+import type { SessionFactory, ToolCallResult } from "./upstream-session.js";
+
+/** What the runtime needs. */
+export interface McpRuntimeDeps {
+  store: Store;
+  logger: Logger;
+  settings: RuntimeSettings;
+  states: StateRegistry;
+  sessions: SessionFactory;
+  timing?: Partial<RuntimeTiming>;
+}
+
+/** A tool as offered to models. */
+export interface OfferedTool {
+  /** `<client>-<tool>`. */
+  name: string;
+  clientId: string;
+  clientName: string;
+  tool: DiscoveredTool;
+}
+
+/** The snapshot of a stored client. */
+export function snapshotOf(rec: McpClientRecord): ClientSnapshot {
+  return {
+    id: rec.id,
+    spec: recordToSpec(rec),
+    verified: rec.verified,
+    tools: rec.tools.map((t) => ({ ...t })),
+    discoveryHeaders: rec.discoveryHeaders ? { ...rec.discoveryHeaders } : null,
+    discoveryStatus: rec.discoveryStatus,
+  };
+}
+
+/** States that refuse tool calls, with the reason given to the caller. */
+const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
+  needs_reauth: "its upstream credential was rejected; update the client's headers to reauthorize it",
+  disabled: "it is disabled",
+  pending_verification: "its one-time verification is not done (POST /api/mcp/client/{id}/verify-headers)",
+  error: "it is not running in this instance",
+};
+
+/** Holds the live side of every client. */
+export class McpRuntime implements RuntimeStateSource {
+  private readonly clients = new Map<string, ClientRuntime>();
+  private readonly idsByName = new Map<string, string>();
+  private readonly timing: RuntimeTiming;
+  private closed = false;
+
+  constructor(private readonly deps: McpRuntimeDeps) {
+    this.timing = { ...DEFAULT_TIMING, ...deps.timing };
+  }
+
+  /** The live state of a client, or undefined when the runtime does not hold it. */
+  stateOf(clientId: string): RuntimeClientView | undefined {
+    return this.clients.has(clientId) ? this.deps.states.stateOf(clientId) : undefined;
+  }
+
+  /** Loads every stored client and brings each up in the background. */
+  async start(): Promise<void> {
+    const records = await allClients(this.deps.store.fork());
+    for (const rec of records) {
+      this.add(snapshotOf(rec)).catch((err: unknown) => this.deps.logger.error({ err, client_id: rec.id }, "could not start MCP client"));
+    }
+  }
+
+  /** Starts a new client and resolves once its first connect or discovery is recorded. */
+  async add(snapshot: ClientSnapshot): Promise<ClientRuntime> {
+    if (this.closed) throw new GatewayError("unavailable", "the gateway is shutting down");
+    const existing = this.clients.get(snapshot.id);
+    if (existing) {
+      await existing.update(snapshot);
+      return existing;
+    }
+    const client = new ClientRuntime(snapshot, {
+      sessions: this.deps.sessions,
+      states: this.deps.states,
+      logger: this.deps.logger,
+      timing: this.timing,
+      globalSyncMinutes: () => this.deps.settings.client.mcpToolSyncIntervalMinutes,
+      persistTools: (id, tools) => this.persistTools(id, tools),
+    });
+    this.clients.set(snapshot.id, client);
+    this.idsByName.set(snapshot.spec.name, snapshot.id);
+    await client.start();
+    return client;
+  }
+
+  /** Applies a changed configuration (rename, headers, enable/disable, verification). */
+  async update(snapshot: ClientSnapshot): Promise<void> {
+    const client = this.clients.get(snapshot.id);
+    if (!client) {
+      await this.add(snapshot);
+      return;
+    }
+    if (client.spec.name !== snapshot.spec.name) this.idsByName.delete(client.spec.name);
+    this.idsByName.set(snapshot.spec.name, snapshot.id);
+    await client.update(snapshot);
+  }
+
+  /** Stops and forgets a deleted client. */
+  async remove(clientId: string): Promise<void> {
+    const client = this.clients.get(clientId);
+    if (!client) return;
+    this.clients.delete(clientId);
+    this.idsByName.delete(client.spec.name);
+    await client.stop();
+    this.deps.states.remove(clientId);
+  }
+
+  private held(clientId: string): ClientRuntime {
+    const client = this.clients.get(clientId);
+    if (!client) throw new GatewayError("failed_precondition", "the client is not running in this instance", { type: "mcp_client_unavailable" });
+    return client;
+  }
+
+  /** Re-dials a sticky client; rejects with the upstream's error when the new connection fails. */
+  async reconnect(clientId: string): Promise<void> {
+    await this.held(clientId).reconnect();
+  }
+
+  /** Closes a sticky client's connection until the next reconnect. */
+  async close(clientId: string): Promise<void> {
+    await this.held(clientId).closeConnection();
+  }
+
+  /** Runs one check of a client now (tests and tooling). */
+  async check(clientId: string): Promise<void> {
+    await this.held(clientId).check();
+  }
+
+  /** The tools of every running client, filtered by its tools_to_execute, named `<client>-<tool>`. */
+  offeredTools(): OfferedTool[] {
+    const out: OfferedTool[] = [];
+    for (const client of this.clients.values()) {
+      const state = this.deps.states.stateOf(client.id)?.state;
+      if (client.spec.disabled || (state && REFUSING[state])) continue;
+      for (const tool of client.tools) {
+        if (!toolAllowed(client.spec.toolsToExecute, tool.name)) continue;
+        out.push({ name: prefixedToolName(client.spec.name, tool.name), clientId: client.id, clientName: client.spec.name, tool });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Executes `<client>-<tool>`. Caller mistakes (no such client, tool not allowed, client refusing
+   * calls) throw; what happens upstream (tool error, failure, timeout) comes back as an error result.
+   */
+  async execute(prefixedName: string, args: Record<string, unknown>, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ToolCallResult> {
+    const parts = splitToolName(prefixedName);
+    if (!parts) {
+      throw new GatewayError("invalid_argument", `function.name: "${prefixedName}" is not a gateway tool name; use <client>-<tool>`, { field: "function.name" });
+    }
+    const id = this.idsByName.get(parts.client);
+    const client = id === undefined ? undefined : this.clients.get(id);
+    if (!client) throw new GatewayError("not_found", `no MCP client named "${parts.client}" (tool names are <client>-<tool>)`, { type: "mcp_client_not_found" });
+    if (!toolAllowed(client.spec.toolsToExecute, parts.tool)) {
+      throw new GatewayError("permission_denied", `tool "${parts.tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
+    }
+    if (client.spec.disabled) throw this.refusal(client.spec.name, "disabled");
+    const state = this.deps.states.stateOf(client.id)?.state ?? "error";
+    if (REFUSING[state]) throw this.refusal(client.spec.name, state);
+    if (client.mode === "per_user") {
+      throw new GatewayError("failed_precondition", `MCP client "${client.spec.name}" needs per-user credentials, which this build does not serve yet`, { type: "mcp_per_user_unsupported" });
+    }
+    const timeoutMs = options.timeoutMs ?? this.deps.settings.toolManager.toolExecutionTimeoutMs;
+    const deadline = AbortSignal.timeout(timeoutMs);
+    const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    try {
+      return await client.call(parts.tool, args, timeoutMs, signal);
+    } catch (err) {
+      if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
+        return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };
+      }
+      const message = err instanceof Error ? err.message : String(err);
+      return { content: `Error: tool ${prefixedName} failed: ${message}`, isError: true, raw: null };
+    }
+  }
+
+  private refusal(name: string, state: keyof typeof REFUSING): GatewayError {
+    return new GatewayError("failed_precondition", `MCP client "${name}" refuses tool calls: ${REFUSING[state] ?? state}`, {
+      type: "mcp_client_unavailable",
+      httpStatus: 409,
+    });
+  }
+
+  private async persistTools(clientId: string, tools: DiscoveredTool[]): Promise<void> {
+    const em = this.deps.store.fork();
+    await em.nativeUpdate(McpClientRecord, { id: clientId }, { tools, updatedAt: new Date() });
+  }
+
+  /** Closes every connection and kills every stdio child. */
+  async shutdown(): Promise<void> {
+    this.closed = true;
+    const all = [...this.clients.values()];
+    this.clients.clear();
+    this.idsByName.clear();
+    await Promise.all(all.map((c) => c.stop()));
+    await this.deps.sessions.close();
+  }
+}

@@ -1,0 +1,103 @@
+/** stdio clients: a real MCP server spawned by the gateway, its environment, and no orphans after shutdown. */
+import assert from "node:assert/strict";
+import { readdir, readFile } from "node:fs/promises";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { api, startApp, type TestApp } from "../helpers/app.js";
+
+const EVERYTHING = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
+const STDIO_FIXTURE = fileURLToPath(new URL("../fixtures/stdio-server.ts", import.meta.url));
+
+/** Pids of live processes whose command line contains `marker` and whose parent is this process. */
+async function childrenMatching(marker: string): Promise<number[]> {
+  const pids: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = (await readFile(`/proc/${entry}/cmdline`, "utf8")).replaceAll("\0", " ");
+      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (cmdline.includes(marker) && ppid === process.pid) pids.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return pids;
+}
+
+async function clientNamed(app: TestApp, name: string) {
+  const res = await api(app, "GET", `/api/mcp/clients?search=${name}`);
+  return (res.body.clients as { name: string; state: string; tools: { name: string }[]; last_failure?: { stage: string; message: string } }[]).find((c) => c.name === name);
+}
+
+const stdio = (name: string, command: string, args: string[], envs: string[] = []) => ({
+  name,
+  connectionType: "stdio" as const,
+  connectionString: null,
+  stdioConfig: { command, args, envs },
+  authType: "none" as const,
+  headers: {},
+  perUserHeaderKeys: [],
+  toolsToExecute: ["*"],
+  toolsToAutoExecute: [],
+  toolSyncInterval: 0,
+  needsSessionStickiness: null,
+  disabled: false,
+});
+
+describe("stdio clients", () => {
+  let app: TestApp;
+
+  before(async () => {
+    app = await startApp({
+      env: { ...process.env, GW_STDIO_VISIBLE: "shown", GW_STDIO_HIDDEN: "secret" },
+      mcpClients: [
+        stdio("everything", process.execPath, [EVERYTHING, "stdio"]),
+        stdio("fixture", process.execPath, ["--import", "tsx", STDIO_FIXTURE], ["GW_STDIO_VISIBLE"]),
+        stdio("needs_env", process.execPath, ["--import", "tsx", STDIO_FIXTURE], ["GW_STDIO_NOT_SET"]),
+      ],
+    });
+  });
+  after(() => app.stop());
+
+  async function waitSettled(name: string) {
+    for (let i = 0; i < 200; i++) {
+      const c = await clientNamed(app, name);
+      if (c && c.state !== "error") return c;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.fail(`${name} never left the error state`);
+  }
+
+  test("a real stdio MCP server connects, lists its tools and runs one", async () => {
+    const client = await waitSettled("everything");
+    assert.equal(client.state, "healthy");
+    assert.ok(client.tools.some((t) => t.name === "echo"), JSON.stringify(client.tools.map((t) => t.name)));
+    const res = await api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name: "everything-echo", arguments: JSON.stringify({ message: "hi there" }) } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.match(res.body.content, /hi there/);
+  });
+
+  test("a stdio child sees the variables named in envs and not the others", async () => {
+    await waitSettled("fixture");
+    const visible = await api(app, "POST", "/v1/mcp/tool/execute", { id: "c2", type: "function", function: { name: "fixture-env", arguments: JSON.stringify({ name: "GW_STDIO_VISIBLE" }) } });
+    assert.equal(visible.body.content, "shown");
+    const hidden = await api(app, "POST", "/v1/mcp/tool/execute", { id: "c3", type: "function", function: { name: "fixture-env", arguments: JSON.stringify({ name: "GW_STDIO_HIDDEN" }) } });
+    assert.equal(hidden.body.content, "<unset>");
+  });
+
+  test("a variable named in envs but not set is a connect failure naming it", async () => {
+    const client = await waitSettled("needs_env");
+    assert.equal(client.state, "unstable");
+    assert.equal(client.last_failure?.stage, "connect");
+    assert.match(client.last_failure?.message ?? "", /GW_STDIO_NOT_SET/);
+  });
+
+  test("shutdown leaves no child process behind", async () => {
+    assert.ok((await childrenMatching(EVERYTHING)).length > 0, "the stdio server runs while the gateway does");
+    await app.stop({ keepData: true });
+    assert.deepEqual(await childrenMatching(EVERYTHING), []);
+    assert.deepEqual(await childrenMatching(STDIO_FIXTURE), []);
+    app = await startApp({ ...app.restartOptions, mcpClients: [] });
+  });
+});
