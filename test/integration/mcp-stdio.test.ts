@@ -1,29 +1,13 @@
 /** stdio clients: a real MCP server spawned by the gateway, its environment, and no orphans after shutdown. */
 import assert from "node:assert/strict";
-import { readdir, readFile } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { api, startApp, type TestApp } from "../helpers/app.js";
+import { childrenMatching } from "../helpers/processes.js";
 
 const EVERYTHING = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
 const STDIO_FIXTURE = fileURLToPath(new URL("../fixtures/stdio-server.ts", import.meta.url));
 
-/** Pids of live processes whose command line contains `marker` and whose parent is this process. */
-async function childrenMatching(marker: string): Promise<number[]> {
-  const pids: number[] = [];
-  for (const entry of await readdir("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const cmdline = (await readFile(`/proc/${entry}/cmdline`, "utf8")).replaceAll("\0", " ");
-      const stat = await readFile(`/proc/${entry}/stat`, "utf8");
-      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-      if (cmdline.includes(marker) && ppid === process.pid) pids.push(Number(entry));
-    } catch {
-      // The process ended while we looked.
-    }
-  }
-  return pids;
-}
 
 async function clientNamed(app: TestApp, name: string) {
   const res = await api(app, "GET", `/api/mcp/clients?search=${name}`);
