@@ -1,0 +1,51 @@
+/**
+ * Which models a provider key and a virtual key's provider config allow, and how an alias maps to the
+ * upstream id. The key rule is the spec's three steps: `models` when set; else the alias names; else
+ * everything the catalog knows. Aliases never widen a restricted `models` list.
+ */
+import type { ModelCatalog } from "./model-catalog.js";
+import { stripProviderPrefix } from "./model-name.js";
+import type { ProviderConfig, ProviderKey } from "./types.js";
+
+/** The models a key allows: `restricted` false means any model may be sent (the list is for display). */
+export interface KeyModels {
+  restricted: boolean;
+  models: readonly string[];
+}
+
+function isWildcard(list: readonly string[]): boolean {
+  return list.length === 1 && list[0] === "*";
+}
+
+/** Applies the spec's three steps to a key of `provider`; `models: ["*"]` counts as "every model". */
+export function allowedModelsOfKey(key: ProviderKey, provider: string, catalog: ModelCatalog): KeyModels {
+  const aliasNames = Object.keys(key.aliases);
+  if (key.models.length > 0 && !isWildcard(key.models)) return { restricted: true, models: key.models };
+  if (key.models.length === 0 && aliasNames.length > 0) return { restricted: true, models: aliasNames };
+  const models = new Set([...catalog.modelsOf(provider), ...aliasNames]);
+  // Step 3 is "all the catalog knows", but the catalog lags behind providers; an unrestricted key is not
+  // the place to refuse a model the operator never restricted.
+  return { restricted: false, models: [...models] };
+}
+
+/** Whether a key of `provider` may serve `model` (the name as requested, alias or not). */
+export function keyAllowsModel(key: ProviderKey, provider: string, model: string, catalog: ModelCatalog): boolean {
+  const allowed = allowedModelsOfKey(key, provider, catalog);
+  return !allowed.restricted || allowed.models.includes(model);
+}
+
+/** Maps a requested name through the key's aliases to the id the upstream receives. */
+export function resolveAlias(key: ProviderKey, requested: string): string {
+  return Object.hasOwn(key.aliases, requested) ? (key.aliases[requested] ?? requested) : requested;
+}
+
+/** The models a provider config allows: `["*"]` = the catalog's models, `[]` = none, else the exact list. */
+export function allowedModelsOfConfig(config: ProviderConfig, catalog: ModelCatalog): readonly string[] {
+  if (isWildcard(config.allowedModels)) return catalog.modelsOf(config.provider);
+  return config.allowedModels.map((entry) => stripProviderPrefix(entry, config.provider));
+}
+
+/** Whether a provider config allows `model` (exact, case-sensitive). */
+export function configAllowsModel(config: ProviderConfig, model: string, catalog: ModelCatalog): boolean {
+  return allowedModelsOfConfig(config, catalog).includes(model);
+}

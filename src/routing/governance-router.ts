@@ -1,0 +1,221 @@
+/**
+ * Provider routing for one top-level request (spec "Provider routing" steps 1, 3 and 4, without the
+ * adaptive load balancer): governance when a virtual key is present, otherwise an explicit prefix or the
+ * model catalog's first candidate. The result names the primary target and the ordered fallbacks; key
+ * selection happens per attempt in key-selection.ts.
+ */
+import { configAllowsModel } from "./allowed-models.js";
+import type { ModelCatalog } from "./model-catalog.js";
+import { formatTarget, parseModelName, type ParsedModel } from "./model-name.js";
+import { RoutingError } from "./routing-error.js";
+import type { LimitExceeded } from "./usage-limits.js";
+import { weightedIndex } from "./weighted-random.js";
+import type { ProviderConfig, Random, RouteTarget, RoutingEngine, VirtualKey } from "./types.js";
+
+/** What routing needs from a /v1 request. */
+export interface RoutingRequest {
+  /** `model` or `provider/model`. */
+  model: string;
+  /** Optional `provider/model` entries to try after the primary, in order. */
+  fallbacks?: readonly string[];
+  /** The caller's virtual key, already looked up; null when the request carries none. */
+  virtualKey: VirtualKey | null;
+}
+
+/** Reads the current budget and rate-limit state (UsageLimits implements it). */
+export interface LimitState {
+  exceeded(virtualKeyId: string, config: ProviderConfig): LimitExceeded | null;
+}
+
+/** Collaborators of routing, injected so tests control the catalog, the counters and the dice. */
+export interface RoutingContext {
+  catalog: ModelCatalog;
+  limits: LimitState;
+  random: Random;
+}
+
+/** Where a request goes. */
+export interface RoutingDecision {
+  primary: RouteTarget;
+  /** Targets to walk in order when the primary fails. */
+  fallbacks: RouteTarget[];
+  /** Values for the `routing_engine_used` label; empty when the caller pinned the provider. */
+  enginesUsed: RoutingEngine[];
+}
+
+/** The provider config of a virtual key for a provider, or null when the key has none. */
+export function providerConfigOf(virtualKey: VirtualKey, provider: string): ProviderConfig | null {
+  return virtualKey.providerConfigs.find((config) => config.provider === provider) ?? null;
+}
+
+function servesAnything(config: ProviderConfig): boolean {
+  return config.allowedModels.length > 0 && config.keyIds.length > 0;
+}
+
+function limitError(virtualKey: VirtualKey, reasons: readonly LimitExceeded[], model: string): RoutingError {
+  const providers = virtualKey.providerConfigs.length === 1 ? "its provider" : "every provider that allows it";
+  if (reasons.every((reason) => reason === "budget")) {
+    return new RoutingError(
+      "policy_budget_exceeded",
+      `virtual key "${virtualKey.name}" has spent the budget of ${providers} for model "${model}"; wait for the budget window to reset or raise max_limit`,
+    );
+  }
+  return new RoutingError(
+    "policy_rate_limited",
+    `virtual key "${virtualKey.name}" has used the token rate limit of ${providers} for model "${model}"; retry after the window resets or raise token_max_limit`,
+  );
+}
+
+function parseFallbacks(request: RoutingRequest, isProvider: (name: string) => boolean): RouteTarget[] {
+  return (request.fallbacks ?? []).map((text, index) => {
+    const field = `fallbacks[${index}]`;
+    const parsed = parseModelName(text, isProvider, field);
+    if (parsed.provider === null) {
+      throw new RoutingError(
+        "caller_invalid_model",
+        `${field} "${text}" names no known provider; fallbacks are written "<provider>/<model>"`,
+        field,
+      );
+    }
+    return { provider: parsed.provider, model: parsed.model };
+  });
+}
+
+function sameTarget(a: RouteTarget, b: RouteTarget): boolean {
+  return a.provider === b.provider && a.model === b.model;
+}
+
+/** Appends targets not yet present, keeping first occurrences. */
+function appendDistinct(into: RouteTarget[], targets: readonly RouteTarget[]): RouteTarget[] {
+  for (const target of targets) if (!into.some((seen) => sameTarget(seen, target))) into.push(target);
+  return into;
+}
+
+function routeWithoutKey(request: RoutingRequest, context: RoutingContext): RoutingDecision {
+  const isProvider = (name: string): boolean => context.catalog.isProvider(name);
+  const parsed = parseModelName(request.model, isProvider);
+  const requested = parseFallbacks(request, isProvider);
+  if (parsed.provider !== null) {
+    const primary = { provider: parsed.provider, model: parsed.model };
+    return { primary, fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))), enginesUsed: [] };
+  }
+  const [provider] = context.catalog.providersOf(parsed.model);
+  if (provider === undefined) throw providerRequired(parsed);
+  const primary = { provider, model: parsed.model };
+  return {
+    primary,
+    fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))),
+    enginesUsed: ["model-catalog"],
+  };
+}
+
+function providerRequired(parsed: ParsedModel): RoutingError {
+  const slash = parsed.model.indexOf("/");
+  const hint = slash > 0 ? ` ("${parsed.model.slice(0, slash)}" is not a configured provider)` : "";
+  return new RoutingError(
+    "caller_provider_required",
+    `no provider serves model "${parsed.model}"${hint}; name the provider as "<provider>/<model>", e.g. "openai/gpt-4o-mini"`,
+    "model",
+  );
+}
+
+function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: RoutingContext): RoutingDecision {
+  if (!virtualKey.isActive) {
+    throw new RoutingError(
+      "policy_virtual_key_inactive",
+      `virtual key "${virtualKey.name}" is inactive; activate it or use another key`,
+    );
+  }
+  const isProvider = (name: string): boolean =>
+    context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
+  const parsed = parseModelName(request.model, isProvider);
+  const requested = parseFallbacks(request, isProvider);
+
+  if (virtualKey.providerConfigs.length === 0) {
+    throw new RoutingError(
+      "policy_no_providers",
+      `virtual key "${virtualKey.name}" has no provider_configs, so it may use no provider (deny by default); add a provider config`,
+    );
+  }
+  const allowed = virtualKey.providerConfigs.filter(servesAnything);
+  if (allowed.length === 0) {
+    throw new RoutingError(
+      "policy_no_providers",
+      `every provider config of virtual key "${virtualKey.name}" has an empty allowed_models or key_ids, so it may use no provider; list models and keys, or use ["*"]`,
+    );
+  }
+  const usable = (config: ProviderConfig, model: string): boolean =>
+    configAllowsModel(config, model, context.catalog) && context.limits.exceeded(virtualKey.id, config) === null;
+  // Request fallbacks outside what the key may use are dropped silently, as the spec requires.
+  const keptFallbacks = requested.filter((target) => {
+    const config = allowed.find((candidate) => candidate.provider === target.provider);
+    return config !== undefined && usable(config, target.model);
+  });
+
+  if (parsed.provider !== null) {
+    const primary = { provider: parsed.provider, model: parsed.model };
+    const config = allowed.find((candidate) => candidate.provider === parsed.provider);
+    if (config === undefined) {
+      const blocked = providerConfigOf(virtualKey, parsed.provider) !== null;
+      throw new RoutingError(
+        "policy_provider_not_allowed",
+        blocked
+          ? `provider "${parsed.provider}" is blocked for virtual key "${virtualKey.name}" (its allowed_models or key_ids is empty); use one of: ${allowed.map((c) => c.provider).join(", ")}`
+          : `provider "${parsed.provider}" is not allowed for virtual key "${virtualKey.name}"; use one of: ${allowed.map((c) => c.provider).join(", ")}`,
+        "model",
+      );
+    }
+    if (!configAllowsModel(config, parsed.model, context.catalog)) {
+      throw new RoutingError(
+        "caller_model_not_allowed",
+        `model "${parsed.model}" is not allowed for provider "${config.provider}" on virtual key "${virtualKey.name}"; add it to allowed_models or pick an allowed model`,
+        "model",
+      );
+    }
+    const exceeded = context.limits.exceeded(virtualKey.id, config);
+    if (exceeded !== null) throw limitError(virtualKey, [exceeded], parsed.model);
+    return {
+      primary,
+      fallbacks: appendDistinct([], keptFallbacks.filter((t) => !sameTarget(t, primary))),
+      enginesUsed: [],
+    };
+  }
+
+  const candidates = allowed.filter((config) => configAllowsModel(config, parsed.model, context.catalog));
+  if (candidates.length === 0) {
+    throw new RoutingError(
+      "caller_model_not_allowed",
+      `model "${parsed.model}" is not allowed for any provider configured on virtual key "${virtualKey.name}" (providers: ${allowed.map((c) => c.provider).join(", ")}); pick an allowed model or add it to allowed_models`,
+      "model",
+    );
+  }
+  const reasons: LimitExceeded[] = [];
+  const eligible = candidates.filter((config) => {
+    const exceeded = context.limits.exceeded(virtualKey.id, config);
+    if (exceeded !== null) reasons.push(exceeded);
+    return exceeded === null;
+  });
+  if (eligible.length === 0) throw limitError(virtualKey, reasons, parsed.model);
+
+  const chosen = eligible[weightedIndex(eligible, (config) => config.weight, context.random)] as ProviderConfig;
+  const primary = { provider: chosen.provider, model: parsed.model };
+  // Array.prototype.sort is stable, so equal weights keep their configured order.
+  const rest = eligible
+    .filter((config) => config !== chosen)
+    .sort((a, b) => b.weight - a.weight)
+    .map((config) => ({ provider: config.provider, model: parsed.model }));
+  const fallbacks = appendDistinct(appendDistinct([], keptFallbacks), rest).filter((t) => !sameTarget(t, primary));
+  return { primary, fallbacks, enginesUsed: ["governance"] };
+}
+
+/** Decides the primary provider/model and the fallbacks of a request, enforcing the virtual key's rules. */
+export function routeRequest(request: RoutingRequest, context: RoutingContext): RoutingDecision {
+  return request.virtualKey === null
+    ? routeWithoutKey(request, context)
+    : routeWithKey(request, request.virtualKey, context);
+}
+
+/** The decision's targets as `provider/model` strings, primary first (for logs and the rewritten body). */
+export function decisionTargets(decision: RoutingDecision): string[] {
+  return [decision.primary, ...decision.fallbacks].map(formatTarget);
+}

@@ -1,0 +1,124 @@
+/**
+ * In-memory budget and token counters per (virtual key, provider config), in fixed windows that restart
+ * after their reset duration. The hot path reads and writes only this memory; the owner persists
+ * `snapshot()` on an interval and feeds it back through `restore()` at start-up, so a restart loses at most
+ * one interval of counts.
+ */
+import type { Clock, ProviderConfig } from "./types.js";
+
+/** Why a provider config cannot take more traffic now. */
+export type LimitExceeded = "budget" | "rate_limit";
+
+/** One window's running total. */
+export interface WindowUsage {
+  windowStartMs: number;
+  used: number;
+}
+
+/** Counters of one provider config of one virtual key; `budgets[i]` belongs to the config's budgets[i]. */
+export interface UsageEntry {
+  virtualKeyId: string;
+  provider: string;
+  budgets: (WindowUsage | null)[];
+  tokens: WindowUsage | null;
+}
+
+/** Everything the tracker holds, safe to JSON-encode; `revision` grows with every recorded request. */
+export interface UsageSnapshot {
+  revision: number;
+  entries: UsageEntry[];
+}
+
+/** What one request cost. */
+export interface RequestUsage {
+  costUsd: number;
+  tokens: number;
+}
+
+/** Moves a window forward to the one containing `now`, zeroing it when a reset boundary passed. */
+function current(window: WindowUsage | null, durationMs: number, now: number): WindowUsage {
+  if (window === null) return { windowStartMs: now, used: 0 };
+  if (!(durationMs > 0) || now < window.windowStartMs + durationMs) return window;
+  const periods = Math.floor((now - window.windowStartMs) / durationMs);
+  return { windowStartMs: window.windowStartMs + periods * durationMs, used: 0 };
+}
+
+function nonNegative(value: number): number {
+  return Number.isFinite(value) && value > 0 ? value : 0;
+}
+
+/** Budget and rate-limit state for every virtual key's provider configs. */
+export class UsageLimits {
+  readonly #now: Clock;
+  readonly #entries = new Map<string, UsageEntry>();
+  #revision = 0;
+
+  constructor(now: Clock = Date.now) {
+    this.#now = now;
+  }
+
+  #entry(virtualKeyId: string, provider: string): UsageEntry {
+    const id = `${virtualKeyId}\u0000${provider}`;
+    let entry = this.#entries.get(id);
+    if (entry === undefined) {
+      entry = { virtualKeyId, provider, budgets: [], tokens: null };
+      this.#entries.set(id, entry);
+    }
+    return entry;
+  }
+
+  /** Returns why the config is exhausted in the current windows, or null when it may take traffic. */
+  exceeded(virtualKeyId: string, config: ProviderConfig): LimitExceeded | null {
+    const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+    const now = this.#now();
+    for (const [index, budget] of config.budgets.entries()) {
+      const spent = current(entry?.budgets[index] ?? null, budget.resetDurationMs, now).used;
+      if (spent >= budget.maxLimit) return "budget";
+    }
+    const limit = config.rateLimit;
+    if (limit !== null) {
+      const used = current(entry?.tokens ?? null, limit.tokenResetDurationMs, now).used;
+      if (used >= limit.tokenMaxLimit) return "rate_limit";
+    }
+    return null;
+  }
+
+  /** Adds a finished request's cost and tokens to the config's current windows. */
+  record(virtualKeyId: string, config: ProviderConfig, usage: RequestUsage): void {
+    const entry = this.#entry(virtualKeyId, config.provider);
+    const now = this.#now();
+    for (const [index, budget] of config.budgets.entries()) {
+      const window = current(entry.budgets[index] ?? null, budget.resetDurationMs, now);
+      entry.budgets[index] = { windowStartMs: window.windowStartMs, used: window.used + nonNegative(usage.costUsd) };
+    }
+    if (config.rateLimit !== null) {
+      const window = current(entry.tokens, config.rateLimit.tokenResetDurationMs, now);
+      entry.tokens = { windowStartMs: window.windowStartMs, used: window.used + nonNegative(usage.tokens) };
+    }
+    this.#revision += 1;
+  }
+
+  /** The revision of the counters; compare with a stored snapshot's to skip writing unchanged state. */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** A deep copy of every counter, for asynchronous persistence. */
+  snapshot(): UsageSnapshot {
+    return { revision: this.#revision, entries: structuredClone([...this.#entries.values()]) };
+  }
+
+  /** Replaces every counter with a snapshot's (start-up, before traffic). */
+  restore(snapshot: UsageSnapshot): void {
+    this.#entries.clear();
+    for (const entry of structuredClone(snapshot.entries)) {
+      this.#entries.set(`${entry.virtualKeyId}\u0000${entry.provider}`, entry);
+    }
+    this.#revision = snapshot.revision;
+  }
+
+  /** Drops a virtual key's counters (the key was deleted). */
+  forget(virtualKeyId: string): void {
+    for (const [id, entry] of this.#entries) if (entry.virtualKeyId === virtualKeyId) this.#entries.delete(id);
+  }
+}

@@ -1,0 +1,152 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { routeRequest, type RoutingRequest } from "../../src/routing/governance-router.js";
+import { createKeyCatalog } from "../../src/routing/model-catalog.js";
+import { RoutingError } from "../../src/routing/routing-error.js";
+import type { ProviderConfig, VirtualKey } from "../../src/routing/types.js";
+import { UsageLimits } from "../../src/routing/usage-limits.js";
+import { seededRandom } from "../../src/routing/weighted-random.js";
+
+const HOUR = 3_600_000;
+
+function fakeClock(): { now: () => number; advance: (ms: number) => void } {
+  let time = 1_000_000;
+  return { now: () => time, advance: (ms) => (time += ms) };
+}
+
+const budgeted: ProviderConfig = {
+  provider: "openai",
+  allowedModels: ["gpt-4o"],
+  keyIds: ["*"],
+  weight: 10,
+  budgets: [{ maxLimit: 1, resetDurationMs: HOUR }],
+  rateLimit: null,
+};
+const limited: ProviderConfig = {
+  provider: "azure",
+  allowedModels: ["gpt-4o"],
+  keyIds: ["*"],
+  weight: 1,
+  budgets: [],
+  rateLimit: { tokenMaxLimit: 1000, tokenResetDurationMs: 60_000 },
+};
+const key: VirtualKey = { id: "vk-1", name: "team-a", value: "v", isActive: true, providerConfigs: [budgeted, limited], mcpConfigs: [] };
+const catalog = createKeyCatalog(new Map(), {});
+
+function route(limits: UsageLimits, request: Partial<RoutingRequest> = {}) {
+  return routeRequest({ model: "gpt-4o", virtualKey: key, ...request }, { catalog, limits, random: seededRandom(1) });
+}
+
+describe("UsageLimits", () => {
+  test("a config under budget is not exceeded", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 0.5, tokens: 10 });
+    assert.equal(limits.exceeded("vk-1", budgeted), null);
+  });
+  test("spending the budget exceeds it", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 0.6, tokens: 10 });
+    limits.record("vk-1", budgeted, { costUsd: 0.4, tokens: 10 });
+    assert.equal(limits.exceeded("vk-1", budgeted), "budget");
+  });
+  test("the budget window reset restores the config", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    limits.record("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    clock.advance(HOUR);
+    assert.equal(limits.exceeded("vk-1", budgeted), null);
+  });
+  test("using the token allowance hits the rate limit", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", limited, { costUsd: 0, tokens: 1000 });
+    assert.equal(limits.exceeded("vk-1", limited), "rate_limit");
+  });
+  test("the rate-limit window reset restores the config", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    limits.record("vk-1", limited, { costUsd: 0, tokens: 5000 });
+    clock.advance(60_000);
+    assert.equal(limits.exceeded("vk-1", limited), null);
+  });
+  test("counts per virtual key", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 5, tokens: 0 });
+    assert.equal(limits.exceeded("vk-2", budgeted), null);
+  });
+  test("a window that passed several resets starts from zero on its aligned boundary", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    limits.record("vk-1", budgeted, { costUsd: 0.9, tokens: 0 });
+    clock.advance(3.5 * HOUR);
+    limits.record("vk-1", budgeted, { costUsd: 0.2, tokens: 0 });
+    const [entry] = limits.snapshot().entries;
+    assert.deepEqual(entry?.budgets[0], { windowStartMs: 1_000_000 + 3 * HOUR, used: 0.2 });
+  });
+  test("a snapshot restores the counters into a new tracker", () => {
+    const clock = fakeClock();
+    const first = new UsageLimits(clock.now);
+    first.record("vk-1", budgeted, { costUsd: 1, tokens: 0 });
+    const saved = JSON.parse(JSON.stringify(first.snapshot()));
+    const second = new UsageLimits(clock.now);
+    second.restore(saved);
+    assert.equal(second.exceeded("vk-1", budgeted), "budget");
+    assert.equal(second.revision, first.revision);
+  });
+  test("a snapshot is a copy that later requests do not change", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 0.1, tokens: 0 });
+    const saved = limits.snapshot();
+    limits.record("vk-1", budgeted, { costUsd: 0.1, tokens: 0 });
+    assert.equal(saved.entries[0]?.budgets[0]?.used, 0.1);
+  });
+  test("forget drops a virtual key's counters", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 5, tokens: 0 });
+    limits.forget("vk-1");
+    assert.equal(limits.exceeded("vk-1", budgeted), null);
+  });
+});
+
+describe("limits in governance routing", () => {
+  test("budget exhaustion excludes the provider and the window reset restores it", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    assert.equal(route(limits).primary.provider, "openai");
+    limits.record("vk-1", budgeted, { costUsd: 1, tokens: 0 });
+    const over = route(limits);
+    assert.equal(over.primary.provider, "azure");
+    assert.deepEqual(over.fallbacks, []);
+    clock.advance(HOUR);
+    assert.equal(route(limits).primary.provider, "openai");
+  });
+  test("rate-limit exhaustion excludes the provider and the window reset restores it", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    limits.record("vk-1", limited, { costUsd: 0, tokens: 1000 });
+    assert.deepEqual(route(limits).fallbacks, []);
+    clock.advance(60_000);
+    assert.deepEqual(route(limits).fallbacks, [{ provider: "azure", model: "gpt-4o" }]);
+  });
+  test("refuses with 402 when every eligible provider is over budget", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 1, tokens: 0 });
+    assert.throws(
+      () => route(limits, { model: "openai/gpt-4o" }),
+      (error: unknown) => error instanceof RoutingError && error.type === "policy_budget_exceeded" && error.httpStatus === 402,
+    );
+  });
+  test("refuses with 429 when the remaining providers are rate limited", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", budgeted, { costUsd: 1, tokens: 0 });
+    limits.record("vk-1", limited, { costUsd: 0, tokens: 1000 });
+    assert.throws(
+      () => route(limits),
+      (error: unknown) => error instanceof RoutingError && error.type === "policy_rate_limited" && error.httpStatus === 429,
+    );
+  });
+  test("drops a request fallback to a provider over its limit", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.record("vk-1", limited, { costUsd: 0, tokens: 1000 });
+    assert.deepEqual(route(limits, { model: "openai/gpt-4o", fallbacks: ["azure/gpt-4o"] }).fallbacks, []);
+  });
+});
