@@ -1,0 +1,82 @@
+/**
+ * Anthropic over the Messages API (x-api-key, anthropic-version), speaking OpenAI chat to the gateway.
+ * The Responses API is served by bridging it onto chat.
+ */
+import type { Dispatcher } from "undici";
+import { providerStream } from "../http/provider-stream.js";
+import { createUpstreamAgent, joinUrl, readJsonObject, send } from "../http/upstream-http.js";
+import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
+import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
+import { toAnthropicRequest } from "./request-translation.js";
+import { anthropicUsage, toChatCompletion } from "./response-translation.js";
+import { createChunkTranslator } from "./stream-translation.js";
+
+/** The default upstream when network_config.base_url is not set. */
+export const ANTHROPIC_BASE_URL = "https://api.anthropic.com";
+/** The Messages API version this translation is written against. */
+export const ANTHROPIC_VERSION = "2023-06-01";
+
+function headers(key: ProviderKey): Record<string, string> {
+  return { "x-api-key": key.value, "anthropic-version": ANTHROPIC_VERSION };
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Creates the Anthropic adapter, with its own keep-alive agent unless one is given. */
+export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Dispatcher): ProviderAdapter {
+  const ownAgent = dispatcher ? null : createUpstreamAgent();
+  const agent: Dispatcher = dispatcher ?? (ownAgent as Dispatcher);
+  const name = config.name;
+  const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
+
+  const messages = (body: JsonObject, options: CallOptions) =>
+    send(agent, name, {
+      method: "POST",
+      url: joinUrl(base, "/v1/messages"),
+      headers: headers(options.key),
+      body,
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+
+  const adapter: ProviderAdapter = {
+    name,
+
+    async chat(req: ChatRequest, options: CallOptions) {
+      const res = await messages(toAnthropicRequest(req), options);
+      const message = await readJsonObject(name, res, options.signal);
+      return { status: res.status, body: toChatCompletion(message, req.model), usage: anthropicUsage(message["usage"]) };
+    },
+
+    async chatStream(req: ChatRequest, options: CallOptions) {
+      const streamOptions = req["stream_options"];
+      const includeUsage = isObject(streamOptions) && streamOptions["include_usage"] === true;
+      const res = await messages({ ...toAnthropicRequest(req), stream: true }, options);
+      const translator = createChunkTranslator(name, req.model, includeUsage);
+      return providerStream(name, res, options.signal, translator.translate, translator.usage);
+    },
+
+    responses: (req, options) => bridgeResponses(adapter, req, options),
+    responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
+
+    async listModels(key, options = {}): Promise<ProviderModel[]> {
+      const res = await send(agent, name, {
+        method: "GET",
+        url: joinUrl(base, "/v1/models?limit=1000"),
+        headers: headers(key),
+        signal: options.signal,
+        timeoutMs: options.timeoutMs,
+      });
+      const body = await readJsonObject(name, res, options.signal);
+      const data = Array.isArray(body["data"]) ? body["data"] : [];
+      return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
+    },
+
+    async close() {
+      await ownAgent?.close();
+    },
+  };
+  return adapter;
+}

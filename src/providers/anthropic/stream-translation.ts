@@ -1,0 +1,117 @@
+/**
+ * Anthropic Messages SSE events -> OpenAI chat.completion.chunk objects: message_start opens the
+ * assistant turn, text and input_json deltas become content and tool_call argument deltas,
+ * message_delta carries the finish reason, and message_stop ends it (after a usage chunk when the
+ * caller asked for one with stream_options.include_usage).
+ */
+import { ProviderError } from "../provider-error.js";
+import { parseEventData } from "../http/provider-stream.js";
+import type { SseEvent } from "../http/sse.js";
+import type { JsonObject, TokenUsage } from "../types.js";
+import { finishReason, inputTokens, openAiUsage } from "./response-translation.js";
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** A translator plus the usage it has seen so far. */
+export interface ChunkTranslator {
+  translate(events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject>;
+  usage(): TokenUsage | null;
+}
+
+/** Creates the translator for one stream. */
+export function createChunkTranslator(provider: string, model: string, includeUsage: boolean): ChunkTranslator {
+  let id = `chatcmpl-${Date.now()}`;
+  let upstreamModel = model;
+  const created = Math.floor(Date.now() / 1000);
+  let input = 0;
+  let output = 0;
+  let sawUsage = false;
+  /** Anthropic content block index -> OpenAI tool_calls index. */
+  const toolIndexes = new Map<number, number>();
+
+  const chunk = (delta: JsonObject, finish: string | null = null): JsonObject => ({
+    id,
+    object: "chat.completion.chunk",
+    created,
+    model: upstreamModel,
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+
+  function* onEvent(payload: JsonObject): Generator<JsonObject> {
+    switch (payload["type"]) {
+      case "message_start": {
+        const message = isObject(payload["message"]) ? payload["message"] : {};
+        if (typeof message["id"] === "string") id = message["id"];
+        if (typeof message["model"] === "string") upstreamModel = message["model"];
+        if (isObject(message["usage"])) {
+          input = inputTokens(message["usage"]);
+          output = typeof message["usage"]["output_tokens"] === "number" ? message["usage"]["output_tokens"] : 0;
+          sawUsage = true;
+        }
+        yield chunk({ role: "assistant", content: "", refusal: null });
+        return;
+      }
+      case "content_block_start": {
+        const block = isObject(payload["content_block"]) ? payload["content_block"] : {};
+        const index = typeof payload["index"] === "number" ? payload["index"] : -1;
+        if (block["type"] === "tool_use") {
+          const toolIndex = toolIndexes.size;
+          toolIndexes.set(index, toolIndex);
+          yield chunk({ tool_calls: [{ index: toolIndex, id: block["id"], type: "function", function: { name: block["name"], arguments: "" } }] });
+        } else if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") {
+          yield chunk({ content: block["text"] });
+        }
+        return;
+      }
+      case "content_block_delta": {
+        const delta = isObject(payload["delta"]) ? payload["delta"] : {};
+        const index = typeof payload["index"] === "number" ? payload["index"] : -1;
+        if (delta["type"] === "text_delta" && typeof delta["text"] === "string") {
+          yield chunk({ content: delta["text"] });
+        } else if (delta["type"] === "input_json_delta" && typeof delta["partial_json"] === "string") {
+          const toolIndex = toolIndexes.get(index);
+          if (toolIndex !== undefined) yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta["partial_json"] } }] });
+        }
+        return;
+      }
+      case "message_delta": {
+        const delta = isObject(payload["delta"]) ? payload["delta"] : {};
+        if (isObject(payload["usage"])) {
+          // message_delta's counts are cumulative; input counts appear here only on some API versions.
+          if (typeof payload["usage"]["output_tokens"] === "number") output = payload["usage"]["output_tokens"];
+          if (typeof payload["usage"]["input_tokens"] === "number") input = inputTokens(payload["usage"]);
+          sawUsage = true;
+        }
+        yield chunk({}, finishReason(delta["stop_reason"]) ?? "stop");
+        return;
+      }
+      case "message_stop":
+        if (includeUsage) yield { ...chunk({}), choices: [], usage: openAiUsage({ input_tokens: input, output_tokens: output }) };
+        return;
+      case "error": {
+        const error = isObject(payload["error"]) ? payload["error"] : {};
+        const message = typeof error["message"] === "string" ? error["message"] : "unknown error";
+        throw new ProviderError(provider, null, "provider_unavailable", `${provider} failed mid-stream (${String(error["type"] ?? "error")}): ${message}`);
+      }
+      default:
+        // ping, content_block_stop, and event types added later carry nothing an OpenAI chunk shows.
+        return;
+    }
+  }
+
+  return {
+    async *translate(events) {
+      let stopped = false;
+      for await (const event of events) {
+        if (stopped) continue;
+        const payload = parseEventData(event.data);
+        if (!payload) continue;
+        yield* onEvent(payload);
+        if (payload["type"] === "message_stop") stopped = true;
+      }
+    },
+    usage: () => (sawUsage ? { input_tokens: input, output_tokens: output } : null),
+  };
+}

@@ -1,0 +1,150 @@
+/**
+ * The one implementation behind every OpenAI-compatible provider: the request JSON goes upstream as
+ * received (model resolved, gateway-only fields removed), and the answer comes back unchanged.
+ */
+import type { Dispatcher } from "undici";
+import { ProviderError } from "../provider-error.js";
+import { parseEventData, providerStream } from "../http/provider-stream.js";
+import type { SseEvent } from "../http/sse.js";
+import { createUpstreamAgent, readJsonObject, send } from "../http/upstream-http.js";
+import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
+import { chatUsage, noUsage, responsesUsage } from "../usage.js";
+import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
+
+/** Request fields only the gateway reads; an upstream would reject them. */
+const GATEWAY_ONLY_FIELDS = ["fallbacks"];
+
+/** The upstream body: the request as received minus gateway-only fields, with the target's model. */
+function upstreamBody(req: JsonObject, model: string | undefined): JsonObject {
+  const body: JsonObject = { ...req };
+  for (const field of GATEWAY_ONLY_FIELDS) delete body[field];
+  if (model !== undefined) body["model"] = model;
+  return body;
+}
+
+/** A non-streaming body: OpenAI rejects stream_options without stream. */
+function nonStreaming(body: JsonObject): JsonObject {
+  delete body["stream"];
+  delete body["stream_options"];
+  return body;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** An `error` object inside a stream (OpenRouter and others report mid-stream failures this way). */
+function streamedError(provider: string, event: JsonObject): ProviderError | null {
+  const error = event["error"];
+  if (!isObject(error) && typeof error !== "string") return null;
+  const message = isObject(error) && typeof error["message"] === "string" ? error["message"] : String(isObject(error) ? JSON.stringify(error) : error);
+  return new ProviderError(provider, null, "provider_unavailable", `${provider} failed mid-stream: ${message}`);
+}
+
+/** Creates the adapter for `profile`, with its own keep-alive agent unless one is given. */
+export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, dispatcher?: Dispatcher): ProviderAdapter {
+  const ownAgent = dispatcher ? null : createUpstreamAgent();
+  const agent: Dispatcher = dispatcher ?? (ownAgent as Dispatcher);
+  const name = profile.name;
+
+  async function post(operation: OpenAiOperation, req: JsonObject, model: string, options: CallOptions, shape: (body: JsonObject) => JsonObject) {
+    const target = profile.target(operation, model, options.key);
+    return send(agent, name, {
+      method: "POST",
+      url: target.url,
+      headers: target.headers,
+      body: shape(upstreamBody(req, target.model)),
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+    });
+  }
+
+  return {
+    name,
+
+    async chat(req: ChatRequest, options: CallOptions) {
+      const res = await post("chat", req, req.model, options, nonStreaming);
+      const body = await readJsonObject(name, res, options.signal);
+      return { status: res.status, body, usage: chatUsage(body["usage"]) ?? noUsage() };
+    },
+
+    async chatStream(req: ChatRequest, options: CallOptions) {
+      const streamOptions = isObject(req["stream_options"]) ? req["stream_options"] : {};
+      // The gateway needs usage for budgets and rate limits; when the caller did not ask for it the
+      // usage-only chunk is asked for anyway and kept from the caller.
+      const callerWantsUsage = streamOptions["include_usage"] === true;
+      const res = await post("chat", req, req.model, options, (body) => ({
+        ...body,
+        stream: true,
+        stream_options: { ...streamOptions, include_usage: true },
+      }));
+      let usage: TokenUsage | null = null;
+      async function* translate(events: AsyncIterable<SseEvent>) {
+        let done = false;
+        for await (const event of events) {
+          if (done) continue;
+          if (event.data === "[DONE]") {
+            done = true;
+            continue;
+          }
+          const chunk = parseEventData(event.data);
+          if (!chunk) continue;
+          const failure = streamedError(name, chunk);
+          if (failure) throw failure;
+          const reported = chatUsage(chunk["usage"]);
+          if (reported) usage = reported;
+          const choices = chunk["choices"];
+          if (!callerWantsUsage && reported && Array.isArray(choices) && choices.length === 0) continue;
+          if (!callerWantsUsage && reported) delete chunk["usage"];
+          yield chunk;
+        }
+      }
+      return providerStream(name, res, options.signal, translate, () => usage);
+    },
+
+    async responses(req: ResponsesRequest, options: CallOptions) {
+      const res = await post("responses", req, req.model, options, nonStreaming);
+      const body = await readJsonObject(name, res, options.signal);
+      return { status: res.status, body, usage: responsesUsage(body["usage"]) ?? noUsage() };
+    },
+
+    async responsesStream(req: ResponsesRequest, options: CallOptions) {
+      const res = await post("responses", req, req.model, options, (body) => ({ ...body, stream: true }));
+      let usage: TokenUsage | null = null;
+      async function* translate(events: AsyncIterable<SseEvent>) {
+        let done = false;
+        for await (const event of events) {
+          if (done || event.data === "[DONE]") {
+            done = true;
+            continue;
+          }
+          const payload = parseEventData(event.data);
+          if (!payload) continue;
+          if (payload["type"] === "error") throw streamedError(name, { error: payload }) ?? new ProviderError(name, null, "provider_unavailable", `${name} failed mid-stream`);
+          const response = payload["response"];
+          if (isObject(response)) usage = responsesUsage(response["usage"]) ?? usage;
+          yield payload;
+        }
+      }
+      return providerStream(name, res, options.signal, translate, () => usage);
+    },
+
+    async listModels(key, options = {}): Promise<ProviderModel[]> {
+      if (profile.staticModels) return profile.staticModels(key);
+      const target = profile.target("models", null, key);
+      const res = await send(agent, name, { method: "GET", url: target.url, headers: target.headers, signal: options.signal, timeoutMs: options.timeoutMs });
+      const body = await readJsonObject(name, res, options.signal);
+      const data = Array.isArray(body["data"]) ? body["data"] : Array.isArray(body["models"]) ? body["models"] : [];
+      const models: ProviderModel[] = [];
+      for (const entry of data) {
+        if (!isObject(entry) || typeof entry["id"] !== "string") continue;
+        models.push({ id: entry["id"], ownedBy: typeof entry["owned_by"] === "string" ? entry["owned_by"] : null });
+      }
+      return models;
+    },
+
+    async close() {
+      await ownAgent?.close();
+    },
+  };
+}

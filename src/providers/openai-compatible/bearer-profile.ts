@@ -1,0 +1,32 @@
+/** The common profile: `<base>/v1/...` paths and `Authorization: Bearer <key>`. */
+import { GatewayError } from "../../errors.js";
+import { joinUrl } from "../http/upstream-http.js";
+import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
+
+const PATHS: Record<OpenAiOperation, string> = {
+  chat: "/v1/chat/completions",
+  responses: "/v1/responses",
+  models: "/v1/models",
+};
+
+/**
+ * A profile for a provider at `baseUrl` (network_config.base_url) or else `defaultBaseUrl`; with
+ * neither, every call fails with a message asking for a base URL. An empty key value sends no
+ * Authorization header (local servers such as Ollama need none).
+ */
+export function bearerProfile(name: string, baseUrl: string | null, defaultBaseUrl: string | null): OpenAiCompatibleProfile {
+  const base = baseUrl ?? defaultBaseUrl;
+  return {
+    name,
+    target(operation, _model, key) {
+      if (!base) {
+        throw new GatewayError("failed_precondition", `provider ${name} has no base URL: set network_config.base_url`, {
+          type: "gateway_provider_misconfigured",
+          field: `providers.${name}.network_config.base_url`,
+        });
+      }
+      const headers: Record<string, string> = key.value ? { authorization: `Bearer ${key.value}` } : {};
+      return { url: joinUrl(base, PATHS[operation]), headers };
+    },
+  };
+}

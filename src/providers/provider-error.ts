@@ -1,0 +1,99 @@
+/**
+ * ProviderError: an upstream failure with its HTTP status, one provider_* error type, and whether the
+ * router should rotate to another key of the same provider.
+ */
+import { GatewayError, type GatewayErrorCode } from "../errors.js";
+
+/** The provider_* part of the /v1 error_type vocabulary (DESIGN.md section 9). */
+export type ProviderErrorType =
+  | "provider_rate_limited"
+  | "provider_auth"
+  | "provider_payment"
+  | "provider_bad_request"
+  | "provider_unavailable"
+  | "provider_timeout";
+
+/** A failed upstream call. */
+export class ProviderError extends GatewayError {
+  /** The upstream's HTTP status; null when no response arrived (network error, timeout). */
+  readonly upstreamStatus: number | null;
+  readonly errorType: ProviderErrorType;
+  /** True when another key of the same provider may succeed (429, 401/403, 402). */
+  readonly rotateKey: boolean;
+  readonly provider: string;
+
+  constructor(provider: string, upstreamStatus: number | null, errorType: ProviderErrorType, message: string, cause?: unknown) {
+    super(CODES[errorType], message, { type: errorType, httpStatus: HTTP_STATUSES[errorType], cause });
+    this.name = "ProviderError";
+    this.provider = provider;
+    this.upstreamStatus = upstreamStatus;
+    this.errorType = errorType;
+    this.rotateKey = errorType === "provider_rate_limited" || errorType === "provider_auth" || errorType === "provider_payment";
+  }
+}
+
+const CODES: Record<ProviderErrorType, GatewayErrorCode> = {
+  provider_rate_limited: "resource_exhausted",
+  provider_auth: "unavailable",
+  provider_payment: "unavailable",
+  provider_bad_request: "invalid_argument",
+  provider_unavailable: "unavailable",
+  provider_timeout: "deadline_exceeded",
+};
+
+/**
+ * The status the gateway answers with when this is the final error: an upstream 400 or 429 is the
+ * caller's to see as such; a rejected gateway credential is our fault toward the caller, hence 502.
+ */
+const HTTP_STATUSES: Record<ProviderErrorType, number> = {
+  provider_rate_limited: 429,
+  provider_auth: 502,
+  provider_payment: 502,
+  provider_bad_request: 400,
+  provider_unavailable: 502,
+  provider_timeout: 504,
+};
+
+/** The error type an upstream HTTP status maps to. */
+export function errorTypeForStatus(status: number): ProviderErrorType {
+  if (status === 429) return "provider_rate_limited";
+  if (status === 401 || status === 403) return "provider_auth";
+  if (status === 402) return "provider_payment";
+  if (status === 408) return "provider_timeout";
+  if (status >= 400 && status < 500) return "provider_bad_request";
+  return "provider_unavailable";
+}
+
+/** Collapses whitespace and caps length so an upstream message fits one log line and one error field. */
+export function upstreamText(raw: string, max = 512): string {
+  const collapsed = raw.replace(/\s+/g, " ").trim();
+  return collapsed.length > max ? `${collapsed.slice(0, max - 1)}…` : collapsed;
+}
+
+/**
+ * The message inside an upstream error body: OpenAI's {error:{message}}, Anthropic's
+ * {type:"error", error:{type, message}}, a bare {message}, or the text itself.
+ */
+export function upstreamErrorMessage(bodyText: string): string {
+  try {
+    const parsed: unknown = JSON.parse(bodyText);
+    if (parsed && typeof parsed === "object") {
+      const obj = parsed as Record<string, unknown>;
+      const inner = obj["error"];
+      if (inner && typeof inner === "object") {
+        const message = (inner as Record<string, unknown>)["message"];
+        if (typeof message === "string") return upstreamText(message);
+      }
+      if (typeof inner === "string") return upstreamText(inner);
+      if (typeof obj["message"] === "string") return upstreamText(obj["message"]);
+    }
+  } catch {
+    // Not JSON: the text itself is the message.
+  }
+  return upstreamText(bodyText) || "no error message in the upstream response";
+}
+
+/** Builds the ProviderError for a non-2xx upstream answer. */
+export function fromUpstreamStatus(provider: string, status: number, bodyText: string): ProviderError {
+  return new ProviderError(provider, status, errorTypeForStatus(status), `${provider} answered HTTP ${status}: ${upstreamErrorMessage(bodyText)}`);
+}

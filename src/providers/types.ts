@@ -1,0 +1,110 @@
+/**
+ * The provider-neutral contract the /v1 handlers call. Requests and responses are OpenAI wire JSON;
+ * each adapter translates to and from its upstream's own format.
+ */
+
+/** A JSON object as received or sent on the wire. */
+export type JsonObject = Record<string, unknown>;
+
+/**
+ * An OpenAI chat-completions request, the JSON object as received, with `model` already resolved to
+ * the upstream model id. Fields the gateway does not know are kept and, for OpenAI-compatible
+ * upstreams, sent on unchanged.
+ */
+export interface ChatRequest extends JsonObject {
+  model: string;
+  messages: unknown[];
+  stream?: boolean;
+}
+
+/** An OpenAI Responses API request (as received, model resolved), kept as loosely typed as ChatRequest. */
+export interface ResponsesRequest extends JsonObject {
+  model: string;
+  input?: unknown;
+  stream?: boolean;
+}
+
+/** Azure's per-key block (azure_key_config). */
+export interface AzureKeyConfig {
+  /** e.g. https://my-resource.openai.azure.com */
+  endpoint: string;
+  /** Model id -> deployment name; a model missing here is used as the deployment name. */
+  deployments: Record<string, string>;
+  /** The `api-version` query value. */
+  apiVersion: string;
+}
+
+/** One upstream credential of a provider. */
+export interface ProviderKey {
+  id: string;
+  name: string;
+  /** The secret, already decrypted. */
+  value: string;
+  models: string[];
+  /** User-facing name -> upstream model id. */
+  aliases: Record<string, string>;
+  weight: number;
+  azure: AzureKeyConfig | null;
+}
+
+/** A configured provider: its name selects the adapter; baseUrl is network_config.base_url. */
+export interface ProviderConfig {
+  name: string;
+  baseUrl: string | null;
+  keys: ProviderKey[];
+}
+
+/** Token counts of one call, in the gateway's own naming. */
+export interface TokenUsage {
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** Per-call options: which key to use and when to give up. */
+export interface CallOptions {
+  key: ProviderKey;
+  /** Aborting it aborts the upstream request and frees its socket, mid-stream included. */
+  signal?: AbortSignal;
+  /** Upper bound on waiting for response headers and on any gap between body chunks. */
+  timeoutMs?: number;
+}
+
+/** A complete non-streaming answer. */
+export interface ProviderResult {
+  /** The upstream's HTTP status (2xx; other statuses throw ProviderError). */
+  status: number;
+  /** OpenAI JSON: a chat.completion or a response object. */
+  body: JsonObject;
+  usage: TokenUsage;
+}
+
+/**
+ * A streaming answer. The promise that yields it settles once the upstream has answered with headers,
+ * so an upstream error (429, 401, ...) is thrown before the caller has written a byte and a fallback is
+ * still possible. Iterating yields OpenAI JSON events: chat.completion.chunk objects for chat, Responses
+ * events (each with a `type`) for responses. Breaking out of the loop frees the upstream connection.
+ */
+export interface ProviderStream extends AsyncIterable<JsonObject> {
+  readonly status: number;
+  /** Token usage once the stream has ended; null before, or when the upstream never reported it. */
+  usage(): TokenUsage | null;
+}
+
+/** One model as a provider's list-models API reports it. */
+export interface ProviderModel {
+  id: string;
+  ownedBy: string | null;
+}
+
+/** What every provider adapter implements. */
+export interface ProviderAdapter {
+  /** The provider name (the config key, e.g. `openai`, `anthropic`, or a custom name). */
+  readonly name: string;
+  chat(req: ChatRequest, options: CallOptions): Promise<ProviderResult>;
+  chatStream(req: ChatRequest, options: CallOptions): Promise<ProviderStream>;
+  responses(req: ResponsesRequest, options: CallOptions): Promise<ProviderResult>;
+  responsesStream(req: ResponsesRequest, options: CallOptions): Promise<ProviderStream>;
+  listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
+  /** Closes the keep-alive pools. */
+  close(): Promise<void>;
+}

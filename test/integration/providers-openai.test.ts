@@ -1,0 +1,289 @@
+/** The OpenAI-compatible family (openai, azure, groq, mistral, openrouter, ollama, custom) against the mock OpenAI upstream. */
+import assert from "node:assert/strict";
+import { after, before, beforeEach, describe, test } from "node:test";
+import { GatewayError } from "../../src/errors.js";
+import { ProviderError } from "../../src/providers/provider-error.js";
+import { createProviderAdapter } from "../../src/providers/registry.js";
+import type { JsonObject, ProviderAdapter, ProviderKey } from "../../src/providers/types.js";
+import { MOCK_OPENAI_MODELS, MOCK_TOOL_ARGUMENTS, startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { eventually, providerKey } from "../helpers/provider-keys.js";
+
+const WEATHER_TOOL = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { location: { type: "string" } } } } };
+
+let mock: MockUpstream;
+let openai: ProviderAdapter;
+const adapters: ProviderAdapter[] = [];
+const key = providerKey();
+
+function adapter(name: string, baseUrl: string | null = mock.url): ProviderAdapter {
+  const created = createProviderAdapter({ name, baseUrl, keys: [] });
+  adapters.push(created);
+  return created;
+}
+
+async function collect(stream: AsyncIterable<JsonObject>): Promise<JsonObject[]> {
+  const out: JsonObject[] = [];
+  for await (const chunk of stream) out.push(chunk);
+  return out;
+}
+
+function deltas(chunks: JsonObject[]): JsonObject[] {
+  return chunks.flatMap((c) => (c["choices"] as JsonObject[]).map((choice) => choice["delta"] as JsonObject));
+}
+
+async function rejectsWith(promise: Promise<unknown>, errorType: string, status: number | null, rotate: boolean): Promise<ProviderError> {
+  try {
+    await promise;
+  } catch (err) {
+    assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+    assert.equal(err.errorType, errorType);
+    assert.equal(err.upstreamStatus, status);
+    assert.equal(err.rotateKey, rotate);
+    return err;
+  }
+  assert.fail("expected a rejection");
+}
+
+before(async () => {
+  mock = await startMockOpenAi();
+  openai = adapter("openai");
+});
+beforeEach(() => {
+  mock.requests.length = 0;
+  mock.hangStreams = false;
+  mock.latencyMs = 0;
+});
+after(async () => {
+  for (const a of adapters) await a.close();
+  await mock.close();
+});
+
+describe("openai chat", () => {
+  test("returns the upstream completion and its usage", async () => {
+    const result = await openai.chat({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi there" }] }, { key });
+    assert.equal(result.status, 200);
+    const choice = (result.body["choices"] as JsonObject[])[0]!;
+    assert.deepEqual(choice["message"], { role: "assistant", content: "echo: hi there", refusal: null });
+    assert.deepEqual(result.usage, { input_tokens: 11, output_tokens: 3 });
+  });
+
+  test("sends the key as a bearer token to /v1/chat/completions", async () => {
+    await openai.chat({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] }, { key });
+    assert.equal(mock.last().path, "/v1/chat/completions");
+    assert.equal(mock.last().headers["authorization"], "Bearer sk-test-1");
+  });
+
+  test("passes unknown request fields through unchanged and drops fallbacks", async () => {
+    await openai.chat(
+      { model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }], seed: 42, logit_bias: { "50256": -100 }, x_vendor: { a: [1] }, fallbacks: ["anthropic/claude"] },
+      { key },
+    );
+    const body = mock.last().body!;
+    assert.equal(body["seed"], 42);
+    assert.deepEqual(body["logit_bias"], { "50256": -100 });
+    assert.deepEqual(body["x_vendor"], { a: [1] });
+    assert.equal("fallbacks" in body, false);
+  });
+
+  test("sends the model id exactly as given", async () => {
+    await openai.chat({ model: "my-org/Fine-Tuned:v2", messages: [{ role: "user", content: "x" }] }, { key });
+    assert.equal(mock.last().body!["model"], "my-org/Fine-Tuned:v2");
+  });
+
+  test("returns a tool call", async () => {
+    const result = await openai.chat({ model: "gpt-4o", messages: [{ role: "user", content: "weather?" }], tools: [WEATHER_TOOL] }, { key });
+    const choice = (result.body["choices"] as JsonObject[])[0]!;
+    assert.equal(choice["finish_reason"], "tool_calls");
+    const call = ((choice["message"] as JsonObject)["tool_calls"] as JsonObject[])[0]!;
+    assert.deepEqual(call["function"], { name: "get_weather", arguments: MOCK_TOOL_ARGUMENTS });
+  });
+
+  test("honours a base URL that ends in /v1", async () => {
+    const withV1 = adapter("openai", `${mock.url}/v1/`);
+    await withV1.chat({ model: "gpt-4o-mini", messages: [{ role: "user", content: "x" }] }, { key });
+    assert.equal(mock.last().path, "/v1/chat/completions");
+  });
+});
+
+describe("openai streaming", () => {
+  test("streams chunks and reports usage without showing the caller a usage chunk it did not ask for", async () => {
+    const stream = await openai.chatStream({ model: "gpt-4o-mini", messages: [{ role: "user", content: "one two" }], stream: true }, { key });
+    const chunks = await collect(stream);
+    assert.equal(deltas(chunks).map((d) => d["content"] ?? "").join(""), "echo: one two");
+    assert.ok(chunks.every((c) => (c["choices"] as unknown[]).length > 0 && !("usage" in c)));
+    assert.deepEqual(stream.usage(), { input_tokens: 11, output_tokens: 3 });
+    assert.deepEqual(mock.last().body!["stream_options"], { include_usage: true });
+  });
+
+  test("keeps the usage chunk when the caller asked for it", async () => {
+    const stream = await openai.chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true, stream_options: { include_usage: true } }, { key });
+    const chunks = await collect(stream);
+    const last = chunks[chunks.length - 1]!;
+    assert.deepEqual(last["choices"], []);
+    assert.equal((last["usage"] as JsonObject)["prompt_tokens"], 11);
+  });
+
+  test("streams a tool call with its arguments split across chunks", async () => {
+    const stream = await openai.chatStream({ model: "m", messages: [{ role: "user", content: "w" }], tools: [WEATHER_TOOL], stream: true }, { key });
+    const calls = deltas(await collect(stream)).flatMap((d) => (d["tool_calls"] as JsonObject[] | undefined) ?? []);
+    assert.equal((calls[0]!["function"] as JsonObject)["name"], "get_weather");
+    assert.equal(calls.map((c) => (c["function"] as JsonObject)["arguments"]).join(""), MOCK_TOOL_ARGUMENTS);
+  });
+
+  test("aborting the signal mid-stream frees the upstream request", async () => {
+    mock.hangStreams = true;
+    const controller = new AbortController();
+    const stream = await openai.chatStream({ model: "m", messages: [{ role: "user", content: "a b c" }], stream: true }, { key, signal: controller.signal });
+    const seen: JsonObject[] = [];
+    await assert.rejects(async () => {
+      for await (const chunk of stream) {
+        seen.push(chunk);
+        if (seen.length === 2) controller.abort();
+      }
+    });
+    assert.ok(await eventually(() => mock.abortedStreams >= 1 && mock.openStreams === 0), "the mock saw the stream closed early");
+  });
+
+  test("breaking out of the loop frees the upstream request", async () => {
+    mock.hangStreams = true;
+    const before = mock.abortedStreams;
+    const stream = await openai.chatStream({ model: "m", messages: [{ role: "user", content: "a b c" }], stream: true }, { key });
+    for await (const chunk of stream) {
+      if ((chunk["choices"] as JsonObject[])[0]?.["delta"]) break;
+    }
+    assert.ok(await eventually(() => mock.abortedStreams === before + 1 && mock.openStreams === 0));
+  });
+});
+
+describe("openai errors", () => {
+  const call = () => openai.chat({ model: "m", messages: [{ role: "user", content: "x" }] }, { key });
+
+  test("maps 429 to provider_rate_limited and asks to rotate the key", async () => {
+    mock.failNext(429, "Rate limit reached for requests");
+    const err = await rejectsWith(call(), "provider_rate_limited", 429, true);
+    assert.match(err.message, /Rate limit reached for requests/);
+  });
+
+  test("maps 401 to provider_auth and asks to rotate the key", async () => {
+    mock.failNext(401, "Incorrect API key provided");
+    await rejectsWith(call(), "provider_auth", 401, true);
+  });
+
+  test("maps 402 to provider_payment and asks to rotate the key", async () => {
+    mock.failNext(402, "Insufficient credits");
+    await rejectsWith(call(), "provider_payment", 402, true);
+  });
+
+  test("maps 400 to provider_bad_request without rotating", async () => {
+    mock.failNext(400, "Invalid value for messages");
+    await rejectsWith(call(), "provider_bad_request", 400, false);
+  });
+
+  test("maps 500 to provider_unavailable without rotating", async () => {
+    mock.failNext(500, "The server had an error");
+    await rejectsWith(call(), "provider_unavailable", 500, false);
+  });
+
+  test("a streaming call fails before any chunk when the upstream answers 429", async () => {
+    mock.failNext(429, "slow down");
+    await rejectsWith(openai.chatStream({ model: "m", messages: [], stream: true }, { key }), "provider_rate_limited", 429, true);
+  });
+
+  test("maps a refused connection to provider_unavailable", async () => {
+    const closed = adapter("openai", "http://127.0.0.1:1");
+    await rejectsWith(closed.chat({ model: "m", messages: [] }, { key }), "provider_unavailable", null, false);
+  });
+
+  test("maps a slow upstream to provider_timeout", async () => {
+    mock.latencyMs = 500;
+    await rejectsWith(openai.chat({ model: "m", messages: [] }, { key, timeoutMs: 50 }), "provider_timeout", null, false);
+  });
+});
+
+describe("openai responses and models", () => {
+  test("returns a Responses API answer with usage", async () => {
+    const result = await openai.responses({ model: "gpt-4o", input: "hello", store: false }, { key });
+    assert.equal(result.body["object"], "response");
+    assert.deepEqual(result.usage, { input_tokens: 7, output_tokens: 2 });
+    assert.equal(mock.last().path, "/v1/responses");
+    assert.equal(mock.last().body!["store"], false);
+  });
+
+  test("streams Responses events and reads usage from response.completed", async () => {
+    const stream = await openai.responsesStream({ model: "gpt-4o", input: "hello", stream: true }, { key });
+    const events = await collect(stream);
+    assert.equal(events[0]!["type"], "response.created");
+    assert.equal(events[events.length - 1]!["type"], "response.completed");
+    assert.deepEqual(stream.usage(), { input_tokens: 7, output_tokens: 2 });
+  });
+
+  test("lists the upstream's models", async () => {
+    const models = await openai.listModels(key);
+    assert.deepEqual(models.map((m) => m.id), MOCK_OPENAI_MODELS);
+  });
+});
+
+describe("azure", () => {
+  const azureKey: ProviderKey = providerKey({
+    value: "azure-secret",
+    azure: { endpoint: "", deployments: { "gpt-4o": "prod-gpt4o" }, apiVersion: "2024-10-21" },
+  });
+
+  test("posts to the deployment URL with api-version and the api-key header", async () => {
+    const azure = adapter("azure", null);
+    const k = { ...azureKey, azure: { ...azureKey.azure!, endpoint: `${mock.url}/` } };
+    await azure.chat({ model: "gpt-4o", messages: [{ role: "user", content: "x" }], seed: 1 }, { key: k });
+    const req = mock.last();
+    assert.equal(req.path, "/openai/deployments/prod-gpt4o/chat/completions");
+    assert.deepEqual(req.query, { "api-version": "2024-10-21" });
+    assert.equal(req.headers["api-key"], "azure-secret");
+    assert.equal(req.headers["authorization"], undefined);
+    assert.equal(req.body!["seed"], 1);
+  });
+
+  test("uses the model id as the deployment when the key maps none", async () => {
+    const azure = adapter("azure");
+    await azure.chat({ model: "gpt-4o-mini", messages: [] }, { key: azureKey });
+    assert.equal(mock.last().path, "/openai/deployments/gpt-4o-mini/chat/completions");
+  });
+
+  test("streams from the deployment URL", async () => {
+    const azure = adapter("azure");
+    const chunks = await collect(await azure.chatStream({ model: "gpt-4o", messages: [{ role: "user", content: "hey" }], stream: true }, { key: azureKey }));
+    assert.equal(deltas(chunks).map((d) => d["content"] ?? "").join(""), "echo: hey");
+    assert.equal(mock.last().path, "/openai/deployments/prod-gpt4o/chat/completions");
+  });
+
+  test("lists the key's deployments as its models", async () => {
+    const azure = adapter("azure");
+    assert.deepEqual((await azure.listModels(azureKey)).map((m) => m.id), ["gpt-4o"]);
+  });
+
+  test("refuses a key without azure_key_config", async () => {
+    const azure = adapter("azure");
+    await assert.rejects(azure.chat({ model: "m", messages: [] }, { key }), (err: unknown) => err instanceof GatewayError && /azure_key_config/.test(err.message));
+  });
+});
+
+describe("the rest of the family", () => {
+  for (const name of ["groq", "mistral", "openrouter", "ollama", "custom", "my-vllm"]) {
+    test(`${name} honours base_url and sends the request through unchanged`, async () => {
+      const a = adapter(name);
+      const result = await a.chat({ model: "some/model", messages: [{ role: "user", content: "hi" }], top_k: 3 }, { key });
+      assert.equal((result.body["choices"] as JsonObject[]).length, 1);
+      assert.equal(mock.last().path, "/v1/chat/completions");
+      assert.equal(mock.last().body!["top_k"], 3);
+      assert.equal(mock.last().headers["authorization"], "Bearer sk-test-1");
+    });
+  }
+
+  test("ollama sends no authorization header for an empty key", async () => {
+    const a = adapter("ollama");
+    await a.chat({ model: "llama3", messages: [] }, { key: providerKey({ value: "" }) });
+    assert.equal(mock.last().headers["authorization"], undefined);
+  });
+
+  test("a custom provider without a base URL is refused", () => {
+    assert.throws(() => createProviderAdapter({ name: "my-vllm", baseUrl: null, keys: [] }), /network_config\.base_url/);
+  });
+});
