@@ -18,6 +18,7 @@ import { loadSettings, seedMcpClients } from "./services/bootstrap.js";
 import { IMPLEMENTED_SERVICES, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
+import { Metrics } from "./telemetry/metrics.js";
 
 /** The gateway's version, reported by /openapi.json. */
 export const VERSION = "0.1.0";
@@ -44,6 +45,8 @@ export interface AppOptions {
   /** Environment stdio clients take their `envs` from (default process.env). */
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
+  /** Metric options: user_id/user_name labels and the per-label cardinality cap. */
+  telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number };
 }
 
 /** A running gateway. */
@@ -54,6 +57,7 @@ export interface App {
   readonly settings: RuntimeSettings;
   readonly logger: Logger;
   readonly runtime: McpRuntime;
+  readonly metrics: Metrics;
   /** Stops serving, finishes in-flight requests, closes the store. */
   close(): Promise<void>;
 }
@@ -76,12 +80,15 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
     });
     await seedMcpClients(store, options.mcpClients ?? [], logger);
+    const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, ...options.telemetry });
+    const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
     const runtime = new McpRuntime({
       store,
       logger,
       settings,
       states: new StateRegistry(),
+      metrics,
       sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
       ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
     });
@@ -100,6 +107,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       maxBodyBytes: options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
       logger,
       version: VERSION,
+      metrics,
+      metricsAuth: auth,
     });
     const server = createOnePortServer(handler);
     const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");
@@ -114,8 +123,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       settings,
       logger,
       runtime,
+      metrics,
       close() {
         closing ??= (async () => {
+          unwatchLabels();
           await server.close();
           await runtime.shutdown();
           await store.close();

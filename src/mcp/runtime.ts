@@ -7,6 +7,7 @@ import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError } from "../errors.js";
 import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
+import type { GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
 import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
@@ -23,6 +24,8 @@ export interface McpRuntimeDeps {
   states: StateRegistry;
   sessions: SessionFactory;
   timing?: Partial<RuntimeTiming>;
+  /** Records gw_mcp_client_operation_duration_seconds for every tool execution. */
+  metrics?: Metrics;
 }
 
 /** A tool as offered to models. */
@@ -161,7 +164,11 @@ export class McpRuntime implements RuntimeStateSource {
    * Executes `<client>-<tool>`. Caller mistakes (no such client, tool not allowed, client refusing
    * calls) throw; what happens upstream (tool error, failure, timeout) comes back as an error result.
    */
-  async execute(prefixedName: string, args: Record<string, unknown>, options: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<ToolCallResult> {
+  async execute(
+    prefixedName: string,
+    args: Record<string, unknown>,
+    options: { timeoutMs?: number; signal?: AbortSignal; governance?: GovernanceLabels } = {},
+  ): Promise<ToolCallResult> {
     const parts = splitToolName(prefixedName);
     if (!parts) {
       throw new GatewayError("invalid_argument", `function.name: "${prefixedName}" is not a gateway tool name; use <client>-<tool>`, { field: "function.name" });
@@ -169,8 +176,35 @@ export class McpRuntime implements RuntimeStateSource {
     const id = this.idsByName.get(parts.client);
     const client = id === undefined ? undefined : this.clients.get(id);
     if (!client) throw new GatewayError("not_found", `no MCP client named "${parts.client}" (tool names are <client>-<tool>)`, { type: "mcp_client_not_found" });
-    if (!toolAllowed(client.spec.toolsToExecute, parts.tool)) {
-      throw new GatewayError("permission_denied", `tool "${parts.tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
+    // From here on the call names a configured client, so it is a tool execution and is measured;
+    // unparseable names and unknown clients are caller mistakes, not MCP operations.
+    const started = performance.now();
+    let errorType: McpErrorType = "_OTHER";
+    try {
+      const result = await this.run(client, parts.tool, prefixedName, args, options);
+      if (!result.isError) errorType = "";
+      return result;
+    } finally {
+      this.deps.metrics?.recordMcpToolCall({
+        mcpClient: client.spec.name,
+        toolName: parts.tool,
+        durationS: (performance.now() - started) / 1000,
+        errorType,
+        ...(options.governance ? { governance: options.governance } : {}),
+      });
+    }
+  }
+
+  /** The checks and the upstream call of one execution (execute() measures it). */
+  private async run(
+    client: ClientRuntime,
+    tool: string,
+    prefixedName: string,
+    args: Record<string, unknown>,
+    options: { timeoutMs?: number; signal?: AbortSignal },
+  ): Promise<ToolCallResult> {
+    if (!toolAllowed(client.spec.toolsToExecute, tool)) {
+      throw new GatewayError("permission_denied", `tool "${tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
     }
     if (client.spec.disabled) throw this.refusal(client.spec.name, "disabled");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
@@ -182,7 +216,7 @@ export class McpRuntime implements RuntimeStateSource {
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     try {
-      return await client.call(parts.tool, args, timeoutMs, signal);
+      return await client.call(tool, args, timeoutMs, signal);
     } catch (err) {
       if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
         return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };

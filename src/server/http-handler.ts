@@ -1,16 +1,23 @@
 /**
- * The request handler both protocol servers share: /health and /openapi.json, then Connect, gRPC and
- * gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope.
+ * The request handler both protocol servers share: /health, /openapi.json and /metrics, then Connect,
+ * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
+ * request is counted in the http_* metrics under its route template (never the raw path) and runs with
+ * its dimension headers in scope.
  */
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
+import { createConnectRouter, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { GatewayError } from "../errors.js";
+import { NO_DIMENSIONS, readDimensions, withDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
+import type { Metrics } from "../telemetry/metrics.js";
 import type { RequestHandler } from "./listener.js";
+import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
+import { compileRoutes } from "./rest/route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -26,6 +33,9 @@ export interface HttpHandlerOptions {
   maxBodyBytes: number;
   logger: Logger;
   version: string;
+  metrics: Metrics;
+  /** Guards /metrics with basic auth when auth_config is enabled. */
+  metricsAuth: BasicAuthCheck;
 }
 
 /** Writes a JSON body with its length. */
@@ -67,8 +77,22 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
     fallback: (req, res) => fallback(req, res as unknown as Res),
   });
 
+  const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
+  const routeOf = routeTemplates(opts);
+
   return (req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const route = routeOf(req.method ?? "GET", path);
+    let dims: RequestDimensions = NO_DIMENSIONS;
+    try {
+      dims = readDimensions(req.headers, opts.metrics.customLabels);
+    } catch (err) {
+      observe(req, res, route, dims, opts);
+      if (!(err instanceof GatewayError)) throw err;
+      sendError(res, 400, err.type, err.message);
+      return;
+    }
+    observe(req, res, route, dims, opts);
     if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) {
       sendJson(res, 200, { status: "ok" });
       return;
@@ -78,6 +102,84 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       res.end(openapi);
       return;
     }
-    connect(req, res);
+    if (path === "/metrics") {
+      serveMetrics(req, res);
+      return;
+    }
+    withDimensions(dims, () => connect(req, res));
   };
+}
+
+/** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
+function routeTemplates(opts: HttpHandlerOptions): (method: string, path: string) => string {
+  const fixed = new Set(["/health", "/openapi.json", "/metrics"]);
+  const router = createConnectRouter();
+  opts.routes(router);
+  const procedures = new Set(router.handlers.map((h) => h.requestPath));
+  const table = compileRoutes(opts.services);
+  return (method, path) => {
+    if (fixed.has(path) || procedures.has(path)) return path;
+    const found = table.match(method, path);
+    return found.kind === "found" ? found.route.template : "unmatched";
+  };
+}
+
+/** Records the http_* metrics and the request's log line once the response is done. */
+function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions): void {
+  const started = process.hrtime.bigint();
+  const resBytes = countBodyBytes(res);
+  const declared = Number(req.headers["content-length"] ?? 0);
+  let done = false;
+  const finish = (): void => {
+    if (done) return;
+    done = true;
+    // 499 (client closed request) when the client went away before any response was written.
+    const status = res.headersSent ? res.statusCode : 499;
+    const durationS = Number(process.hrtime.bigint() - started) / 1e9;
+    const method = req.method ?? "GET";
+    opts.metrics.recordHttpRequest({
+      path: route,
+      method,
+      status,
+      durationS,
+      reqBytes: Number.isFinite(declared) ? declared : 0,
+      resBytes: resBytes(),
+      custom: dims.metricValues,
+    });
+    const quiet = route === "/health" || route === "/metrics";
+    const line = { path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues };
+    if (quiet) opts.logger.debug(line, "request");
+    else opts.logger.info(line, "request");
+  };
+  res.once("finish", finish);
+  res.once("close", finish);
+}
+
+/** Counts the body bytes written to a response (neither server exposes a per-response count). */
+function countBodyBytes(res: Res): () => number {
+  let bytes = 0;
+  // HTTP/2's end(chunk) calls this.write(chunk): count that chunk once.
+  let ending = false;
+  const add = (chunk: unknown, encoding: unknown): void => {
+    if (typeof chunk === "string") bytes += Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
+    else if (chunk instanceof Uint8Array) bytes += chunk.byteLength;
+  };
+  // write/end have overloads TypeScript cannot wrap generically; the wrappers pass every argument through unchanged.
+  const target = res as unknown as { write: (...args: unknown[]) => unknown; end: (...args: unknown[]) => unknown };
+  const write = target.write;
+  const end = target.end;
+  target.write = function (this: unknown, ...args: unknown[]) {
+    if (!ending) add(args[0], args[1]);
+    return Reflect.apply(write, this, args);
+  };
+  target.end = function (this: unknown, ...args: unknown[]) {
+    if (typeof args[0] !== "function") add(args[0], args[1]);
+    ending = true;
+    try {
+      return Reflect.apply(end, this, args);
+    } finally {
+      ending = false;
+    }
+  };
+  return () => bytes;
 }

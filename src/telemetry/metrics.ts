@@ -1,0 +1,559 @@
+/**
+ * The gateway's Prometheus metrics (spec "Events > Metric emission"), in our own prom-client Registry.
+ *
+ * Recording is off the request path: every record* method only appends a closure to a queue (O(1), never
+ * throws) and schedules one setImmediate flush, which does the prom-client work (label checks, the
+ * cardinality cap, bucket search) after the current I/O callbacks. A scrape flushes the queue first, so it
+ * sees everything recorded before it.
+ *
+ * Custom labels (client.prometheus_labels) are part of every metric's label set, and prom-client fixes a
+ * label set at registration. When the list changes, every metric is re-created in a fresh registry: the
+ * counters and histograms restart from zero (Prometheus treats it like a process restart), while the two
+ * state gauges (gw_active_requests, gw_provider_key_up) are kept outside prom-client and carry over.
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Logger } from "./logger.js";
+import { currentDimensions } from "./dimensions.js";
+import { customLabelProblem } from "./label-names.js";
+import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
+
+/** Custom label -> value; labels not given are recorded as "". Defaults to the current request's dimensions. */
+export type CustomLabelValues = Readonly<Record<string, string>>;
+
+/** The `method` base label: the kind of inference request. */
+export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription";
+/** One entry of the comma-separated `routing_engine_used` label. */
+export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog" | "core";
+export type ComplexityTier = "SIMPLE" | "MEDIUM" | "COMPLEX";
+export type ComplexityMechanism = "semantic" | "llm" | "session" | "skipped";
+/** error_type of gw_error_requests_total: the same vocabulary as the /v1 error envelope's `type`. */
+export type InferenceErrorType = `${"caller" | "policy" | "provider" | "gateway"}_${string}`;
+/** error_type of the MCP metric: empty on success. */
+export type McpErrorType = "" | "auth_required" | "_OTHER";
+export type OverheadComponent =
+  | "serialization" | "conversion" | "plugins" | "middleware" | "routing"
+  | "processing" | "networking" | "streaming" | "miscellaneous" | "other";
+
+/** The base label set of the upstream provider metrics; omitted strings are "" and fallbackIndex is 0. */
+export interface BaseLabels {
+  provider: string;
+  model: string;
+  method: InferenceMethod;
+  /** Empty when the request named no alias. */
+  alias?: string;
+  virtualKeyId?: string;
+  virtualKeyName?: string;
+  routingEngineUsed?: readonly RoutingEngine[];
+  routingRuleId?: string;
+  routingRuleName?: string;
+  complexityTier?: ComplexityTier | "";
+  complexityMechanism?: ComplexityMechanism | "";
+  selectedKeyId?: string;
+  selectedKeyName?: string;
+  /** 0 on the first attempt. */
+  fallbackIndex?: number;
+  /** Empty without governance. */
+  teamId?: string;
+  teamName?: string;
+  customerId?: string;
+  customerName?: string;
+  /** Only recorded when the Metrics were built with userLabelsEnabled. */
+  userId?: string;
+  userName?: string;
+}
+
+/** Governance labels of the MCP metric; omitted ones are "". */
+export interface GovernanceLabels {
+  virtualKeyId?: string;
+  virtualKeyName?: string;
+  teamId?: string;
+  teamName?: string;
+  customerId?: string;
+  customerName?: string;
+  businessUnitId?: string;
+  businessUnitName?: string;
+}
+
+/** One HTTP request as the transport saw it. */
+export interface HttpRequestSample {
+  /** The route template, Connect procedure path, "/health", "/metrics" or "unmatched"; never the raw path. */
+  path: string;
+  method: string;
+  status: number;
+  durationS: number;
+  reqBytes: number;
+  resBytes: number;
+  custom?: CustomLabelValues;
+}
+
+/** One MCP tool execution. */
+export interface McpToolCallSample {
+  mcpClient: string;
+  toolName: string;
+  durationS: number;
+  errorType: McpErrorType;
+  governance?: GovernanceLabels;
+  custom?: CustomLabelValues;
+}
+
+/** How the metrics are built. */
+export interface MetricsOptions {
+  /** client.prometheus_labels; invalid or reserved names are skipped with a warning. */
+  customLabels?: readonly string[];
+  /** Adds user_id and user_name to the base label set (telemetry user_labels_enabled). */
+  userLabelsEnabled?: boolean;
+  /** Distinct values per label before values become "__overflow__" (default 1000). */
+  maxLabelValues?: number;
+  /** Records queued beyond this are dropped (and counted) instead of growing memory; default 100000. */
+  maxPending?: number;
+  logger?: Logger;
+}
+
+const HTTP_LABELS = ["path", "method", "status"] as const;
+const BASE_LABELS = [
+  "provider", "model", "alias", "method", "virtual_key_id", "virtual_key_name", "routing_engine_used",
+  "routing_rule_id", "routing_rule_name", "complexity_tier", "complexity_mechanism", "selected_key_id",
+  "selected_key_name", "fallback_index", "team_id", "team_name", "customer_id", "customer_name",
+] as const;
+const USER_LABELS = ["user_id", "user_name"] as const;
+const GOVERNANCE_LABELS = [
+  "virtual_key_id", "virtual_key_name", "team_id", "team_name", "customer_id", "customer_name",
+  "business_unit_id", "business_unit_name",
+] as const;
+
+const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const BYTES_BUCKETS = [100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+const MICROSECONDS_BUCKETS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000];
+const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
+const RETRY_BUCKETS = [0, 1, 2, 3, 5, 10];
+
+type Labels = Record<string, string>;
+
+/** Every metric of the spec's two tables, registered in one registry with one custom label list. */
+class MetricSet {
+  readonly registry = new Registry();
+  readonly httpRequests: Counter;
+  readonly httpDuration: Histogram;
+  readonly httpRequestSize: Histogram;
+  readonly httpResponseSize: Histogram;
+  readonly upstreamRequests: Counter;
+  readonly successRequests: Counter;
+  readonly errorRequests: Counter;
+  readonly upstreamLatency: Histogram;
+  readonly overheadLatency: Histogram;
+  readonly overheadComponent: Histogram;
+  readonly inputTokens: Counter;
+  readonly outputTokens: Counter;
+  readonly cacheHits: Counter;
+  readonly cost: Counter;
+  readonly keyRotations: Counter;
+  readonly retries: Histogram;
+  readonly embeddingRequests: Counter;
+  readonly embeddingCost: Counter;
+  readonly firstToken: Histogram;
+  readonly interToken: Histogram;
+  readonly mcpDuration: Histogram;
+
+  constructor(
+    readonly custom: readonly string[],
+    readonly userLabels: boolean,
+    state: StateGauges,
+  ) {
+    const registers = [this.registry];
+    const baseOnly = [...BASE_LABELS, ...(userLabels ? USER_LABELS : [])];
+    const base = [...baseOnly, ...custom];
+    const baseWith = (...extra: string[]): string[] => [...baseOnly, ...extra, ...custom];
+    const withCustom = (names: readonly string[]): string[] => [...names, ...custom];
+    const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers });
+    const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
+      new Histogram({ name, help, labelNames, buckets, registers });
+
+    this.httpRequests = counter("http_requests_total", "HTTP requests served, by route template, method and status.", withCustom(HTTP_LABELS));
+    this.httpDuration = histogram("http_request_duration_seconds", "Time to serve an HTTP request, in seconds.", withCustom(HTTP_LABELS), SECONDS_BUCKETS);
+    this.httpRequestSize = histogram("http_request_size_bytes", "HTTP request body size (Content-Length), in bytes.", withCustom(HTTP_LABELS), BYTES_BUCKETS);
+    this.httpResponseSize = histogram("http_response_size_bytes", "HTTP response body size, in bytes.", withCustom(HTTP_LABELS), BYTES_BUCKETS);
+    this.upstreamRequests = counter("gw_upstream_requests_total", "Inference requests, policy refusals included (they never reach a provider).", base);
+    this.successRequests = counter("gw_success_requests_total", "Inference requests that succeeded.", base);
+    this.errorRequests = counter("gw_error_requests_total", "Inference requests that failed, by status code and error type (caller_, policy_, provider_, gateway_).", baseWith("status_code", "error_type"));
+    this.upstreamLatency = histogram("gw_upstream_latency_seconds", "Upstream provider latency, in seconds.", baseWith("is_success"), SECONDS_BUCKETS);
+    this.overheadLatency = histogram("gw_overhead_latency_microseconds", "The gateway's own time per request excluding the upstream, in microseconds.", base, MICROSECONDS_BUCKETS);
+    this.overheadComponent = histogram("gw_overhead_component_microseconds", "The gateway's own time per component, in microseconds (overhead_breakdown_enabled, tracing active).", baseWith("overhead_component"), MICROSECONDS_BUCKETS);
+    this.inputTokens = counter("gw_input_tokens_total", "Input (prompt) tokens.", base);
+    this.outputTokens = counter("gw_output_tokens_total", "Output (completion) tokens.", base);
+    this.cacheHits = counter("gw_cache_hits_total", "Cache hits, by cache type (direct or semantic).", baseWith("cache_type"));
+    this.cost = counter("gw_cost_total", "Cost of inference requests, in USD.", base);
+    new Gauge({
+      name: "gw_active_requests",
+      help: "Inference requests in flight.",
+      labelNames: withCustom(["method"]),
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, value } of state.active.values()) this.set(state.project(labels, ["method"], custom), value);
+      },
+    });
+    new Gauge({
+      name: "gw_provider_key_up",
+      help: "1 after the provider key's last request succeeded, 0 after it failed.",
+      labelNames: withCustom(["provider", "key_id", "key_name"]),
+      registers,
+      collect() {
+        this.reset();
+        for (const { labels, value } of state.keyUp.values()) this.set(state.project(labels, ["provider", "key_id", "key_name"], custom), value);
+      },
+    });
+    this.keyRotations = counter("gw_key_rotation_events_total", "Provider key swaps after a 429, 401/403 or 402.", withCustom(["provider", "requested_model", "key_id", "key_name", "fail_reason"]));
+    this.retries = histogram("gw_request_retries", "Retries per inference request (observed once per request).", base, RETRY_BUCKETS);
+    this.embeddingRequests = counter("gw_routing_embedding_requests_total", "Embedding calls made by semantic routing.", withCustom(["provider", "model", "phase"]));
+    this.embeddingCost = counter("gw_routing_embedding_cost_total", "Cost of semantic routing's embedding calls, in USD.", withCustom(["provider", "model", "phase"]));
+    this.firstToken = histogram("gw_stream_first_token_latency_seconds", "Time to the first streamed token, in seconds.", base, SECONDS_BUCKETS);
+    this.interToken = histogram("gw_stream_inter_token_latency_seconds", "Time between streamed tokens, in seconds.", base, INTER_TOKEN_BUCKETS);
+    this.mcpDuration = histogram(
+      "gw_mcp_client_operation_duration_seconds",
+      "MCP tool executions, in seconds; error_type is empty on success.",
+      withCustom(["mcp_client", "mcp_tool_name", "mcp_method", "error_type", ...GOVERNANCE_LABELS]),
+      SECONDS_BUCKETS,
+    );
+  }
+}
+
+/** The state behind the two gauges, kept outside prom-client so it survives a registry rebuild. */
+class StateGauges {
+  /** label-key -> labels (own + custom) and the number in flight. */
+  readonly active = new Map<string, { labels: Labels; value: number }>();
+  readonly keyUp = new Map<string, { labels: Labels; value: number }>();
+
+  constructor(private readonly cap: () => LabelCap) {}
+
+  /** The labels of `names` plus the current custom labels, capped. */
+  project(labels: Labels, names: readonly string[], custom: readonly string[]): Labels {
+    const out: Labels = {};
+    const cap = this.cap();
+    for (const name of names) out[name] = cap.admit(name, labels[name] ?? "");
+    for (const name of custom) out[name] = cap.admit(name, labels[name] ?? "");
+    return out;
+  }
+}
+
+type Op = (m: MetricSet, labels: LabelMaker) => void;
+
+/** Builds label objects for the current label lists, with every value through the cardinality cap. */
+class LabelMaker {
+  constructor(
+    private readonly m: MetricSet,
+    private readonly cap: LabelCap,
+  ) {}
+
+  /** Own labels plus the current custom labels. */
+  own(values: Labels, custom: CustomLabelValues | undefined): Labels {
+    const out: Labels = {};
+    for (const [name, value] of Object.entries(values)) out[name] = this.cap.admit(name, value);
+    for (const name of this.m.custom) out[name] = this.cap.admit(name, custom?.[name] ?? "");
+    return out;
+  }
+
+  /** The base label set (user labels when enabled) plus `extra` and the custom labels. */
+  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra: Labels = {}): Labels {
+    const values: Labels = {
+      provider: b.provider,
+      model: b.model,
+      alias: b.alias ?? "",
+      method: b.method,
+      virtual_key_id: b.virtualKeyId ?? "",
+      virtual_key_name: b.virtualKeyName ?? "",
+      routing_engine_used: (b.routingEngineUsed ?? []).join(","),
+      routing_rule_id: b.routingRuleId ?? "",
+      routing_rule_name: b.routingRuleName ?? "",
+      complexity_tier: b.complexityTier ?? "",
+      complexity_mechanism: b.complexityMechanism ?? "",
+      selected_key_id: b.selectedKeyId ?? "",
+      selected_key_name: b.selectedKeyName ?? "",
+      fallback_index: String(b.fallbackIndex ?? 0),
+      team_id: b.teamId ?? "",
+      team_name: b.teamName ?? "",
+      customer_id: b.customerId ?? "",
+      customer_name: b.customerName ?? "",
+      ...(this.m.userLabels ? { user_id: b.userId ?? "", user_name: b.userName ?? "" } : {}),
+      ...extra,
+    };
+    return this.own(values, custom);
+  }
+}
+
+function governanceValues(g: GovernanceLabels | undefined): Labels {
+  return {
+    virtual_key_id: g?.virtualKeyId ?? "",
+    virtual_key_name: g?.virtualKeyName ?? "",
+    team_id: g?.teamId ?? "",
+    team_name: g?.teamName ?? "",
+    customer_id: g?.customerId ?? "",
+    customer_name: g?.customerName ?? "",
+    business_unit_id: g?.businessUnitId ?? "",
+    business_unit_name: g?.businessUnitName ?? "",
+  };
+}
+
+function stateKey(labels: Labels): string {
+  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+}
+
+/** Keeps finite, non-negative observations; anything else would corrupt a histogram's sum. */
+function finite(value: number): boolean {
+  return Number.isFinite(value) && value >= 0;
+}
+
+/** The gateway's metrics and the typed API that records them. */
+export class Metrics {
+  private set: MetricSet;
+  private cap: LabelCap;
+  private labels: LabelMaker;
+  private readonly state: StateGauges;
+  private pending: Op[] = [];
+  private scheduled = false;
+  private droppedCount = 0;
+  private readonly maxPending: number;
+  private readonly userLabels: boolean;
+  private readonly maxLabelValues: number;
+  private readonly logger: Logger | undefined;
+
+  constructor(options: MetricsOptions = {}) {
+    this.userLabels = options.userLabelsEnabled ?? false;
+    this.maxLabelValues = options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES;
+    this.maxPending = options.maxPending ?? 100_000;
+    this.logger = options.logger;
+    this.cap = new LabelCap(this.maxLabelValues);
+    this.state = new StateGauges(() => this.cap);
+    this.set = new MetricSet(this.usableLabels(options.customLabels ?? []), this.userLabels, this.state);
+    this.labels = new LabelMaker(this.set, this.cap);
+  }
+
+  /** The registry to scrape now (a new one after the custom labels change). */
+  get registry(): Registry {
+    return this.set.registry;
+  }
+
+  /** The custom label names in effect. */
+  get customLabels(): readonly string[] {
+    return this.set.custom;
+  }
+
+  /** Records dropped because the queue was full. */
+  get dropped(): number {
+    return this.droppedCount;
+  }
+
+  /**
+   * Switches to a new custom label list. An unchanged list is a no-op; otherwise every metric is
+   * re-created in a fresh registry and counters and histograms restart from zero.
+   */
+  setCustomLabels(labels: readonly string[]): void {
+    const next = this.usableLabels(labels);
+    if (next.length === this.set.custom.length && next.every((l, i) => l === this.set.custom[i])) return;
+    this.flush();
+    this.cap = new LabelCap(this.maxLabelValues);
+    this.set = new MetricSet(next, this.userLabels, this.state);
+    this.labels = new LabelMaker(this.set, this.cap);
+    this.logger?.info({ prometheus_labels: next }, "custom metric labels changed: metrics re-created, counters restart from zero");
+  }
+
+  /** Applies every queued record now (a scrape calls this first). */
+  flush(): void {
+    this.scheduled = false;
+    const ops = this.pending;
+    this.pending = [];
+    for (const op of ops) {
+      try {
+        op(this.set, this.labels);
+      } catch (err) {
+        this.logger?.warn({ err }, "a metric record was dropped");
+      }
+    }
+  }
+
+  /** The exposition text of every metric (after a flush). */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    this.flush();
+    const registry = this.set.registry;
+    return { contentType: registry.contentType, body: await registry.metrics() };
+  }
+
+  private usableLabels(labels: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const label of labels) {
+      const problem = customLabelProblem(label);
+      if (problem !== null || out.includes(label)) {
+        this.logger?.warn({ label, problem: problem ?? "duplicate" }, "custom metric label skipped");
+        continue;
+      }
+      out.push(label);
+    }
+    return out;
+  }
+
+  private enqueue(op: Op): void {
+    if (this.pending.length >= this.maxPending) {
+      this.droppedCount++;
+      return;
+    }
+    this.pending.push(op);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.flush());
+    }
+  }
+
+  /** http_* metrics of one served request. */
+  recordHttpRequest(s: HttpRequestSample): void {
+    const custom = s.custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => {
+      const labels = l.own({ path: s.path, method: s.method, status: String(s.status) }, custom);
+      m.httpRequests.inc(labels);
+      if (finite(s.durationS)) m.httpDuration.observe(labels, s.durationS);
+      if (finite(s.reqBytes)) m.httpRequestSize.observe(labels, s.reqBytes);
+      if (finite(s.resBytes)) m.httpResponseSize.observe(labels, s.resBytes);
+    });
+  }
+
+  /** gw_mcp_client_operation_duration_seconds for one tool execution (mcp_method "tools/call"). */
+  recordMcpToolCall(s: McpToolCallSample): void {
+    const custom = s.custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => {
+      const labels = l.own({ mcp_client: s.mcpClient, mcp_tool_name: s.toolName, mcp_method: "tools/call", error_type: s.errorType, ...governanceValues(s.governance) }, custom);
+      m.mcpDuration.observe(labels, finite(s.durationS) ? s.durationS : 0);
+    });
+  }
+
+  /** gw_upstream_requests_total: one inference request, policy refusals (no provider call) included. */
+  recordUpstreamRequest(base: BaseLabels, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => m.upstreamRequests.inc(l.base(base, c)));
+  }
+
+  /** gw_success_requests_total: one successful inference request. */
+  recordSuccess(base: BaseLabels, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => m.successRequests.inc(l.base(base, c)));
+  }
+
+  /** gw_error_requests_total for a request's final error; selected_key_* are emptied as the spec requires. */
+  recordError(base: BaseLabels, statusCode: number, errorType: InferenceErrorType, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    const final = { ...base, selectedKeyId: "", selectedKeyName: "" };
+    this.enqueue((m, l) => m.errorRequests.inc(l.base(final, c, { status_code: String(statusCode), error_type: errorType })));
+  }
+
+  /** gw_upstream_latency_seconds of one provider call. */
+  recordUpstreamLatency(base: BaseLabels, seconds: number, isSuccess: boolean, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(seconds)) return;
+    this.enqueue((m, l) => m.upstreamLatency.observe(l.base(base, c, { is_success: String(isSuccess) }), seconds));
+  }
+
+  /** gw_overhead_latency_microseconds: the gateway's own time, upstream excluded. */
+  recordOverhead(base: BaseLabels, microseconds: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(microseconds)) return;
+    this.enqueue((m, l) => m.overheadLatency.observe(l.base(base, c), microseconds));
+  }
+
+  /** gw_overhead_component_microseconds (only with overhead_breakdown_enabled and tracing active). */
+  recordOverheadComponent(base: BaseLabels, component: OverheadComponent, microseconds: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(microseconds)) return;
+    this.enqueue((m, l) => m.overheadComponent.observe(l.base(base, c, { overhead_component: component }), microseconds));
+  }
+
+  /** gw_input_tokens_total and gw_output_tokens_total. */
+  recordTokens(base: BaseLabels, input: number, output: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => {
+      const labels = l.base(base, c);
+      if (finite(input) && input > 0) m.inputTokens.inc(labels, input);
+      if (finite(output) && output > 0) m.outputTokens.inc(labels, output);
+    });
+  }
+
+  /** gw_cost_total, in USD. */
+  recordCost(base: BaseLabels, usd: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(usd) || usd === 0) return;
+    this.enqueue((m, l) => m.cost.inc(l.base(base, c), usd));
+  }
+
+  /** gw_cache_hits_total. */
+  recordCacheHit(base: BaseLabels, cacheType: "direct" | "semantic", custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => m.cacheHits.inc(l.base(base, c, { cache_type: cacheType })));
+  }
+
+  /** gw_request_retries: call once per request with its retry count. */
+  recordRetries(base: BaseLabels, retries: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(retries)) return;
+    this.enqueue((m, l) => m.retries.observe(l.base(base, c), retries));
+  }
+
+  /** gw_stream_first_token_latency_seconds. */
+  recordFirstToken(base: BaseLabels, seconds: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(seconds)) return;
+    this.enqueue((m, l) => m.firstToken.observe(l.base(base, c), seconds));
+  }
+
+  /** gw_stream_inter_token_latency_seconds. */
+  recordInterToken(base: BaseLabels, seconds: number, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    if (!finite(seconds)) return;
+    this.enqueue((m, l) => m.interToken.observe(l.base(base, c), seconds));
+  }
+
+  /** gw_key_rotation_events_total: one actual key swap. */
+  recordKeyRotation(e: { provider: string; requestedModel: string; keyId: string; keyName: string; failReason: string }, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) =>
+      m.keyRotations.inc(l.own({ provider: e.provider, requested_model: e.requestedModel, key_id: e.keyId, key_name: e.keyName, fail_reason: e.failReason }, c)),
+    );
+  }
+
+  /** gw_routing_embedding_requests_total and, when costUsd > 0, gw_routing_embedding_cost_total. */
+  recordRoutingEmbedding(e: { provider: string; model: string; phase: "request" | "warmup"; costUsd?: number }, custom?: CustomLabelValues): void {
+    const c = custom ?? currentDimensions().metricValues;
+    this.enqueue((m, l) => {
+      const labels = l.own({ provider: e.provider, model: e.model, phase: e.phase }, c);
+      m.embeddingRequests.inc(labels);
+      if (e.costUsd !== undefined && finite(e.costUsd) && e.costUsd > 0) m.embeddingCost.inc(labels, e.costUsd);
+    });
+  }
+
+  /** gw_active_requests +1; pair every call with activeRequestFinished with the same arguments. */
+  activeRequestStarted(method: InferenceMethod, custom?: CustomLabelValues): void {
+    this.moveActive(method, custom ?? currentDimensions().metricValues, 1);
+  }
+
+  /** gw_active_requests -1. */
+  activeRequestFinished(method: InferenceMethod, custom?: CustomLabelValues): void {
+    this.moveActive(method, custom ?? currentDimensions().metricValues, -1);
+  }
+
+  private moveActive(method: string, custom: CustomLabelValues, delta: number): void {
+    this.enqueue(() => {
+      const labels: Labels = { ...custom, method };
+      const key = stateKey(labels);
+      const entry = this.state.active.get(key);
+      const value = (entry?.value ?? 0) + delta;
+      if (value <= 0) this.state.active.delete(key);
+      else this.state.active.set(key, { labels, value });
+    });
+  }
+
+  /**
+   * gw_provider_key_up: 1 after a success, 0 after a failure. It is the state of a key, not of a
+   * request, so its custom labels stay empty and one key keeps one series.
+   */
+  setProviderKeyUp(provider: string, keyId: string, keyName: string, up: boolean): void {
+    this.enqueue(() => {
+      const labels: Labels = { provider, key_id: keyId, key_name: keyName };
+      this.state.keyUp.set(stateKey(labels), { labels, value: up ? 1 : 0 });
+    });
+  }
+}
