@@ -12,6 +12,9 @@ import { StateRegistry } from "./mcp/state-registry.js";
 import { createSessionFactory } from "./mcp/upstream-session.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createOnePortServer } from "./server/listener.js";
+import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
+import { createChatService } from "./services/inference/chat.js";
+import { buildInference, inferenceOptionsFromFile, type Inference, type InferenceOptions } from "./services/inference/config.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { loadSettings, seedMcpClients } from "./services/bootstrap.js";
@@ -47,6 +50,8 @@ export interface AppOptions {
   logger?: Logger;
   /** Metric options: user_id/user_name labels and the per-label cardinality cap. */
   telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number };
+  /** Providers and virtual keys of the /v1 inference path (none: every /v1 model names no provider). */
+  inference?: InferenceOptions;
 }
 
 /** A running gateway. */
@@ -74,6 +79,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
   });
+  let inference: Inference | undefined;
+  let runtime: McpRuntime | undefined;
   try {
     const settings = await loadSettings(store, {
       ...(options.toolManager ? { toolManager: options.toolManager } : {}),
@@ -83,7 +90,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
-    const runtime = new McpRuntime({
+    const mcpRuntime = new McpRuntime({
       store,
       logger,
       settings,
@@ -92,23 +99,28 @@ export async function createApp(options: AppOptions): Promise<App> {
       sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
       ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
     });
-    await runtime.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime };
+    runtime = mcpRuntime;
+    await mcpRuntime.start();
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime };
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
       registerReflection(router, IMPLEMENTED_SERVICES);
     };
     const interceptors = serviceInterceptors(deps);
+    const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+    inference = buildInference(options.inference ?? { providers: [], virtualKeys: [] });
+    const chat = createChatService({ inference, metrics, settings, logger });
     const handler = createHttpHandler({
       routes,
       interceptors,
       services: IMPLEMENTED_SERVICES,
       restTransport: createRouterTransport(routes, { router: { interceptors } }),
-      maxBodyBytes: options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+      maxBodyBytes,
       logger,
       version: VERSION,
       metrics,
       metricsAuth: auth,
+      chatCompletions: createChatCompletionsHandler({ chat, maxBodyBytes, logger }),
     });
     const server = createOnePortServer(handler);
     const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");
@@ -122,13 +134,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       store,
       settings,
       logger,
-      runtime,
+      runtime: mcpRuntime,
       metrics,
       close() {
         closing ??= (async () => {
           unwatchLabels();
           await server.close();
-          await runtime.shutdown();
+          await inference?.close();
+          await mcpRuntime.shutdown();
           await store.close();
           logger.info("gateway stopped");
         })();
@@ -136,6 +149,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       },
     };
   } catch (err) {
+    // A failed start (a taken port, say) must not leave stdio children or upstream connections behind.
+    await inference?.close();
+    await runtime?.shutdown();
     await store.close();
     throw err;
   }
@@ -170,5 +186,6 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
       maxRequestBodyBytes: file.client.maxRequestBodyBytes,
     },
     mcpClients: file.mcp.clientConfigs,
+    inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys),
   };
 }

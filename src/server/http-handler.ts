@@ -1,5 +1,6 @@
 /**
- * The request handler both protocol servers share: /health, /openapi.json and /metrics, then Connect,
+ * The request handler both protocol servers share: /health, /openapi.json, /metrics and
+ * POST /v1/chat/completions, then Connect,
  * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path) and runs with
  * its dimension headers in scope.
@@ -20,6 +21,8 @@ import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes } from "./rest/route-table.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
+
+const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /** What the handler serves. */
@@ -36,6 +39,8 @@ export interface HttpHandlerOptions {
   metrics: Metrics;
   /** Guards /metrics with basic auth when auth_config is enabled. */
   metricsAuth: BasicAuthCheck;
+  /** Serves POST /v1/chat/completions. */
+  chatCompletions?: (req: Req, res: Res) => Promise<void>;
 }
 
 /** Writes a JSON body with its length. */
@@ -106,13 +111,24 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       serveMetrics(req, res);
       return;
     }
+    const chat = opts.chatCompletions;
+    if (chat && path === CHAT_COMPLETIONS_PATH && req.method === "POST") {
+      withDimensions(dims, () => {
+        chat(req, res).catch((err: unknown) => {
+          opts.logger.error({ err }, "chat completions handler failed");
+          if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
+          else res.end();
+        });
+      });
+      return;
+    }
     withDimensions(dims, () => connect(req, res));
   };
 }
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(opts: HttpHandlerOptions): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/openapi.json", "/metrics"]);
+  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH]);
   const router = createConnectRouter();
   opts.routes(router);
   const procedures = new Set(router.handlers.map((h) => h.requestPath));

@@ -1,0 +1,140 @@
+/**
+ * POST /v1/chat/completions: reads and checks the JSON body, runs the chat service, and answers with a
+ * chat.completion or an SSE stream of chunks ending in `data: [DONE]`. Errors use the OpenAI envelope
+ * with the gateway's error_type vocabulary (DESIGN.md section 9). A client that goes away aborts the
+ * upstream request.
+ */
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import type { Writable } from "node:stream";
+import { GatewayError } from "../../errors.js";
+import type { ChatRequest, JsonObject } from "../../providers/types.js";
+import { asGatewayError, type ChatService } from "../../services/inference/chat.js";
+import type { Logger } from "../../telemetry/logger.js";
+import { ClientClosedError, readJsonBody } from "../rest/request-body.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** What the handler needs. */
+export interface ChatCompletionsOptions {
+  chat: ChatService;
+  maxBodyBytes: number;
+  logger: Logger;
+}
+
+const ERROR_PREFIX = /^(caller|policy|provider|gateway)_/;
+
+/** The error_type of an error: gateway types as they are; the body reader's own types become caller_*. */
+function v1Type(err: GatewayError, status: number): string {
+  if (ERROR_PREFIX.test(err.type)) return err.type;
+  return status >= 500 ? `gateway_${err.type}` : `caller_${err.type}`;
+}
+
+/** The OpenAI error envelope of `err` and its status. */
+export function v1ErrorBody(err: GatewayError): { status: number; body: JsonObject } {
+  const status = err.httpStatus ?? 500;
+  return {
+    status,
+    body: { error: { message: err.message, type: v1Type(err, status), param: err.field ?? null, code: err.code } },
+  };
+}
+
+function sendJson(res: Res, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+function badRequest(message: string, field: string): GatewayError {
+  return new GatewayError("invalid_argument", message, { type: "caller_invalid_request", httpStatus: 400, field });
+}
+
+/** Checks the fields the gateway reads; everything else passes through to the upstream unchanged. */
+export function validateChatBody(body: JsonObject): ChatRequest {
+  const model = body["model"];
+  if (typeof model !== "string" || model.trim() === "") {
+    throw badRequest(`model is required: a string such as "gpt-4o-mini" or "openai/gpt-4o-mini"`, "model");
+  }
+  const messages = body["messages"];
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw badRequest("messages is required: a non-empty list of {role, content} objects", "messages");
+  }
+  for (const [index, message] of messages.entries()) {
+    if (message === null || typeof message !== "object" || Array.isArray(message) || typeof (message as JsonObject)["role"] !== "string") {
+      throw badRequest(`messages[${index}] must be an object with a string role`, `messages[${index}]`);
+    }
+  }
+  const stream = body["stream"];
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean") throw badRequest("stream must be true or false", "stream");
+  const fallbacks = body["fallbacks"];
+  if (fallbacks !== undefined && fallbacks !== null && !(Array.isArray(fallbacks) && fallbacks.every((f) => typeof f === "string"))) {
+    throw badRequest(`fallbacks must be a list of "<provider>/<model>" strings`, "fallbacks");
+  }
+  return { ...body, model, messages, ...(stream === true ? { stream: true } : {}) };
+}
+
+/** Resolves once the response can take more data, or the client is gone. */
+function drained(res: Res): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+function gone(res: Res): boolean {
+  return res.destroyed || res.writableEnded;
+}
+
+async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, logger: Logger): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  // Both response classes are Writables; the union of their write() overloads is not callable as such.
+  const out: Writable = res;
+  try {
+    for await (const chunk of chunks) {
+      if (gone(res)) break;
+      if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
+    }
+  } catch (err) {
+    if (gone(res)) return;
+    const error = asGatewayError(err);
+    if (error.type === "gateway_internal") logger.error({ err }, "chat stream failed inside the gateway");
+    // Headers are out, so the status cannot change: the failure travels as an error event, which the
+    // OpenAI SDKs raise as an API error.
+    res.end(`data: ${JSON.stringify(v1ErrorBody(error).body)}\n\n`);
+    return;
+  }
+  if (!gone(res)) res.end("data: [DONE]\n\n");
+}
+
+/** Builds the handler for POST /v1/chat/completions. */
+export function createChatCompletionsHandler(opts: ChatCompletionsOptions): (req: Req, res: Res) => Promise<void> {
+  return async (req, res) => {
+    const abort = new AbortController();
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
+    });
+    try {
+      const body = validateChatBody(await readJsonBody(req, opts.maxBodyBytes));
+      const outcome = await opts.chat.complete({ body, headers: req.headers, signal: abort.signal });
+      if (outcome.kind === "json") {
+        if (!gone(res)) sendJson(res, 200, outcome.body);
+        return;
+      }
+      await writeStream(res, outcome.chunks, opts.logger);
+    } catch (err) {
+      // Nobody is left to answer a client that went away.
+      if (err instanceof ClientClosedError || abort.signal.aborted || gone(res)) return;
+      const error = asGatewayError(err);
+      if (error.type === "gateway_internal") opts.logger.error({ err }, "chat completion failed inside the gateway");
+      const { status, body } = v1ErrorBody(error);
+      if (res.headersSent) res.end();
+      else sendJson(res, status, body);
+    }
+  };
+}
