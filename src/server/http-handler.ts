@@ -8,7 +8,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
-import { createConnectRouter, type ConnectRouter, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { GatewayError } from "../errors.js";
 import { NO_DIMENSIONS, readDimensions, withDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
@@ -18,7 +18,8 @@ import type { RequestHandler } from "./listener.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
-import { compileRoutes } from "./rest/route-table.js";
+import { compileRoutes, type RouteTable } from "./rest/route-table.js";
+import { REFLECTION_SERVICES } from "./reflection.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 
@@ -57,8 +58,9 @@ export function sendError(res: Res, status: number, type: string, message: strin
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
 export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
-  const openapi = JSON.stringify(buildOpenApi(opts.services, { title: "gw AI gateway", version: opts.version }));
-  const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes });
+  const table = compileRoutes(opts.services);
+  const openapi = JSON.stringify(buildOpenApi(opts.services, { title: "gw AI gateway", version: opts.version }, table));
+  const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes, table });
 
   const fallback = (req: Req, res: Res): void => {
     rest(req, res)
@@ -83,7 +85,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   });
 
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
-  const routeOf = routeTemplates(opts);
+  const routeOf = routeTemplates(opts.services, table);
 
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
@@ -112,7 +114,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     const chat = opts.chatCompletions;
-    if (chat && path === CHAT_COMPLETIONS_PATH && req.method === "POST") {
+    if (chat && path === CHAT_COMPLETIONS_PATH && req.method !== "POST") {
+      sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
+      return;
+    }
+    if (chat && path === CHAT_COMPLETIONS_PATH) {
       withDimensions(dims, () => {
         chat(req, res).catch((err: unknown) => {
           opts.logger.error({ err }, "chat completions handler failed");
@@ -127,12 +133,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 }
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
-function routeTemplates(opts: HttpHandlerOptions): (method: string, path: string) => string {
+function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
   const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH]);
-  const router = createConnectRouter();
-  opts.routes(router);
-  const procedures = new Set(router.handlers.map((h) => h.requestPath));
-  const table = compileRoutes(opts.services);
+  // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
+  const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
     if (fixed.has(path) || procedures.has(path)) return path;
     const found = table.match(method, path);

@@ -207,12 +207,15 @@ async function* serve<Req extends ReflectionRequest, Res>(
   for await (const request of requests) yield respond(request, answer(index, request, sent));
 }
 
+/** The two reflection services registerReflection adds to a router. */
+export const REFLECTION_SERVICES: readonly DescService[] = [v1.ServerReflection, v1alpha.ServerReflection];
+
 /**
  * Registers grpc.reflection.v1 and v1alpha ServerReflection on `router`, describing `services` (plus the
  * two reflection services themselves) and every file they depend on.
  */
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
-  const index = new DescriptorIndex([...services, v1.ServerReflection, v1alpha.ServerReflection]);
+  const index = new DescriptorIndex([...services, ...REFLECTION_SERVICES]);
   router.service(v1.ServerReflection, {
     serverReflectionInfo: (requests) =>
       serve(index, requests, (request, messageResponse) =>

@@ -49,3 +49,19 @@ describe("client.enforce_governance", () => {
     assert.equal(res.body.object, "chat.completion");
   });
 });
+
+describe("/v1/chat/completions methods", () => {
+  let app: TestApp;
+  before(async () => {
+    app = await startApp();
+  });
+  after(() => app.stop());
+
+  test("a GET is a 405 in the OpenAI envelope with Allow: POST", async () => {
+    const res = await fetch(`${app.url}/v1/chat/completions`);
+    assert.equal(res.status, 405);
+    assert.equal(res.headers.get("allow"), "POST");
+    const body = (await res.json()) as { error: { type: string } };
+    assert.equal(body.error.type, "caller_method_not_allowed");
+  });
+});

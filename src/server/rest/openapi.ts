@@ -5,7 +5,7 @@
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { enumValueRestName } from "../../services/enum-names.js";
 import { protoComment, type Commentable } from "./proto-comments.js";
-import { compileRoutes, type RestRoute } from "./route-table.js";
+import { compileRoutes, type RestRoute, type RouteTable } from "./route-table.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 type Schema = Record<string, unknown>;
@@ -13,11 +13,15 @@ type Schema = Record<string, unknown>;
 const ERROR_SCHEMA = "Error";
 
 /** Builds the document; throws like compileRoutes for a rule the bridge cannot serve. */
-export function buildOpenApi(services: readonly DescService[], info: { title: string; version: string }): object {
+export function buildOpenApi(
+  services: readonly DescService[],
+  info: { title: string; version: string },
+  table: RouteTable = compileRoutes(services),
+): object {
   const schemas: Record<string, Schema> = {};
   const paths: Record<string, Record<string, unknown>> = {};
   const components = new SchemaBuilder(schemas);
-  for (const route of compileRoutes(services).routes) {
+  for (const route of table.routes) {
     const item = (paths[route.template] ??= {});
     item[route.httpMethod.toLowerCase()] = operation(route, components);
   }

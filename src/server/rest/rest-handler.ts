@@ -15,7 +15,7 @@ import { messageFromJson, mergeMessageJson } from "./message-from-json.js";
 import { messageToRestJson } from "./message-to-json.js";
 import { ClientClosedError, discardBody, readJsonBody } from "./request-body.js";
 import { invalidRequest, methodNotAllowed, restErrorResponse } from "./rest-error.js";
-import { compileRoutes, type PathParam, type RestRoute } from "./route-table.js";
+import { compileRoutes, type PathParam, type RestRoute, type RouteTable } from "./route-table.js";
 import { enumFromJson, scalarFromText } from "./scalar-input.js";
 import { updateMaskPaths } from "./update-mask.js";
 
@@ -29,6 +29,8 @@ export interface RestHandlerOptions {
   transport: Transport;
   /** Bodies over this many bytes get a 413. */
   maxBodyBytes: number;
+  /** The compiled routes of `services`, when the caller already has them. */
+  table?: RouteTable;
 }
 
 /**
@@ -36,7 +38,7 @@ export interface RestHandlerOptions {
  * false, having written nothing, when no route template matches the path.
  */
 export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res) => Promise<boolean> {
-  const table = compileRoutes(o.services);
+  const table = o.table ?? compileRoutes(o.services);
   const registry = createRegistry(...o.services.map((s) => s.file));
   return async (req, res) => {
     const { path, query } = splitUrl(req.url ?? "/");
