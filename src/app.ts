@@ -13,11 +13,15 @@ import { createSessionFactory } from "./mcp/upstream-session.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createOnePortServer } from "./server/listener.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
+import { createResponsesHandler } from "./server/v1/responses.js";
 import { createChatService } from "./services/inference/chat.js";
-import { buildInference, inferenceOptionsFromFile, type Inference, type InferenceOptions } from "./services/inference/config.js";
+import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
+import { loadInference } from "./services/inference/records.js";
+import { InferenceState } from "./services/inference/state.js";
+import { UsageFlusher } from "./services/inference/usage-flusher.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
-import { loadSettings, seedMcpClients } from "./services/bootstrap.js";
+import { loadSettings, seedMcpClients, seedProviders, seedVirtualKeys } from "./services/bootstrap.js";
 import { IMPLEMENTED_SERVICES, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
@@ -48,8 +52,8 @@ export interface AppOptions {
   /** Environment stdio clients take their `envs` from (default process.env). */
   env?: NodeJS.ProcessEnv;
   logger?: Logger;
-  /** Metric options: user_id/user_name labels and the per-label cardinality cap. */
-  telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number };
+  /** Metric options: user_id/user_name labels, the per-label cardinality cap, and recording off (bench only). */
+  telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number; recording?: boolean };
   /** Providers and virtual keys of the /v1 inference path (none: every /v1 model names no provider). */
   inference?: InferenceOptions;
 }
@@ -79,7 +83,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
   });
-  let inference: Inference | undefined;
+  let inference: InferenceState | undefined;
+  let usageFlusher: UsageFlusher | undefined;
   let runtime: McpRuntime | undefined;
   try {
     const settings = await loadSettings(store, {
@@ -87,6 +92,19 @@ export async function createApp(options: AppOptions): Promise<App> {
       ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
     });
     await seedMcpClients(store, options.mcpClients ?? [], logger);
+    const inferenceOptions = options.inference ?? { providers: {}, virtualKeys: [] };
+    await seedProviders(store, inferenceOptions.providers, logger);
+    await seedVirtualKeys(store, inferenceOptions.virtualKeys, logger);
+    const state = new InferenceState({
+      ...(inferenceOptions.random ? { random: inferenceOptions.random } : {}),
+      ...(inferenceOptions.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: inferenceOptions.upstreamTimeoutMs } : {}),
+      ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}),
+    });
+    inference = state;
+    await loadInference(store, state, logger);
+    const flusher = new UsageFlusher(store, state.limits, logger, inferenceOptions.usageFlushIntervalMs);
+    usageFlusher = flusher;
+    flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
@@ -101,15 +119,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime };
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state };
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
       registerReflection(router, IMPLEMENTED_SERVICES);
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    inference = buildInference(options.inference ?? { providers: [], virtualKeys: [] });
-    const chat = createChatService({ inference, metrics, settings, logger });
+    const chat = createChatService({ inference: state, metrics, settings, logger });
     const handler = createHttpHandler({
       routes,
       interceptors,
@@ -121,6 +138,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       metrics,
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat, maxBodyBytes, logger }),
+      responses: createResponsesHandler({ chat, maxBodyBytes, logger }),
     });
     const server = createOnePortServer(handler);
     const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");
@@ -140,7 +158,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         closing ??= (async () => {
           unwatchLabels();
           await server.close();
-          await inference?.close();
+          await flusher.stop();
+          await state.close();
           await mcpRuntime.shutdown();
           await store.close();
           logger.info("gateway stopped");
@@ -150,6 +169,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
   } catch (err) {
     // A failed start (a taken port, say) must not leave stdio children or upstream connections behind.
+    await usageFlusher?.stop();
     await inference?.close();
     await runtime?.shutdown();
     await store.close();

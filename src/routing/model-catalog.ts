@@ -16,14 +16,19 @@ export interface ModelCatalog {
   isProvider(name: string): boolean;
 }
 
-/** Builds the interim catalog: each configured provider's keys' models and alias names, plus the bundled table. */
+/**
+ * Builds the interim catalog: each configured provider's keys' models and alias names, the models its
+ * list-models API reported, plus the bundled table.
+ */
 export function createKeyCatalog(
   keysByProvider: ReadonlyMap<string, readonly ProviderKey[]>,
   bundled: Readonly<Record<string, readonly string[]>> = BUNDLED_MODELS,
+  listed: ReadonlyMap<string, readonly string[]> = new Map(),
 ): ModelCatalog {
   const pool = new Map<string, readonly string[]>();
   for (const [provider, keys] of keysByProvider) {
     const models = new Set<string>(Object.hasOwn(bundled, provider) ? bundled[provider] : []);
+    for (const model of listed.get(provider) ?? []) models.add(model);
     for (const key of keys) {
       for (const model of key.models) if (model !== "*") models.add(model);
       for (const alias of Object.keys(key.aliases)) models.add(alias);

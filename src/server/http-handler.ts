@@ -1,6 +1,6 @@
 /**
- * The request handler both protocol servers share: /health, /openapi.json, /metrics and
- * POST /v1/chat/completions, then Connect,
+ * The request handler both protocol servers share: /health, /openapi.json, /metrics,
+ * POST /v1/chat/completions and POST /v1/responses, then Connect,
  * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path) and runs with
  * its dimension headers in scope.
@@ -24,6 +24,7 @@ import { REFLECTION_SERVICES } from "./reflection.js";
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+const RESPONSES_PATH = "/v1/responses";
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /** What the handler serves. */
@@ -42,6 +43,8 @@ export interface HttpHandlerOptions {
   metricsAuth: BasicAuthCheck;
   /** Serves POST /v1/chat/completions. */
   chatCompletions?: (req: Req, res: Res) => Promise<void>;
+  /** Serves POST /v1/responses. */
+  responses?: (req: Req, res: Res) => Promise<void>;
 }
 
 /** Writes a JSON body with its length. */
@@ -113,15 +116,15 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       serveMetrics(req, res);
       return;
     }
-    const chat = opts.chatCompletions;
-    if (chat && path === CHAT_COMPLETIONS_PATH && req.method !== "POST") {
+    const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
+    if (v1 && req.method !== "POST") {
       sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
       return;
     }
-    if (chat && path === CHAT_COMPLETIONS_PATH) {
+    if (v1) {
       withDimensions(dims, () => {
-        chat(req, res).catch((err: unknown) => {
-          opts.logger.error({ err }, "chat completions handler failed");
+        v1(req, res).catch((err: unknown) => {
+          opts.logger.error({ err, path }, "/v1 handler failed");
           if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
           else res.end();
         });
@@ -134,7 +137,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH]);
+  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

@@ -16,8 +16,13 @@ import {
 } from "../config/runtime-settings.js";
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
-import { SettingRecord, type Store } from "../store/index.js";
+import { invalidField } from "../errors.js";
+import { ProviderRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
+import { parseProviderWire } from "./inference/provider-wire.js";
+import { assignProvider, assignVirtualKey, valueHash } from "./inference/records.js";
+import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
+import type { Wire } from "./inference/wire-fields.js";
 import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
 
 function hashOf(value: unknown): string {
@@ -94,5 +99,40 @@ export async function seedMcpClients(store: Store, clients: readonly McpClientSp
     await em.flush();
     await markApplied(em, seedKey, spec);
     logger.info({ client_id: existing.id, client: spec.name }, "MCP client updated from the config file");
+  }
+}
+
+/** Creates or overwrites the providers the config file declares, each only when its file entry changed. */
+export async function seedProviders(store: Store, providers: Readonly<Record<string, Wire>>, logger: Logger): Promise<void> {
+  for (const [name, wire] of Object.entries(providers)) {
+    const em = store.fork();
+    const seedKey = `provider:${name}`;
+    const existing = await em.findOne(ProviderRecord, { name });
+    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
+    assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
+    await em.flush();
+    await markApplied(em, seedKey, wire);
+    logger.info({ provider: name }, existing ? "provider updated from the config file" : "provider created from the config file");
+  }
+}
+
+/** Creates or overwrites the virtual keys the config file declares, each only when its file entry changed. */
+export async function seedVirtualKeys(store: Store, keys: readonly Wire[], logger: Logger): Promise<void> {
+  for (const [index, wire] of keys.entries()) {
+    const path = `governance.virtual_keys[${index}]`;
+    const parsed = parseVirtualKeyWire(wire, path);
+    const em = store.fork();
+    const seedKey = `virtual_key:${parsed.key.id}`;
+    const existing = await em.findOne(VirtualKeyRecord, { id: parsed.key.id });
+    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
+    const clash = await em.findOne(VirtualKeyRecord, { $or: [{ valueHash: valueHash(parsed.key.value) }, { name: parsed.key.name }] });
+    if (clash && clash.id !== parsed.key.id) {
+      const field = clash.name === parsed.key.name ? "name" : "value";
+      throw invalidField(`${path}.${field}`, `is already used by the stored virtual key "${clash.id}"; every key needs its own ${field}`);
+    }
+    assignVirtualKey(em, existing, parsed, "config");
+    await em.flush();
+    await markApplied(em, seedKey, wire);
+    logger.info({ virtual_key_id: parsed.key.id }, existing ? "virtual key updated from the config file" : "virtual key created from the config file");
   }
 }

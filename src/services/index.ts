@@ -9,6 +9,12 @@ import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
+import { ModelService, ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
+import { createGovernanceService } from "./governance-service.js";
+import type { InferenceState } from "./inference/state.js";
+import { createModelService } from "./model-service.js";
+import { createProviderService } from "./provider-service.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { authInterceptor } from "./auth-interceptor.js";
 import { errorInterceptor } from "./connect-errors.js";
@@ -25,17 +31,30 @@ export interface ServiceDeps {
   settings: RuntimeSettings;
   auth: AdminAuth;
   runtime: McpRuntime;
+  /** The live providers, virtual keys and usage counters of the /v1 path. */
+  inference: InferenceState;
 }
 
 /** The services this build implements (later issues add theirs here). */
-export const IMPLEMENTED_SERVICES: readonly DescService[] = [McpClientService, SettingsService, SessionService, McpToolService];
+export const IMPLEMENTED_SERVICES: readonly DescService[] = [
+  McpClientService,
+  SettingsService,
+  SessionService,
+  McpToolService,
+  ProviderService,
+  GovernanceService,
+  ModelService,
+];
 
 /** Registers the implemented services. */
 export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
   router.service(McpClientService, createMcpClientService(deps));
   router.service(SettingsService, createSettingsService(deps));
   router.service(SessionService, createSessionService(deps.auth));
-  router.service(McpToolService, createMcpToolService(deps.runtime));
+  router.service(McpToolService, createMcpToolService(deps));
+  router.service(ProviderService, createProviderService(deps));
+  router.service(GovernanceService, createGovernanceService(deps));
+  router.service(ModelService, createModelService(deps));
 }
 
 /** The interceptors every call goes through, outermost first. */

@@ -1,8 +1,23 @@
-/** gw.inference.v1.McpToolService: POST /v1/mcp/tool/execute runs one OpenAI tool call and answers a `role: tool` message. */
+/**
+ * gw.inference.v1.McpToolService: POST /v1/mcp/tool/execute runs one OpenAI tool call and answers a
+ * `role: tool` message. A caller with a virtual key may run only the tools its mcp_configs grant, and the
+ * key's id and name label the tool's metrics.
+ */
 import type { ServiceImpl } from "@connectrpc/connect";
-import { invalidField } from "../errors.js";
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { GatewayError, invalidField } from "../errors.js";
 import type { McpRuntime } from "../mcp/runtime.js";
+import { splitToolName } from "../mcp/tool-names.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
+import { callerVirtualKey, keyAllowsTool } from "./inference/caller.js";
+import type { Inference } from "./inference/state.js";
+
+/** What the tool service needs. */
+export interface McpToolServiceDeps {
+  runtime: McpRuntime;
+  inference: Inference;
+  settings: RuntimeSettings;
+}
 
 /** Parses OpenAI's JSON-encoded function arguments; empty means no arguments. */
 export function parseToolArguments(text: string): Record<string, unknown> {
@@ -20,13 +35,24 @@ export function parseToolArguments(text: string): Record<string, unknown> {
 }
 
 /** Creates the service implementation. */
-export function createMcpToolService(runtime: McpRuntime): ServiceImpl<typeof McpToolService> {
+export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<typeof McpToolService> {
+  const { runtime } = deps;
   return {
     async executeTool(req, ctx) {
       if (req.type !== "" && req.type !== "function") throw invalidField("type", `must be "function", got "${req.type}"`);
       if (!req.function || req.function.name === "") throw invalidField("function.name", "is required");
+      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), deps.inference, deps.settings);
+      const parts = splitToolName(req.function.name);
+      if (key !== null && parts !== null && !keyAllowsTool(key, parts.client, parts.tool)) {
+        throw new GatewayError("permission_denied", `virtual key "${key.name}" may not run tool "${parts.tool}" of MCP client "${parts.client}": add it to the key's mcp_configs`, {
+          type: "tool_not_allowed",
+        });
+      }
       const args = parseToolArguments(req.function.arguments);
-      const result = await runtime.execute(req.function.name, args, { signal: ctx.signal });
+      const result = await runtime.execute(req.function.name, args, {
+        signal: ctx.signal,
+        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+      });
       return { role: "tool", toolCallId: req.id, content: result.content };
     },
   };

@@ -20,8 +20,11 @@ import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
 /** Custom label -> value; labels not given are recorded as "". Defaults to the current request's dimensions. */
 export type CustomLabelValues = Readonly<Record<string, string>>;
 
-/** The `method` base label: the kind of inference request. */
-export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription";
+/**
+ * The `method` base label: the kind of inference request. The spec lists the first five; "responses"
+ * is ours, so the Responses API can be told apart from chat completions on a dashboard.
+ */
+export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription" | "responses";
 /** One entry of the comma-separated `routing_engine_used` label. */
 export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog" | "core";
 export type ComplexityTier = "SIMPLE" | "MEDIUM" | "COMPLEX";
@@ -106,6 +109,11 @@ export interface MetricsOptions {
   maxLabelValues?: number;
   /** Records queued beyond this are dropped (and counted) instead of growing memory; default 100000. */
   maxPending?: number;
+  /**
+   * false drops every sample before it is queued, so `npm run bench` can measure what recording costs a
+   * request; default true.
+   */
+  recording?: boolean;
   logger?: Logger;
 }
 
@@ -315,8 +323,10 @@ export class Metrics {
   private readonly userLabels: boolean;
   private readonly maxLabelValues: number;
   private readonly logger: Logger | undefined;
+  private readonly recording: boolean;
 
   constructor(options: MetricsOptions = {}) {
+    this.recording = options.recording ?? true;
     this.userLabels = options.userLabelsEnabled ?? false;
     this.maxLabelValues = options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES;
     this.maxPending = options.maxPending ?? 100_000;
@@ -391,6 +401,7 @@ export class Metrics {
   }
 
   private enqueue(op: Op): void {
+    if (!this.recording) return;
     if (this.pending.length >= this.maxPending) {
       this.droppedCount++;
       return;

@@ -3,20 +3,23 @@
  * chat.completion or an SSE stream of chunks ending in `data: [DONE]`. Errors use the OpenAI envelope
  * with the gateway's error_type vocabulary (DESIGN.md section 9). A client that goes away aborts the
  * upstream request.
+ *
+ * The HTTP side every /v1 inference endpoint shares (body checks of the common fields, the error envelope,
+ * JSON or SSE out, aborts) lives here too, as createV1Handler; /v1/responses is built on it.
  */
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { Writable } from "node:stream";
 import { GatewayError } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
-import { asGatewayError, type ChatService } from "../../services/inference/chat.js";
+import { asGatewayError, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { ClientClosedError, readJsonBody } from "../rest/request-body.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
-/** What the handler needs. */
+/** What a /v1 inference handler needs. */
 export interface ChatCompletionsOptions {
   chat: ChatService;
   maxBodyBytes: number;
@@ -46,16 +49,34 @@ function sendJson(res: Res, status: number, body: unknown): void {
   res.end(text);
 }
 
-function badRequest(message: string, field: string): GatewayError {
+/** A 400 in the OpenAI envelope naming `field`. */
+export function badRequest(message: string, field: string): GatewayError {
   return new GatewayError("invalid_argument", message, { type: "caller_invalid_request", httpStatus: 400, field });
 }
 
-/** Checks the fields the gateway reads; everything else passes through to the upstream unchanged. */
-export function validateChatBody(body: JsonObject): ChatRequest {
+/** The `model` every /v1 inference body requires: bare or `<provider>/<model>`. */
+export function requireModel(body: JsonObject): string {
   const model = body["model"];
   if (typeof model !== "string" || model.trim() === "") {
     throw badRequest(`model is required: a string such as "gpt-4o-mini" or "openai/gpt-4o-mini"`, "model");
   }
+  return model;
+}
+
+/** Checks the optional `stream` and `fallbacks` every /v1 inference body shares; true when it streams. */
+export function checkStreamAndFallbacks(body: JsonObject): boolean {
+  const stream = body["stream"];
+  if (stream !== undefined && stream !== null && typeof stream !== "boolean") throw badRequest("stream must be true or false", "stream");
+  const fallbacks = body["fallbacks"];
+  if (fallbacks !== undefined && fallbacks !== null && !(Array.isArray(fallbacks) && fallbacks.every((f) => typeof f === "string"))) {
+    throw badRequest(`fallbacks must be a list of "<provider>/<model>" strings`, "fallbacks");
+  }
+  return stream === true;
+}
+
+/** Checks the fields the gateway reads; everything else passes through to the upstream unchanged. */
+export function validateChatBody(body: JsonObject): ChatRequest {
+  const model = requireModel(body);
   const messages = body["messages"];
   if (!Array.isArray(messages) || messages.length === 0) {
     throw badRequest("messages is required: a non-empty list of {role, content} objects", "messages");
@@ -65,13 +86,8 @@ export function validateChatBody(body: JsonObject): ChatRequest {
       throw badRequest(`messages[${index}] must be an object with a string role`, `messages[${index}]`);
     }
   }
-  const stream = body["stream"];
-  if (stream !== undefined && stream !== null && typeof stream !== "boolean") throw badRequest("stream must be true or false", "stream");
-  const fallbacks = body["fallbacks"];
-  if (fallbacks !== undefined && fallbacks !== null && !(Array.isArray(fallbacks) && fallbacks.every((f) => typeof f === "string"))) {
-    throw badRequest(`fallbacks must be a list of "<provider>/<model>" strings`, "fallbacks");
-  }
-  return { ...body, model, messages, ...(stream === true ? { stream: true } : {}) };
+  const stream = checkStreamAndFallbacks(body);
+  return { ...body, model, messages, ...(stream ? { stream: true } : {}) };
 }
 
 /** Resolves once the response can take more data, or the client is gone. */
@@ -91,50 +107,87 @@ function gone(res: Res): boolean {
   return res.destroyed || res.writableEnded;
 }
 
-async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, logger: Logger): Promise<void> {
+/** How one stream goes out on the wire; a fresh one per stream, so a framing may count what it wrote. */
+export interface SseFraming {
+  /** One event as SSE text. */
+  event(event: JsonObject): string;
+  /** A failure after the headers went out (the OpenAI error envelope), as an event the OpenAI SDKs raise. */
+  error(envelope: JsonObject): string;
+  /** Written after the last event. */
+  end: string;
+}
+
+/** One /v1 inference endpoint: how it checks its body and frames its stream. */
+export interface V1Endpoint {
+  /** Names the endpoint in log lines. */
+  name: string;
+  /** Checks the fields the gateway reads; throws a GatewayError naming the field. */
+  validate(body: JsonObject): MethodBody;
+  /** The framing of one stream. */
+  framing(): SseFraming;
+}
+
+const CHAT_FRAMING: SseFraming = {
+  event: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+  error: (envelope) => `data: ${JSON.stringify(envelope)}\n\n`,
+  end: "data: [DONE]\n\n",
+};
+
+const CHAT_ENDPOINT: V1Endpoint = {
+  name: "chat completion",
+  validate: (body) => ({ method: "chat", body: validateChatBody(body) }),
+  framing: () => CHAT_FRAMING,
+};
+
+async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, name: string, logger: Logger): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   // Both response classes are Writables; the union of their write() overloads is not callable as such.
   const out: Writable = res;
   try {
     for await (const chunk of chunks) {
       if (gone(res)) break;
-      if (!out.write(`data: ${JSON.stringify(chunk)}\n\n`)) await drained(res);
+      if (!out.write(framing.event(chunk))) await drained(res);
     }
   } catch (err) {
     if (gone(res)) return;
     const error = asGatewayError(err);
-    if (error.type === "gateway_internal") logger.error({ err }, "chat stream failed inside the gateway");
+    if (error.type === "gateway_internal") logger.error({ err }, `${name} stream failed inside the gateway`);
     // Headers are out, so the status cannot change: the failure travels as an error event, which the
     // OpenAI SDKs raise as an API error.
-    res.end(`data: ${JSON.stringify(v1ErrorBody(error).body)}\n\n`);
+    res.end(framing.error(v1ErrorBody(error).body));
     return;
   }
-  if (!gone(res)) res.end("data: [DONE]\n\n");
+  if (!gone(res)) res.end(framing.end);
 }
 
-/** Builds the handler for POST /v1/chat/completions. */
-export function createChatCompletionsHandler(opts: ChatCompletionsOptions): (req: Req, res: Res) => Promise<void> {
+/** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
+export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res) => Promise<void> {
   return async (req, res) => {
     const abort = new AbortController();
     res.once("close", () => {
       if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
     });
     try {
-      const body = validateChatBody(await readJsonBody(req, opts.maxBodyBytes));
-      const outcome = await opts.chat.complete({ body, headers: req.headers, signal: abort.signal });
+      const call = endpoint.validate(await readJsonBody(req, opts.maxBodyBytes));
+      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort.signal });
       if (outcome.kind === "json") {
         if (!gone(res)) sendJson(res, 200, outcome.body);
         return;
       }
-      await writeStream(res, outcome.chunks, opts.logger);
+      await writeStream(res, outcome.chunks, endpoint.framing(), endpoint.name, opts.logger);
     } catch (err) {
       // Nobody is left to answer a client that went away.
       if (err instanceof ClientClosedError || abort.signal.aborted || gone(res)) return;
       const error = asGatewayError(err);
-      if (error.type === "gateway_internal") opts.logger.error({ err }, "chat completion failed inside the gateway");
+      if (error.type === "gateway_internal") opts.logger.error({ err }, `${endpoint.name} failed inside the gateway`);
       const { status, body } = v1ErrorBody(error);
       if (res.headersSent) res.end();
       else sendJson(res, status, body);
     }
   };
+}
+
+/** Builds the handler for POST /v1/chat/completions. */
+export function createChatCompletionsHandler(opts: ChatCompletionsOptions): (req: Req, res: Res) => Promise<void> {
+  return createV1Handler(opts, CHAT_ENDPOINT);
 }

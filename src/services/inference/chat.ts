@@ -1,33 +1,62 @@
 /**
- * Chat completions orchestration, entirely in memory (the database is never awaited here): resolve the
- * caller's virtual key, route, then walk the targets (primary, then fallbacks). Within a target the keys
- * are tried in their weighted order while the upstream answers with a status that rotates keys; any other
- * failure moves on to the next target. When every target fails the primary's error is the answer.
+ * Inference orchestration for chat completions and the Responses API, entirely in memory (the database is
+ * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
+ * fallbacks). Within a target the keys are tried in their weighted order while the upstream answers with a
+ * status that rotates keys; any other failure moves on to the next target. When every target fails the
+ * primary's error is the answer. The call's method only picks the adapter call and the `method` metric
+ * label, so routing, rotation, fallbacks and metrics are one code path for both APIs.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { GatewayError } from "../../errors.js";
 import { ProviderError } from "../../providers/provider-error.js";
-import type { CallOptions, ChatRequest, JsonObject, ProviderStream, TokenUsage } from "../../providers/types.js";
+import type {
+  CallOptions,
+  ChatRequest,
+  JsonObject,
+  ProviderAdapter,
+  ProviderResult,
+  ProviderStream,
+  ResponsesRequest,
+  TokenUsage,
+} from "../../providers/types.js";
 import { providerConfigOf, routeRequest, type RoutingDecision } from "../../routing/governance-router.js";
 import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { Logger } from "../../telemetry/logger.js";
-import type { BaseLabels, InferenceErrorType, Metrics, RoutingEngine } from "../../telemetry/metrics.js";
-import type { Inference } from "./config.js";
+import type { BaseLabels, InferenceErrorType, InferenceMethod, Metrics, RoutingEngine } from "../../telemetry/metrics.js";
+import { credentialFromHeaders } from "./credential.js";
+import type { Inference } from "./state.js";
 
-/** One validated chat request as the /v1 handler hands it over. */
-export interface ChatCall {
-  /** The request JSON; `model` is a non-empty string and `messages` an array. */
-  body: ChatRequest;
+/** The inference APIs the service runs: chat completions, or the Responses API. */
+export type CallMethod = "chat" | "responses";
+
+/** A validated request body with its method; a call without a method is a chat completion. */
+export type MethodBody =
+  | {
+      method?: "chat";
+      /** The request JSON; `model` is a non-empty string and `messages` an array. */
+      body: ChatRequest;
+    }
+  | {
+      method: "responses";
+      /** The request JSON; `model` is a non-empty string and `input` a string or an array. */
+      body: ResponsesRequest;
+    };
+
+/** One validated request as a /v1 handler hands it over. */
+export type ChatCall = MethodBody & {
   headers: IncomingHttpHeaders;
   /** Aborted when the client goes away; aborts the upstream call. */
   signal: AbortSignal;
-}
+};
 
-/** The answer: a complete chat.completion, or a stream of chat.completion.chunk objects. */
+/**
+ * The answer: the complete JSON (a chat.completion or a response object), or the stream of events
+ * (chat.completion.chunk objects, or Responses events each with a `type`).
+ */
 export type ChatOutcome = { kind: "json"; body: JsonObject } | { kind: "stream"; chunks: AsyncIterable<JsonObject> };
 
 /** What the orchestration needs. */
@@ -38,31 +67,30 @@ export interface ChatDeps {
   logger: Logger;
 }
 
-/** The chat completions entry point of the /v1 handler. */
+/** The entry point of the /v1 inference handlers. */
 export interface ChatService {
   /** Runs one request; throws RoutingError, ProviderError or GatewayError with the status to answer. */
   complete(call: ChatCall): Promise<ChatOutcome>;
 }
 
-/** Headers a virtual key may arrive in, in precedence order (DESIGN.md section 8). */
-const KEY_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key"] as const;
-
-function headerValue(headers: IncomingHttpHeaders, name: string): string | null {
-  const raw = headers[name];
-  const value = Array.isArray(raw) ? raw[0] : raw;
-  if (value === undefined || value.trim() === "") return null;
-  if (name !== "authorization") return value.trim();
-  const match = /^Bearer\s+(.+)$/i.exec(value.trim());
-  return match?.[1]?.trim() ?? null;
-}
-
 /** The credential the request carries, from the first header that has one; null when none. */
 export function virtualKeyCredential(headers: IncomingHttpHeaders): string | null {
-  for (const name of KEY_HEADERS) {
-    const value = headerValue(headers, name);
-    if (value !== null) return value;
-  }
-  return null;
+  return credentialFromHeaders((name) => {
+    const raw = headers[name];
+    return Array.isArray(raw) ? raw[0] : raw;
+  });
+}
+
+/** The adapter's non-streaming call for the method, with the target's upstream model. */
+function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderResult> {
+  if (call.method === "responses") return adapter.responses({ ...call.body, model }, options);
+  return adapter.chat({ ...call.body, model }, options);
+}
+
+/** The adapter's streaming call for the method, with the target's upstream model. */
+function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderStream> {
+  if (call.method === "responses") return adapter.responsesStream({ ...call.body, model }, options);
+  return adapter.chatStream({ ...call.body, model }, options);
 }
 
 /** Running facts of one request across its attempts. */
@@ -75,6 +103,7 @@ interface AttemptState {
 
 /** One target's attempt context. */
 interface TargetAttempt {
+  method: InferenceMethod;
   virtualKey: VirtualKey | null;
   engines: readonly RoutingEngine[];
   target: RouteTarget;
@@ -87,6 +116,7 @@ interface TargetAttempt {
 
 /** Per-attempt facts for the base labels. */
 interface Attempt {
+  method: InferenceMethod;
   target: RouteTarget;
   choice: KeyChoice | null;
   fallbackIndex: number;
@@ -99,7 +129,7 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
   return {
     provider: attempt.target.provider,
     model: attempt.target.model,
-    method: "chat",
+    method: attempt.method,
     alias: attempt.choice?.alias ?? "",
     virtualKeyId: virtualKey?.id ?? "",
     virtualKeyName: virtualKey?.name ?? "",
@@ -124,7 +154,7 @@ export function asGatewayError(err: unknown): GatewayError {
   return new GatewayError("internal", "internal error: the gateway log has the details", { type: "gateway_internal", httpStatus: 500, cause: err });
 }
 
-/** Creates the chat service over the in-memory inference state. */
+/** Creates the inference service (chat and responses) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
   const { inference, metrics } = deps;
 
@@ -139,15 +169,36 @@ export function createChatService(deps: ChatDeps): ChatService {
     return key;
   }
 
-  function recordUsage(virtualKey: VirtualKey | null, config: ProviderConfig | null, base: BaseLabels, usage: TokenUsage | null): void {
+  /** Models already reported as unpriced, so the warning is logged once per model, not per request. */
+  const unpriced = new Set<string>();
+
+  function recordUsage(
+    virtualKey: VirtualKey | null,
+    config: ProviderConfig | null,
+    base: BaseLabels,
+    upstreamModel: string,
+    usage: TokenUsage | null,
+  ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
     metrics.recordTokens(base, input, output);
-    // Cost is 0 until the model catalog's pricing lands; budgets therefore only move with that issue.
-    if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: 0, tokens: input + output });
+    const mode = base.method === "responses" ? "responses" : "chat";
+    const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
+    if (cost === null) {
+      const id = `${base.provider}/${upstreamModel}`;
+      if (!unpriced.has(id)) {
+        unpriced.add(id);
+        deps.logger.warn({ provider: base.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
+      }
+    } else {
+      metrics.recordCost(base, cost);
+    }
+    if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
   }
 
-  function finishWithError(base: BaseLabels, err: GatewayError, retries: number): void {
+  /** Records a request's final failure; the spec leaves the selected key empty on final errors. */
+  function finishWithError(attempt: BaseLabels, err: GatewayError, retries: number): void {
+    const base = { ...attempt, selectedKeyId: "", selectedKeyName: "" };
     metrics.recordUpstreamRequest(base);
     metrics.recordError(base, errorStatus(err), errorType(err));
     metrics.recordRetries(base, retries);
@@ -189,6 +240,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
+    const method: InferenceMethod = call.method ?? "chat";
     const rawFallbacks = call.body["fallbacks"];
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
     let virtualKey: VirtualKey | null = null;
@@ -201,19 +253,19 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
     } catch (err) {
       const error = asGatewayError(err);
-      finishWithError(refusalLabels(call.body.model, virtualKey), error, 0);
+      finishWithError(refusalLabels(method, call.body.model, virtualKey), error, 0);
       throw error;
     }
 
-    metrics.activeRequestStarted("chat");
+    metrics.activeRequestStarted(method);
     let activeDone = false;
     const finishActive = (): void => {
       if (activeDone) return;
       activeDone = true;
-      metrics.activeRequestFinished("chat");
+      metrics.activeRequestFinished(method);
     };
     try {
-      const outcome = await attemptAll(call, virtualKey, decision, started, finishActive);
+      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
       if (outcome.kind === "json") finishActive();
       return outcome;
     } catch (err) {
@@ -222,7 +274,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
   }
 
-  function refusalLabels(model: string, virtualKey: VirtualKey | null): BaseLabels {
+  function refusalLabels(method: InferenceMethod, model: string, virtualKey: VirtualKey | null): BaseLabels {
     let target: RouteTarget = { provider: "", model };
     try {
       const parsed = parseModelName(model, (name) => inference.catalog.isProvider(name));
@@ -230,11 +282,12 @@ export function createChatService(deps: ChatDeps): ChatService {
     } catch {
       // A malformed model keeps its raw text in the label.
     }
-    return labels(virtualKey, [], { target, choice: null, fallbackIndex: 0, retried: false });
+    return labels(virtualKey, [], { method, target, choice: null, fallbackIndex: 0, retried: false });
   }
 
   async function attemptAll(
     call: ChatCall,
+    method: InferenceMethod,
     virtualKey: VirtualKey | null,
     decision: RoutingDecision,
     started: number,
@@ -248,12 +301,12 @@ export function createChatService(deps: ChatDeps): ChatService {
       const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
       let targetError: GatewayError;
       try {
-        return await attemptTarget(call, { virtualKey, engines, target, config, fallbackIndex, state, started, finishActive });
+        return await attemptTarget(call, { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive });
       } catch (err) {
         if (aborted(call.signal)) throw err;
         targetError = asGatewayError(err);
         if (targetError.type === "gateway_internal") {
-          deps.logger.error({ err, provider: target.provider }, "chat completion failed inside the gateway");
+          deps.logger.error({ err, provider: target.provider, method }, "inference request failed inside the gateway");
         }
       }
       primaryError ??= targetError;
@@ -263,15 +316,15 @@ export function createChatService(deps: ChatDeps): ChatService {
       }
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
-    const base = state.lastLabels ?? labels(virtualKey, engines, { target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
+    const base = state.lastLabels ?? labels(virtualKey, engines, { method, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
     finishWithError(base, error, state.retries);
     throw error;
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
-    const { virtualKey, engines, target, config, fallbackIndex, state, started, finishActive } = at;
+    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive } = at;
     const provider = inference.providers.get(target.provider);
-    state.lastLabels = labels(virtualKey, engines, { target, choice: null, fallbackIndex, retried: false });
+    state.lastLabels = labels(virtualKey, engines, { method, target, choice: null, fallbackIndex, retried: false });
     if (provider === undefined) {
       throw new RoutingError(
         "caller_provider_not_configured",
@@ -288,18 +341,18 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
     });
     for (const [index, choice] of choices.entries()) {
-      const base = labels(virtualKey, engines, { target, choice, fallbackIndex, retried: index > 0 });
+      const base = labels(virtualKey, engines, { method, target, choice, fallbackIndex, retried: index > 0 });
       state.lastLabels = base;
-      const request: ChatRequest = { ...call.body, model: choice.upstreamModel };
       // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
       const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
       if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${target.provider} vanished`, { type: "gateway_internal", httpStatus: 500 });
       const options: CallOptions = { key, signal: call.signal };
-      if (inference.upstreamTimeoutMs !== undefined) options.timeoutMs = inference.upstreamTimeoutMs;
+      const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
+      if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
       const attemptStarted = performance.now();
       try {
         if (call.body.stream === true) {
-          const stream = await provider.adapter.chatStream(request, options);
+          const stream = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
           metrics.recordUpstreamLatency(base, (performance.now() - attemptStarted) / 1000, true);
           metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
           const retries = state.retries;
@@ -314,20 +367,20 @@ export function createChatService(deps: ChatDeps): ChatService {
               } else {
                 finishWithError(base, asGatewayError(err), retries);
               }
-              recordUsage(virtualKey, config, base, usage);
+              recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
             },
             base,
             started,
           );
           return { kind: "stream", chunks };
         }
-        const result = await provider.adapter.chat(request, options);
+        const result = await callAdapter(provider.adapter, call, choice.upstreamModel, options);
         metrics.recordUpstreamLatency(base, (performance.now() - attemptStarted) / 1000, true);
         metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
         metrics.recordUpstreamRequest(base);
         metrics.recordSuccess(base);
         metrics.recordRetries(base, state.retries);
-        recordUsage(virtualKey, config, base, result.usage);
+        recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         return { kind: "json", body: result.body };
       } catch (err) {
         if (aborted(call.signal)) throw err;

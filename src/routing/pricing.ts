@@ -1,0 +1,63 @@
+/**
+ * Prices a request from its token usage with the spec's lookup chain: `model|provider|mode`, then the
+ * provider's parent cloud provider, then without a `vendor/` prefix, then with one, then responses mode
+ * as chat; when the upstream id has no price the alias the caller named is tried the same way.
+ */
+import { BUNDLED_PRICES, type TokenPrice } from "./bundled-prices.js";
+
+/** Which API the request used. */
+export type PricingMode = "chat" | "responses";
+
+/** Hosted providers whose models are priced like their parent's (Azure OpenAI bills as OpenAI). */
+const PARENT_PROVIDER: Readonly<Record<string, string>> = { azure: "openai" };
+
+/** Vendor prefixes aggregators put on model ids (`openai/gpt-4o`). */
+const VENDORS = ["openai", "anthropic", "mistral", "meta-llama", "google"] as const;
+
+/** A price list with the fallback chain. */
+export class PriceTable {
+  readonly #prices: Readonly<Record<string, TokenPrice>>;
+
+  constructor(prices: Readonly<Record<string, TokenPrice>> = BUNDLED_PRICES) {
+    this.#prices = prices;
+  }
+
+  #exact(model: string, provider: string, mode: PricingMode): TokenPrice | null {
+    const key = `${model}|${provider}|${mode}`;
+    return Object.hasOwn(this.#prices, key) ? (this.#prices[key] ?? null) : null;
+  }
+
+  #inMode(model: string, provider: string, mode: PricingMode): TokenPrice | null {
+    const providers = [provider, ...(PARENT_PROVIDER[provider] ? [PARENT_PROVIDER[provider]] : [])];
+    for (const p of providers) {
+      const direct = this.#exact(model, p, mode);
+      if (direct) return direct;
+    }
+    const slash = model.indexOf("/");
+    if (slash > 0) {
+      const bare = model.slice(slash + 1);
+      const vendor = model.slice(0, slash);
+      // An aggregator's `openai/gpt-4o` is priced as the vendor's own model, or under the aggregator.
+      const found = this.#exact(bare, vendor, mode) ?? providers.map((p) => this.#exact(bare, p, mode)).find((x) => x !== null) ?? null;
+      if (found) return found;
+    } else {
+      for (const vendor of VENDORS) {
+        const found = this.#exact(`${vendor}/${model}`, provider, mode);
+        if (found) return found;
+      }
+    }
+    return null;
+  }
+
+  /** The price of a model at a provider, or null when the chain finds none. */
+  lookup(provider: string, model: string, mode: PricingMode): TokenPrice | null {
+    return this.#inMode(model, provider, mode) ?? (mode === "responses" ? this.#inMode(model, provider, "chat") : null);
+  }
+
+  /** USD cost of a request, or null when no price is known (callers warn: the request spent nothing). */
+  cost(target: { provider: string; upstreamModel: string; alias: string | null; mode: PricingMode }, usage: { input_tokens: number; output_tokens: number }): number | null {
+    const price = this.lookup(target.provider, target.upstreamModel, target.mode) ?? (target.alias ? this.lookup(target.provider, target.alias, target.mode) : null);
+    if (price === null) return null;
+    return usage.input_tokens * price.input_cost_per_token + usage.output_tokens * price.output_cost_per_token;
+  }
+}

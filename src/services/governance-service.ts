@@ -1,0 +1,150 @@
+/**
+ * gw.routing.v1.GovernanceService: virtual keys. Every write is checked by the same parser the config
+ * file uses, persisted, then applied to the in-memory registry the /v1 hot path reads. Values are shown
+ * once, in the create response; reads redact them.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { GatewayError, invalidField } from "../errors.js";
+import { REDACTED } from "../mcp/client-spec.js";
+import { UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
+import { GovernanceService, VirtualKeySchema, type VirtualKey } from "../../gen/gw/routing/v1/governance_pb.js";
+import { kEntityManager } from "./context.js";
+import { assignVirtualKey, valueHash, virtualKeyWireOf } from "./inference/records.js";
+import type { InferenceState } from "./inference/state.js";
+import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
+import type { Wire } from "./inference/wire-fields.js";
+
+/** What the governance service needs. */
+export interface GovernanceServiceDeps {
+  store: Store;
+  logger: Logger;
+  inference: InferenceState;
+}
+
+/** Fields of VirtualKey an update may name. */
+const UPDATABLE = new Set(["name", "value", "is_active", "provider_configs", "mcp_configs", "budget", "rate_limit"]);
+
+function emOf(ctx: HandlerContext, store: Store): EntityManager {
+  return ctx.values.get(kEntityManager) ?? store.fork();
+}
+
+function routingRulesUnsupported(): never {
+  throw new GatewayError("unimplemented", "routing rules are not supported by this gateway yet; route with virtual keys' provider_configs and request fallbacks", {
+    type: "routing_rules_unsupported",
+  });
+}
+
+/** The wire JSON of a request's key (snake_case, only set fields). */
+function wireOf(key: VirtualKey | undefined): Wire {
+  if (key === undefined) throw invalidField("virtual_key", "is required");
+  const json = toJson(VirtualKeySchema, key, { useProtoFieldName: true });
+  return json !== null && typeof json === "object" && !Array.isArray(json) ? (json as Wire) : {};
+}
+
+/** The proto message of a stored key; the value only when `showValue` (the create response). */
+function messageOf(rec: VirtualKeyRecord, showValue: boolean): VirtualKey {
+  const wire = virtualKeyWireOf(rec);
+  const key = fromJson(VirtualKeySchema, { ...wire, value: showValue ? rec.value : REDACTED } as JsonObject);
+  key.createdAt = timestampFromDate(rec.createdAt);
+  key.updatedAt = timestampFromDate(rec.updatedAt);
+  return key;
+}
+
+async function getRecord(em: EntityManager, id: string): Promise<VirtualKeyRecord> {
+  if (id.trim() === "") throw invalidField("id", "is required");
+  const rec = await em.findOne(VirtualKeyRecord, { id });
+  if (!rec) throw new GatewayError("not_found", `virtual key "${id}" does not exist`, { type: "virtual_key_not_found" });
+  return rec;
+}
+
+/** A 409 when another key has the same name or value. */
+async function assertUnique(em: EntityManager, id: string, name: string, value: string): Promise<void> {
+  const clash = await em.findOne(VirtualKeyRecord, { $or: [{ name }, { valueHash: valueHash(value) }] });
+  if (clash && clash.id !== id) {
+    const field = clash.name === name ? "name" : "value";
+    throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
+  }
+}
+
+/** Creates the service implementation. */
+export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImpl<typeof GovernanceService> {
+  const { store, inference } = deps;
+  return {
+    async createVirtualKey(req, ctx) {
+      const em = emOf(ctx, store);
+      const wire = wireOf(req.virtualKey);
+      wire["id"] ??= `vk-${randomUUID()}`;
+      if (wire["value"] === undefined || wire["value"] === "") wire["value"] = `sk-gw-${randomBytes(24).toString("base64url")}`;
+      const parsed = parseVirtualKeyWire(wire, "");
+      if (await em.findOne(VirtualKeyRecord, { id: parsed.key.id })) {
+        throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
+      }
+      await assertUnique(em, parsed.key.id, parsed.key.name, parsed.key.value);
+      const rec = assignVirtualKey(em, null, parsed, "api");
+      await em.flush();
+      inference.putVirtualKey(parsed.key);
+      deps.logger.info({ virtual_key_id: rec.id }, "virtual key created");
+      return { virtualKey: messageOf(rec, true) };
+    },
+
+    async listVirtualKeys(_req, ctx) {
+      const recs = await emOf(ctx, store).find(VirtualKeyRecord, {}, { orderBy: { createdAt: "asc", id: "asc" } });
+      return { virtualKeys: recs.map((rec) => messageOf(rec, false)), count: recs.length };
+    },
+
+    async getVirtualKey(req, ctx) {
+      return { virtualKey: messageOf(await getRecord(emOf(ctx, store), req.id), false) };
+    },
+
+    async updateVirtualKey(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.id);
+      const paths = req.updateMask?.paths ?? [];
+      if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
+      const incoming = wireOf(req.virtualKey);
+      const next: Wire = virtualKeyWireOf(rec);
+      for (const path of paths) {
+        if (path === "id") {
+          if (incoming["id"] !== rec.id) throw invalidField("id", "cannot be changed; create a new key and delete this one");
+          continue;
+        }
+        if (path === "created_at" || path === "updated_at") throw invalidField(path, "is set by the gateway and cannot be written");
+        if (!UPDATABLE.has(path)) throw invalidField(path, "is not a field of a virtual key");
+        // The redacted placeholder, as read back from GET, keeps the stored secret.
+        if (path === "value" && (incoming["value"] === undefined || incoming["value"] === REDACTED)) continue;
+        if (incoming[path] === undefined) delete next[path];
+        else next[path] = incoming[path];
+      }
+      const parsed = parseVirtualKeyWire(next, "");
+      await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
+      assignVirtualKey(em, rec, parsed, rec.source);
+      await em.flush();
+      inference.putVirtualKey(parsed.key);
+      deps.logger.info({ virtual_key_id: rec.id, fields: paths }, "virtual key updated");
+      return { virtualKey: messageOf(rec, false) };
+    },
+
+    async deleteVirtualKey(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.id);
+      em.remove(rec);
+      await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
+      await em.flush();
+      inference.removeVirtualKey(rec.id);
+      deps.logger.info({ virtual_key_id: rec.id }, "virtual key deleted");
+      return { status: "success" };
+    },
+
+    createRoutingRule: routingRulesUnsupported,
+    listRoutingRules: routingRulesUnsupported,
+    getRoutingRule: routingRulesUnsupported,
+    updateRoutingRule: routingRulesUnsupported,
+    deleteRoutingRule: routingRulesUnsupported,
+  };
+}
+

@@ -1,0 +1,17 @@
+/** Reading the caller's virtual key from request headers (DESIGN.md section 8), for /v1 and Connect handlers alike. */
+
+/** Headers a virtual key may arrive in, in precedence order. */
+export const VIRTUAL_KEY_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key"] as const;
+
+/** The credential from the first header that carries one, or null; `get` reads one header by lowercase name. */
+export function credentialFromHeaders(get: (name: string) => string | null | undefined): string | null {
+  for (const name of VIRTUAL_KEY_HEADERS) {
+    const raw = get(name)?.trim();
+    if (raw === undefined || raw === "") continue;
+    if (name !== "authorization") return raw;
+    const match = /^Bearer\s+(.+)$/i.exec(raw);
+    const token = match?.[1]?.trim();
+    if (token) return token;
+  }
+  return null;
+}

@@ -1,0 +1,126 @@
+/**
+ * A provider as wire JSON (the proto JSON of gw.catalog.v1.Provider without its name, snake_case), shared
+ * by the admin API, the config file and the store: parsed and checked here once, turned into the
+ * providers layer's config, and kept in a canonical form for storage.
+ */
+import type { ProviderFileConfig } from "../../config/file-config.js";
+import { invalidField } from "../../errors.js";
+import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
+import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
+import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "./wire-fields.js";
+
+/** Provider names: they are the prefix of `provider/model`, so no slash and nothing exotic. */
+const PROVIDER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The stored, canonical wire form of a provider. */
+export interface ProviderWire {
+  keys: Wire[];
+  network_config: Wire;
+}
+
+/** A parsed provider: what the adapters use, plus the request timeout of network_config. */
+export interface ParsedProvider {
+  setup: ProviderSetup;
+  /** default_request_timeout_in_seconds in ms; null = the gateway default. */
+  timeoutMs: number | null;
+  wire: ProviderWire;
+}
+
+/** Checks a provider name (400 naming `path` when it cannot be used as a model prefix). */
+export function checkProviderName(name: string, path: string): void {
+  if (!PROVIDER_NAME.test(name)) {
+    throw invalidField(path, `"${name}" is not a usable provider name: use 1-64 letters, digits, "_" or "-" (it prefixes model names as provider/model)`);
+  }
+}
+
+function azureOf(raw: unknown, path: string): AzureKeyConfig | null {
+  if (raw === undefined || raw === null) return null;
+  if (!isWire(raw)) throw invalidField(path, "must be an object {endpoint, deployments, api_version}");
+  const endpoint = httpUrl(raw["endpoint"], `${path}.endpoint`);
+  if (endpoint === null) throw invalidField(`${path}.endpoint`, "is required, e.g. https://my-resource.openai.azure.com");
+  const deployments = stringMap(raw["deployments"], `${path}.deployments`, `{"gpt-4o": "my-gpt4o"}`);
+  const apiVersion = raw["api_version"] ?? "";
+  if (typeof apiVersion !== "string") throw invalidField(`${path}.api_version`, "must be a string such as \"2024-10-21\"");
+  return { endpoint, deployments, apiVersion };
+}
+
+function keyOf(provider: string, raw: unknown, path: string): ProviderKey {
+  if (!isWire(raw)) throw invalidField(path, "must be an object {id, name, value, models, aliases, weight}");
+  const id = requiredString(raw["id"], `${path}.id`, "the key id virtual keys name in key_ids");
+  const name = typeof raw["name"] === "string" && raw["name"] !== "" ? raw["name"] : id;
+  const value = raw["value"] ?? "";
+  if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
+  // A local Ollama has no API key; every other provider needs one to be reachable at all.
+  if (value === "" && provider !== "ollama") throw invalidField(`${path}.value`, "is required: the provider's API key");
+  const azure = azureOf(raw["azure_key_config"], `${path}.azure_key_config`);
+  if (provider === "azure" && azure === null) {
+    throw invalidField(`${path}.azure_key_config`, "is required for azure: {\"endpoint\": \"https://<resource>.openai.azure.com\", \"deployments\": {...}}");
+  }
+  const models = stringList(raw["models"], `${path}.models`);
+  const aliases = stringMap(raw["aliases"], `${path}.aliases`, `{"fast": "gpt-4o-mini"}`);
+  return { id, name, value, models, aliases, weight: weightField(raw["weight"], `${path}.weight`), azure };
+}
+
+function keyWire(key: ProviderKey): Wire {
+  return {
+    id: key.id,
+    name: key.name,
+    value: key.value,
+    models: key.models,
+    aliases: key.aliases,
+    weight: key.weight,
+    ...(key.azure ? { azure_key_config: { endpoint: key.azure.endpoint, deployments: key.azure.deployments, api_version: key.azure.apiVersion } } : {}),
+  };
+}
+
+/** Parses and checks one provider; `path` prefixes field names in errors (e.g. `providers.openai`). */
+export function parseProviderWire(name: string, raw: Wire, path: string): ParsedProvider {
+  const rawKeys = raw["keys"] ?? [];
+  if (!Array.isArray(rawKeys)) throw invalidField(`${path}.keys`, "must be a list of keys");
+  const seen = new Set<string>();
+  const keys = rawKeys.map((entry, index) => {
+    const key = keyOf(name, entry, `${path}.keys[${index}]`);
+    if (seen.has(key.id)) throw invalidField(`${path}.keys[${index}].id`, `"${key.id}" appears twice; key ids must be unique within a provider`);
+    seen.add(key.id);
+    return key;
+  });
+  const network = raw["network_config"] ?? {};
+  if (!isWire(network)) throw invalidField(`${path}.network_config`, "must be an object {base_url, default_request_timeout_in_seconds}");
+  const baseUrl = httpUrl(network["base_url"], `${path}.network_config.base_url`);
+  if (baseUrl === null && !BUILT_IN_PROVIDERS.includes(name)) {
+    throw invalidField(`${path}.network_config.base_url`, `is required: "${name}" is not a built-in provider (${BUILT_IN_PROVIDERS.join(", ")}), so it is a custom OpenAI-compatible one and needs its address`);
+  }
+  const timeoutSeconds = numberField(network["default_request_timeout_in_seconds"], `${path}.network_config.default_request_timeout_in_seconds`, 0);
+  if (!(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0)) {
+    throw invalidField(`${path}.network_config.default_request_timeout_in_seconds`, `must be a whole number of seconds >= 0 (0 = the gateway default), got ${timeoutSeconds}`);
+  }
+  const maxRetries = numberField(network["max_retries"], `${path}.network_config.max_retries`, 0);
+  if (maxRetries !== 0) {
+    // Silently ignoring it would promise resilience the gateway does not give.
+    throw invalidField(`${path}.network_config.max_retries`, "same-key retries are not supported; leave it 0 and use fallbacks or several keys (the gateway rotates keys on 429, 401, 403 and 402)");
+  }
+  return {
+    setup: { name, baseUrl, keys },
+    timeoutMs: timeoutSeconds > 0 ? timeoutSeconds * 1000 : null,
+    wire: {
+      keys: keys.map(keyWire),
+      network_config: { base_url: baseUrl ?? "", default_request_timeout_in_seconds: timeoutSeconds, max_retries: 0 },
+    },
+  };
+}
+
+/** The wire form of a config-file provider (the file is parsed into camelCase first). */
+export function providerWireFromFile(file: ProviderFileConfig): Wire {
+  return {
+    keys: file.keys.map((key) => ({
+      id: key.id,
+      name: key.name,
+      value: key.value,
+      models: key.models,
+      aliases: key.aliases,
+      weight: key.weight,
+      ...(key.azureKeyConfig ? { azure_key_config: key.azureKeyConfig } : {}),
+    })),
+    network_config: { base_url: file.networkConfig.baseUrl ?? "" },
+  };
+}

@@ -1,0 +1,82 @@
+/**
+ * Providers and virtual keys in the store: wire JSON <-> records, the writes the admin API and the
+ * config-file seeding share, and the boot load into the in-memory state.
+ */
+import { createHash } from "node:crypto";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { ProviderRecord, UsageRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
+import type { Logger } from "../../telemetry/logger.js";
+import type { ParsedProvider } from "./provider-wire.js";
+import { parseProviderWire } from "./provider-wire.js";
+import type { InferenceState } from "./state.js";
+import { parseVirtualKeyWire, type ParsedVirtualKey } from "./virtual-key-wire.js";
+import type { Wire } from "./wire-fields.js";
+
+/** SHA-256 of a virtual key's value: unique in the table without decrypting rows. */
+export function valueHash(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
+}
+
+/** A provider record's wire JSON (secrets included: callers redact before answering). */
+export function providerWireOf(rec: ProviderRecord): Wire {
+  return { keys: rec.keys, network_config: rec.networkConfig };
+}
+
+/** A virtual key record's wire JSON (the value included: callers redact before answering). */
+export function virtualKeyWireOf(rec: VirtualKeyRecord): Wire {
+  return { id: rec.id, name: rec.name, value: rec.value, is_active: rec.isActive, provider_configs: rec.providerConfigs, mcp_configs: rec.mcpConfigs };
+}
+
+/** Inserts or overwrites a provider with a parsed definition (not flushed). */
+export function assignProvider(em: EntityManager, existing: ProviderRecord | null, parsed: ParsedProvider, source: "api" | "config"): ProviderRecord {
+  if (existing) {
+    existing.keys = parsed.wire.keys;
+    existing.networkConfig = parsed.wire.network_config;
+    existing.updatedAt = new Date();
+    return existing;
+  }
+  return em.create(ProviderRecord, { name: parsed.setup.name, keys: parsed.wire.keys, networkConfig: parsed.wire.network_config, source });
+}
+
+/** Inserts or overwrites a virtual key with a parsed definition (not flushed). */
+export function assignVirtualKey(em: EntityManager, existing: VirtualKeyRecord | null, parsed: ParsedVirtualKey, source: "api" | "config"): VirtualKeyRecord {
+  const fields = {
+    name: parsed.key.name,
+    value: parsed.key.value,
+    valueHash: valueHash(parsed.key.value),
+    isActive: parsed.key.isActive,
+    providerConfigs: parsed.providerConfigs,
+    mcpConfigs: parsed.mcpConfigs,
+  };
+  if (existing) {
+    Object.assign(existing, fields, { updatedAt: new Date() });
+    return existing;
+  }
+  return em.create(VirtualKeyRecord, { id: parsed.key.id, ...fields, source });
+}
+
+/** Loads every provider, virtual key and usage counter from the store into the state (boot). */
+export async function loadInference(store: Store, state: InferenceState, logger: Logger): Promise<void> {
+  const em = store.fork();
+  for (const rec of await em.find(ProviderRecord, {}, { orderBy: { name: "asc" } })) {
+    try {
+      state.putProvider(parseProviderWire(rec.name, providerWireOf(rec), `provider ${rec.name}`));
+      state.setListedModels(rec.name, rec.listedModels);
+    } catch (err) {
+      // Rows are checked before they are written; one that no longer parses must not stop the gateway.
+      logger.error({ err, provider: rec.name }, "stored provider no longer passes validation; it is not served until fixed through the API");
+    }
+  }
+  for (const rec of await em.find(VirtualKeyRecord, {}, { orderBy: { id: "asc" } })) {
+    try {
+      state.putVirtualKey(parseVirtualKeyWire(virtualKeyWireOf(rec), "").key);
+    } catch (err) {
+      logger.error({ err, virtual_key_id: rec.id }, "stored virtual key no longer passes validation; it is refused until fixed through the API");
+    }
+  }
+  const usage = await em.find(UsageRecord, {});
+  state.limits.restore({
+    revision: 0,
+    entries: usage.map((rec) => ({ virtualKeyId: rec.virtualKeyId, provider: rec.provider, budgets: rec.budgets, tokens: rec.tokens })),
+  });
+}

@@ -1,0 +1,109 @@
+/**
+ * The in-memory inference state the /v1 hot path reads: one adapter per provider with its keys, the model
+ * catalog, the virtual-key registry and the usage counters. Admin writes and the boot load update it in
+ * place, so a request never awaits the database; readers look fields up per request, never cache them.
+ */
+import { createProviderAdapter } from "../../providers/registry.js";
+import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
+import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
+import { PriceTable } from "../../routing/pricing.js";
+import type { Clock, Random, VirtualKey } from "../../routing/types.js";
+import { UsageLimits } from "../../routing/usage-limits.js";
+import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
+import type { ParsedProvider } from "./provider-wire.js";
+
+/** One provider as the hot path uses it. */
+export interface InferenceProvider {
+  adapter: ProviderAdapter;
+  keys: readonly ProviderKey[];
+  /** The provider's own request timeout (network_config), or null for the gateway default. */
+  timeoutMs: number | null;
+}
+
+/** What the hot path reads. */
+export interface Inference {
+  readonly providers: ReadonlyMap<string, InferenceProvider>;
+  readonly catalog: ModelCatalog;
+  readonly virtualKeys: VirtualKeyRegistry;
+  readonly limits: UsageLimits;
+  /** Prices of models, for the cost budgets spend. */
+  readonly prices: PriceTable;
+  readonly random: Random;
+  readonly upstreamTimeoutMs: number | undefined;
+}
+
+/** The live state with the operations admin writes use. */
+export class InferenceState implements Inference {
+  readonly #providers = new Map<string, InferenceProvider>();
+  readonly #listed = new Map<string, readonly string[]>();
+  #catalog: ModelCatalog = createKeyCatalog(new Map());
+  readonly virtualKeys = new VirtualKeyRegistry();
+  readonly limits: UsageLimits;
+  readonly prices = new PriceTable();
+  readonly random: Random;
+  readonly upstreamTimeoutMs: number | undefined;
+
+  constructor(options: { random?: Random; upstreamTimeoutMs?: number; clock?: Clock } = {}) {
+    this.random = options.random ?? Math.random;
+    this.upstreamTimeoutMs = options.upstreamTimeoutMs;
+    this.limits = new UsageLimits(options.clock);
+  }
+
+  get providers(): ReadonlyMap<string, InferenceProvider> {
+    return this.#providers;
+  }
+
+  get catalog(): ModelCatalog {
+    return this.#catalog;
+  }
+
+  /** Adds or replaces a provider; the old adapter's pools close once their requests finish. */
+  putProvider(parsed: ParsedProvider): void {
+    const old = this.#providers.get(parsed.setup.name);
+    this.#providers.set(parsed.setup.name, { adapter: createProviderAdapter(parsed.setup), keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs });
+    this.#rebuildCatalog();
+    if (old) void old.adapter.close();
+  }
+
+  /** Removes a provider and its listed models. */
+  removeProvider(name: string): void {
+    const old = this.#providers.get(name);
+    this.#providers.delete(name);
+    this.#listed.delete(name);
+    this.#rebuildCatalog();
+    if (old) void old.adapter.close();
+  }
+
+  /** Sets the models the provider's list-models API reported (empty clears them). */
+  setListedModels(name: string, models: readonly string[]): void {
+    if (models.length === 0) this.#listed.delete(name);
+    else this.#listed.set(name, [...models]);
+    this.#rebuildCatalog();
+  }
+
+  /** The listed models of a provider. */
+  listedModels(name: string): readonly string[] {
+    return this.#listed.get(name) ?? [];
+  }
+
+  /** Adds or replaces a virtual key. */
+  putVirtualKey(key: VirtualKey): void {
+    this.virtualKeys.put(key);
+  }
+
+  /** Removes a virtual key and its counters. */
+  removeVirtualKey(id: string): void {
+    this.virtualKeys.remove(id);
+    this.limits.forget(id);
+  }
+
+  #rebuildCatalog(): void {
+    const keys = new Map([...this.#providers].map(([name, provider]) => [name, provider.keys] as const));
+    this.#catalog = createKeyCatalog(keys, undefined, this.#listed);
+  }
+
+  /** Closes every adapter's keep-alive pools. */
+  async close(): Promise<void> {
+    await Promise.all([...this.#providers.values()].map((provider) => provider.adapter.close()));
+  }
+}

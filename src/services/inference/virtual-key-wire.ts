@@ -1,0 +1,112 @@
+/**
+ * A virtual key as wire JSON (the proto JSON of gw.routing.v1.VirtualKey, snake_case), shared by the admin
+ * API, the config file and the store: parsed and checked here once into routing's VirtualKey, and kept
+ * in a canonical form (defaults filled, durations as written) for storage and reads.
+ */
+import { invalidField } from "../../errors.js";
+import type { Budget, McpConfig, ProviderConfig, RateLimit, VirtualKey } from "../../routing/types.js";
+import { providerConfigsProblem } from "../../routing/validate-provider-configs.js";
+import { durationMs, isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
+
+/** A parsed virtual key: routing's view and the canonical wire lists to store. */
+export interface ParsedVirtualKey {
+  key: VirtualKey;
+  providerConfigs: Wire[];
+  mcpConfigs: Wire[];
+}
+
+function budgetOf(raw: unknown, path: string): { budget: Budget; wire: Wire } {
+  if (!isWire(raw)) throw invalidField(path, `must be an object {"max_limit": <USD>, "reset_duration": "30d"}`);
+  const resetDuration = raw["reset_duration"];
+  const budget = {
+    maxLimit: numberField(raw["max_limit"], `${path}.max_limit`, Number.NaN),
+    resetDurationMs: durationMs(resetDuration, `${path}.reset_duration`, "30d"),
+  };
+  return { budget, wire: { max_limit: budget.maxLimit, reset_duration: resetDuration } };
+}
+
+function rateLimitOf(raw: unknown, path: string): { limit: RateLimit; wire: Wire } | null {
+  if (raw === undefined || raw === null) return null;
+  if (!isWire(raw)) throw invalidField(path, `must be an object {"token_max_limit": <n>, "token_reset_duration": "1m"}`);
+  const resetDuration = raw["token_reset_duration"];
+  // The proto JSON of an int64 is a string; the config file writes a number.
+  const rawMax = typeof raw["token_max_limit"] === "string" && /^\d+$/.test(raw["token_max_limit"]) ? Number(raw["token_max_limit"]) : raw["token_max_limit"];
+  const limit = {
+    tokenMaxLimit: numberField(rawMax, `${path}.token_max_limit`, Number.NaN),
+    tokenResetDurationMs: durationMs(resetDuration, `${path}.token_reset_duration`, "1m"),
+  };
+  return { limit, wire: { token_max_limit: limit.tokenMaxLimit, token_reset_duration: resetDuration } };
+}
+
+function providerConfigOf(raw: unknown, path: string): { config: ProviderConfig; wire: Wire } {
+  if (!isWire(raw)) throw invalidField(path, "must be an object");
+  const provider = requiredString(raw["provider"], `${path}.provider`, `name a provider, e.g. "openai"`);
+  const rawBudgets = raw["budgets"] ?? [];
+  if (!Array.isArray(rawBudgets)) throw invalidField(`${path}.budgets`, "must be a list");
+  const budgets = rawBudgets.map((budget, index) => budgetOf(budget, `${path}.budgets[${index}]`));
+  const rateLimit = rateLimitOf(raw["rate_limit"], `${path}.rate_limit`);
+  const config: ProviderConfig = {
+    provider,
+    // Omitted lists are empty: deny by default.
+    allowedModels: stringList(raw["allowed_models"], `${path}.allowed_models`),
+    keyIds: stringList(raw["key_ids"], `${path}.key_ids`),
+    weight: weightField(raw["weight"], `${path}.weight`),
+    budgets: budgets.map((b) => b.budget),
+    rateLimit: rateLimit?.limit ?? null,
+  };
+  const wire: Wire = {
+    provider,
+    allowed_models: config.allowedModels,
+    key_ids: config.keyIds,
+    weight: config.weight,
+    budgets: budgets.map((b) => b.wire),
+    ...(rateLimit ? { rate_limit: rateLimit.wire } : {}),
+  };
+  return { config, wire };
+}
+
+function mcpConfigOf(raw: unknown, path: string): McpConfig {
+  if (!isWire(raw)) throw invalidField(path, "must be an object {mcp_client_name, tools_to_execute}");
+  return {
+    mcpClientName: requiredString(raw["mcp_client_name"], `${path}.mcp_client_name`, "name an MCP client"),
+    toolsToExecute: stringList(raw["tools_to_execute"], `${path}.tools_to_execute`),
+  };
+}
+
+/** Parses and checks one virtual key; `path` prefixes field names (e.g. `governance.virtual_keys[0]`, or "" for the API). */
+export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
+  const at = (field: string): string => (path === "" ? field : `${path}.${field}`);
+  const id = requiredString(raw["id"], at("id"), "a unique id for the key");
+  const name = requiredString(raw["name"], at("name"), "a human-readable name");
+  const value = requiredString(raw["value"], at("value"), "the secret callers send");
+  for (const field of ["budget", "rate_limit"]) {
+    // Accepting these without enforcing them would leave an operator believing spend is capped.
+    if (raw[field] !== undefined && raw[field] !== null) {
+      throw invalidField(at(field), `a key-wide ${field} is not enforced yet; set it on each provider_configs entry instead`);
+    }
+  }
+  const isActive = raw["is_active"];
+  if (isActive !== undefined && isActive !== null && typeof isActive !== "boolean") throw invalidField(at("is_active"), "must be true or false");
+  const rawConfigs = raw["provider_configs"] ?? [];
+  if (!Array.isArray(rawConfigs)) throw invalidField(at("provider_configs"), "must be a list");
+  const rawMcp = raw["mcp_configs"] ?? [];
+  if (!Array.isArray(rawMcp)) throw invalidField(at("mcp_configs"), "must be a list");
+  const configs = rawConfigs.map((config, index) => providerConfigOf(config, `${at("provider_configs")}[${index}]`));
+  const providerConfigs = configs.map((c) => c.config);
+  const problem = providerConfigsProblem(providerConfigs, at("provider_configs"));
+  if (problem) throw problem;
+  const mcpConfigs = rawMcp.map((entry, index) => mcpConfigOf(entry, `${at("mcp_configs")}[${index}]`));
+  const seenClients = new Set<string>();
+  for (const [index, entry] of mcpConfigs.entries()) {
+    if (seenClients.has(entry.mcpClientName)) {
+      throw invalidField(`${at("mcp_configs")}[${index}].mcp_client_name`, `"${entry.mcpClientName}" appears twice; merge the two entries`);
+    }
+    seenClients.add(entry.mcpClientName);
+  }
+  return {
+    // A key is meant to be used; is_active: false switches it off.
+    key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs },
+    providerConfigs: configs.map((c) => c.wire),
+    mcpConfigs: mcpConfigs.map((c) => ({ mcp_client_name: c.mcpClientName, tools_to_execute: c.toolsToExecute })),
+  };
+}

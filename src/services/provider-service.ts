@@ -1,0 +1,197 @@
+/**
+ * gw.catalog.v1.ProviderService: providers and their keys. Writes are checked by the parser the config
+ * file uses, persisted (key values encrypted), applied to the in-memory state the /v1 path reads, and
+ * followed by a list-models fetch whose failure is only a warning. Key values are never returned.
+ */
+import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/postgresql";
+import { GatewayError, invalidField } from "../errors.js";
+import { REDACTED } from "../mcp/client-spec.js";
+import { ProviderRecord, type Store } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
+import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { kEntityManager } from "./context.js";
+import { checkProviderName, parseProviderWire, type ParsedProvider } from "./inference/provider-wire.js";
+import { assignProvider, providerWireOf } from "./inference/records.js";
+import type { InferenceState } from "./inference/state.js";
+import { isWire, type Wire } from "./inference/wire-fields.js";
+
+/** What the provider service needs. */
+export interface ProviderServiceDeps {
+  store: Store;
+  logger: Logger;
+  inference: InferenceState;
+  /** Bound on one list-models fetch (default 10 s). */
+  listModelsTimeoutMs?: number;
+}
+
+/** Secret fields inside a key's wire JSON, redacted on every read. */
+const SECRET_PATHS: readonly (readonly string[])[] = [["value"], ["bedrock_key_config", "secret_key"]];
+
+function emOf(ctx: HandlerContext, store: Store): EntityManager {
+  return ctx.values.get(kEntityManager) ?? store.fork();
+}
+
+function redactKey(key: Wire): Wire {
+  const copy = structuredClone(key);
+  for (const path of SECRET_PATHS) {
+    let at: Wire | undefined = copy;
+    for (const part of path.slice(0, -1)) at = isWire(at?.[part]) ? (at[part] as Wire) : undefined;
+    const last = path[path.length - 1] as string;
+    if (at && typeof at[last] === "string" && at[last] !== "") at[last] = REDACTED;
+  }
+  return copy;
+}
+
+function messageOf(rec: ProviderRecord): Provider {
+  return fromJson(ProviderSchema, { name: rec.name, keys: rec.keys.map(redactKey), network_config: rec.networkConfig } as JsonObject);
+}
+
+function wireOf(provider: Provider | undefined): Wire {
+  if (provider === undefined) throw invalidField("provider", "is required");
+  const json = toJson(ProviderSchema, provider, { useProtoFieldName: true });
+  return isWire(json) ? json : {};
+}
+
+async function getRecord(em: EntityManager, name: string): Promise<ProviderRecord> {
+  if (name.trim() === "") throw invalidField("name", "is required");
+  const rec = await em.findOne(ProviderRecord, { name });
+  if (!rec) throw new GatewayError("not_found", `provider "${name}" is not configured`, { type: "provider_not_found" });
+  return rec;
+}
+
+/** Keys sent back with the redacted placeholder (or no value) keep the stored value of the same key id. */
+function keepStoredValues(incoming: unknown, stored: readonly Wire[]): unknown {
+  if (!Array.isArray(incoming)) return incoming;
+  const byId = new Map(stored.map((key) => [key["id"], key] as const));
+  return incoming.map((key: unknown) => {
+    if (!isWire(key)) return key;
+    const old = byId.get(key["id"]);
+    if (old === undefined) return key;
+    const merged = { ...key };
+    if (merged["value"] === undefined || merged["value"] === "" || merged["value"] === REDACTED) merged["value"] = old["value"];
+    const bedrock = merged["bedrock_key_config"];
+    if (isWire(bedrock) && bedrock["secret_key"] === REDACTED && isWire(old["bedrock_key_config"])) {
+      merged["bedrock_key_config"] = { ...bedrock, secret_key: old["bedrock_key_config"]["secret_key"] };
+    }
+    return merged;
+  });
+}
+
+/** Creates the service implementation. */
+export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<typeof ProviderService> {
+  const { store, inference, logger } = deps;
+  const timeoutMs = deps.listModelsTimeoutMs ?? 10_000;
+
+  /** Asks the provider for its models with each key in turn; null when none could. */
+  async function fetchModels(parsed: ParsedProvider): Promise<string[] | null> {
+    const provider = inference.providers.get(parsed.setup.name);
+    if (provider === undefined) return null;
+    let lastError: unknown = new Error("the provider has no keys");
+    for (const key of provider.keys) {
+      try {
+        const models = await provider.adapter.listModels(key, { timeoutMs });
+        return models.map((model) => model.id);
+      } catch (err) {
+        lastError = err;
+      }
+    }
+    logger.warn({ provider: parsed.setup.name, err: lastError }, "could not list the provider's models; the catalog keeps its keys' models and the bundled table");
+    return null;
+  }
+
+  async function refetch(em: EntityManager, rec: ProviderRecord, parsed: ParsedProvider): Promise<void> {
+    const models = await fetchModels(parsed);
+    if (models === null) return;
+    rec.listedModels = models;
+    await em.flush();
+    inference.setListedModels(rec.name, models);
+  }
+
+  return {
+    async createProvider(req, ctx) {
+      const em = emOf(ctx, store);
+      const wire = wireOf(req.provider);
+      const name = typeof wire["name"] === "string" ? wire["name"] : "";
+      if (name === "") throw invalidField("name", "is required: the provider name, e.g. \"openai\"");
+      checkProviderName(name, "name");
+      if (await em.findOne(ProviderRecord, { name })) {
+        throw new GatewayError("already_exists", `provider "${name}" already exists; change it with PUT /api/v1/providers/${name}`, { field: "name" });
+      }
+      const parsed = parseProviderWire(name, wire, "provider");
+      const rec = assignProvider(em, null, parsed, "api");
+      await em.flush();
+      inference.putProvider(parsed);
+      logger.info({ provider: name }, "provider created");
+      await refetch(em, rec, parsed);
+      return { provider: messageOf(rec) };
+    },
+
+    async updateProvider(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.name);
+      const paths = req.updateMask?.paths ?? [];
+      if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
+      const incoming = wireOf(req.provider);
+      const next: Wire = providerWireOf(rec);
+      for (const path of paths) {
+        if (path === "name") {
+          if (incoming["name"] !== rec.name) throw invalidField("name", "cannot be changed; create a provider with the new name and delete this one");
+          continue;
+        }
+        if (path === "keys") next["keys"] = keepStoredValues(incoming["keys"] ?? [], rec.keys);
+        else if (path === "network_config") next["network_config"] = incoming["network_config"] ?? {};
+        else throw invalidField(path, "is not a field of a provider");
+      }
+      const parsed = parseProviderWire(rec.name, next, "provider");
+      assignProvider(em, rec, parsed, rec.source);
+      await em.flush();
+      inference.putProvider(parsed);
+      logger.info({ provider: rec.name, fields: paths }, "provider updated");
+      await refetch(em, rec, parsed);
+      return { provider: messageOf(rec) };
+    },
+
+    async listProviders(_req, ctx) {
+      const recs = await emOf(ctx, store).find(ProviderRecord, {}, { orderBy: { name: "asc" } });
+      return { providers: recs.map(messageOf) };
+    },
+
+    async getProvider(req, ctx) {
+      return { provider: messageOf(await getRecord(emOf(ctx, store), req.name)) };
+    },
+
+    async deleteProvider(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.name);
+      await em.remove(rec).flush();
+      inference.removeProvider(rec.name);
+      logger.info({ provider: rec.name }, "provider deleted");
+      return { status: "success" };
+    },
+
+    async refetchModels(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.name);
+      const parsed = parseProviderWire(rec.name, providerWireOf(rec), "provider");
+      const models = await fetchModels(parsed);
+      if (models === null) {
+        throw new GatewayError("unavailable", `could not list the models of provider "${rec.name}"; the gateway log has the upstream error`, { type: "provider_list_models_failed" });
+      }
+      rec.listedModels = models;
+      await em.flush();
+      inference.setListedModels(rec.name, models);
+      return { status: "success", modelsCount: models.length };
+    },
+
+    async clearModels(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRecord(em, req.name);
+      rec.listedModels = [];
+      await em.flush();
+      inference.setListedModels(rec.name, []);
+      return { status: "success" };
+    },
+  };
+}

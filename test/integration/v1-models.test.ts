@@ -1,0 +1,94 @@
+/**
+ * Model listings: GET /v1/models (the catalog, `provider/model`, through the official SDK) and the
+ * coding-agent listing GET /anthropic/v1/models (what the caller's virtual key may use, bare names).
+ */
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import OpenAI from "openai";
+import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
+import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { api, startApp, type TestApp } from "../helpers/app.js";
+
+let upstream: MockUpstream;
+let app: TestApp;
+
+function key(id: string, models: string[]) {
+  return { id, name: id, value: `sk-${id}`, models, aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null };
+}
+
+before(async () => {
+  upstream = await startMockOpenAi();
+  app = await startApp({
+    inference: inferenceOptionsFromFile(
+      {
+        openai: { keys: [key("oa", [])], networkConfig: { baseUrl: upstream.url } },
+        groq: { keys: [key("gq", ["llama-3.1-8b-instant"])], networkConfig: { baseUrl: upstream.url } },
+      },
+      [
+        { id: "vk-two", name: "two", value: "sk-gw-two", provider_configs: [
+          { provider: "openai", allowed_models: ["openai/gpt-4o-mini", "gpt-4o"], key_ids: ["*"] },
+          { provider: "groq", allowed_models: ["*"], key_ids: ["*"] },
+        ] },
+        { id: "vk-blocked", name: "blocked", value: "sk-gw-blocked", provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: [] }] },
+      ],
+    ),
+  });
+});
+
+after(async () => {
+  await app?.stop();
+  await upstream?.close();
+});
+
+test("GET /v1/models lists every configured provider's models as provider/model", async () => {
+  const sdk = new OpenAI({ apiKey: "unused", baseURL: `${app.url}/v1`, maxRetries: 0, defaultHeaders: { authorization: null } });
+  const ids: string[] = [];
+  for await (const model of sdk.models.list()) {
+    ids.push(model.id);
+    assert.equal(model.object, "model");
+  }
+  assert.ok(ids.includes("openai/gpt-4o-mini"));
+  assert.ok(ids.includes("groq/llama-3.1-8b-instant"));
+  assert.ok(ids.every((id) => id.startsWith("openai/") || id.startsWith("groq/")));
+});
+
+test("GET /v1/models?provider= keeps one provider", async () => {
+  const res = await api(app, "GET", "/v1/models?provider=groq");
+  assert.equal(res.status, 200);
+  assert.ok(res.body.data.length > 0);
+  assert.ok(res.body.data.every((m: { id: string; owned_by: string }) => m.id.startsWith("groq/") && m.owned_by === "groq"));
+});
+
+test("the compatibility listing shows the key's allowed models without provider prefix", async () => {
+  const res = await api(app, "GET", "/anthropic/v1/models?limit=1000", undefined, { "x-api-key": "sk-gw-two" });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const ids = res.body.data.map((m: { id: string }) => m.id);
+  assert.ok(ids.includes("gpt-4o-mini"));
+  assert.ok(ids.includes("gpt-4o"));
+  assert.ok(ids.includes("llama-3.1-8b-instant"));
+  assert.ok(!ids.includes("o3"), "o3 is not in the key's openai allowed_models");
+  assert.ok(ids.every((id: string) => !id.includes("/")));
+  assert.equal(res.body.data[0].type, "model");
+  assert.equal(res.body.has_more, false);
+  assert.equal(res.body.first_id, ids[0]);
+});
+
+test("the compatibility listing pages with limit and says has_more", async () => {
+  const res = await api(app, "GET", "/anthropic/v1/models?limit=1", undefined, { authorization: "Bearer sk-gw-two" });
+  assert.equal(res.status, 200);
+  assert.equal(res.body.data.length, 1);
+  assert.equal(res.body.has_more, true);
+});
+
+test("the compatibility listing offers nothing of a provider whose keys are all blocked", async () => {
+  const res = await api(app, "GET", "/anthropic/v1/models?limit=1000", undefined, { "x-api-key": "sk-gw-blocked" });
+  assert.equal(res.status, 200);
+  assert.deepEqual(res.body.data, []);
+});
+
+test("the compatibility listing refuses an unknown key with a 401 and a bad limit with a 400", async () => {
+  assert.equal((await api(app, "GET", "/anthropic/v1/models", undefined, { "x-api-key": "sk-gw-nope" })).status, 401);
+  const bad = await api(app, "GET", "/anthropic/v1/models?limit=-5", undefined, { "x-api-key": "sk-gw-two" });
+  assert.equal(bad.status, 400);
+  assert.match(bad.body.error.message, /limit/);
+});
