@@ -13,6 +13,7 @@ import { startMockAnthropic } from "../fixtures/mock-anthropic.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { parseExposition, total, type Sample } from "../helpers/exposition.js";
+import { fileKey, refusal, sdk } from "../helpers/inference.js";
 
 let openai: MockUpstream;
 let anthropic: MockUpstream;
@@ -24,17 +25,7 @@ const MIX = "sk-gw-mix";
 const OPENAI_ONLY = "sk-gw-openai-only";
 
 function key(id: string) {
-  return { id, name: `${id}-name`, value: `sk-${id}`, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null };
-}
-
-function sdk(vk: string): OpenAI {
-  return new OpenAI({ apiKey: vk, baseURL: `${app.url}/v1`, maxRetries: 0 });
-}
-
-async function refused(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
-  const err = await promise.then(() => assert.fail("expected a refusal"), (e: unknown) => e);
-  assert.ok(err instanceof OpenAI.APIError);
-  return err;
+  return fileKey(id, { name: `${id}-name` });
 }
 
 const ask = [{ role: "user" as const, content: "hi" }];
@@ -71,7 +62,7 @@ before(async () => {
   const created = await api(app, "POST", "/api/mcp/client", { name: "tools", connection_type: "http", connection_string: mcp.httpUrl, tools_to_execute: ["*"] });
   assert.equal(created.status, 200, JSON.stringify(created.body));
 
-  const mix = sdk(MIX);
+  const mix = sdk(app, MIX);
   // 3 successes and 2 streams on openai with key oa-1.
   for (let i = 0; i < 3; i++) await mix.chat.completions.create({ model: "openai/gpt-4o-mini", messages: ask });
   for (let i = 0; i < 2; i++) {
@@ -83,8 +74,8 @@ before(async () => {
   // 1 Responses call on anthropic.
   await mix.responses.create({ model: "anthropic/claude-sonnet-4-5", input: "hi" });
   // 2 policy refusals, no upstream call: a provider outside the key's set, and a model outside allowed_models.
-  assert.equal((await refused(sdk(OPENAI_ONLY).chat.completions.create({ model: "anthropic/claude-sonnet-4-5", messages: ask }))).status, 400);
-  assert.equal((await refused(mix.chat.completions.create({ model: "openai/gpt-4o", messages: ask }))).status, 400);
+  assert.equal((await refusal(sdk(app, OPENAI_ONLY).chat.completions.create({ model: "anthropic/claude-sonnet-4-5", messages: ask }))).status, 400);
+  assert.equal((await refusal(mix.chat.completions.create({ model: "openai/gpt-4o", messages: ask }))).status, 400);
   // 1 key rotation: oa-1 answers 429, oa-2 serves.
   openai.failNext(429, "slow down");
   await mix.chat.completions.create({ model: "openai/gpt-4o-mini", messages: ask });
@@ -93,7 +84,7 @@ before(async () => {
   await mix.chat.completions.create({ model: "openai/gpt-4o-mini", messages: ask, fallbacks: ["anthropic/claude-sonnet-4-5"] } as OpenAI.ChatCompletionCreateParamsNonStreaming);
   // 1 final provider error: openai answers 500 and there is no fallback.
   openai.failNext(500, "broken again");
-  assert.equal((await refused(mix.chat.completions.create({ model: "openai/gpt-4o-mini", messages: ask }))).status, 502);
+  assert.equal((await refusal(mix.chat.completions.create({ model: "openai/gpt-4o-mini", messages: ask }))).status, 502);
   // 2 MCP tool calls with the key: one succeeds, one fails upstream (unknown tool).
   for (const name of ["tools-echo", "tools-nosuchtool"]) {
     const res = await api(app, "POST", "/v1/mcp/tool/execute", { id: "c", type: "function", function: { name, arguments: JSON.stringify({ text: "x" }) } }, { "x-gw-vk": MIX });

@@ -10,6 +10,7 @@ import { inferenceOptionsFromFile } from "../../src/services/inference/config.js
 import { MOCK_TOOL_INPUT, startMockAnthropic } from "../fixtures/mock-anthropic.js";
 import { MOCK_TOOL_ARGUMENTS, startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { startApp, type TestApp } from "../helpers/app.js";
+import { errorType, refusal } from "../helpers/inference.js";
 import { eventually } from "../helpers/provider-keys.js";
 
 const WEATHER_TOOL = {
@@ -29,20 +30,6 @@ let app: TestApp;
 function client(apiKey: string | null): OpenAI {
   // A null Authorization sends no credential at all (routing without governance).
   return new OpenAI({ apiKey: apiKey ?? "unused", baseURL: `${app.url}/v1`, maxRetries: 0, ...(apiKey === null ? { defaultHeaders: { authorization: null } } : {}) });
-}
-
-async function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof OpenAI.APIError) return err;
-    throw err;
-  }
-  assert.fail("the request succeeded but should have been refused");
-}
-
-function errorType(err: InstanceType<typeof OpenAI.APIError>): unknown {
-  return (err.error as { type?: unknown } | undefined)?.type;
 }
 
 before(async () => {

@@ -10,15 +10,12 @@ import { inferenceOptionsFromFile } from "../../src/services/inference/config.js
 import { startMockAnthropic } from "../fixtures/mock-anthropic.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { startApp, type TestApp } from "../helpers/app.js";
+import { fileKey } from "../helpers/inference.js";
 
 const HOUR = 3_600_000;
 let openai: MockUpstream;
 let anthropic: MockUpstream;
 let now = Date.UTC(2026, 0, 1);
-
-function key(id: string, extra: Record<string, unknown> = {}) {
-  return { id, name: id, value: `sk-${id}`, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null, ...extra };
-}
 
 /**
  * Both providers serve the bare name "house-model": OpenAI as gpt-4o-mini, Anthropic as claude-sonnet-4-5,
@@ -29,8 +26,8 @@ function options(openaiConfig: Record<string, unknown>) {
   return {
     ...inferenceOptionsFromFile(
       {
-        openai: { keys: [key("oa", { aliases: { "house-model": "gpt-4o-mini" } })], networkConfig: { baseUrl: openai.url } },
-        anthropic: { keys: [key("an", { aliases: { "house-model": "claude-sonnet-4-5" } })], networkConfig: { baseUrl: anthropic.url } },
+        openai: { keys: [fileKey("oa", { aliases: { "house-model": "gpt-4o-mini" } })], networkConfig: { baseUrl: openai.url } },
+        anthropic: { keys: [fileKey("an", { aliases: { "house-model": "claude-sonnet-4-5" } })], networkConfig: { baseUrl: anthropic.url } },
       },
       [
         {

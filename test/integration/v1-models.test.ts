@@ -4,25 +4,21 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
+import { fileKey, sdk } from "../helpers/inference.js";
 
 let upstream: MockUpstream;
 let app: TestApp;
-
-function key(id: string, models: string[]) {
-  return { id, name: id, value: `sk-${id}`, models, aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null };
-}
 
 before(async () => {
   upstream = await startMockOpenAi();
   app = await startApp({
     inference: inferenceOptionsFromFile(
       {
-        openai: { keys: [key("oa", [])], networkConfig: { baseUrl: upstream.url } },
-        groq: { keys: [key("gq", ["llama-3.1-8b-instant"])], networkConfig: { baseUrl: upstream.url } },
+        openai: { keys: [fileKey("oa")], networkConfig: { baseUrl: upstream.url } },
+        groq: { keys: [fileKey("gq", { models: ["llama-3.1-8b-instant"] })], networkConfig: { baseUrl: upstream.url } },
       },
       [
         { id: "vk-two", name: "two", value: "sk-gw-two", provider_configs: [
@@ -41,9 +37,9 @@ after(async () => {
 });
 
 test("GET /v1/models lists every configured provider's models as provider/model", async () => {
-  const sdk = new OpenAI({ apiKey: "unused", baseURL: `${app.url}/v1`, maxRetries: 0, defaultHeaders: { authorization: null } });
+  const client = sdk(app, null);
   const ids: string[] = [];
-  for await (const model of sdk.models.list()) {
+  for await (const model of client.models.list()) {
     ids.push(model.id);
     assert.equal(model.object, "model");
   }

@@ -14,6 +14,7 @@ import { inferenceOptionsFromFile } from "../../src/services/inference/config.js
 import { startMockAnthropic } from "../fixtures/mock-anthropic.js";
 import { MOCK_TOOL_ARGUMENTS, startMockOpenAi, type MockUpstream, type RecordedRequest } from "../fixtures/mock-openai.js";
 import { startApp, type TestApp } from "../helpers/app.js";
+import { errorType, refusal } from "../helpers/inference.js";
 
 const WEATHER_TOOL = {
   type: "function" as const,
@@ -37,20 +38,6 @@ function virtualKey(value: string, providerConfigs: Record<string, unknown>[]): 
 
 function client(app: TestApp, apiKey: string): OpenAI {
   return new OpenAI({ apiKey, baseURL: `${app.url}/v1`, maxRetries: 0 });
-}
-
-async function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof OpenAI.APIError) return err;
-    throw err;
-  }
-  assert.fail("the request succeeded but should have been refused");
-}
-
-function errorType(err: InstanceType<typeof OpenAI.APIError>): unknown {
-  return (err.error as { type?: unknown } | undefined)?.type;
 }
 
 /** Runs `once` `total` times with at most `concurrency` in flight (the machine has two cores). */

@@ -8,6 +8,7 @@ import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
+import { fileKey } from "../helpers/inference.js";
 import { clientFor } from "../helpers/clients.js";
 
 let upstream: MockUpstream;
@@ -16,7 +17,7 @@ let app: TestApp;
 const OPENAI = { provider: "openai", allowed_models: ["*"], key_ids: ["*"] };
 
 function providers() {
-  return { openai: { keys: [{ id: "k1", name: "main", value: "sk-up", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }], networkConfig: { baseUrl: upstream.url } } };
+  return { openai: { keys: [fileKey("k1", { value: "sk-up" })], networkConfig: { baseUrl: upstream.url } } };
 }
 
 function chat(vk: string, model = "openai/gpt-4o-mini") {

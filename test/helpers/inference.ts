@@ -1,0 +1,30 @@
+/** Shared pieces of the /v1 tests: config-file provider keys, the official SDK pointed at the app, and its refusals. */
+import assert from "node:assert/strict";
+import OpenAI from "openai";
+import type { ProviderKeyFileConfig } from "../../src/config/file-config.js";
+
+/** A config-file provider key with every optional block empty; `extra` overrides fields. */
+export function fileKey(id: string, extra: Partial<ProviderKeyFileConfig> = {}): ProviderKeyFileConfig {
+  return { id, name: id, value: `sk-${id}`, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null, ...extra };
+}
+
+/** The official SDK against the app's /v1; a null key sends no credential at all (routing without governance). */
+export function sdk(app: { url: string }, apiKey: string | null): OpenAI {
+  return new OpenAI({ apiKey: apiKey ?? "unused", baseURL: `${app.url}/v1`, maxRetries: 0, ...(apiKey === null ? { defaultHeaders: { authorization: null } } : {}) });
+}
+
+/** The API error a request must fail with; fails the test when it succeeds. */
+export async function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  try {
+    await promise;
+  } catch (err) {
+    if (err instanceof OpenAI.APIError) return err;
+    throw err;
+  }
+  assert.fail("the request succeeded but should have been refused");
+}
+
+/** The `error.type` of the /v1 envelope of an API error. */
+export function errorType(err: InstanceType<typeof OpenAI.APIError>): unknown {
+  return (err.error as { type?: unknown } | undefined)?.type;
+}
