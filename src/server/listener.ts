@@ -60,6 +60,9 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
   });
 
   const server = net.createServer((socket) => {
+    // http.Server turns Nagle off only for sockets it accepts itself; ours are handed over, so do it here,
+    // or small responses (an SSE event, a short JSON answer) wait for the peer's delayed ACK.
+    socket.setNoDelay(true);
     sockets.add(socket);
     undecided.add(socket);
     socket.once("close", () => {

@@ -260,9 +260,27 @@ class LabelMaker {
     return out;
   }
 
+  /**
+   * One request records several metrics with the same BaseLabels object; its capped label set is built
+   * once and reused (a label set is never mutated after it is handed to prom-client).
+   */
+  private readonly built = new WeakMap<BaseLabels, { custom: CustomLabelValues | undefined; labels: Labels }>();
+
   /** The base label set (user labels when enabled) plus `extra` and the custom labels. */
-  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra: Labels = {}): Labels {
-    const values: Labels = {
+  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra?: Labels): Labels {
+    let hit = this.built.get(b);
+    if (hit === undefined || hit.custom !== custom) {
+      hit = { custom, labels: this.own(this.baseValues(b), custom) };
+      this.built.set(b, hit);
+    }
+    if (extra === undefined) return hit.labels;
+    const out = { ...hit.labels };
+    for (const [name, value] of Object.entries(extra)) out[name] = this.cap.admit(name, value);
+    return out;
+  }
+
+  private baseValues(b: BaseLabels): Labels {
+    return {
       provider: b.provider,
       model: b.model,
       alias: b.alias ?? "",
@@ -282,9 +300,7 @@ class LabelMaker {
       customer_id: b.customerId ?? "",
       customer_name: b.customerName ?? "",
       ...(this.m.userLabels ? { user_id: b.userId ?? "", user_name: b.userName ?? "" } : {}),
-      ...extra,
     };
-    return this.own(values, custom);
   }
 }
 

@@ -165,6 +165,10 @@ test("tokens and cost are counted for served requests only", () => {
   assert.ok(total(samples, "gw_output_tokens_total", { provider: "anthropic" }) > 0);
 });
 
+test("the gateway's own overhead is observed once per served request", () => {
+  assert.equal(total(samples, "gw_overhead_latency_microseconds_count"), 8);
+});
+
 test("gw_active_requests is back to zero", () => {
   assert.equal(total(samples, "gw_active_requests"), 0);
 });

@@ -46,7 +46,11 @@ export async function send(dispatcher: Dispatcher, provider: string, call: Upstr
   const timer = setTimeout(() => {
     deadline.abort(new ProviderError(provider, null, "provider_timeout", `${provider} sent no response headers within ${timeout} ms`));
   }, timeout);
-  const signal = call.signal ? AbortSignal.any([call.signal, deadline.signal]) : deadline.signal;
+  // Forwarding the caller's abort by hand: AbortSignal.any costs several microseconds per call on Node 20.
+  const caller = call.signal;
+  if (caller?.aborted) deadline.abort(caller.reason);
+  else caller?.addEventListener("abort", () => deadline.abort(caller.reason), { once: true });
+  const signal = deadline.signal;
   let res: Dispatcher.ResponseData;
   try {
     res = await request(call.url, {

@@ -99,6 +99,8 @@ interface AttemptState {
   retries: number;
   /** Labels of the latest attempt, for the final error. */
   lastLabels: BaseLabels | null;
+  /** Milliseconds spent waiting on providers so far (every attempt), so overhead can exclude them. */
+  upstreamMs: number;
 }
 
 /** One target's attempt context. */
@@ -296,7 +298,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const engines = decision.enginesUsed;
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;
-    const state: AttemptState = { retries: 0, lastLabels: null };
+    const state: AttemptState = { retries: 0, lastLabels: null, upstreamMs: 0 };
     for (const [fallbackIndex, target] of targets.entries()) {
       const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
       let targetError: GatewayError;
@@ -353,7 +355,10 @@ export function createChatService(deps: ChatDeps): ChatService {
       try {
         if (call.body.stream === true) {
           const stream = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
-          metrics.recordUpstreamLatency(base, (performance.now() - attemptStarted) / 1000, true);
+          const headersAt = performance.now();
+          metrics.recordUpstreamLatency(base, (headersAt - attemptStarted) / 1000, true);
+          // A stream's overhead is the gateway's share of the time to its response headers.
+          metrics.recordOverhead(base, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
           metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
           const retries = state.retries;
           const chunks = relay(
@@ -375,7 +380,9 @@ export function createChatService(deps: ChatDeps): ChatService {
           return { kind: "stream", chunks };
         }
         const result = await callAdapter(provider.adapter, call, choice.upstreamModel, options);
-        metrics.recordUpstreamLatency(base, (performance.now() - attemptStarted) / 1000, true);
+        const answeredAt = performance.now();
+        metrics.recordUpstreamLatency(base, (answeredAt - attemptStarted) / 1000, true);
+        metrics.recordOverhead(base, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
         metrics.recordUpstreamRequest(base);
         metrics.recordSuccess(base);
@@ -384,7 +391,9 @@ export function createChatService(deps: ChatDeps): ChatService {
         return { kind: "json", body: result.body };
       } catch (err) {
         if (aborted(call.signal)) throw err;
-        metrics.recordUpstreamLatency(base, (performance.now() - attemptStarted) / 1000, false);
+        const failedAfterMs = performance.now() - attemptStarted;
+        state.upstreamMs += failedAfterMs;
+        metrics.recordUpstreamLatency(base, failedAfterMs / 1000, false);
         if (err instanceof ProviderError && err.upstreamStatus !== null) {
           metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, false);
         }
