@@ -25,6 +25,8 @@ export interface RuntimeTiming {
   retryDelayMs: number;
   /** Bound on one connect, list, or ping. */
   operationTimeoutMs: number;
+  /** The clock per-user submission flows expire by (tests move it instead of waiting 15 minutes). */
+  now: () => number;
 }
 
 export const DEFAULT_TIMING: RuntimeTiming = {
@@ -33,6 +35,7 @@ export const DEFAULT_TIMING: RuntimeTiming = {
   retries: 3,
   retryDelayMs: 500,
   operationTimeoutMs: 30_000,
+  now: () => Date.now(),
 };
 
 /** What the runtime knows of a client's configuration. */
@@ -55,6 +58,8 @@ export interface ClientRuntimeDeps {
   globalSyncMinutes: () => number;
   /** Stores a changed tool list. */
   persistTools: (clientId: string, tools: DiscoveredTool[]) => Promise<void>;
+  /** Records that the upstream rejected a per-user client's admin discovery credential (it needs an update). */
+  discoveryRejected?: (clientId: string) => Promise<void>;
 }
 
 type Mode = "sticky" | "per_call" | "per_user";
@@ -112,6 +117,10 @@ export class ClientRuntime {
   }
   get mode(): Mode {
     return modeOf(this.snap.spec);
+  }
+  /** False for a per_user_headers client whose one-time verification is not done. */
+  get verified(): boolean {
+    return this.snap.verified;
   }
 
   /** Whether anything should run for this client: not disabled, and verified when it must be. */
@@ -272,8 +281,20 @@ export class ClientRuntime {
     if (gen === this.generation) this.markHealthy();
   }
 
-  /** Records a failure: an upstream credential rejection on a server-wide client stops the checker. */
+  /**
+   * Records a failure: an upstream credential rejection on a server-wide client stops the checker. On a
+   * per-user client it means the admin discovery credential needs repair: it goes to needs_update (reads
+   * project needs_reauth) and tool-list refresh pauses, while end-user calls go on with their own credentials.
+   */
   private fail(stage: FailureStageName, err: unknown): void {
+    if (isAuthRejected(err) && this.mode === "per_user" && this.snap.discoveryStatus === "active") {
+      this.snap = { ...this.snap, discoveryStatus: "needs_update" };
+      this.markFailed("credential", err);
+      void this.deps.discoveryRejected?.(this.id).catch((cause: unknown) => {
+        this.log().error({ err: cause, client_id: this.id }, "could not record the rejected admin discovery credential");
+      });
+      return;
+    }
     if (isAuthRejected(err) && this.mode !== "per_user") {
       this.markFailed("credential", err, "needs_reauth");
       this.running = false;
@@ -394,8 +415,11 @@ export class ClientRuntime {
     await session?.close().catch(() => undefined);
   }
 
-  /** Calls one tool within the deadline of `signal`. */
-  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal): Promise<ToolCallResult> {
+  /**
+   * Calls one tool within the deadline of `signal`. A per-user client needs the caller's header values,
+   * which go on this call's fresh session only, merged with the static headers (spec rule 2).
+   */
+  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>): Promise<ToolCallResult> {
     if (this.mode === "sticky") {
       let session = this.session;
       let temporary = false;
@@ -420,7 +444,12 @@ export class ClientRuntime {
         if (temporary) await session.close().catch(() => undefined);
       }
     }
-    const session = await this.deps.sessions.open(this.target(), { timeoutMs, signal });
+    let target = this.target();
+    if (this.mode === "per_user") {
+      if (!userValues) throw new GatewayError("internal", `per-user client "${this.spec.name}" was called without the caller's credential`);
+      target = this.target(perUserWireHeaders(this.spec.headers, this.spec.perUserHeaderKeys, userValues));
+    }
+    const session = await this.deps.sessions.open(target, { timeoutMs, signal });
     try {
       return await session.callTool(tool, args, { timeoutMs, signal });
     } finally {

@@ -9,11 +9,13 @@ import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
+import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
+import { afterSchemaChange } from "./credentials/status.js";
 import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
 import type { StateRegistry } from "./state-registry.js";
-import { prefixedToolName, splitToolName, toolAllowed } from "./tool-names.js";
+import { prefixedToolName, splitToolName, toolAllowed, toolAutoExecutable } from "./tool-names.js";
 import type { SessionFactory, ToolCallResult } from "./upstream-session.js";
 
 /** What the runtime needs. */
@@ -35,6 +37,19 @@ export interface OfferedTool {
   clientId: string;
   clientName: string;
   tool: DiscoveredTool;
+  /** In tools_to_auto_execute as well as tools_to_execute: agent mode runs it without approval. */
+  autoExecute: boolean;
+}
+
+/** Options of one tool execution. */
+export interface ExecuteOptions {
+  /** Overrides tool_execution_timeout. */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Virtual key labels of the tool's metric. */
+  governance?: GovernanceLabels;
+  /** Who is calling (user > virtual key > session); per_user_headers clients need it. */
+  identity?: CallerIdentity | null;
 }
 
 /** The snapshot of a stored client. */
@@ -63,9 +78,22 @@ export class McpRuntime implements RuntimeStateSource {
   private readonly idsByName = new Map<string, string>();
   private readonly timing: RuntimeTiming;
   private closed = false;
+  /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
+  readonly credentials: PerUserCredentials;
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
+    this.credentials = new PerUserCredentials({
+      store: deps.store,
+      logger: deps.logger,
+      settings: deps.settings,
+      now: this.timing.now,
+      verifyTimeoutMs: this.timing.operationTimeoutMs,
+      clientOf: (id) => {
+        const client = this.clients.get(id);
+        return client ? { id, spec: client.spec } : undefined;
+      },
+    });
   }
 
   /** The live state of a client, or undefined when the runtime does not hold it. */
@@ -75,7 +103,19 @@ export class McpRuntime implements RuntimeStateSource {
 
   /** Loads every stored client and brings each up in the background. */
   async start(): Promise<void> {
-    const records = await allClients(this.deps.store.fork());
+    const em = this.deps.store.fork();
+    const records = await allClients(em);
+    // The config file may have changed per_user_header_keys since the last boot: apply the schema-change
+    // transition to the admin discovery credentials, then (below) to the per-user credentials.
+    for (const rec of records) {
+      if (rec.authType !== "per_user_headers" || rec.discoveryHeaders === null || rec.discoveryStatus === null) continue;
+      const next = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, rec.perUserHeaderKeys);
+      rec.discoveryHeaders = next.values;
+      rec.discoveryStatus = next.status === "active" ? "active" : "needs_update";
+    }
+    await em.flush();
+    // Credentials first: a tool call may arrive as soon as the first client is up.
+    await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
     for (const rec of records) {
       this.add(snapshotOf(rec)).catch((err: unknown) => this.deps.logger.error({ err, client_id: rec.id }, "could not start MCP client"));
     }
@@ -96,6 +136,9 @@ export class McpRuntime implements RuntimeStateSource {
       timing: this.timing,
       globalSyncMinutes: () => this.deps.settings.client.mcpToolSyncIntervalMinutes,
       persistTools: (id, tools) => this.persistTools(id, tools),
+      discoveryRejected: async (id) => {
+        await this.deps.store.fork().nativeUpdate(McpClientRecord, { id }, { discoveryStatus: "needs_update", updatedAt: new Date() });
+      },
     });
     this.clients.set(snapshot.id, client);
     this.idsByName.set(snapshot.spec.name, snapshot.id);
@@ -154,7 +197,13 @@ export class McpRuntime implements RuntimeStateSource {
       if (client.spec.disabled || (state && REFUSING[state])) continue;
       for (const tool of client.tools) {
         if (!toolAllowed(client.spec.toolsToExecute, tool.name)) continue;
-        out.push({ name: prefixedToolName(client.spec.name, tool.name), clientId: client.id, clientName: client.spec.name, tool });
+        out.push({
+          name: prefixedToolName(client.spec.name, tool.name),
+          clientId: client.id,
+          clientName: client.spec.name,
+          tool,
+          autoExecute: toolAutoExecutable(client.spec, tool.name),
+        });
       }
     }
     return out;
@@ -163,11 +212,14 @@ export class McpRuntime implements RuntimeStateSource {
   /**
    * Executes `<client>-<tool>`. Caller mistakes (no such client, tool not allowed, client refusing
    * calls) throw; what happens upstream (tool error, failure, timeout) comes back as an error result.
+   * A per_user_headers client needs `identity`: without one the call is a 401 (mcp_identity_required),
+   * and without a usable credential it throws McpAuthRequiredError, whose `toolResult` is the
+   * mcp_auth_required JSON, and the tool does not run.
    */
   async execute(
     prefixedName: string,
     args: Record<string, unknown>,
-    options: { timeoutMs?: number; signal?: AbortSignal; governance?: GovernanceLabels } = {},
+    options: ExecuteOptions = {},
   ): Promise<ToolCallResult> {
     const parts = splitToolName(prefixedName);
     if (!parts) {
@@ -184,6 +236,9 @@ export class McpRuntime implements RuntimeStateSource {
       const result = await this.run(client, parts.tool, prefixedName, args, options);
       if (!result.isError) errorType = "";
       return result;
+    } catch (err) {
+      if (err instanceof McpAuthRequiredError || (err instanceof GatewayError && err.type === "mcp_identity_required")) errorType = "auth_required";
+      throw err;
     } finally {
       this.deps.metrics?.recordMcpToolCall({
         mcpClient: client.spec.name,
@@ -201,22 +256,22 @@ export class McpRuntime implements RuntimeStateSource {
     tool: string,
     prefixedName: string,
     args: Record<string, unknown>,
-    options: { timeoutMs?: number; signal?: AbortSignal },
+    options: ExecuteOptions,
   ): Promise<ToolCallResult> {
     if (!toolAllowed(client.spec.toolsToExecute, tool)) {
       throw new GatewayError("permission_denied", `tool "${tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
     }
     if (client.spec.disabled) throw this.refusal(client.spec.name, "disabled");
+    if (client.spec.authType === "per_user_headers" && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
-    if (client.mode === "per_user") {
-      throw new GatewayError("failed_precondition", `MCP client "${client.spec.name}" needs per-user credentials, which this build does not serve yet`, { type: "mcp_per_user_unsupported" });
-    }
+    // From memory: the per-user lookup never waits on the database.
+    const userValues = client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity) : undefined;
     const timeoutMs = options.timeoutMs ?? this.deps.settings.toolManager.toolExecutionTimeoutMs;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     try {
-      return await client.call(tool, args, timeoutMs, signal);
+      return await client.call(tool, args, timeoutMs, signal, userValues);
     } catch (err) {
       if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
         return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };

@@ -1,6 +1,6 @@
 /**
- * The request handler both protocol servers share: /health, /openapi.json, /metrics,
- * POST /v1/chat/completions and POST /v1/responses, then Connect,
+ * The request handler both protocol servers share: /health, /openapi.json, /metrics, the per-user
+ * credential page, POST /v1/chat/completions and POST /v1/responses, then Connect,
  * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path) and runs with
  * its dimension headers in scope.
@@ -11,11 +11,13 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { GatewayError } from "../errors.js";
+import { originOfHeaders, withRequestOrigin } from "../mcp/credentials/index.js";
 import { NO_DIMENSIONS, readDimensions, withDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
 import type { RequestHandler } from "./listener.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
+import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
@@ -88,6 +90,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   });
 
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
+  const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
   const routeOf = routeTemplates(opts.services, table);
 
   return (req, res) => {
@@ -116,28 +119,38 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       serveMetrics(req, res);
       return;
     }
+    if (path === MCP_AUTH_PAGE_PATH) {
+      authPage(req, res).catch((err: unknown) => {
+        opts.logger.error({ err, path }, "the MCP credential page failed");
+        if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
+        else res.end();
+      });
+      return;
+    }
+    // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
+    const origin = originOfHeaders(req.headers);
     const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
     if (v1 && req.method !== "POST") {
       sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
       return;
     }
     if (v1) {
-      withDimensions(dims, () => {
+      withRequestOrigin(origin, () => withDimensions(dims, () => {
         v1(req, res).catch((err: unknown) => {
           opts.logger.error({ err, path }, "/v1 handler failed");
           if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
           else res.end();
         });
-      });
+      }));
       return;
     }
-    withDimensions(dims, () => connect(req, res));
+    withRequestOrigin(origin, () => withDimensions(dims, () => connect(req, res)));
   };
 }
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH]);
+  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

@@ -24,6 +24,8 @@ export interface GovernanceServiceDeps {
   store: Store;
   logger: Logger;
   inference: InferenceState;
+  /** Called after a key is written or deleted, so per-user credentials follow its mcp_configs (orphan, restore, remove). */
+  onVirtualKeyChanged?: (virtualKeyId: string, deleted: boolean) => Promise<void>;
 }
 
 /** Fields of VirtualKey an update may name. */
@@ -88,6 +90,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       const rec = assignVirtualKey(em, null, parsed, "api");
       await em.flush();
       inference.putVirtualKey(parsed.key);
+      await deps.onVirtualKeyChanged?.(rec.id, false);
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key created");
       return { virtualKey: messageOf(rec, true) };
     },
@@ -125,6 +128,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       assignVirtualKey(em, rec, parsed, rec.source);
       await em.flush();
       inference.putVirtualKey(parsed.key);
+      await deps.onVirtualKeyChanged?.(rec.id, false);
       deps.logger.info({ virtual_key_id: rec.id, fields: paths }, "virtual key updated");
       return { virtualKey: messageOf(rec, false) };
     },
@@ -136,6 +140,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
       await em.flush();
       inference.removeVirtualKey(rec.id);
+      await deps.onVirtualKeyChanged?.(rec.id, true);
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key deleted");
       return { status: "success" };
     },

@@ -9,6 +9,7 @@ import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
+import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import { ModelService, ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { createGovernanceService } from "./governance-service.js";
@@ -17,6 +18,7 @@ import { createModelService } from "./model-service.js";
 import { createProviderService } from "./provider-service.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { authInterceptor } from "./auth-interceptor.js";
+import { createCredentialService, virtualKeyChangedHook } from "./credential-service.js";
 import { errorInterceptor } from "./connect-errors.js";
 import { createMcpClientService } from "./mcp-client-service.js";
 import { createMcpToolService } from "./mcp-tool-service.js";
@@ -41,6 +43,7 @@ export const IMPLEMENTED_SERVICES: readonly DescService[] = [
   SettingsService,
   SessionService,
   McpToolService,
+  CredentialService,
   ProviderService,
   GovernanceService,
   ModelService,
@@ -52,8 +55,9 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(SettingsService, createSettingsService(deps));
   router.service(SessionService, createSessionService(deps.auth));
   router.service(McpToolService, createMcpToolService(deps));
+  router.service(CredentialService, createCredentialService(deps));
   router.service(ProviderService, createProviderService(deps));
-  router.service(GovernanceService, createGovernanceService(deps));
+  router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
   router.service(ModelService, createModelService(deps));
 }
 

@@ -16,15 +16,18 @@ import {
   type McpClientSpec,
   type MutableField,
 } from "../mcp/client-spec.js";
-import { reportedState } from "../mcp/client-state.js";
+import { reportedState, type RuntimeClientView } from "../mcp/client-state.js";
+import { afterSchemaChange, sameHeaderKeys } from "../mcp/credentials/status.js";
 import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
 import { assertNameFree, assignSpec, getClient, insertClient, listClients, recordToSpec } from "../mcp/client-repository.js";
 import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
 import { perUserWireHeaders } from "../mcp/wire-headers.js";
-import type { Store } from "../store/index.js";
+import type { McpClientRecord, Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { kAdmin, kEntityManager } from "./context.js";
+import { virtualKeyAccess } from "./credential-service.js";
+import type { Inference } from "./inference/state.js";
 import { authTypeOf, configToSpec, connectionTypeOf, headerValues, recordToProto } from "./mcp-client-mapping.js";
 
 /** What the MCP client service needs from the rest of the app. */
@@ -35,6 +38,8 @@ export interface McpClientServiceDeps {
   runtime: McpRuntime;
   /** Bounds each one-time upstream verify. */
   verifyTimeoutMs?: number;
+  /** The virtual keys, to re-check which keys reach a renamed client (their mcp_configs name it). */
+  inference?: Inference;
 }
 
 const MUTABLE: ReadonlySet<string> = new Set(MUTABLE_FIELDS);
@@ -44,14 +49,27 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
 }
 
-/** A 422 carrying the upstream's own words, for a failed one-time verify. */
-function verifyFailed(err: unknown): GatewayError {
-  const detail = err instanceof Error ? err.message : String(err);
+/**
+ * A 422 carrying the upstream's own words, for a failed one-time verify. An upstream may echo the sample
+ * values in its error, so they are cut out, and the error object (which may hold them) is not kept as cause.
+ */
+function verifyFailed(err: unknown, values: readonly string[]): GatewayError {
+  let detail = err instanceof Error ? err.message : String(err);
+  for (const value of values) if (value.length >= 3) detail = detail.split(value).join("<redacted>");
   return new GatewayError("failed_precondition", `upstream verify failed: ${detail}`, {
     type: "upstream_verify_failed",
     httpStatus: 422,
-    cause: err,
   });
+}
+
+/**
+ * The state a read reports. A per-user client whose admin discovery credential needs repair shows
+ * needs_reauth over healthy or unstable: a projection for reads only, tool calls keep working.
+ */
+function projectedState(rec: McpClientRecord, runtime: McpRuntime): RuntimeClientView {
+  const view = reportedState(rec.id, rec, rec.verified, runtime);
+  const repair = rec.authType === "per_user_headers" && rec.discoveryHeaders !== null && rec.discoveryStatus === "needs_update";
+  return repair && (view.state === "healthy" || view.state === "unstable") ? { ...view, state: "needs_reauth" } : view;
 }
 
 /** Creates the service implementation. */
@@ -69,7 +87,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         timeoutMs: verifyTimeoutMs,
       });
     } catch (err) {
-      throw verifyFailed(err);
+      throw verifyFailed(err, Object.values(userHeaders));
     }
   }
 
@@ -164,13 +182,23 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const next = applyPatch(current, patch);
       if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
       assignSpec(rec, next);
+      // A schema change (a per-user key added, removed or renamed) also sends the admin discovery credential to needs_update.
+      const schemaChanged = next.authType === "per_user_headers" && !sameHeaderKeys(current.perUserHeaderKeys, next.perUserHeaderKeys);
+      if (schemaChanged && rec.discoveryHeaders !== null && rec.discoveryStatus !== null) {
+        const state = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, next.perUserHeaderKeys);
+        rec.discoveryHeaders = state.values;
+        rec.discoveryStatus = state.status === "active" ? "active" : "needs_update";
+      }
       await em.flush();
       await runtime.update(snapshotOf(rec));
+      if (schemaChanged) await runtime.credentials.schemaChanged(rec.id, next.perUserHeaderKeys);
+      // Virtual keys grant clients by name, so a rename can take access away from (or give it back to) their credentials.
+      if (next.name !== current.name && deps.inference) await runtime.credentials.reconcileAccess(virtualKeyAccess(deps.inference), { clientId: rec.id });
       deps.logger.info({ client_id: rec.id, client: next.name, fields: req.updateMask?.paths }, "MCP client updated");
       return {
         status: "success",
         message: `MCP client "${next.name}" updated`,
-        client: recordToProto(rec, reportedState(rec.id, next, rec.verified, runtime)),
+        client: recordToProto(rec, projectedState(rec, runtime)),
       };
     },
 
@@ -179,6 +207,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const rec = await getClient(em, req.clientId);
       await em.removeAndFlush(rec);
       await runtime.remove(rec.id);
+      await runtime.credentials.clientRemoved(rec.id);
       deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
       return { status: "success", message: `MCP client "${rec.name}" deleted` };
     },
@@ -187,7 +216,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       if (req.limit < 0) throw invalidField("limit", "must not be negative");
       if (req.offset < 0) throw invalidField("offset", "must not be negative");
       const { items, total } = await listClients(emOf(ctx, store), { limit: req.limit, offset: req.offset, search: req.search });
-      const clients = items.map((rec) => recordToProto(rec, reportedState(rec.id, rec, rec.verified, runtime)));
+      const clients = items.map((rec) => recordToProto(rec, projectedState(rec, runtime)));
       return { clients, count: clients.length, totalCount: total };
     },
 

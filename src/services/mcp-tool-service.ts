@@ -1,14 +1,21 @@
 /**
  * gw.inference.v1.McpToolService: POST /v1/mcp/tool/execute runs one OpenAI tool call and answers a
  * `role: tool` message. A caller with a virtual key may run only the tools its mcp_configs grant, and the
- * key's id and name label the tool's metrics.
+ * key's id and name label the tool's metrics. Per-user clients run with the caller's own credential
+ * (identity: signed-in user > virtual key > session id); without one the answer is the 401 of DESIGN.md
+ * section 5 (mcp_identity_required, or mcp_auth_required with the submission link).
  */
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError, invalidField } from "../errors.js";
+import { McpAuthRequiredError, pickIdentity, sessionIdentity, SESSION_ID_HEADER, type CallerIdentity } from "../mcp/credentials/index.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import { splitToolName } from "../mcp/tool-names.js";
+import type { VirtualKey } from "../routing/types.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
+import { bearerToken, type AdminAuth } from "./admin-auth.js";
+import { errorWithFields } from "./credential-service.js";
 import { callerVirtualKey, keyAllowsTool } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
 
@@ -17,6 +24,45 @@ export interface McpToolServiceDeps {
   runtime: McpRuntime;
   inference: Inference;
   settings: RuntimeSettings;
+  auth: AdminAuth;
+}
+
+/** Who is calling a tool: the virtual key that governs it and the identity per-user credentials bind to. */
+export interface ToolCaller {
+  key: VirtualKey | null;
+  identity: CallerIdentity | null;
+}
+
+/**
+ * The signed-in user behind `Authorization: Bearer`, or null. A bearer value that is a known virtual key
+ * is not looked up as a session, so a virtual key's calls never wait on the session store.
+ */
+async function signedInUser(get: (name: string) => string | null | undefined, deps: Pick<McpToolServiceDeps, "inference" | "auth">): Promise<string | null> {
+  if (!deps.auth.enabled) return null;
+  const token = bearerToken(get("authorization"));
+  if (token === null) return null;
+  try {
+    if (deps.inference.virtualKeys.resolve(token) !== null) return null;
+  } catch {
+    // Not a virtual key: it may be a session token.
+  }
+  return (await deps.auth.authenticate(get("authorization")))?.username ?? null;
+}
+
+/**
+ * Resolves a caller from request headers (DESIGN.md section 8): a bearer that is a valid session token is
+ * the signed-in user and not a virtual key; the key otherwise comes from any of its four headers; a
+ * session id from x-gw-mcp-session-id. The agent loop resolves its callers with this too.
+ */
+export async function resolveToolCaller(
+  get: (name: string) => string | null | undefined,
+  deps: Pick<McpToolServiceDeps, "inference" | "auth" | "settings">,
+): Promise<ToolCaller> {
+  const user = await signedInUser(get, deps);
+  const keyHeaders = user === null ? get : (name: string) => (name === "authorization" ? null : get(name));
+  const key = callerVirtualKey(keyHeaders, deps.inference, deps.settings);
+  const identity = pickIdentity({ user, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
+  return { key, identity };
 }
 
 /** Parses OpenAI's JSON-encoded function arguments; empty means no arguments. */
@@ -41,7 +87,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
     async executeTool(req, ctx) {
       if (req.type !== "" && req.type !== "function") throw invalidField("type", `must be "function", got "${req.type}"`);
       if (!req.function || req.function.name === "") throw invalidField("function.name", "is required");
-      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), deps.inference, deps.settings);
+      const { key, identity } = await resolveToolCaller((name) => ctx.requestHeader.get(name), deps);
       const parts = splitToolName(req.function.name);
       if (key !== null && parts !== null && !keyAllowsTool(key, parts.client, parts.tool)) {
         throw new GatewayError("permission_denied", `virtual key "${key.name}" may not run tool "${parts.tool}" of MCP client "${parts.client}": add it to the key's mcp_configs`, {
@@ -49,11 +95,19 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
         });
       }
       const args = parseToolArguments(req.function.arguments);
-      const result = await runtime.execute(req.function.name, args, {
-        signal: ctx.signal,
-        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
-      });
-      return { role: "tool", toolCallId: req.id, content: result.content };
+      try {
+        const result = await runtime.execute(req.function.name, args, {
+          signal: ctx.signal,
+          identity,
+          ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+        });
+        return { role: "tool", toolCallId: req.id, content: result.content };
+      } catch (err) {
+        if (err instanceof McpAuthRequiredError) {
+          throw errorWithFields(err, { mcp_auth_required: err.payload as unknown as JsonObject });
+        }
+        throw err;
+      }
     },
   };
 }

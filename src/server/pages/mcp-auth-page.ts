@@ -1,0 +1,292 @@
+/**
+ * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers: the browser page where a caller submits
+ * their own header values for a per_user_headers MCP client (spec "Browser page"). Rendered on the server
+ * from CredentialService.GetFlow (through the same in-process transport and interceptors as the REST
+ * bridge); a small inline script submits to PUT /api/mcp/per-user-headers/flows/{flow_id} and shows the
+ * saved confirmation or the upstream's error with a Retry. No external asset; a strict CSP with a nonce.
+ */
+import { randomBytes } from "node:crypto";
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { AUTH_PAGE_PATH } from "../../mcp/credentials/index.js";
+import type { Logger } from "../../telemetry/logger.js";
+import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
+import { forwardedHeaders } from "../rest/forward-headers.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** The page's path (spec "Submission flow"); the flow links point here. */
+export const MCP_AUTH_PAGE_PATH = AUTH_PAGE_PATH;
+
+/** What the page needs. */
+export interface McpAuthPageOptions {
+  /** In-process transport to the services, with the RPC interceptors. */
+  transport: Transport;
+  logger: Logger;
+}
+
+const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** HTML-escapes text for element content and quoted attributes. */
+function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
+}
+
+/** JSON safe inside a <script> element (no `</script>`, no HTML comment openers). */
+function scriptJson(value: unknown): string {
+  return JSON.stringify(value).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
+}
+
+const STYLE = `
+:root { color-scheme: light dark; font-family: system-ui, sans-serif; line-height: 1.5; }
+body { margin: 0; padding: 2rem 1rem; }
+main { max-width: 36rem; margin: 0 auto; }
+h1 { font-size: 1.5rem; margin: 0 0 1rem; }
+dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; }
+dt { font-weight: 600; } dd { margin: 0; overflow-wrap: anywhere; }
+fieldset { border: 1px solid #8884; border-radius: .5rem; margin: 1rem 0; padding: .75rem 1rem; }
+.field { margin: .5rem 0 1rem; }
+label { display: block; font-weight: 600; font-family: ui-monospace, monospace; }
+input { box-sizing: border-box; width: 100%; padding: .5rem; font: inherit; border: 1px solid #888; border-radius: .25rem; }
+.hint { font-size: .875rem; opacity: .8; margin: .25rem 0 0; }
+button { font: inherit; padding: .5rem 1.25rem; border-radius: .25rem; border: 1px solid #444; cursor: pointer; }
+.error { border-left: 4px solid #c62828; padding: .5rem 1rem; background: #c628281a; }
+.ok { border-left: 4px solid #2e7d32; padding: .5rem 1rem; background: #2e7d321a; }
+code { font-family: ui-monospace, monospace; }
+`;
+
+/** Submits with fetch, keeps the temp token out of the address bar, and switches between form, error+Retry and confirmation. */
+const SCRIPT = `
+(() => {
+  const data = JSON.parse(document.getElementById("flow-data").textContent);
+  let tempToken = null;
+  const match = /(?:^#|&)t=([^&]+)/.exec(location.hash);
+  if (match) {
+    tempToken = decodeURIComponent(match[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  const form = document.getElementById("submit-form");
+  if (!form) return;
+  const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
+  const button = document.getElementById("save");
+  const errorBox = document.getElementById("error");
+  const errorText = document.getElementById("error-message");
+  const retry = document.getElementById("retry");
+  const saved = document.getElementById("saved");
+  let sessionToken = null;
+  function showError(message) {
+    errorText.textContent = message;
+    form.hidden = true;
+    errorBox.hidden = false;
+    retry.focus();
+  }
+  async function signIn() {
+    if (sessionToken) return sessionToken;
+    const res = await fetch(prefix + "/api/session/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
+      cache: "no-store",
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((body.error && body.error.message) || "sign-in failed (HTTP " + res.status + ")");
+    sessionToken = body.token;
+    return sessionToken;
+  }
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    try {
+      const headers = {};
+      for (const input of form.querySelectorAll("input[data-header]")) {
+        if (input.value !== "") headers[input.dataset.header] = input.value;
+      }
+      const request = { "content-type": "application/json" };
+      if (data.userFlow) request.authorization = "Bearer " + (await signIn());
+      if (tempToken) request["x-gw-temp-token"] = tempToken;
+      const res = await fetch(prefix + "/api/mcp/per-user-headers/flows/" + encodeURIComponent(data.flowId), {
+        method: "PUT",
+        headers: request,
+        body: JSON.stringify({ headers }),
+        cache: "no-store",
+      });
+      const body = await res.json().catch(() => ({}));
+      if (typeof body.temp_token === "string") tempToken = body.temp_token;
+      if (res.ok) {
+        for (const input of form.querySelectorAll("input")) input.value = "";
+        form.hidden = true;
+        errorBox.hidden = true;
+        saved.hidden = false;
+        saved.focus();
+        return;
+      }
+      showError((body.error && body.error.message) || "the gateway answered HTTP " + res.status);
+    } catch (err) {
+      showError(err && err.message ? err.message : String(err));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  retry.addEventListener("click", () => {
+    errorBox.hidden = true;
+    form.hidden = false;
+    const first = form.querySelector("input");
+    if (first) first.focus();
+  });
+})();
+`;
+
+function identityText(kind: string, name: string): string {
+  if (kind === "user") return `signed-in user “${name}”`;
+  if (kind === "vk") return `virtual key “${name}”`;
+  return `session “${name}”`;
+}
+
+function page(title: string, body: string, nonce: string, script = ""): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>${esc(title)}</title>
+<style nonce="${nonce}">${STYLE}</style>
+</head>
+<body>
+<main>
+${body}
+</main>
+${script}
+</body>
+</html>
+`;
+}
+
+function flowBody(flow: GetFlowResponse): { html: string; title: string } {
+  const client = flow.mcpClient?.name ?? "";
+  const identityKind = flow.identity?.kind ?? "";
+  const identityName = flow.identity?.name ?? "";
+  const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
+  const title = `Connect ${client}`;
+  const facts = `
+<dl>
+  <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
+  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
+  ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
+</dl>`;
+  const heading = `<h1>Connect to ${esc(client)}</h1>
+<p>The MCP server <strong>${esc(client)}</strong> needs your own credentials before its tools can run for you. The gateway checks them once with the server, stores them encrypted, and never shows them again.</p>`;
+  if (flow.status === "expired") {
+    return { title, html: `${heading}${facts}<p class="error" role="alert" id="expired">Headers submission flow has expired. Call the tool again to get a fresh link.</p>` };
+  }
+  if (flow.status === "completed") {
+    return { title, html: `${heading}${facts}<p class="ok" role="status" id="completed">This link was already used: your credential is saved. Call the tool again.</p>` };
+  }
+  const stored = new Set(flow.storedHeaderKeys.map((k) => k.toLowerCase()));
+  const fields = flow.requiredHeaderKeys
+    .map((key, i) => {
+      const onFile = stored.has(key.toLowerCase());
+      const hint = onFile ? `<p class="hint" id="header-${i}-hint">A value is on file; leave this empty to keep it.</p>` : "";
+      return `<div class="field">
+  <label for="header-${i}">${esc(key)}</label>
+  <input id="header-${i}" type="password" data-header="${esc(key)}" autocomplete="off" spellcheck="false"${onFile ? ` aria-describedby="header-${i}-hint"` : " required"}>
+  ${hint}
+</div>`;
+    })
+    .join("\n");
+  const userFlow = identityKind === "user";
+  const signIn = userFlow
+    ? `<fieldset>
+  <legend>Sign in as ${esc(identityName)}</legend>
+  <div class="field"><label for="username">Username</label><input id="username" name="username" autocomplete="username" value="${esc(identityName)}" required></div>
+  <div class="field"><label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required></div>
+</fieldset>`
+    : "";
+  const admin =
+    flow.adminHeaderKeys.length > 0
+      ? `<p id="admin-headers">The gateway also sends headers an administrator set for this server: ${flow.adminHeaderKeys.map((k) => `<code>${esc(k)}</code>`).join(", ")}.</p>`
+      : "";
+  const form = `<form id="submit-form" method="post" autocomplete="off">
+${signIn}
+<fieldset>
+  <legend>Your headers</legend>
+${fields}
+</fieldset>
+${admin}
+<button type="submit" id="save">Save</button>
+</form>
+<noscript><p class="error">This page needs JavaScript to submit your headers.</p></noscript>
+<div id="error" class="error" role="alert" hidden>
+  <p><strong>The server did not accept these values.</strong></p>
+  <p id="error-message"></p>
+  <button type="button" id="retry">Retry</button>
+</div>
+<div id="saved" class="ok" role="status" tabindex="-1" hidden>
+  <h2>Saved</h2>
+  <p>Your credential for ${esc(client)} is saved. Go back and call the tool again.</p>
+</div>`;
+  return { title, html: `${heading}${facts}${form}` };
+}
+
+/** Creates the page handler. */
+export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res) => Promise<void> {
+  const credentials = createClient(CredentialService, opts.transport);
+
+  function send(res: Res, status: number, html: string, nonce: string): void {
+    res.writeHead(status, {
+      "content-type": "text/html; charset=utf-8",
+      "content-length": Buffer.byteLength(html),
+      "cache-control": "no-store",
+      "referrer-policy": "no-referrer",
+      "x-content-type-options": "nosniff",
+      "x-frame-options": "DENY",
+      "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`,
+    });
+    res.end(html);
+  }
+
+  function message(res: Res, status: number, title: string, text: string, nonce: string): void {
+    send(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
+  }
+
+  return async (req, res) => {
+    const nonce = randomBytes(16).toString("base64");
+    if (req.method !== "GET" && req.method !== "HEAD") {
+      res.setHeader("allow", "GET, HEAD");
+      message(res, 405, "Method not allowed", "Open this page with GET.", nonce);
+      return;
+    }
+    const query = new URL(req.url ?? "/", "http://page").searchParams;
+    const flowId = query.get("flow") ?? "";
+    const kind = query.get("kind") ?? "headers";
+    if (flowId === "") {
+      message(res, 400, "Missing flow", "This link has no flow parameter. Call the tool again to get a fresh link.", nonce);
+      return;
+    }
+    if (kind !== "headers") {
+      message(res, 400, "Unsupported kind", `Submission kind "${kind}" is not supported; this gateway collects headers (kind=headers).`, nonce);
+      return;
+    }
+    let flow: GetFlowResponse;
+    try {
+      flow = await credentials.getFlow({ flowId }, { headers: forwardedHeaders(req) });
+    } catch (err) {
+      const known = err instanceof ConnectError && (err.code === Code.NotFound || err.code === Code.Unauthenticated);
+      if (!known) opts.logger.error({ err }, "the MCP credential page could not load its flow");
+      if (err instanceof ConnectError && err.code === Code.NotFound) {
+        message(res, 404, "Unknown link", `${err.rawMessage}.`, nonce);
+      } else {
+        message(res, known ? 401 : 500, "Cannot show this flow", err instanceof ConnectError && known ? err.rawMessage : "The gateway could not load this flow; its log has the details.", nonce);
+      }
+      return;
+    }
+    const { html, title } = flowBody(flow);
+    const data = { flowId: flow.flowId, userFlow: flow.identity?.kind === "user", pagePath: MCP_AUTH_PAGE_PATH };
+    // The script runs on finished flows too: it still takes the temp token out of the address bar.
+    const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${SCRIPT}</script>`;
+    send(res, 200, page(title, html, nonce, script), nonce);
+  };
+}

@@ -1,0 +1,145 @@
+/**
+ * gw.credential.v1.CredentialService: the per-user header submission flows behind the browser page
+ * (GetFlow, SubmitFlow) and the caller's stored credentials (ListSessions, RevokeSession). Values are
+ * accepted here and never returned: responses carry ids, statuses and header names only.
+ */
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { StructSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { codeFromString } from "@connectrpc/connect/protocol-connect";
+import { GatewayError } from "../errors.js";
+import {
+  SubmitVerifyError,
+  keyHasClientAccess,
+  pickIdentity,
+  sessionIdentity,
+  SESSION_ID_HEADER,
+  type AccessCheck,
+  type CredentialScope,
+} from "../mcp/credentials/index.js";
+import type { McpRuntime } from "../mcp/runtime.js";
+import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
+import type { AdminAuth } from "./admin-auth.js";
+import { ERROR_TYPE_HEADER, HTTP_STATUS_HEADER } from "./connect-errors.js";
+import { kAdmin } from "./context.js";
+import { credentialFromHeaders } from "./inference/credential.js";
+import type { Inference } from "./inference/state.js";
+
+/** The header a browser submission carries the link's `#t=` temp token in. */
+export const TEMP_TOKEN_HEADER = "x-gw-temp-token";
+
+/** What the credential service needs. */
+export interface CredentialServiceDeps {
+  runtime: McpRuntime;
+  inference: Inference;
+  auth: AdminAuth;
+}
+
+/**
+ * A ConnectError for a GatewayError with extra top-level JSON fields: the REST bridge puts the fields of
+ * a google.protobuf.Struct detail beside `error` (e.g. `mcp_auth_required`, `temp_token`).
+ */
+export function errorWithFields(err: GatewayError, fields: JsonObject): ConnectError {
+  const code = codeFromString(err.code) ?? Code.Unknown;
+  const metadata = new Headers({ [ERROR_TYPE_HEADER]: err.type });
+  if (err.httpStatus !== undefined) metadata.set(HTTP_STATUS_HEADER, String(err.httpStatus));
+  return new ConnectError(err.message, code, metadata, [{ desc: StructSchema, value: fromJson(StructSchema, fields) }]);
+}
+
+/** Whether a virtual key (by id) may use a client, read from the in-memory registry. */
+export function virtualKeyAccess(inference: Inference): AccessCheck {
+  return (virtualKeyId, clientName) => {
+    const key = inference.virtualKeys.byId(virtualKeyId);
+    return key === null ? undefined : keyHasClientAccess(key, clientName);
+  };
+}
+
+/** The hook the governance service calls after a key is written or deleted: orphans or restores its credentials. */
+export function virtualKeyChangedHook(deps: Pick<CredentialServiceDeps, "runtime" | "inference">): (virtualKeyId: string, deleted: boolean) => Promise<void> {
+  return async (virtualKeyId, deleted) => {
+    if (deleted) await deps.runtime.credentials.virtualKeyRemoved(virtualKeyId);
+    else await deps.runtime.credentials.reconcileAccess(virtualKeyAccess(deps.inference), { virtualKeyId });
+  };
+}
+
+/** Creates the service implementation. */
+export function createCredentialService(deps: CredentialServiceDeps): ServiceImpl<typeof CredentialService> {
+  const credentials = () => deps.runtime.credentials;
+
+  /**
+   * Whose credentials the caller sees: a signed-in user (the gateway's admin) sees all, a virtual key or
+   * session id its own; with admin auth disabled the admin API is open, so a caller without either sees all.
+   */
+  function scopeOf(ctx: HandlerContext): CredentialScope {
+    const principal = ctx.values.get(kAdmin);
+    if (principal !== null) return { all: true };
+    const get = (name: string) => ctx.requestHeader.get(name);
+    const key = deps.inference.virtualKeys.resolve(credentialFromHeaders(get));
+    const identity = pickIdentity({ user: null, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
+    if (identity !== null) return { all: false, identity };
+    if (!deps.auth.enabled) return { all: true };
+    throw new GatewayError(
+      "unauthenticated",
+      `listing per-user credentials requires an identity: sign in (Authorization: Bearer <session token>), send your virtual key, or set ${SESSION_ID_HEADER}`,
+      { type: "mcp_identity_required" },
+    );
+  }
+
+  /** The name shown for a stored identity: a virtual key's current name, else the stored id. */
+  function identityName(kind: string, id: string): string {
+    return kind === "vk" ? (deps.inference.virtualKeys.byId(id)?.name ?? id) : id;
+  }
+
+  return {
+    async getFlow(req) {
+      const view = credentials().describeFlow(req.flowId);
+      return {
+        flowId: view.flowId,
+        kind: view.kind,
+        status: view.status,
+        mcpClient: { clientId: view.clientId, name: view.clientName },
+        identity: { kind: view.identity.kind, name: view.identity.name },
+        requiredHeaderKeys: view.requiredHeaderKeys,
+        adminHeaderKeys: view.adminHeaderKeys,
+        storedHeaderKeys: view.storedHeaderKeys,
+        expiresAt: timestampFromDate(view.expiresAt),
+      };
+    },
+
+    async submitFlow(req, ctx) {
+      try {
+        const saved = await credentials().submit(req.flowId, req.headers, {
+          user: ctx.values.get(kAdmin)?.username ?? null,
+          tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER),
+          adminAuthEnabled: deps.auth.enabled,
+        });
+        return { status: "success", credentialId: saved.id, updatedAt: timestampFromDate(saved.updatedAt) };
+      } catch (err) {
+        // The Retry of a temp-token flow needs the replacement token; it goes back to the same browser only.
+        if (err instanceof SubmitVerifyError && err.retryTempToken !== null) throw errorWithFields(err, { temp_token: err.retryTempToken });
+        throw err;
+      }
+    },
+
+    async listSessions(_req, ctx) {
+      const views = await credentials().list(scopeOf(ctx), virtualKeyAccess(deps.inference));
+      return {
+        sessions: views.map((v) => ({
+          credentialId: v.credentialId,
+          mcpClientId: v.clientId,
+          mcpClientName: v.clientName,
+          identityKind: v.identityKind,
+          identity: identityName(v.identityKind, v.identityId),
+          status: v.status,
+          headerKeys: v.headerKeys,
+          updatedAt: timestampFromDate(v.updatedAt),
+        })),
+      };
+    },
+
+    async revokeSession(req, ctx) {
+      await credentials().revoke(req.credentialId, scopeOf(ctx));
+      return { status: "success" };
+    },
+  };
+}
