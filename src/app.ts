@@ -14,6 +14,7 @@ import { createHttpHandler } from "./server/http-handler.js";
 import { createOnePortServer } from "./server/listener.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
+import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
 import { loadInference } from "./services/inference/records.js";
@@ -127,6 +128,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const chat = createChatService({ inference: state, metrics, settings, logger });
+    // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
+    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, logger });
     const handler = createHttpHandler({
       routes,
       interceptors,
@@ -137,8 +140,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       version: VERSION,
       metrics,
       metricsAuth: auth,
-      chatCompletions: createChatCompletionsHandler({ chat, maxBodyBytes, logger }),
-      responses: createResponsesHandler({ chat, maxBodyBytes, logger }),
+      chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
+      responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
     });
     const server = createOnePortServer(handler);
     const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");

@@ -1,0 +1,94 @@
+/**
+ * Bench child: the real gateway (createApp) on 127.0.0.1 (port 0) over a temporary data directory with
+ * the embedded database, logging at "warn" to stderr, with provider openai (two keys) pointing at the
+ * mock upstream (env BENCH_UPSTREAM_URL) and one virtual key, `sk-gw-bench`, whose rate limit is high
+ * enough never to bite but makes governance run on every request. Env BENCH_VARIANT is the JSON of a
+ * variant from run.ts: `{"name": ..., "appOptions": {...}}`, merged over the base AppOptions.
+ * Its first stdout line is `{"port": <n>}`; it closes the app and removes its data when its stdin
+ * closes or on SIGTERM/SIGINT.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createApp, type App, type AppOptions } from "../src/app.js";
+import type { ProviderKeyFileConfig } from "../src/config/file-config.js";
+import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
+import { createLogger } from "../src/telemetry/logger.js";
+
+/** The virtual key every bench request sends (run.ts sends the same). */
+const BENCH_VIRTUAL_KEY = "sk-gw-bench";
+
+interface Variant {
+  name: string;
+  appOptions: Partial<AppOptions>;
+}
+
+const upstream = process.env["BENCH_UPSTREAM_URL"];
+if (!upstream) throw new Error("BENCH_UPSTREAM_URL is required");
+const variant = JSON.parse(process.env["BENCH_VARIANT"] ?? '{"name":"gateway","appOptions":{}}') as Variant;
+
+function providerKey(id: string, value: string): ProviderKeyFileConfig {
+  return { id, name: id, value, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null };
+}
+
+const inference = inferenceOptionsFromFile(
+  { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], networkConfig: { baseUrl: upstream } } },
+  [
+    {
+      id: "vk-bench",
+      name: "bench",
+      value: BENCH_VIRTUAL_KEY,
+      provider_configs: [
+        {
+          provider: "openai",
+          allowed_models: ["*"],
+          key_ids: ["*"],
+          weight: 1,
+          rate_limit: { token_max_limit: 1e15, token_reset_duration: "1h" },
+        },
+      ],
+    },
+  ],
+);
+
+const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
+let app: App | undefined;
+let stopping: Promise<void> | undefined;
+
+function stop(): Promise<void> {
+  stopping ??= (async () => {
+    // A wedged close must not keep the bench from finishing.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    try {
+      await app?.close();
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
+    process.exit(0);
+  })();
+  return stopping;
+}
+
+process.stdin.on("end", () => void stop());
+process.stdin.resume();
+process.on("SIGTERM", () => void stop());
+process.on("SIGINT", () => void stop());
+
+try {
+  app = await createApp({
+    dataDir,
+    host: "127.0.0.1",
+    port: 0,
+    // A fixed key keeps the "generated encryption key" warning out of the bench output.
+    encryptionKey: randomBytes(32).toString("hex"),
+    logger: createLogger({ level: "warn", destination: process.stderr }),
+    inference,
+    ...variant.appOptions,
+  });
+} catch (err) {
+  process.stderr.write(`gateway variant ${variant.name} failed to start: ${String(err)}\n`);
+  await rm(dataDir, { recursive: true, force: true });
+  process.exit(1);
+}
+process.stdout.write(`${JSON.stringify({ port: app.port })}\n`);

@@ -1,0 +1,475 @@
+/**
+ * `npm run bench`: what the gateway costs over a bare proxy and over no proxy at all. Not a test:
+ * it prints figures and asserts nothing.
+ *
+ * Process tree (loopback only): this parent is the load generator; it spawns `upstream.ts` (a mock
+ * OpenAI upstream answering at once), `floor.ts` (a minimal undici pass-through proxy, the least any
+ * proxy can cost) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real app, governance on every
+ * request through the virtual key `sk-gw-bench`). Every target gets the same POST /v1/chat/completions
+ * (model "gpt-4o-mini") and is measured in turn, alone, as:
+ *
+ * 1. throughput: closed loop, 32 connections (undici Pool, pipelining 1), 2 s warm-up, then
+ *    BENCH_SECONDS (default 10) counted: requests/s, and the CPU time the target process itself spent
+ *    per request (from /proc/<pid>/stat), steadier than req/s when other work shares the machine.
+ * 2. latency: open loop at 500 req/s scheduled by the clock (a send never waits for a reply), 1 s
+ *    warm-up, then 500 x BENCH_SECONDS requests: p50/p99 from each request's send to its last body byte.
+ *    "Added" latency is the target's figure minus direct's. `max lag` is how late the generator sent
+ *    behind schedule: a large one means the generator itself was saturated.
+ * 3. streaming: sequential `"stream": true` requests (30 warm-up, 300 counted): p50/p99 time to the
+ *    first body byte.
+ * 4. memory: peak RSS (VmHWM of /proc/<pid>/status) of the floor and gateway children, read at the end.
+ *
+ * Every response must be a 200 with a complete body; anything else is counted as an error and a run
+ * with errors is invalid (exit code 1). Figures go to stdout as tables and to bench/last-run.json.
+ * The machine has 2 cores shared by the generator, the upstream and the target, so compare ratios
+ * between targets of one run rather than absolute figures between machines.
+ *
+ * Env: BENCH_SECONDS (default 10), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
+ * writing into bench/profiles/<variant>/ (one file per thread; the main thread's is the largest).
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { availableParallelism, loadavg } from "node:os";
+import { performance } from "node:perf_hooks";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { Pool } from "undici";
+
+/** A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions. */
+interface GatewayVariant {
+  name: string;
+  description: string;
+  appOptions: Record<string, unknown>;
+}
+
+/** Every gateway configuration measured, each in its own child (e.g. later: metrics recording off). */
+const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
+  { name: "gateway", description: "defaults: governance, metrics recording, logs at warn", appOptions: {} },
+  // The same gateway with metric samples dropped before they are queued: the difference is what recording costs.
+  { name: "no-metrics", description: "metrics recording off (telemetry.recording false)", appOptions: { telemetry: { recording: false } } },
+];
+
+const SECONDS = positiveNumber("BENCH_SECONDS", 10);
+const PROFILE = process.env["BENCH_PROFILE"] === "1";
+const WARMUP_MS = 2_000;
+const CONNECTIONS = 32;
+const RATE = 500;
+const LATENCY_WARMUP = RATE;
+const LATENCY_COUNT = Math.round(RATE * SECONDS);
+const STREAM_WARMUP = 30;
+const STREAM_COUNT = 300;
+const START_TIMEOUT_MS = 120_000;
+const EXIT_TIMEOUT_MS = 20_000;
+
+const HEADERS = { "content-type": "application/json", authorization: "Bearer sk-gw-bench" };
+const MESSAGES = [
+  { role: "system", content: "You are a concise assistant for backend engineers." },
+  { role: "user", content: "Explain in three sentences why keep-alive connections matter for an API gateway in front of model providers." },
+];
+const CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160 });
+const STREAM_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160, stream: true });
+const PATH = "/v1/chat/completions";
+
+const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
+const REPO = here("..");
+const PROFILE_DIR = here("./profiles");
+const LAST_RUN = here("./last-run.json");
+
+function positiveNumber(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const value = Number(raw);
+  if (!(Number.isFinite(value) && value > 0)) throw new Error(`${name} must be a positive number of seconds, got "${raw}"`);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Children
+
+interface Child {
+  name: string;
+  process: ChildProcess;
+  url: string;
+}
+
+const children: ChildProcess[] = [];
+
+/** Spawns `node --import tsx <file>` and resolves with its URL once its first stdout line names the port. */
+function startChild(name: string, file: string, env: Record<string, string>, nodeArgs: string[] = []): Promise<Child> {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", here(file)], {
+    cwd: REPO,
+    env: { ...process.env, ...env },
+    // The child exits when its stdin closes, so it cannot outlive this process even if we are killed.
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  children.push(child);
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} did not report its port within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
+    const onExit = (code: number | null, signal: string | null) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} exited before reporting its port (code ${code}, signal ${signal})`));
+    };
+    child.once("exit", onExit);
+    child.once("error", (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    let reported = false;
+    lines.on("line", (line) => {
+      if (reported) {
+        process.stderr.write(`[${name}] ${line}\n`);
+        return;
+      }
+      reported = true;
+      clearTimeout(timer);
+      child.off("exit", onExit);
+      try {
+        const { port } = JSON.parse(line) as { port: number };
+        resolve({ name, process: child, url: `http://127.0.0.1:${port}` });
+      } catch {
+        reject(new Error(`${name}'s first stdout line is not {"port": n}: ${line}`));
+      }
+    });
+  });
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  child.stdin?.end();
+  const timer = setTimeout(() => child.kill("SIGKILL"), EXIT_TIMEOUT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+let stopping: Promise<void> | undefined;
+function stopAll(): Promise<void> {
+  stopping ??= Promise.all(children.map(stopChild)).then(() => undefined);
+  return stopping;
+}
+
+process.on("SIGINT", () => {
+  process.stderr.write("\ninterrupted: stopping the children\n");
+  void stopAll().finally(() => process.exit(130));
+});
+
+/** CPU time (user + system) a live process has used so far, in ms; /proc counts in USER_HZ = 100 ticks/s on Linux. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Peak resident set (VmHWM) of a live process, in MiB. */
+function peakRssMiB(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match?.[1] === undefined ? null : Number(match[1]) / 1024;
+  } catch {
+    return null;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Measurements
+
+/** Non-200s and failures of one target, with a few distinct messages to show. */
+class Errors {
+  count = 0;
+  readonly samples = new Set<string>();
+  add(message: string): void {
+    this.count++;
+    if (this.samples.size < 5) this.samples.add(message.slice(0, 300));
+  }
+}
+
+/** One non-streaming request read to its end; true when it was a 200. */
+async function chat(pool: Pool, errors: Errors): Promise<boolean> {
+  try {
+    const res = await pool.request({ method: "POST", path: PATH, headers: HEADERS, body: CHAT_BODY });
+    const body = await res.body.arrayBuffer();
+    if (res.statusCode === 200 && body.byteLength > 0) return true;
+    errors.add(`HTTP ${res.statusCode}: ${Buffer.from(body).toString("utf8")}`);
+  } catch (err) {
+    errors.add(String(err));
+  }
+  return false;
+}
+
+function percentile(sorted: Float64Array, q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
+}
+
+/** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
+async function throughput(url: string, pid: number | undefined, errors: Errors): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
+  const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
+  const loop = async (until: number): Promise<number> => {
+    let ok = 0;
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async () => {
+        while (performance.now() < until) if (await chat(pool, errors)) ok++;
+      }),
+    );
+    return ok;
+  };
+  try {
+    await loop(performance.now() + WARMUP_MS);
+    const cpuBefore = cpuMs(pid);
+    const started = performance.now();
+    const requests = await loop(started + SECONDS * 1000);
+    const elapsed = performance.now() - started;
+    return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** Open loop: request i is sent at start + i/RATE whatever the replies do; latency is send to last byte. */
+async function openLoop(pool: Pool, count: number, errors: Errors): Promise<{ latencies: Float64Array; maxLagMs: number }> {
+  const interval = 1000 / RATE;
+  const latencies = new Float64Array(count);
+  let measured = 0;
+  let maxLagMs = 0;
+  const pending: Promise<void>[] = [];
+  const one = async (): Promise<void> => {
+    const sent = performance.now();
+    if (await chat(pool, errors)) latencies[measured++] = performance.now() - sent;
+  };
+  const start = performance.now() + 5;
+  let sent = 0;
+  while (sent < count) {
+    const now = performance.now();
+    while (sent < count && start + sent * interval <= now) {
+      maxLagMs = Math.max(maxLagMs, now - (start + sent * interval));
+      sent++;
+      pending.push(one());
+    }
+    if (sent < count) await sleep(Math.max(0, start + sent * interval - performance.now()));
+  }
+  await Promise.all(pending);
+  return { latencies: latencies.slice(0, measured).sort(), maxLagMs };
+}
+
+async function latency(url: string, errors: Errors): Promise<{ p50: number; p99: number; maxLagMs: number; requests: number }> {
+  // Enough connections that the pool never queues at this rate unless the target stalls.
+  const pool = new Pool(url, { connections: 64, pipelining: 1 });
+  try {
+    await openLoop(pool, LATENCY_WARMUP, errors);
+    const { latencies, maxLagMs } = await openLoop(pool, LATENCY_COUNT, errors);
+    return { p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99), maxLagMs, requests: latencies.length };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** One streaming request; the time from send to its first body byte, or null when it failed. */
+async function streamOnce(pool: Pool, errors: Errors): Promise<number | null> {
+  try {
+    const sent = performance.now();
+    const res = await pool.request({ method: "POST", path: PATH, headers: HEADERS, body: STREAM_BODY });
+    let first: number | null = null;
+    let text = "";
+    for await (const part of res.body) {
+      first ??= performance.now();
+      text += (part as Buffer).toString("utf8");
+    }
+    if (res.statusCode === 200 && first !== null && text.includes("data: [DONE]")) return first - sent;
+    errors.add(`stream HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
+  } catch (err) {
+    errors.add(`stream: ${String(err)}`);
+  }
+  return null;
+}
+
+async function streaming(url: string, errors: Errors): Promise<{ p50: number; p99: number; requests: number }> {
+  const pool = new Pool(url, { connections: 1, pipelining: 1 });
+  try {
+    for (let i = 0; i < STREAM_WARMUP; i++) await streamOnce(pool, errors);
+    const samples: number[] = [];
+    for (let i = 0; i < STREAM_COUNT; i++) {
+      const ttfb = await streamOnce(pool, errors);
+      if (ttfb !== null) samples.push(ttfb);
+    }
+    const sorted = Float64Array.from(samples).sort();
+    return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), requests: sorted.length };
+  } finally {
+    await pool.close();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Run and report
+
+interface TargetResult {
+  name: string;
+  kind: "direct" | "floor" | "gateway";
+  description: string;
+  /** cpuUsPerRequest: CPU the target process (alone, not the upstream behind it) spent per counted request. */
+  throughput: { rps: number; requests: number; cpuUsPerRequest: number };
+  latencyMs: { p50: number; p99: number; maxLagMs: number; requests: number };
+  streamTtfbMs: { p50: number; p99: number; requests: number };
+  peakRssMiB: number | null;
+  errors: number;
+  errorSamples: string[];
+}
+
+async function measure(target: { name: string; kind: TargetResult["kind"]; description: string; url: string; pid: number | undefined }): Promise<TargetResult> {
+  const errors = new Errors();
+  process.stderr.write(`${target.name}: throughput (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)...\n`);
+  const rps = await throughput(target.url, target.pid, errors);
+  await sleep(500);
+  process.stderr.write(`${target.name}: latency at ${RATE} req/s (${LATENCY_WARMUP} warm-up + ${LATENCY_COUNT})...\n`);
+  const lat = await latency(target.url, errors);
+  await sleep(500);
+  process.stderr.write(`${target.name}: streaming time to first byte (${STREAM_WARMUP} warm-up + ${STREAM_COUNT})...\n`);
+  const ttfb = await streaming(target.url, errors);
+  return {
+    name: target.name,
+    kind: target.kind,
+    description: target.description,
+    throughput: rps,
+    latencyMs: lat,
+    streamTtfbMs: ttfb,
+    peakRssMiB: null,
+    errors: errors.count,
+    errorSamples: [...errors.samples],
+  };
+}
+
+const fmt = (value: number | null, digits = 2): string => (value === null || !Number.isFinite(value) ? "-" : value.toFixed(digits));
+const signed = (value: number, digits = 2): string => (Number.isFinite(value) ? `${value >= 0 ? "+" : ""}${value.toFixed(digits)}` : "-");
+const pct = (ratio: number): string => (Number.isFinite(ratio) ? `${(ratio * 100).toFixed(1)}%` : "-");
+
+/** Aligns rows under a header: first column left, the others right. */
+function table(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("   ");
+  return [line(head), widths.map((w) => "-".repeat(w)).join("   "), ...rows.map(line)].join("\n");
+}
+
+/** The 1-minute load average: other work on the machine skews every figure. */
+const load = (): number => loadavg()[0] ?? Number.NaN;
+
+function report(results: TargetResult[], loadAtStart: number): void {
+  const direct = results.find((r) => r.kind === "direct");
+  const floor = results.find((r) => r.kind === "floor");
+  if (!direct || !floor) throw new Error("direct and floor results are required");
+  console.log(`\nnode ${process.version}, ${SECONDS} s per phase, ${CONNECTIONS} connections closed loop, ${RATE} req/s open loop, ${STREAM_COUNT} sequential streams`);
+  const busy = loadAtStart > 0.5 ? "  <- the machine was busy before the bench: figures are skewed" : "";
+  console.log(`${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}\n`);
+  // One row per figure, one column per target, so more gateway variants only widen it a little.
+  const row = (label: string, cell: (r: TargetResult) => string): string[] => [label, ...results.map(cell)];
+  const rssRatio = (r: TargetResult) => (r.peakRssMiB !== null && floor.peakRssMiB !== null ? `${(r.peakRssMiB / floor.peakRssMiB).toFixed(1)}x` : "-");
+  console.log(
+    table(
+      ["figure", ...results.map((r) => r.name)],
+      [
+        row("throughput req/s", (r) => fmt(r.throughput.rps, 0)),
+        row("  ÷ floor", (r) => pct(r.throughput.rps / floor.throughput.rps)),
+        row("  ÷ direct", (r) => pct(r.throughput.rps / direct.throughput.rps)),
+        row("CPU µs/request (target process)", (r) => fmt(r.throughput.cpuUsPerRequest, 0)),
+        row("  ÷ floor", (r) => `${(r.throughput.cpuUsPerRequest / floor.throughput.cpuUsPerRequest).toFixed(1)}x`),
+        row(`latency p50 ms @${RATE}/s`, (r) => fmt(r.latencyMs.p50, 3)),
+        row("  added (minus direct)", (r) => signed(r.latencyMs.p50 - direct.latencyMs.p50, 3)),
+        row("  over floor", (r) => signed(r.latencyMs.p50 - floor.latencyMs.p50, 3)),
+        row(`latency p99 ms @${RATE}/s`, (r) => fmt(r.latencyMs.p99, 3)),
+        row("  added (minus direct)", (r) => signed(r.latencyMs.p99 - direct.latencyMs.p99, 3)),
+        row("  over floor", (r) => signed(r.latencyMs.p99 - floor.latencyMs.p99, 3)),
+        row("  generator max lag ms", (r) => fmt(r.latencyMs.maxLagMs, 1)),
+        row("stream first byte p50 ms", (r) => fmt(r.streamTtfbMs.p50, 3)),
+        row("  added (minus direct)", (r) => signed(r.streamTtfbMs.p50 - direct.streamTtfbMs.p50, 3)),
+        row("stream first byte p99 ms", (r) => fmt(r.streamTtfbMs.p99, 3)),
+        row("  added (minus direct)", (r) => signed(r.streamTtfbMs.p99 - direct.streamTtfbMs.p99, 3)),
+        row("peak RSS MiB", (r) => fmt(r.peakRssMiB, 0)),
+        row("  ÷ floor", rssRatio),
+        row("errors", (r) => String(r.errors)),
+      ],
+    ),
+  );
+  console.log("");
+  for (const r of results.filter((result) => result.kind === "gateway")) {
+    console.log(
+      `${r.name}: throughput ${pct(r.throughput.rps / floor.throughput.rps)} of floor, ` +
+        `${(r.throughput.cpuUsPerRequest / floor.throughput.cpuUsPerRequest).toFixed(1)}x the floor's CPU per request; added p50 ${signed(r.latencyMs.p50 - direct.latencyMs.p50, 3)} ms ` +
+        `(${signed(r.latencyMs.p50 - floor.latencyMs.p50, 3)} ms over floor); peak RSS ${fmt(r.peakRssMiB, 0)} MiB`,
+    );
+  }
+  const errors = results.reduce((sum, r) => sum + r.errors, 0);
+  console.log(`errors: ${errors}${errors > 0 ? "  <- INVALID RUN" : ""}`);
+  for (const r of results) for (const sample of r.errorSamples) console.log(`  ${r.name}: ${sample}`);
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = load();
+  if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
+  const upstream = await startChild("upstream", "./upstream.ts", {});
+  const env = { BENCH_UPSTREAM_URL: upstream.url };
+  process.stderr.write(`starting the floor and ${GATEWAY_VARIANTS.length} gateway variant(s) (the embedded database takes a few seconds)...\n`);
+  const [floor, ...gateways] = await Promise.all([
+    startChild("floor", "./floor.ts", env),
+    ...GATEWAY_VARIANTS.map((variant) =>
+      startChild(
+        variant.name,
+        "./gateway.ts",
+        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions }) },
+        // One directory per variant: node writes one profile per thread (tsx's loader hooks run in a worker).
+        PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/${variant.name}`] : [],
+      ),
+    ),
+  ]);
+  if (!floor) throw new Error("the floor did not start");
+  const targets = [
+    { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
+    { name: "floor", kind: "floor" as const, description: "minimal undici pass-through proxy", url: floor.url, pid: floor.process.pid },
+    ...gateways.map((g, i) => ({ name: g.name, kind: "gateway" as const, description: GATEWAY_VARIANTS[i]?.description ?? "", url: g.url, pid: g.process.pid })),
+  ];
+  const results: TargetResult[] = [];
+  for (const target of targets) {
+    results.push(await measure(target));
+    await sleep(1_000);
+  }
+  for (const [i, target] of targets.entries()) {
+    const result = results[i];
+    if (result && target.kind !== "direct") result.peakRssMiB = peakRssMiB(target.pid);
+  }
+  report(results, loadAtStart);
+  const errors = results.reduce((sum, r) => sum + r.errors, 0);
+  writeFileSync(
+    LAST_RUN,
+    `${JSON.stringify(
+      {
+        at: new Date().toISOString(),
+        node: process.version,
+        cores: availableParallelism(),
+        loadAverage: { atStart: loadAtStart, atEnd: load() },
+        settings: { seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT },
+        results,
+        errors,
+        valid: errors === 0,
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  console.log(`figures written to ${LAST_RUN}`);
+  if (errors > 0) process.exitCode = 1;
+}
+
+try {
+  await main();
+} catch (err) {
+  process.stderr.write(`bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+} finally {
+  await stopAll();
+}

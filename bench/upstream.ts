@@ -1,0 +1,112 @@
+/**
+ * Bench child: a mock OpenAI upstream on 127.0.0.1 (port 0) that answers POST /v1/chat/completions
+ * at once with a fixed, realistic chat.completion, or with a whole SSE stream of chunks when the body
+ * asks for `"stream": true`. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
+ * so it never outlives the bench.
+ */
+import * as http from "node:http";
+
+const MODEL = "gpt-4o-mini-2024-07-18";
+const CREATED = 1_735_689_600;
+const ANSWER =
+  "Keep-alive connections let a client reuse one TCP connection for many requests, which saves the " +
+  "handshake on every call. A gateway in front of a model provider keeps a pool of such connections " +
+  "open so that each request only pays for its own bytes, not for setting up the transport again.";
+const USAGE = {
+  prompt_tokens: 42,
+  completion_tokens: 58,
+  total_tokens: 100,
+  prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+  completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+};
+
+// Built once: the mock must cost as little as possible so the figures are about the proxies.
+const COMPLETION = Buffer.from(
+  JSON.stringify({
+    id: "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+    object: "chat.completion",
+    created: CREATED,
+    model: MODEL,
+    choices: [{ index: 0, message: { role: "assistant", content: ANSWER, refusal: null, annotations: [] }, logprobs: null, finish_reason: "stop" }],
+    usage: USAGE,
+    service_tier: "default",
+    system_fingerprint: "fp_0ba0d124f1",
+  }),
+);
+
+function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage?: unknown): string {
+  const chunk = {
+    id: "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+    object: "chat.completion.chunk",
+    created: CREATED,
+    model: MODEL,
+    service_tier: "default",
+    system_fingerprint: "fp_0ba0d124f1",
+    choices: usage === undefined ? [{ index: 0, delta, logprobs: null, finish_reason: finish }] : [],
+    ...(usage === undefined ? {} : { usage }),
+  };
+  return `data: ${JSON.stringify(chunk)}\n\n`;
+}
+
+/** The streamed answer: a role chunk, eight content chunks and a finish chunk (10 events). */
+function streamEvents(): string {
+  const words = ANSWER.split(" ");
+  const parts = 8;
+  const per = Math.ceil(words.length / parts);
+  let text = chunkEvent({ role: "assistant", content: "", refusal: null }, null);
+  for (let i = 0; i < parts; i++) {
+    const piece = words.slice(i * per, (i + 1) * per).join(" ");
+    text += chunkEvent({ content: i === 0 ? piece : ` ${piece}` }, null);
+  }
+  return text + chunkEvent({}, "stop");
+}
+
+const STREAM = Buffer.from(streamEvents());
+const STREAM_USAGE = Buffer.from(chunkEvent({}, null, USAGE));
+const DONE = Buffer.from("data: [DONE]\n\n");
+
+function fail(res: http.ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify({ error: { message, type: "invalid_request_error", param: null, code: null } });
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+    req.resume();
+    fail(res, 404, `no route ${req.method} ${req.url}`);
+    return;
+  }
+  const parts: Buffer[] = [];
+  req.on("data", (part: Buffer) => parts.push(part));
+  req.on("end", () => {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Record<string, unknown>;
+    } catch {
+      fail(res, 400, "body is not JSON");
+      return;
+    }
+    if (body["stream"] !== true) {
+      res.writeHead(200, { "content-type": "application/json", "content-length": COMPLETION.length });
+      res.end(COMPLETION);
+      return;
+    }
+    const options = body["stream_options"] as Record<string, unknown> | undefined;
+    const withUsage = options?.["include_usage"] === true;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
+    // All events in one write: the bench measures the proxies, not a model's pacing.
+    res.end(withUsage ? Buffer.concat([STREAM, STREAM_USAGE, DONE]) : Buffer.concat([STREAM, DONE]));
+  });
+});
+server.headersTimeout = 0;
+server.requestTimeout = 0;
+
+server.listen(0, "127.0.0.1", () => {
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("upstream has no TCP address");
+  process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
+});
+
+process.stdin.on("end", () => process.exit(0));
+process.stdin.resume();

@@ -1,0 +1,259 @@
+/**
+ * Agent mode over the inference service: injects the caller's MCP tools into /v1/chat/completions and
+ * /v1/responses requests and, when the model calls tools the gateway may run on its own
+ * (tools_to_auto_execute and tools_to_execute, allowed by the key), runs them in parallel, feeds the
+ * results back and calls the model again, up to max_agent_depth model calls that produced tool calls.
+ * Every model call goes through ChatService.complete(), so routing, governance, budgets, rate limits and
+ * telemetry apply to each call of the loop exactly as to a single request.
+ */
+import { randomBytes } from "node:crypto";
+import type { RuntimeSettings } from "../../config/runtime-settings.js";
+import { GatewayError } from "../../errors.js";
+import type { McpRuntime } from "../../mcp/runtime.js";
+import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
+import type { VirtualKey } from "../../routing/types.js";
+import type { Logger } from "../../telemetry/logger.js";
+import {
+  followUpToolChoice,
+  INCLUDE_CLIENTS_HEADER,
+  INCLUDE_TOOLS_HEADER,
+  injectTools,
+  parseIncludeHeader,
+  toolsForCaller,
+  type AgentWire,
+} from "./agent-tools.js";
+import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js";
+import { callerVirtualKey } from "./caller.js";
+import type { ChatCall, ChatOutcome, ChatService } from "./chat.js";
+import type { Inference } from "./state.js";
+
+/** What agent mode needs. */
+export interface AgentDeps {
+  /** The single-call inference service every model call of the loop goes through. */
+  chat: ChatService;
+  runtime: Pick<McpRuntime, "offeredTools" | "execute">;
+  inference: Inference;
+  settings: RuntimeSettings;
+  logger: Logger;
+}
+
+/** A tool call the model made, in either wire format. */
+interface ModelCall {
+  /** tool_call_id (chat) or call_id (Responses). */
+  id: string;
+  name: string;
+  /** The JSON-encoded arguments as the model sent them. */
+  arguments: string;
+  /** The call as it appeared in the answer, handed back untouched when it stays pending. */
+  raw: JsonObject;
+}
+
+/** How the loop reads and writes one wire format. */
+interface WireFormat {
+  /** The function calls of an answer, in order. */
+  calls(answer: JsonObject): ModelCall[];
+  /** The next request: the answer's calls and their results appended to the conversation. */
+  followUp(request: JsonObject, answer: JsonObject, executed: readonly ExecutedCall[]): JsonObject;
+  /** The answer of a mixed turn: the summary of what ran plus only the pending calls. */
+  mixed(answer: JsonObject, executed: readonly ExecutedCall[], pending: readonly ModelCall[]): JsonObject;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function firstChoice(answer: JsonObject): { choice: JsonObject; message: JsonObject } | null {
+  const choices = answer["choices"];
+  const choice = Array.isArray(choices) ? choices[0] : undefined;
+  if (!isObject(choice) || !isObject(choice["message"])) return null;
+  return { choice, message: choice["message"] };
+}
+
+/** Chat completions: tool_calls of choices[0]; results as `role: tool` messages. */
+const CHAT_FORMAT: WireFormat = {
+  calls(answer) {
+    const calls = firstChoice(answer)?.message["tool_calls"];
+    if (!Array.isArray(calls)) return [];
+    return calls.filter(isObject).map((call) => {
+      const fn = isObject(call["function"]) ? call["function"] : isObject(call["custom"]) ? call["custom"] : {};
+      const args = fn["arguments"] ?? fn["input"];
+      return { id: String(call["id"] ?? ""), name: String(fn["name"] ?? ""), arguments: typeof args === "string" ? args : "", raw: call };
+    });
+  },
+  followUp(request, answer, executed) {
+    const message = firstChoice(answer)?.message ?? {};
+    // Only the fields an assistant message takes as input: echoing response-only fields (refusal,
+    // annotations, audio) back is refused by some upstreams.
+    const assistant: JsonObject = { role: "assistant", content: message["content"] ?? null, tool_calls: message["tool_calls"] };
+    const messages = Array.isArray(request["messages"]) ? request["messages"] : [];
+    const results = executed.map((call) => ({ role: "tool", tool_call_id: call.id, content: call.content }));
+    return withToolChoice({ ...request, messages: [...messages, assistant, ...results] });
+  },
+  mixed(answer, executed, pending) {
+    const first = firstChoice(answer);
+    if (first === null) return answer;
+    const message = { ...first.message, content: executedSummary(executed), tool_calls: pending.map((call) => call.raw) };
+    const choices = answer["choices"] as unknown[];
+    return { ...answer, choices: [{ ...first.choice, message, finish_reason: "stop" }, ...choices.slice(1)] };
+  },
+};
+
+function outputItems(answer: JsonObject): JsonObject[] {
+  const output = answer["output"];
+  return Array.isArray(output) ? output.filter(isObject) : [];
+}
+
+/** The Responses API: function_call output items; results as function_call_output input items. */
+const RESPONSES_FORMAT: WireFormat = {
+  calls(answer) {
+    return outputItems(answer)
+      .filter((item) => item["type"] === "function_call")
+      .map((item) => ({
+        id: String(item["call_id"] ?? ""),
+        name: String(item["name"] ?? ""),
+        arguments: typeof item["arguments"] === "string" ? item["arguments"] : "",
+        raw: item,
+      }));
+  },
+  followUp(request, answer, executed) {
+    const input = request["input"];
+    // The loop is stateless (it never relies on the upstream storing responses): the whole turn goes back
+    // as input, the way OpenAI documents function calling.
+    const prior = typeof input === "string" ? [{ role: "user", content: input }] : Array.isArray(input) ? input : [];
+    const results = executed.map((call) => ({ type: "function_call_output", call_id: call.id, output: call.content }));
+    return withToolChoice({ ...request, input: [...prior, ...outputItems(answer), ...results] });
+  },
+  mixed(answer, executed, pending) {
+    // Reasoning and other items stay; the model's own message items give way to the summary, and of the
+    // function calls only the pending ones are handed back.
+    const other = outputItems(answer).filter((item) => item["type"] !== "message" && item["type"] !== "function_call");
+    const summary = {
+      type: "message",
+      id: `msg_gw_${randomBytes(12).toString("hex")}`,
+      status: "completed",
+      role: "assistant",
+      content: [{ type: "output_text", text: executedSummary(executed), annotations: [] }],
+    };
+    return { ...answer, output: [...other, summary, ...pending.map((call) => call.raw)] };
+  },
+};
+
+function withToolChoice(request: JsonObject): JsonObject {
+  if (request["tool_choice"] === undefined) return request;
+  return { ...request, tool_choice: followUpToolChoice(request["tool_choice"]) };
+}
+
+/** The call with another body, keeping its method. */
+function withBody(call: ChatCall, body: JsonObject): ChatCall {
+  if (call.method === "responses") return { ...call, method: "responses", body: body as ResponsesRequest };
+  return { ...call, method: "chat", body: body as ChatRequest };
+}
+
+function errorResult(type: string, message: string): string {
+  return JSON.stringify({ error: { type, message } });
+}
+
+/** Parses the model's JSON arguments; a message for the model when they are not a JSON object. */
+function parseArguments(text: string): Record<string, unknown> | string {
+  if (text.trim() === "") return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    return `the arguments are not valid JSON (${err instanceof Error ? err.message : String(err)})`;
+  }
+  return isObject(parsed) ? parsed : "the arguments must encode a JSON object";
+}
+
+function streamRefusal(): GatewayError {
+  return new GatewayError(
+    "invalid_argument",
+    "stream: true is not supported in agent mode (tools offered to this request run automatically in the gateway): " +
+      "send the request without stream to POST /v1/chat/completions or POST /v1/responses, or leave the auto-executed tools out " +
+      `with ${INCLUDE_CLIENTS_HEADER} or ${INCLUDE_TOOLS_HEADER}`,
+    { type: "caller_agent_mode_streaming_unsupported", httpStatus: 400, field: "stream" },
+  );
+}
+
+/** Creates the /v1 inference entry point with agent mode in front of `deps.chat`. */
+export function createAgentService(deps: AgentDeps): ChatService {
+  const { chat, runtime, settings } = deps;
+
+  async function execute(call: ModelCall, key: VirtualKey | null, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
+    const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
+    const args = parseArguments(call.arguments);
+    if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
+    try {
+      const result = await runtime.execute(call.name, args, {
+        timeoutMs,
+        signal,
+        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+      });
+      return done(result.content, result.isError);
+    } catch (err) {
+      // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
+      // payload) reaches the model verbatim, so the application can show the user where to go.
+      const toolResult: unknown = isObject(err) ? err["toolResult"] : undefined;
+      if (typeof toolResult === "string") return done(toolResult, true);
+      if (err instanceof GatewayError) return done(errorResult(err.type, err.message), true);
+      deps.logger.error({ err, tool: call.name }, "agent tool execution failed inside the gateway");
+      return done(errorResult("tool_execution_failed", `tool ${call.name} could not be executed; the gateway log has the details`), true);
+    }
+  }
+
+  async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, key: VirtualKey | null): Promise<ChatOutcome> {
+    const format = call.method === "responses" ? RESPONSES_FORMAT : CHAT_FORMAT;
+    // Read once per request, so a settings change applies from the next request on, never mid-loop.
+    const { maxAgentDepth, toolExecutionTimeoutMs } = settings.toolManager;
+    let usage: JsonObject | null = null;
+    let depth = 0;
+    let next = request;
+    const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
+    for (;;) {
+      const outcome = await chat.complete(withBody(call, next));
+      // Agent requests never stream; a stream here would mean the body changed under us.
+      if (outcome.kind !== "json") return outcome;
+      const answer = outcome.body;
+      usage = addUsage(usage, answer["usage"]);
+      const calls = format.calls(answer);
+      if (calls.length === 0) return finish(answer);
+      depth++;
+      const runnable = calls.filter((c) => auto.has(c.name));
+      if (runnable.length === 0 || depth >= maxAgentDepth) {
+        deps.logger.debug({ depth, pending: calls.length }, "agent loop returns the model's tool calls");
+        return finish(answer);
+      }
+      const executed = await Promise.all(runnable.map((c) => execute(c, key, toolExecutionTimeoutMs, call.signal)));
+      const pending = calls.filter((c) => !auto.has(c.name));
+      if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
+      next = format.followUp(next, answer, executed);
+    }
+  }
+
+  async function complete(call: ChatCall): Promise<ChatOutcome> {
+    const clients = parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER);
+    const tools = parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER);
+    let key: VirtualKey | null;
+    try {
+      key = callerVirtualKey((name) => {
+        const raw = call.headers[name];
+        return Array.isArray(raw) ? raw[0] : raw;
+      }, deps.inference, settings);
+    } catch {
+      // The inference service refuses the same key itself, and records the refusal in the metrics.
+      return chat.complete(call);
+    }
+    const offered = toolsForCaller(runtime.offeredTools(), { key, clients, tools });
+    if (offered.length === 0) return chat.complete(call);
+    const wire: AgentWire = call.method === "responses" ? "responses" : "chat";
+    const { tools: wireTools, injected } = injectTools(call.body, offered, wire);
+    if (injected.length === 0) return chat.complete(call);
+    const request: JsonObject = { ...call.body, tools: wireTools };
+    const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
+    if (auto.size === 0) return chat.complete(withBody(call, request));
+    if (call.body.stream === true) throw streamRefusal();
+    return loop(call, request, auto, key);
+  }
+
+  return { complete };
+}
