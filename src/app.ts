@@ -129,7 +129,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const chat = createChatService({ inference: state, metrics, settings, logger });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
-    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, logger });
+    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, logger });
     const handler = createHttpHandler({
       routes,
       interceptors,

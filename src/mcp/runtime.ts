@@ -7,7 +7,7 @@ import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError } from "../errors.js";
 import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
-import type { GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
+import type { CustomLabelValues, GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
 import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
 import { afterSchemaChange } from "./credentials/status.js";
@@ -50,6 +50,10 @@ export interface ExecuteOptions {
   governance?: GovernanceLabels;
   /** Who is calling (user > virtual key > session); per_user_headers clients need it. */
   identity?: CallerIdentity | null;
+  /** The origin the request came in by, for submission links when mcp_external_client_url is unset. */
+  origin?: string | null;
+  /** The request's dimension values for the metric's custom labels. */
+  custom?: CustomLabelValues;
 }
 
 /** The snapshot of a stored client. */
@@ -246,6 +250,7 @@ export class McpRuntime implements RuntimeStateSource {
         durationS: (performance.now() - started) / 1000,
         errorType,
         ...(options.governance ? { governance: options.governance } : {}),
+        ...(options.custom ? { custom: options.custom } : {}),
       });
     }
   }
@@ -266,7 +271,7 @@ export class McpRuntime implements RuntimeStateSource {
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
     // From memory: the per-user lookup never waits on the database.
-    const userValues = client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity) : undefined;
+    const userValues = client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity, options.origin ?? null) : undefined;
     const timeoutMs = options.timeoutMs ?? this.deps.settings.toolManager.toolExecutionTimeoutMs;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;

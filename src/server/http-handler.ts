@@ -2,8 +2,9 @@
  * The request handler both protocol servers share: /health, /openapi.json, /metrics, the per-user
  * credential page, POST /v1/chat/completions and POST /v1/responses, then Connect,
  * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
- * request is counted in the http_* metrics under its route template (never the raw path) and runs with
- * its dimension headers in scope.
+ * request is counted in the http_* metrics under its route template (never the raw path); its dimension
+ * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
+ * own headers, see requestScopeInterceptor).
  */
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
@@ -11,8 +12,9 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { GatewayError } from "../errors.js";
-import { originOfHeaders, withRequestOrigin } from "../mcp/credentials/index.js";
-import { NO_DIMENSIONS, readDimensions, withDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
+import { originOfHeaders } from "../mcp/credentials/index.js";
+import type { RequestScope } from "../services/context.js";
+import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
 import type { RequestHandler } from "./listener.js";
@@ -29,6 +31,9 @@ const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
 type Res = http.ServerResponse | http2.Http2ServerResponse;
 
+/** A /v1 inference handler; `scope` is what the HTTP layer read from the request. */
+export type V1Handler = (req: Req, res: Res, scope: RequestScope) => Promise<void>;
+
 /** What the handler serves. */
 export interface HttpHandlerOptions {
   routes: (router: ConnectRouter) => void;
@@ -44,9 +49,9 @@ export interface HttpHandlerOptions {
   /** Guards /metrics with basic auth when auth_config is enabled. */
   metricsAuth: BasicAuthCheck;
   /** Serves POST /v1/chat/completions. */
-  chatCompletions?: (req: Req, res: Res) => Promise<void>;
+  chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
-  responses?: (req: Req, res: Res) => Promise<void>;
+  responses?: V1Handler;
 }
 
 /** Writes a JSON body with its length. */
@@ -127,24 +132,21 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
-    // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
-    const origin = originOfHeaders(req.headers);
     const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
     if (v1 && req.method !== "POST") {
       sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
       return;
     }
     if (v1) {
-      withRequestOrigin(origin, () => withDimensions(dims, () => {
-        v1(req, res).catch((err: unknown) => {
-          opts.logger.error({ err, path }, "/v1 handler failed");
-          if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
-          else res.end();
-        });
-      }));
+      // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
+      v1(req, res, { dims, origin: originOfHeaders(req.headers) }).catch((err: unknown) => {
+        opts.logger.error({ err, path }, "/v1 handler failed");
+        if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
+        else res.end();
+      });
       return;
     }
-    withRequestOrigin(origin, () => withDimensions(dims, () => connect(req, res)));
+    connect(req, res);
   };
 }
 

@@ -24,6 +24,7 @@ import { createMcpClientService } from "./mcp-client-service.js";
 import { createMcpToolService } from "./mcp-tool-service.js";
 import { createSessionService } from "./session-service.js";
 import { createSettingsService } from "./settings-service.js";
+import { requestScopeInterceptor } from "./request-scope-interceptor.js";
 import { storeInterceptor } from "./store-interceptor.js";
 
 /** Everything the services need. */
@@ -63,5 +64,5 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
 
 /** The interceptors every call goes through, outermost first. */
 export function serviceInterceptors(deps: ServiceDeps): Interceptor[] {
-  return [errorInterceptor(deps.logger), storeInterceptor(deps.store), authInterceptor(deps.auth)];
+  return [errorInterceptor(deps.logger), requestScopeInterceptor(deps.settings), storeInterceptor(deps.store), authInterceptor(deps.auth)];
 }

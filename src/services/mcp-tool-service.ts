@@ -9,14 +9,14 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError, invalidField } from "../errors.js";
-import { McpAuthRequiredError, pickIdentity, sessionIdentity, SESSION_ID_HEADER, type CallerIdentity } from "../mcp/credentials/index.js";
+import { McpAuthRequiredError } from "../mcp/credentials/index.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import { splitToolName } from "../mcp/tool-names.js";
-import type { VirtualKey } from "../routing/types.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
-import { bearerToken, type AdminAuth } from "./admin-auth.js";
+import type { AdminAuth } from "./admin-auth.js";
+import { kRequestScope } from "./context.js";
 import { errorWithFields } from "./credential-service.js";
-import { callerVirtualKey, keyAllowsTool } from "./inference/caller.js";
+import { keyAllowsTool, resolveToolCaller } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
 
 /** What the tool service needs. */
@@ -25,44 +25,6 @@ export interface McpToolServiceDeps {
   inference: Inference;
   settings: RuntimeSettings;
   auth: AdminAuth;
-}
-
-/** Who is calling a tool: the virtual key that governs it and the identity per-user credentials bind to. */
-export interface ToolCaller {
-  key: VirtualKey | null;
-  identity: CallerIdentity | null;
-}
-
-/**
- * The signed-in user behind `Authorization: Bearer`, or null. A bearer value that is a known virtual key
- * is not looked up as a session, so a virtual key's calls never wait on the session store.
- */
-async function signedInUser(get: (name: string) => string | null | undefined, deps: Pick<McpToolServiceDeps, "inference" | "auth">): Promise<string | null> {
-  if (!deps.auth.enabled) return null;
-  const token = bearerToken(get("authorization"));
-  if (token === null) return null;
-  try {
-    if (deps.inference.virtualKeys.resolve(token) !== null) return null;
-  } catch {
-    // Not a virtual key: it may be a session token.
-  }
-  return (await deps.auth.authenticate(get("authorization")))?.username ?? null;
-}
-
-/**
- * Resolves a caller from request headers (DESIGN.md section 8): a bearer that is a valid session token is
- * the signed-in user and not a virtual key; the key otherwise comes from any of its four headers; a
- * session id from x-gw-mcp-session-id. The agent loop resolves its callers with this too.
- */
-export async function resolveToolCaller(
-  get: (name: string) => string | null | undefined,
-  deps: Pick<McpToolServiceDeps, "inference" | "auth" | "settings">,
-): Promise<ToolCaller> {
-  const user = await signedInUser(get, deps);
-  const keyHeaders = user === null ? get : (name: string) => (name === "authorization" ? null : get(name));
-  const key = callerVirtualKey(keyHeaders, deps.inference, deps.settings);
-  const identity = pickIdentity({ user, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
-  return { key, identity };
 }
 
 /** Parses OpenAI's JSON-encoded function arguments; empty means no arguments. */
@@ -96,9 +58,12 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
       }
       const args = parseToolArguments(req.function.arguments);
       try {
+        const scope = ctx.values.get(kRequestScope);
         const result = await runtime.execute(req.function.name, args, {
           signal: ctx.signal,
           identity,
+          origin: scope.origin,
+          custom: scope.dims.metricValues,
           ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
         });
         return { role: "tool", toolCallId: req.id, content: result.content };

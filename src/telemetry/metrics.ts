@@ -13,7 +13,6 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Logger } from "./logger.js";
-import { currentDimensions } from "./dimensions.js";
 import { customLabelProblem } from "./label-names.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
 
@@ -63,7 +62,12 @@ export interface BaseLabels {
   /** Only recorded when the Metrics were built with userLabelsEnabled. */
   userId?: string;
   userName?: string;
+  /** The request's dimension values for the custom labels (from its x-gw-dim-* headers); not a label itself. */
+  custom?: CustomLabelValues;
 }
+
+/** Custom label values of a record without a request (every custom label ""). */
+const NO_CUSTOM: CustomLabelValues = Object.freeze({});
 
 /** Governance labels of the MCP metric; omitted ones are "". */
 export interface GovernanceLabels {
@@ -431,7 +435,7 @@ export class Metrics {
 
   /** http_* metrics of one served request. */
   recordHttpRequest(s: HttpRequestSample): void {
-    const custom = s.custom ?? currentDimensions().metricValues;
+    const custom = s.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
       const labels = l.own({ path: s.path, method: s.method, status: String(s.status) }, custom);
       m.httpRequests.inc(labels);
@@ -443,7 +447,7 @@ export class Metrics {
 
   /** gw_mcp_client_operation_duration_seconds for one tool execution (mcp_method "tools/call"). */
   recordMcpToolCall(s: McpToolCallSample): void {
-    const custom = s.custom ?? currentDimensions().metricValues;
+    const custom = s.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
       const labels = l.own({ mcp_client: s.mcpClient, mcp_tool_name: s.toolName, mcp_method: "tools/call", error_type: s.errorType, ...governanceValues(s.governance) }, custom);
       m.mcpDuration.observe(labels, finite(s.durationS) ? s.durationS : 0);
@@ -452,47 +456,47 @@ export class Metrics {
 
   /** gw_upstream_requests_total: one inference request, policy refusals (no provider call) included. */
   recordUpstreamRequest(base: BaseLabels, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => m.upstreamRequests.inc(l.base(base, c)));
   }
 
   /** gw_success_requests_total: one successful inference request. */
   recordSuccess(base: BaseLabels, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => m.successRequests.inc(l.base(base, c)));
   }
 
   /** gw_error_requests_total for a request's final error; selected_key_* are emptied as the spec requires. */
   recordError(base: BaseLabels, statusCode: number, errorType: InferenceErrorType, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     const final = { ...base, selectedKeyId: "", selectedKeyName: "" };
     this.enqueue((m, l) => m.errorRequests.inc(l.base(final, c, { status_code: String(statusCode), error_type: errorType })));
   }
 
   /** gw_upstream_latency_seconds of one provider call. */
   recordUpstreamLatency(base: BaseLabels, seconds: number, isSuccess: boolean, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(seconds)) return;
     this.enqueue((m, l) => m.upstreamLatency.observe(l.base(base, c, { is_success: String(isSuccess) }), seconds));
   }
 
   /** gw_overhead_latency_microseconds: the gateway's own time, upstream excluded. */
   recordOverhead(base: BaseLabels, microseconds: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(microseconds)) return;
     this.enqueue((m, l) => m.overheadLatency.observe(l.base(base, c), microseconds));
   }
 
   /** gw_overhead_component_microseconds (only with overhead_breakdown_enabled and tracing active). */
   recordOverheadComponent(base: BaseLabels, component: OverheadComponent, microseconds: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(microseconds)) return;
     this.enqueue((m, l) => m.overheadComponent.observe(l.base(base, c, { overhead_component: component }), microseconds));
   }
 
   /** gw_input_tokens_total and gw_output_tokens_total. */
   recordTokens(base: BaseLabels, input: number, output: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
       const labels = l.base(base, c);
       if (finite(input) && input > 0) m.inputTokens.inc(labels, input);
@@ -502,41 +506,41 @@ export class Metrics {
 
   /** gw_cost_total, in USD. */
   recordCost(base: BaseLabels, usd: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(usd) || usd === 0) return;
     this.enqueue((m, l) => m.cost.inc(l.base(base, c), usd));
   }
 
   /** gw_cache_hits_total. */
   recordCacheHit(base: BaseLabels, cacheType: "direct" | "semantic", custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => m.cacheHits.inc(l.base(base, c, { cache_type: cacheType })));
   }
 
   /** gw_request_retries: call once per request with its retry count. */
   recordRetries(base: BaseLabels, retries: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(retries)) return;
     this.enqueue((m, l) => m.retries.observe(l.base(base, c), retries));
   }
 
   /** gw_stream_first_token_latency_seconds. */
   recordFirstToken(base: BaseLabels, seconds: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(seconds)) return;
     this.enqueue((m, l) => m.firstToken.observe(l.base(base, c), seconds));
   }
 
   /** gw_stream_inter_token_latency_seconds. */
   recordInterToken(base: BaseLabels, seconds: number, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(seconds)) return;
     this.enqueue((m, l) => m.interToken.observe(l.base(base, c), seconds));
   }
 
   /** gw_key_rotation_events_total: one actual key swap. */
   recordKeyRotation(e: { provider: string; requestedModel: string; keyId: string; keyName: string; failReason: string }, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? NO_CUSTOM;
     this.enqueue((m, l) =>
       m.keyRotations.inc(l.own({ provider: e.provider, requested_model: e.requestedModel, key_id: e.keyId, key_name: e.keyName, fail_reason: e.failReason }, c)),
     );
@@ -544,7 +548,7 @@ export class Metrics {
 
   /** gw_routing_embedding_requests_total and, when costUsd > 0, gw_routing_embedding_cost_total. */
   recordRoutingEmbedding(e: { provider: string; model: string; phase: "request" | "warmup"; costUsd?: number }, custom?: CustomLabelValues): void {
-    const c = custom ?? currentDimensions().metricValues;
+    const c = custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
       const labels = l.own({ provider: e.provider, model: e.model, phase: e.phase }, c);
       m.embeddingRequests.inc(labels);
@@ -554,12 +558,12 @@ export class Metrics {
 
   /** gw_active_requests +1; pair every call with activeRequestFinished with the same arguments. */
   activeRequestStarted(method: InferenceMethod, custom?: CustomLabelValues): void {
-    this.moveActive(method, custom ?? currentDimensions().metricValues, 1);
+    this.moveActive(method, custom ?? NO_CUSTOM, 1);
   }
 
   /** gw_active_requests -1. */
   activeRequestFinished(method: InferenceMethod, custom?: CustomLabelValues): void {
-    this.moveActive(method, custom ?? currentDimensions().metricValues, -1);
+    this.moveActive(method, custom ?? NO_CUSTOM, -1);
   }
 
   private moveActive(method: string, custom: CustomLabelValues, delta: number): void {

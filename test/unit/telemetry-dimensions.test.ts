@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { GatewayError } from "../../src/errors.js";
-import { currentDimensions, NO_DIMENSIONS, readDimensions, withDimensions } from "../../src/telemetry/dimensions.js";
+import { NO_DIMENSIONS, readDimensions } from "../../src/telemetry/dimensions.js";
 
 test("a dim header gives its configured label a value", () => {
   const dims = readDimensions({ "x-gw-dim-team": "search" }, ["team"]);
@@ -48,14 +48,4 @@ test("rejects a dim header whose label is not a valid label name", () => {
 
 test("headers without dimensions give the shared empty value", () => {
   assert.equal(readDimensions({ "content-type": "application/json" }, ["team"]), NO_DIMENSIONS);
-});
-
-test("the request's dimensions are visible across awaits inside withDimensions", async () => {
-  const dims = readDimensions({ "x-gw-dim-team": "a" }, ["team"]);
-  const seen = await withDimensions(dims, async () => {
-    await new Promise((r) => setImmediate(r));
-    return currentDimensions();
-  });
-  assert.equal(seen, dims);
-  assert.equal(currentDimensions(), NO_DIMENSIONS);
 });

@@ -14,13 +14,12 @@ import { McpAuthRequiredError } from "./auth-required.js";
 import { AUTH_PAGE_PATH, FlowRegistry, flowUrl, type Flow } from "./flows.js";
 import { describeIdentity, identityRequired, type CallerIdentity } from "./identity.js";
 import { CredentialRepository, type CredentialChange, type StoredCredential } from "./repository.js";
-import { currentRequestOrigin } from "./request-origin.js";
 import { afterAccessChange, afterSchemaChange, usable, valueFor } from "./status.js";
 
 export { McpAuthRequiredError, type AuthRequiredBody, type AuthRequiredPayload } from "./auth-required.js";
 export { FLOW_TTL_MS, AUTH_PAGE_PATH } from "./flows.js";
 export { SESSION_ID_HEADER, describeIdentity, identityRequired, pickIdentity, sessionIdentity, type CallerIdentity, type IdentityKind } from "./identity.js";
-export { originOfHeaders, withRequestOrigin } from "./request-origin.js";
+export { originOfHeaders } from "./request-origin.js";
 export { keyHasClientAccess } from "./status.js";
 
 /** A client as the credential code needs it. */
@@ -149,7 +148,7 @@ export class PerUserCredentials {
    * The hot path: the header values to attach to a per-user call, from memory. Throws the inline 401 when
    * the caller has no identity and McpAuthRequiredError (with a flow) when it has no usable credential.
    */
-  valuesForCall(client: PerUserClient, identity: CallerIdentity | null | undefined): Record<string, string> {
+  valuesForCall(client: PerUserClient, identity: CallerIdentity | null | undefined, origin: string | null = null): Record<string, string> {
     if (!identity) throw identityRequired(client.spec.name);
     const cred = this.repo.find(client.id, identity.kind, identity.id);
     if (cred && usable(cred, client.spec.perUserHeaderKeys)) return { ...cred.values };
@@ -161,14 +160,14 @@ export class PerUserCredentials {
       });
       return { ...cred.values };
     }
-    throw this.authRequired(client, identity);
+    throw this.authRequired(client, identity, origin);
   }
 
   /** Opens (or reuses) a flow for the caller and builds the mcp_auth_required answer. */
-  authRequired(client: PerUserClient, identity: CallerIdentity): McpAuthRequiredError {
+  authRequired(client: PerUserClient, identity: CallerIdentity, origin: string | null = null): McpAuthRequiredError {
     const withToken = this.deps.settings.client.mcpEnableTempTokenAuth && identity.kind !== "user";
     const flow = this.flows.open(client.id, identity, withToken);
-    const url = flowUrl(flow, this.base());
+    const url = flowUrl(flow, this.base(origin));
     const keys = [...client.spec.perUserHeaderKeys];
     const expiresAt = new Date(flow.expiresAt).toISOString();
     const existing = this.repo.find(client.id, identity.kind, identity.id);
@@ -197,10 +196,9 @@ export class PerUserCredentials {
   }
 
   /** Where submission URLs point: mcp_external_client_url, else the origin the request came in by. */
-  private base(): string {
+  private base(origin: string | null): string {
     const external = this.deps.settings.client.mcpExternalClientUrl.trim();
     if (external !== "") return external;
-    const origin = currentRequestOrigin();
     if (origin !== null) return origin;
     if (!this.warnedNoBase) {
       this.warnedNoBase = true;

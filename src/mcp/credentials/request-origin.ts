@@ -1,11 +1,8 @@
 /**
- * The origin (scheme://host) a request reached the gateway by, kept in an AsyncLocalStorage scope by
- * the HTTP handler, so a submission URL can point back at this gateway when client.mcp_external_client_url
- * is not set. Code deep in the request path reads it without it being threaded through every call.
+ * The origin (scheme://host) a request reached the gateway by, so a submission URL can point back at
+ * this gateway when client.mcp_external_client_url is not set. The HTTP handler reads it once per request
+ * and it travels explicitly (ExecuteOptions.origin), never through an AsyncLocalStorage scope.
  */
-import { AsyncLocalStorage } from "node:async_hooks";
-
-const scope = new AsyncLocalStorage<string | null>();
 
 /** Host names and ports only: anything else in a Host header is not put into a URL. */
 const HOST_PATTERN = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/;
@@ -23,14 +20,4 @@ export function originOfHeaders(headers: HeaderBag): string | null {
   if (host === undefined || !HOST_PATTERN.test(host)) return null;
   const proto = first(headers["x-forwarded-proto"])?.toLowerCase();
   return `${proto === "https" ? "https" : "http"}://${host}`;
-}
-
-/** Runs `fn` with `origin` as the current request's origin. */
-export function withRequestOrigin<T>(origin: string | null, fn: () => T): T {
-  return scope.run(origin, fn);
-}
-
-/** The origin of the request being served, or null outside a request. */
-export function currentRequestOrigin(): string | null {
-  return scope.getStore() ?? null;
 }

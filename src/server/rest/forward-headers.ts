@@ -35,6 +35,9 @@ export function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRe
       .filter((t) => t !== ""),
   );
   const out = new Headers();
+  // The RPC has no Host of its own: pass on the one the client used, so a service can link back to it.
+  const host = req.headers["host"] ?? req.headers[":authority"];
+  if (typeof host === "string" && req.headers["x-forwarded-host"] === undefined) out.set("x-forwarded-host", host);
   for (const [rawName, value] of Object.entries(req.headers)) {
     const name = rawName.toLowerCase();
     if (value === undefined || name.startsWith(":") || DROPPED.has(name) || listedInConnection.has(name)) continue;

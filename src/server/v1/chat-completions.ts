@@ -12,6 +12,7 @@ import type * as http2 from "node:http2";
 import type { Writable } from "node:stream";
 import { GatewayError } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
+import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { ClientClosedError, readJsonBody } from "../rest/request-body.js";
@@ -161,15 +162,15 @@ async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing:
 }
 
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
-export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res) => Promise<void> {
-  return async (req, res) => {
+export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
+  return async (req, res, scope) => {
     const abort = new AbortController();
     res.once("close", () => {
       if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
     });
     try {
       const call = endpoint.validate(await readJsonBody(req, opts.maxBodyBytes));
-      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort.signal });
+      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort.signal, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
         if (!gone(res)) sendJson(res, 200, outcome.body);
         return;
@@ -188,6 +189,6 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
 }
 
 /** Builds the handler for POST /v1/chat/completions. */
-export function createChatCompletionsHandler(opts: ChatCompletionsOptions): (req: Req, res: Res) => Promise<void> {
+export function createChatCompletionsHandler(opts: ChatCompletionsOptions): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
   return createV1Handler(opts, CHAT_ENDPOINT);
 }

@@ -7,6 +7,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { JsonObject } from "../../providers/types.js";
+import type { RequestScope } from "../../services/context.js";
 import type { MethodBody } from "../../services/inference/chat.js";
 import {
   badRequest,
@@ -68,6 +69,6 @@ const RESPONSES_ENDPOINT: V1Endpoint = {
 };
 
 /** Builds the handler for POST /v1/responses. */
-export function createResponsesHandler(opts: ResponsesOptions): (req: Req, res: Res) => Promise<void> {
+export function createResponsesHandler(opts: ResponsesOptions): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
   return createV1Handler(opts, RESPONSES_ENDPOINT);
 }

@@ -11,8 +11,9 @@ import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { GatewayError } from "../../errors.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
-import type { VirtualKey } from "../../routing/types.js";
 import type { Logger } from "../../telemetry/logger.js";
+import type { CustomLabelValues } from "../../telemetry/metrics.js";
+import type { AdminAuth } from "../admin-auth.js";
 import {
   followUpToolChoice,
   INCLUDE_CLIENTS_HEADER,
@@ -23,7 +24,7 @@ import {
   type AgentWire,
 } from "./agent-tools.js";
 import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js";
-import { callerVirtualKey } from "./caller.js";
+import { resolveToolCaller, type ToolCaller } from "./caller.js";
 import type { ChatCall, ChatOutcome, ChatService } from "./chat.js";
 import type { Inference } from "./state.js";
 
@@ -34,7 +35,15 @@ export interface AgentDeps {
   runtime: Pick<McpRuntime, "offeredTools" | "execute">;
   inference: Inference;
   settings: RuntimeSettings;
+  /** Tells a signed-in user's session token from a virtual key, for per-user credentials. */
+  auth: AdminAuth;
   logger: Logger;
+}
+
+/** Who runs the loop's tools, and where a submission link must point. */
+interface LoopCaller extends ToolCaller {
+  origin: string | null;
+  custom: CustomLabelValues | undefined;
 }
 
 /** A tool call the model made, in either wire format. */
@@ -179,7 +188,8 @@ function streamRefusal(): GatewayError {
 export function createAgentService(deps: AgentDeps): ChatService {
   const { chat, runtime, settings } = deps;
 
-  async function execute(call: ModelCall, key: VirtualKey | null, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
+  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
+    const { key } = caller;
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
@@ -187,6 +197,9 @@ export function createAgentService(deps: AgentDeps): ChatService {
       const result = await runtime.execute(call.name, args, {
         timeoutMs,
         signal,
+        identity: caller.identity,
+        origin: caller.origin,
+        ...(caller.custom ? { custom: caller.custom } : {}),
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
       });
       return done(result.content, result.isError);
@@ -201,7 +214,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     }
   }
 
-  async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, key: VirtualKey | null): Promise<ChatOutcome> {
+  async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, caller: LoopCaller): Promise<ChatOutcome> {
     const format = call.method === "responses" ? RESPONSES_FORMAT : CHAT_FORMAT;
     // Read once per request, so a settings change applies from the next request on, never mid-loop.
     const { maxAgentDepth, toolExecutionTimeoutMs } = settings.toolManager;
@@ -223,7 +236,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
         deps.logger.debug({ depth, pending: calls.length }, "agent loop returns the model's tool calls");
         return finish(answer);
       }
-      const executed = await Promise.all(runnable.map((c) => execute(c, key, toolExecutionTimeoutMs, call.signal)));
+      const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, call.signal)));
       const pending = calls.filter((c) => !auto.has(c.name));
       if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
       next = format.followUp(next, answer, executed);
@@ -233,16 +246,17 @@ export function createAgentService(deps: AgentDeps): ChatService {
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const clients = parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER);
     const tools = parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER);
-    let key: VirtualKey | null;
+    let caller: ToolCaller;
     try {
-      key = callerVirtualKey((name) => {
+      caller = await resolveToolCaller((name) => {
         const raw = call.headers[name];
         return Array.isArray(raw) ? raw[0] : raw;
-      }, deps.inference, settings);
+      }, deps);
     } catch {
       // The inference service refuses the same key itself, and records the refusal in the metrics.
       return chat.complete(call);
     }
+    const { key } = caller;
     const offered = toolsForCaller(runtime.offeredTools(), { key, clients, tools });
     if (offered.length === 0) return chat.complete(call);
     const wire: AgentWire = call.method === "responses" ? "responses" : "chat";
@@ -252,7 +266,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
     if (auto.size === 0) return chat.complete(withBody(call, request));
     if (call.body.stream === true) throw streamRefusal();
-    return loop(call, request, auto, key);
+    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues });
   }
 
   return { complete };

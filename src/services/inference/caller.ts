@@ -6,6 +6,8 @@ import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { GatewayError } from "../../errors.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import type { VirtualKey } from "../../routing/types.js";
+import { pickIdentity, sessionIdentity, SESSION_ID_HEADER, type CallerIdentity } from "../../mcp/credentials/index.js";
+import { bearerToken, type AdminAuth } from "../admin-auth.js";
 import { credentialFromHeaders } from "./credential.js";
 import type { Inference } from "./state.js";
 
@@ -29,4 +31,49 @@ export function callerVirtualKey(get: (name: string) => string | null | undefine
 export function keyAllowsTool(key: VirtualKey, client: string, tool: string): boolean {
   const config = key.mcpConfigs.find((entry) => entry.mcpClientName === client);
   return config !== undefined && (config.toolsToExecute.includes("*") || config.toolsToExecute.includes(tool));
+}
+
+/** What resolving a tool caller reads. */
+export interface CallerDeps {
+  inference: Inference;
+  settings: RuntimeSettings;
+  auth: AdminAuth;
+}
+
+/** Who is calling a tool: the virtual key that governs it and the identity per-user credentials bind to. */
+export interface ToolCaller {
+  key: VirtualKey | null;
+  identity: CallerIdentity | null;
+}
+
+/**
+ * The signed-in user behind `Authorization: Bearer`, or null. A bearer value that is a known virtual key
+ * is not looked up as a session, so a virtual key's calls never wait on the session store.
+ */
+async function signedInUser(get: (name: string) => string | null | undefined, deps: CallerDeps): Promise<string | null> {
+  if (!deps.auth.enabled) return null;
+  const token = bearerToken(get("authorization"));
+  if (token === null) return null;
+  try {
+    if (deps.inference.virtualKeys.resolve(token) !== null) return null;
+  } catch {
+    // Not a virtual key: it may be a session token.
+  }
+  return (await deps.auth.authenticate(get("authorization")))?.username ?? null;
+}
+
+/**
+ * Resolves a caller from request headers (DESIGN.md section 8): a bearer that is a valid session token is
+ * the signed-in user and not a virtual key; the key otherwise comes from any of its four headers; a
+ * session id from x-gw-mcp-session-id. The agent loop resolves its callers with this too.
+ */
+export async function resolveToolCaller(
+  get: (name: string) => string | null | undefined,
+  deps: CallerDeps,
+): Promise<ToolCaller> {
+  const user = await signedInUser(get, deps);
+  const keyHeaders = user === null ? get : (name: string) => (name === "authorization" ? null : get(name));
+  const key = callerVirtualKey(keyHeaders, deps.inference, deps.settings);
+  const identity = pickIdentity({ user, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
+  return { key, identity };
 }

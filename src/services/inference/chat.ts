@@ -26,7 +26,8 @@ import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { Logger } from "../../telemetry/logger.js";
-import type { BaseLabels, InferenceErrorType, InferenceMethod, Metrics, RoutingEngine } from "../../telemetry/metrics.js";
+import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics, RoutingEngine } from "../../telemetry/metrics.js";
+import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import type { Inference } from "./state.js";
 
@@ -51,6 +52,8 @@ export type ChatCall = MethodBody & {
   headers: IncomingHttpHeaders;
   /** Aborted when the client goes away; aborts the upstream call. */
   signal: AbortSignal;
+  /** What the HTTP layer read from the request (dimension values, origin); none outside an HTTP request. */
+  scope?: RequestScope;
 };
 
 /**
@@ -119,6 +122,8 @@ interface TargetAttempt {
 /** Per-attempt facts for the base labels. */
 interface Attempt {
   method: InferenceMethod;
+  /** The request's dimension values for the custom labels. */
+  custom: CustomLabelValues | undefined;
   target: RouteTarget;
   choice: KeyChoice | null;
   fallbackIndex: number;
@@ -139,6 +144,7 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
     selectedKeyId: attempt.choice?.key.id ?? "",
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
+    ...(attempt.custom ? { custom: attempt.custom } : {}),
   };
 }
 
@@ -243,6 +249,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
     const method: InferenceMethod = call.method ?? "chat";
+    const custom = call.scope?.dims.metricValues;
     const rawFallbacks = call.body["fallbacks"];
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
     let virtualKey: VirtualKey | null = null;
@@ -255,16 +262,16 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
     } catch (err) {
       const error = asGatewayError(err);
-      finishWithError(refusalLabels(method, call.body.model, virtualKey), error, 0);
+      finishWithError(refusalLabels(method, custom, call.body.model, virtualKey), error, 0);
       throw error;
     }
 
-    metrics.activeRequestStarted(method);
+    metrics.activeRequestStarted(method, custom);
     let activeDone = false;
     const finishActive = (): void => {
       if (activeDone) return;
       activeDone = true;
-      metrics.activeRequestFinished(method);
+      metrics.activeRequestFinished(method, custom);
     };
     try {
       const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
@@ -276,7 +283,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
   }
 
-  function refusalLabels(method: InferenceMethod, model: string, virtualKey: VirtualKey | null): BaseLabels {
+  function refusalLabels(method: InferenceMethod, custom: CustomLabelValues | undefined, model: string, virtualKey: VirtualKey | null): BaseLabels {
     let target: RouteTarget = { provider: "", model };
     try {
       const parsed = parseModelName(model, (name) => inference.catalog.isProvider(name));
@@ -284,7 +291,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     } catch {
       // A malformed model keeps its raw text in the label.
     }
-    return labels(virtualKey, [], { method, target, choice: null, fallbackIndex: 0, retried: false });
+    return labels(virtualKey, [], { method, custom, target, choice: null, fallbackIndex: 0, retried: false });
   }
 
   async function attemptAll(
@@ -296,6 +303,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     finishActive: () => void,
   ): Promise<ChatOutcome> {
     const engines = decision.enginesUsed;
+    const custom = call.scope?.dims.metricValues;
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;
     const state: AttemptState = { retries: 0, lastLabels: null, upstreamMs: 0 };
@@ -318,15 +326,16 @@ export function createChatService(deps: ChatDeps): ChatService {
       }
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
-    const base = state.lastLabels ?? labels(virtualKey, engines, { method, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
+    const base = state.lastLabels ?? labels(virtualKey, engines, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
     finishWithError(base, error, state.retries);
     throw error;
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
     const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive } = at;
+    const custom = call.scope?.dims.metricValues;
     const provider = inference.providers.get(target.provider);
-    state.lastLabels = labels(virtualKey, engines, { method, target, choice: null, fallbackIndex, retried: false });
+    state.lastLabels = labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false });
     if (provider === undefined) {
       throw new RoutingError(
         "caller_provider_not_configured",
@@ -343,7 +352,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
     });
     for (const [index, choice] of choices.entries()) {
-      const base = labels(virtualKey, engines, { method, target, choice, fallbackIndex, retried: index > 0 });
+      const base = labels(virtualKey, engines, { method, custom, target, choice, fallbackIndex, retried: index > 0 });
       state.lastLabels = base;
       // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
       const key = provider.keys.find((candidate) => candidate.id === choice.key.id);

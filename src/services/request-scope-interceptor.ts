@@ -1,0 +1,28 @@
+/**
+ * Puts each RPC's request scope (dimension values, origin) on its context, read from the RPC's own headers:
+ * the REST bridge forwards the client's x-gw-dim-* headers and its Host (as x-forwarded-host), and a
+ * direct Connect or gRPC call carries its own. The HTTP handler already refused bad dimension headers.
+ */
+import type { Interceptor } from "@connectrpc/connect";
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { originOfHeaders } from "../mcp/credentials/index.js";
+import { readDimensions, NO_DIMENSIONS } from "../telemetry/dimensions.js";
+import { kRequestScope } from "./context.js";
+
+/** Creates the interceptor; the configured custom labels are read per call, so PATCH /config applies at once. */
+export function requestScopeInterceptor(settings: RuntimeSettings): Interceptor {
+  return (next) => async (req) => {
+    const bag: Record<string, string> = {};
+    req.header.forEach((value, name) => {
+      bag[name] = value;
+    });
+    let dims = NO_DIMENSIONS;
+    try {
+      dims = readDimensions(bag, settings.client.prometheusLabels);
+    } catch {
+      // Only reachable for calls that bypassed the HTTP handler's check; such a call simply gets no dimensions.
+    }
+    req.contextValues.set(kRequestScope, { dims, origin: originOfHeaders(bag) });
+    return next(req);
+  };
+}
