@@ -21,6 +21,9 @@ const UNIT_NS: ReadonlyMap<string, bigint> = new Map([
   ["s", NS_PER_SECOND],
   ["m", NS_PER_MINUTE],
   ["h", NS_PER_HOUR],
+  // Beyond Go: budgets and rate-limit windows are naturally written in days and weeks ("30d", "1w").
+  ["d", 24n * NS_PER_HOUR],
+  ["w", 7n * 24n * NS_PER_HOUR],
 ]);
 
 /** One "<number><unit>" component; Go ends a unit at the next digit or dot. */
@@ -29,7 +32,7 @@ const COMPONENT = /^(\d*)(?:\.(\d*))?([^\d.]*)/;
 function invalid(text: string, reason: string): GatewayError {
   return new GatewayError(
     "invalid_argument",
-    `invalid duration "${text}": ${reason}; write a number followed by a unit (ns, us, ms, s, m, h), e.g. "30s", "10m" or "1h30m"`,
+    `invalid duration "${text}": ${reason}; write a number followed by a unit (ns, us, ms, s, m, h, d, w), e.g. "30s", "10m", "1h30m" or "30d"`,
   );
 }
 

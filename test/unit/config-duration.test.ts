@@ -39,7 +39,11 @@ describe("parseDuration", () => {
   test("rejects an empty string", () => assertInvalid("", "it is empty"));
   test("rejects a number without a unit", () => assertInvalid("10", "missing unit"));
   test("rejects a fraction without a unit", () => assertInvalid("1.5", "missing unit"));
-  test("rejects an unknown unit", () => assertInvalid("10d", 'unknown unit "d"'));
+  test("rejects an unknown unit", () => assertInvalid("10y", 'unknown unit "y"'));
+  test("reads days and weeks for budget windows", () => {
+    assert.equal(parseDuration("30d"), 30 * 86_400_000);
+    assert.equal(parseDuration("1w2d"), 9 * 86_400_000);
+  });
   test("rejects a unit without a number", () => assertInvalid("m", "expected a number"));
   test("rejects a sign in the middle", () => assertInvalid("1h-5m", 'unknown unit "h-"'));
   test("rejects surrounding whitespace", () => assertInvalid(" 1s", "expected a number"));
