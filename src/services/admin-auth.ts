@@ -32,9 +32,14 @@ export function bearerToken(authorization: string | null | undefined): string | 
   return match?.[1] ?? null;
 }
 
+/** Unknown bearer hashes remembered before the set starts over. */
+const MAX_UNKNOWN_TOKENS = 10_000;
+
 /** Issues, checks and ends admin sessions. */
 export class AdminAuth {
   private readonly cache = new Map<string, { username: string; expiresAt: number }>();
+  /** Hashes of bearer values the store did not know (bounded: cleared when full). */
+  private readonly unknown = new Set<string>();
 
   constructor(
     private readonly config: AdminAuthConfig,
@@ -72,8 +77,15 @@ export class AdminAuth {
     const hash = sha256(token).toString("hex");
     let session = this.cache.get(hash);
     if (!session) {
+      // A token is random and born at login, so one the store did not know stays unknown: remembering
+      // misses keeps a stream of bad bearer values from costing a database query each.
+      if (this.unknown.has(hash)) return null;
       const record = await this.store.fork().findOne(AdminSessionRecord, { tokenHash: hash });
-      if (!record) return null;
+      if (!record) {
+        if (this.unknown.size >= MAX_UNKNOWN_TOKENS) this.unknown.clear();
+        this.unknown.add(hash);
+        return null;
+      }
       session = { username: record.username, expiresAt: record.expiresAt.getTime() };
       this.cache.set(hash, session);
     }

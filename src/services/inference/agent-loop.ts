@@ -246,6 +246,9 @@ export function createAgentService(deps: AgentDeps): ChatService {
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const clients = parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER);
     const tools = parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER);
+    const available = runtime.offeredTools();
+    // No MCP tool at all (the common case without MCP clients): nothing to inject, no caller to resolve.
+    if (available.length === 0) return chat.complete(call);
     let caller: ToolCaller;
     try {
       caller = await resolveToolCaller((name) => {
@@ -257,7 +260,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       return chat.complete(call);
     }
     const { key } = caller;
-    const offered = toolsForCaller(runtime.offeredTools(), { key, clients, tools });
+    const offered = toolsForCaller(available, { key, clients, tools });
     if (offered.length === 0) return chat.complete(call);
     const wire: AgentWire = call.method === "responses" ? "responses" : "chat";
     const { tools: wireTools, injected } = injectTools(call.body, offered, wire);
