@@ -20,7 +20,7 @@ import { invalidField } from "../errors.js";
 import { ProviderRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
-import { assignProvider, assignVirtualKey, valueHash } from "./inference/records.js";
+import { assignProvider, assignVirtualKey, clashingKeyField } from "./inference/records.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
 import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
@@ -125,11 +125,8 @@ export async function seedVirtualKeys(store: Store, keys: readonly Wire[], logge
     const seedKey = `virtual_key:${parsed.key.id}`;
     const existing = await em.findOne(VirtualKeyRecord, { id: parsed.key.id });
     if (existing && !(await fileChanged(em, seedKey, wire))) continue;
-    const clash = await em.findOne(VirtualKeyRecord, { $or: [{ valueHash: valueHash(parsed.key.value) }, { name: parsed.key.name }] });
-    if (clash && clash.id !== parsed.key.id) {
-      const field = clash.name === parsed.key.name ? "name" : "value";
-      throw invalidField(`${path}.${field}`, `is already used by the stored virtual key "${clash.id}"; every key needs its own ${field}`);
-    }
+    const field = await clashingKeyField(em, parsed.key.id, parsed.key.name, parsed.key.value);
+    if (field !== null) throw invalidField(`${path}.${field}`, `is already used by another stored virtual key; every key needs its own ${field}`);
     assignVirtualKey(em, existing, parsed, "config");
     await em.flush();
     await markApplied(em, seedKey, wire);

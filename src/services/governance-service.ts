@@ -14,7 +14,7 @@ import { UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { GovernanceService, VirtualKeySchema, type VirtualKey } from "../../gen/gw/routing/v1/governance_pb.js";
 import { kEntityManager } from "./context.js";
-import { assignVirtualKey, valueHash, virtualKeyWireOf } from "./inference/records.js";
+import { assignVirtualKey, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
@@ -66,11 +66,8 @@ async function getRecord(em: EntityManager, id: string): Promise<VirtualKeyRecor
 
 /** A 409 when another key has the same name or value. */
 async function assertUnique(em: EntityManager, id: string, name: string, value: string): Promise<void> {
-  const clash = await em.findOne(VirtualKeyRecord, { $or: [{ name }, { valueHash: valueHash(value) }] });
-  if (clash && clash.id !== id) {
-    const field = clash.name === name ? "name" : "value";
-    throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
-  }
+  const field = await clashingKeyField(em, id, name, value);
+  if (field !== null) throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
 }
 
 /** Creates the service implementation. */

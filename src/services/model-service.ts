@@ -8,7 +8,7 @@ import { GatewayError, invalidField } from "../errors.js";
 import { allowedModelsOfConfig } from "../routing/allowed-models.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { ModelService } from "../../gen/gw/catalog/v1/catalog_pb.js";
-import { credentialFromHeaders } from "./inference/credential.js";
+import { callerVirtualKey } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
 
 /** What the model service needs. */
@@ -42,15 +42,7 @@ export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof M
     listCompatModels(req, ctx) {
       if (req.limit < 0) throw invalidField("limit", `must be a whole number from 1 to ${MAX_COMPAT_LIMIT}, got ${req.limit}`);
       const limit = Math.min(req.limit === 0 ? MAX_COMPAT_LIMIT : req.limit, MAX_COMPAT_LIMIT);
-      const key = inference.virtualKeys.resolve(credentialFromHeaders((name) => ctx.requestHeader.get(name)));
-      if (key === null && deps.settings.client.enforceGovernance) {
-        throw new GatewayError("unauthenticated", "this gateway requires a virtual key (client.enforce_governance); send it as x-api-key or Authorization: Bearer", {
-          type: "caller_virtual_key_required",
-        });
-      }
-      if (key !== null && !key.isActive) {
-        throw new GatewayError("permission_denied", `virtual key "${key.id}" is inactive`, { type: "policy_virtual_key_inactive" });
-      }
+      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), inference, deps.settings);
       const names = new Set<string>();
       if (key === null) {
         for (const provider of [...inference.providers.keys()].sort()) for (const model of inference.catalog.modelsOf(provider)) names.add(model);

@@ -50,6 +50,12 @@ describe("creating a virtual key", () => {
     assert.doesNotMatch(JSON.stringify(listed.body), new RegExp(key.value));
   });
 
+  test("is read from the x-goog-api-key header as well", async () => {
+    const created = await api(app, "POST", "/api/governance/virtual-keys", { name: "goog", provider_configs: [OPENAI] });
+    const res = await api(app, "POST", "/v1/chat/completions", { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }, { "x-goog-api-key": created.body.virtual_key.value });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+
   test("keeps a given id and value", async () => {
     const created = await api(app, "POST", "/api/governance/virtual-keys", { id: "vk-given", name: "given", value: "sk-gw-given", provider_configs: [OPENAI] });
     assert.equal(created.status, 200, JSON.stringify(created.body));
@@ -66,6 +72,8 @@ describe("creating a virtual key", () => {
     ["\"*\" mixed with model names", { name: "m", provider_configs: [{ ...OPENAI, allowed_models: ["*", "gpt-4o"] }] }, /allowed_models/],
     ["a key-wide budget", { name: "k", budget: { max_limit: 1, reset_duration: "1h" } }, /budget/],
     ["a missing name", { provider_configs: [OPENAI] }, /name/],
+    ["an id longer than 255 characters", { id: "k".repeat(300), name: "long-id" }, /id: is 300 characters long/],
+    ["a name longer than 255 characters", { name: "n".repeat(256) }, /name: is 256 characters long/],
   ];
   for (const [what, body, field] of invalid) {
     test(`refuses ${what} with a 400 naming the field`, async () => {

@@ -17,6 +17,13 @@ export function valueHash(value: string): string {
   return createHash("sha256").update(value).digest("hex");
 }
 
+/** The field ("name" or "value") another stored virtual key already uses, or null when both are free. */
+export async function clashingKeyField(em: EntityManager, id: string, name: string, value: string): Promise<"name" | "value" | null> {
+  const clash = await em.findOne(VirtualKeyRecord, { $or: [{ name }, { valueHash: valueHash(value) }] });
+  if (!clash || clash.id === id) return null;
+  return clash.name === name ? "name" : "value";
+}
+
 /** A provider record's wire JSON (secrets included: callers redact before answering). */
 export function providerWireOf(rec: ProviderRecord): Wire {
   return { keys: rec.keys, network_config: rec.networkConfig };

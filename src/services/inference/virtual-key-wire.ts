@@ -73,11 +73,20 @@ function mcpConfigOf(raw: unknown, path: string): McpConfig {
   };
 }
 
+/** The id and name columns hold at most this many characters. */
+const MAX_KEY_TEXT = 255;
+
+function boundedString(value: unknown, path: string, hint: string): string {
+  const text = requiredString(value, path, hint);
+  if (text.length > MAX_KEY_TEXT) throw invalidField(path, `is ${text.length} characters long; use at most ${MAX_KEY_TEXT}`);
+  return text;
+}
+
 /** Parses and checks one virtual key; `path` prefixes field names (e.g. `governance.virtual_keys[0]`, or "" for the API). */
 export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   const at = (field: string): string => (path === "" ? field : `${path}.${field}`);
-  const id = requiredString(raw["id"], at("id"), "a unique id for the key");
-  const name = requiredString(raw["name"], at("name"), "a human-readable name");
+  const id = boundedString(raw["id"], at("id"), "a unique id for the key");
+  const name = boundedString(raw["name"], at("name"), "a human-readable name");
   const value = requiredString(raw["value"], at("value"), "the secret callers send");
   for (const field of ["budget", "rate_limit"]) {
     // Accepting these without enforcing them would leave an operator believing spend is capped.
