@@ -11,10 +11,11 @@
  * counters and histograms restart from zero (Prometheus treats it like a process restart), while the two
  * state gauges (gw_active_requests, gw_provider_key_up) are kept outside prom-client and carry over.
  */
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Gauge, Registry, type Metric } from "prom-client";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
+import { appendKey, CounterFamily, HistogramFamily, type Labels, type LabelSet } from "./metric-families.js";
 
 /** Custom label -> value; labels not given are recorded as "". Defaults to the current request's dimensions. */
 export type CustomLabelValues = Readonly<Record<string, string>>;
@@ -139,32 +140,30 @@ const MICROSECONDS_BUCKETS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25
 const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
 const RETRY_BUCKETS = [0, 1, 2, 3, 5, 10];
 
-type Labels = Record<string, string>;
-
 /** Every metric of the spec's two tables, registered in one registry with one custom label list. */
 class MetricSet {
   readonly registry = new Registry();
-  readonly httpRequests: Counter;
-  readonly httpDuration: Histogram;
-  readonly httpRequestSize: Histogram;
-  readonly httpResponseSize: Histogram;
-  readonly upstreamRequests: Counter;
-  readonly successRequests: Counter;
-  readonly errorRequests: Counter;
-  readonly upstreamLatency: Histogram;
-  readonly overheadLatency: Histogram;
-  readonly overheadComponent: Histogram;
-  readonly inputTokens: Counter;
-  readonly outputTokens: Counter;
-  readonly cacheHits: Counter;
-  readonly cost: Counter;
-  readonly keyRotations: Counter;
-  readonly retries: Histogram;
-  readonly embeddingRequests: Counter;
-  readonly embeddingCost: Counter;
-  readonly firstToken: Histogram;
-  readonly interToken: Histogram;
-  readonly mcpDuration: Histogram;
+  readonly httpRequests: CounterFamily;
+  readonly httpDuration: HistogramFamily;
+  readonly httpRequestSize: HistogramFamily;
+  readonly httpResponseSize: HistogramFamily;
+  readonly upstreamRequests: CounterFamily;
+  readonly successRequests: CounterFamily;
+  readonly errorRequests: CounterFamily;
+  readonly upstreamLatency: HistogramFamily;
+  readonly overheadLatency: HistogramFamily;
+  readonly overheadComponent: HistogramFamily;
+  readonly inputTokens: CounterFamily;
+  readonly outputTokens: CounterFamily;
+  readonly cacheHits: CounterFamily;
+  readonly cost: CounterFamily;
+  readonly keyRotations: CounterFamily;
+  readonly retries: HistogramFamily;
+  readonly embeddingRequests: CounterFamily;
+  readonly embeddingCost: CounterFamily;
+  readonly firstToken: HistogramFamily;
+  readonly interToken: HistogramFamily;
+  readonly mcpDuration: HistogramFamily;
 
   constructor(
     readonly custom: readonly string[],
@@ -176,9 +175,14 @@ class MetricSet {
     const base = [...baseOnly, ...custom];
     const baseWith = (...extra: string[]): string[] => [...baseOnly, ...extra, ...custom];
     const withCustom = (names: readonly string[]): string[] => [...names, ...custom];
-    const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers });
+    // The Registry formats any object with name, help, type and get(); its typings only name prom-client's classes.
+    const register = <T extends CounterFamily | HistogramFamily>(family: T): T => {
+      this.registry.registerMetric(family as unknown as Metric);
+      return family;
+    };
+    const counter = (name: string, help: string, labelNames: string[]) => register(new CounterFamily(name, help, labelNames));
     const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
-      new Histogram({ name, help, labelNames, buckets, registers });
+      register(new HistogramFamily(name, help, labelNames, buckets));
 
     this.httpRequests = counter("http_requests_total", "HTTP requests served, by route template, method and status.", withCustom(HTTP_LABELS));
     this.httpDuration = histogram("http_request_duration_seconds", "Time to serve an HTTP request, in seconds.", withCustom(HTTP_LABELS), SECONDS_BUCKETS);
@@ -249,38 +253,103 @@ class StateGauges {
 
 type Op = (m: MetricSet, labels: LabelMaker) => void;
 
-/** Builds label objects for the current label lists, with every value through the cardinality cap. */
+/** Resolved label sets kept before the caches start over (values already admitted by the cap stay admitted). */
+const MAX_CACHED_LABEL_SETS = 10_000;
+
+/** A resolved base label set and the sets derived from it with extra labels (is_success, status_code, ...). */
+interface ResolvedBase {
+  set: LabelSet;
+  extras: Map<string, LabelSet>;
+}
+
+/**
+ * Resolves label values into LabelSets for the current label lists, every value through the cardinality
+ * cap. Resolution is cached by the raw values, so a label set seen before costs one string build and one
+ * Map lookup, and the cap is consulted only for a new combination.
+ */
 class LabelMaker {
+  private readonly owned = new Map<string, LabelSet>();
+  private readonly bases = new Map<string, ResolvedBase>();
+  /** One request records several metrics with the same BaseLabels object: the last one is remembered. */
+  private last: { base: BaseLabels; custom: CustomLabelValues | undefined; resolved: ResolvedBase } | null = null;
+
   constructor(
     private readonly m: MetricSet,
     private readonly cap: LabelCap,
   ) {}
 
   /** Own labels plus the current custom labels. */
-  own(values: Labels, custom: CustomLabelValues | undefined): Labels {
-    const out: Labels = {};
-    for (const [name, value] of Object.entries(values)) out[name] = this.cap.admit(name, value);
-    for (const name of this.m.custom) out[name] = this.cap.admit(name, custom?.[name] ?? "");
-    return out;
+  own(values: Labels, custom: CustomLabelValues | undefined): LabelSet {
+    let raw = "";
+    for (const name in values) raw = appendKey(appendKey(raw, name), values[name] as string);
+    raw = this.customKey(raw, custom);
+    let set = this.owned.get(raw);
+    if (set === undefined) {
+      set = this.resolve(values, custom);
+      if (this.owned.size >= MAX_CACHED_LABEL_SETS) this.owned.clear();
+      this.owned.set(raw, set);
+    }
+    return set;
   }
 
-  /**
-   * One request records several metrics with the same BaseLabels object; its capped label set is built
-   * once and reused (a label set is never mutated after it is handed to prom-client).
-   */
-  private readonly built = new WeakMap<BaseLabels, { custom: CustomLabelValues | undefined; labels: Labels }>();
-
   /** The base label set (user labels when enabled) plus `extra` and the custom labels. */
-  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra?: Labels): Labels {
-    let hit = this.built.get(b);
-    if (hit === undefined || hit.custom !== custom) {
-      hit = { custom, labels: this.own(this.baseValues(b), custom) };
-      this.built.set(b, hit);
+  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra?: Labels): LabelSet {
+    const resolved = this.resolvedBase(b, custom);
+    if (extra === undefined) return resolved.set;
+    let raw = "";
+    for (const name in extra) raw = appendKey(appendKey(raw, name), extra[name] as string);
+    let set = resolved.extras.get(raw);
+    if (set === undefined) {
+      const labels: Labels = { ...resolved.set.labels };
+      let key = resolved.set.key;
+      for (const name in extra) {
+        const value = this.cap.admit(name, extra[name] as string);
+        labels[name] = value;
+        key = appendKey(appendKey(key, name), value);
+      }
+      set = { labels, key };
+      resolved.extras.set(raw, set);
     }
-    if (extra === undefined) return hit.labels;
-    const out = { ...hit.labels };
-    for (const [name, value] of Object.entries(extra)) out[name] = this.cap.admit(name, value);
-    return out;
+    return set;
+  }
+
+  private resolvedBase(b: BaseLabels, custom: CustomLabelValues | undefined): ResolvedBase {
+    const last = this.last;
+    if (last !== null && last.base === b && last.custom === custom) return last.resolved;
+    const values = this.baseValues(b);
+    let raw = "";
+    for (const name in values) raw = appendKey(raw, values[name] as string);
+    raw = this.customKey(raw, custom);
+    let resolved = this.bases.get(raw);
+    if (resolved === undefined) {
+      resolved = { set: this.resolve(values, custom), extras: new Map() };
+      if (this.bases.size >= MAX_CACHED_LABEL_SETS) this.bases.clear();
+      this.bases.set(raw, resolved);
+    }
+    this.last = { base: b, custom, resolved };
+    return resolved;
+  }
+
+  private customKey(raw: string, custom: CustomLabelValues | undefined): string {
+    for (const name of this.m.custom) raw = appendKey(raw, custom?.[name] ?? "");
+    return raw;
+  }
+
+  /** Caps every value; the key is built from the capped values, so overflowed values share one series. */
+  private resolve(values: Labels, custom: CustomLabelValues | undefined): LabelSet {
+    const labels: Labels = {};
+    let key = "";
+    for (const name in values) {
+      const value = this.cap.admit(name, values[name] as string);
+      labels[name] = value;
+      key = appendKey(appendKey(key, name), value);
+    }
+    for (const name of this.m.custom) {
+      const value = this.cap.admit(name, custom?.[name] ?? "");
+      labels[name] = value;
+      key = appendKey(appendKey(key, name), value);
+    }
+    return { labels, key };
   }
 
   private baseValues(b: BaseLabels): Labels {
@@ -321,8 +390,11 @@ function governanceValues(g: GovernanceLabels | undefined): Labels {
   };
 }
 
+/** The identity of a state gauge's series, whatever order its labels were built in. */
 function stateKey(labels: Labels): string {
-  return JSON.stringify(Object.entries(labels).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  let key = "";
+  for (const name of Object.keys(labels).sort()) key = appendKey(appendKey(key, name), labels[name] as string);
+  return key;
 }
 
 /** Keeps finite, non-negative observations; anything else would corrupt a histogram's sum. */
