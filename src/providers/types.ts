@@ -75,6 +75,8 @@ export interface ProviderResult {
   status: number;
   /** OpenAI JSON: a chat.completion or a response object. */
   body: JsonObject;
+  /** The body exactly as the upstream sent it, when `body` is that JSON unchanged. */
+  raw?: string;
   usage: TokenUsage;
 }
 

@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
-import { createUpstreamAgent, joinUrl, readJsonObject, send } from "../http/upstream-http.js";
+import { createUpstreamAgent, joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { toAnthropicRequest } from "./request-translation.js";
@@ -31,29 +31,27 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
-  const messages = (body: JsonObject, options: CallOptions) =>
-    send(agent, name, {
-      method: "POST",
-      url: joinUrl(base, "/v1/messages"),
-      headers: headers(options.key),
-      body,
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
-    });
+  const messages = (body: JsonObject, options: CallOptions): UpstreamCall => ({
+    method: "POST",
+    url: joinUrl(base, "/v1/messages"),
+    headers: headers(options.key),
+    body,
+    signal: options.signal,
+    timeoutMs: options.timeoutMs,
+  });
 
   const adapter: ProviderAdapter = {
     name,
 
     async chat(req: ChatRequest, options: CallOptions) {
-      const res = await messages(toAnthropicRequest(req), options);
-      const message = await readJsonObject(name, res, options.signal);
-      return { status: res.status, body: toChatCompletion(message, req.model), usage: anthropicUsage(message["usage"]) };
+      const res = await sendJson(agent, name, messages(toAnthropicRequest(req), options));
+      return { status: res.status, body: toChatCompletion(res.body, req.model), usage: anthropicUsage(res.body["usage"]) };
     },
 
     async chatStream(req: ChatRequest, options: CallOptions) {
       const streamOptions = req["stream_options"];
       const includeUsage = isObject(streamOptions) && streamOptions["include_usage"] === true;
-      const res = await messages({ ...toAnthropicRequest(req), stream: true }, options);
+      const res = await send(agent, name, messages({ ...toAnthropicRequest(req), stream: true }, options));
       const translator = createChunkTranslator(name, req.model, includeUsage);
       return providerStream(name, res, options.signal, translator.translate, translator.usage);
     },
@@ -62,14 +60,13 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {
-      const res = await send(agent, name, {
+      const { body } = await sendJson(agent, name, {
         method: "GET",
         url: joinUrl(base, "/v1/models?limit=1000"),
         headers: headers(key),
         signal: options.signal,
         timeoutMs: options.timeoutMs,
       });
-      const body = await readJsonObject(name, res, options.signal);
       const data = Array.isArray(body["data"]) ? body["data"] : [];
       return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
     },

@@ -34,37 +34,105 @@ export interface UpstreamResponse {
   body: Dispatcher.ResponseData["body"];
 }
 
+/** A 2xx upstream answer read to its end: the JSON object and the text it was parsed from. */
+export interface UpstreamJson {
+  status: number;
+  body: JsonObject;
+  /** The body as the upstream sent it (a leading UTF-8 BOM removed), for forwarding without re-serialising. */
+  text: string;
+}
+
 /**
- * Sends the call and waits for the headers. A non-2xx status is read to its end and thrown as a
- * ProviderError, so the connection goes back to the pool.
+ * Cuts an upstream call short when its response headers take longer than the timeout or when the
+ * caller aborts. What cutting short means is the subclass's `cut`.
+ */
+abstract class CallGuard {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    protected readonly provider: string,
+    protected readonly caller: AbortSignal | undefined,
+  ) {}
+
+  /** Not done in the constructor: `cut` may run at once, and must see the subclass fully built. */
+  protected arm(timeoutMs: number): void {
+    const caller = this.caller;
+    if (caller?.aborted) {
+      this.cut(caller.reason);
+      return;
+    }
+    // undici's headersTimeout runs on a coarse shared clock; this timer bounds the wait for headers
+    // precisely. The guard itself is the abort listener (handleEvent) and the timer's argument, so
+    // arming allocates no closure; AbortSignal.any would cost several microseconds per call on Node 20.
+    caller?.addEventListener("abort", this, { once: true });
+    this.timer = setTimeout(CallGuard.expire, timeoutMs, this, timeoutMs);
+  }
+
+  /** The caller's abort. */
+  handleEvent(): void {
+    this.cut(this.caller?.reason);
+  }
+
+  /** Headers arrived: from here on only undici's bodyTimeout bounds the gaps between chunks. */
+  protected stopClock(): void {
+    clearTimeout(this.timer);
+  }
+
+  /** The call is over: a long-lived caller signal must not keep one listener per call. */
+  protected release(): void {
+    clearTimeout(this.timer);
+    this.caller?.removeEventListener("abort", this);
+  }
+
+  protected abstract cut(reason: unknown): void;
+
+  private static expire(guard: CallGuard, timeoutMs: number): void {
+    guard.cut(new ProviderError(guard.provider, null, "provider_timeout", `${guard.provider} sent no response headers within ${timeoutMs} ms`));
+  }
+}
+
+/** The guard of a streamed call: cutting it aborts the signal undici's request() watches, body included. */
+class SignalGuard extends CallGuard {
+  private readonly controller = new AbortController();
+  readonly signal = this.controller.signal;
+
+  constructor(provider: string, caller: AbortSignal | undefined, timeoutMs: number) {
+    super(provider, caller);
+    this.arm(timeoutMs);
+  }
+
+  headersArrived(): void {
+    this.stopClock();
+  }
+
+  protected cut(reason: unknown): void {
+    this.controller.abort(reason);
+  }
+}
+
+/**
+ * Sends the call and waits for the headers, leaving the body to be streamed. A non-2xx status is read
+ * to its end and thrown as a ProviderError, so the connection goes back to the pool.
  */
 export async function send(dispatcher: Dispatcher, provider: string, call: UpstreamCall): Promise<UpstreamResponse> {
   const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  // undici's headersTimeout runs on a coarse shared clock; our own timer bounds the wait for headers
-  // precisely, and its signal also aborts the body if the caller's signal does.
-  const deadline = new AbortController();
-  const timer = setTimeout(() => {
-    deadline.abort(new ProviderError(provider, null, "provider_timeout", `${provider} sent no response headers within ${timeout} ms`));
-  }, timeout);
-  // Forwarding the caller's abort by hand: AbortSignal.any costs several microseconds per call on Node 20.
-  const caller = call.signal;
-  if (caller?.aborted) deadline.abort(caller.reason);
-  else caller?.addEventListener("abort", () => deadline.abort(caller.reason), { once: true });
-  const signal = deadline.signal;
+  // The caller's abort keeps reaching the body through this signal after the headers, so the guard is
+  // never released here: the stream's consumer may abort at any point.
+  const guard = new SignalGuard(provider, call.signal, timeout);
   let res: Dispatcher.ResponseData;
   try {
     res = await request(call.url, {
       dispatcher,
       method: call.method,
-      headers: call.body === undefined ? call.headers : { "content-type": "application/json", ...call.headers },
+      headers: requestHeaders(call),
       body: call.body === undefined ? null : JSON.stringify(call.body),
-      signal,
+      signal: guard.signal,
       bodyTimeout: timeout,
     });
   } catch (err) {
-    throw transportError(provider, deadline.signal.aborted ? deadline.signal.reason : err, call.signal);
+    throw transportError(provider, guard.signal.aborted ? guard.signal.reason : err, call.signal);
   } finally {
-    clearTimeout(timer);
+    guard.headersArrived();
   }
   if (res.statusCode < 200 || res.statusCode >= 300) {
     let text = "";
@@ -78,21 +146,142 @@ export async function send(dispatcher: Dispatcher, provider: string, call: Upstr
   return { status: res.statusCode, body: res.body };
 }
 
-/** Reads a 2xx body as a JSON object. */
-export async function readJsonObject(provider: string, res: UpstreamResponse, signal?: AbortSignal): Promise<JsonObject> {
-  let text: string;
-  try {
-    text = await res.body.text();
-  } catch (err) {
-    throw transportError(provider, err, signal);
+/**
+ * Sends a call whose answer is one JSON object and reads it whole. A non-2xx status is read to its end
+ * and thrown as a ProviderError; failures are classified as `send` and `transportError` do.
+ */
+export function sendJson(dispatcher: Dispatcher, provider: string, call: UpstreamCall): Promise<UpstreamJson> {
+  return new Promise<UpstreamJson>((resolve, reject) => {
+    new JsonCall(provider, call.signal, resolve, reject).start(dispatcher, call);
+  });
+}
+
+/**
+ * One sendJson call as an undici dispatch handler. request() would wrap the body in a Readable stream
+ * and the handler in an AsyncResource; for a body read whole at once, collecting the chunks is enough.
+ */
+class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
+  /** Set once the promise has settled; undici may still call in afterwards and is then ignored. */
+  private settled = false;
+  /** Why the call was cut before undici started it; it is aborted as soon as it starts. */
+  private cutReason: Error | null = null;
+  private controller: Dispatcher.DispatchController | null = null;
+  private status = 0;
+  private chunks: Buffer[] = [];
+  private length = 0;
+
+  constructor(
+    provider: string,
+    caller: AbortSignal | undefined,
+    private readonly resolve: (answer: UpstreamJson) => void,
+    private readonly reject: (err: unknown) => void,
+  ) {
+    super(provider, caller);
   }
+
+  start(dispatcher: Dispatcher, call: UpstreamCall): void {
+    const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.arm(timeout);
+    if (this.settled) return;
+    try {
+      const url = new URL(call.url);
+      dispatcher.dispatch(
+        {
+          origin: url.origin,
+          path: url.pathname + url.search,
+          method: call.method,
+          headers: requestHeaders(call),
+          body: call.body === undefined ? null : JSON.stringify(call.body),
+          bodyTimeout: timeout,
+        },
+        this,
+      );
+    } catch (err) {
+      // undici's own dispatchers report through onResponseError; a bad URL or another dispatcher may throw.
+      this.fail(err);
+    }
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // A retried request starts again with a new controller; aborting must reach the current one.
+    this.controller = controller;
+    if (this.cutReason) controller.abort(this.cutReason);
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+    // 1xx informational answers are followed by the real one, and do not end the wait for it.
+    if (statusCode < 200) return;
+    this.stopClock();
+    this.status = statusCode;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  onResponseEnd(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    const text = decodeUtf8(this.chunks, this.length);
+    const status = this.status;
+    if (status < 200 || status >= 300) {
+      this.reject(fromUpstreamStatus(this.provider, status, text));
+      return;
+    }
+    const body = parseJsonObject(text);
+    if (body) this.resolve({ status, body, text });
+    else this.reject(notJsonObject(this.provider, status, text));
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.fail(err);
+  }
+
+  protected cut(reason: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    this.reject(reason);
+    // undici wants an Error; the reason it reports back is ignored, since the promise has settled.
+    const abortReason = reason instanceof Error ? reason : new undiciErrors.RequestAbortedError();
+    if (this.controller) this.controller.abort(abortReason);
+    else this.cutReason = abortReason;
+  }
+
+  private fail(err: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.release();
+    this.reject(transportError(this.provider, err, this.caller));
+  }
+}
+
+function requestHeaders(call: UpstreamCall): Record<string, string> {
+  return call.body === undefined ? call.headers : { "content-type": "application/json", ...call.headers };
+}
+
+/** Decodes as undici's body.text() does: UTF-8, a leading BOM dropped. */
+function decodeUtf8(chunks: Buffer[], length: number): string {
+  if (length === 0) return "";
+  const buffer = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length);
+  const start = buffer.length > 2 && buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  return buffer.toString("utf8", start);
+}
+
+function parseJsonObject(text: string): JsonObject | null {
   try {
     const parsed: unknown = JSON.parse(text);
     if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as JsonObject;
   } catch {
-    // Reported below with the text that failed.
+    // The caller reports the text that failed.
   }
-  throw new ProviderError(provider, res.status, "provider_unavailable", `${provider} answered HTTP ${res.status} with a body that is not a JSON object: ${upstreamText(text, 200)}`);
+  return null;
+}
+
+function notJsonObject(provider: string, status: number, text: string): ProviderError {
+  return new ProviderError(provider, status, "provider_unavailable", `${provider} answered HTTP ${status} with a body that is not a JSON object: ${upstreamText(text, 200)}`);
 }
 
 /**

@@ -6,26 +6,26 @@ import type { Dispatcher } from "undici";
 import { ProviderError } from "../provider-error.js";
 import { parseEventData, providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
-import { createUpstreamAgent, readJsonObject, send } from "../http/upstream-http.js";
+import { createUpstreamAgent, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
 import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
 
 /** Request fields only the gateway reads; an upstream would reject them. */
 const GATEWAY_ONLY_FIELDS = ["fallbacks"];
+/** Left out of a streaming body (the stream's own fields are then set by the call). */
+const OMIT_FROM_STREAMING = new Set(GATEWAY_ONLY_FIELDS);
+/** Left out of a non-streaming body: OpenAI rejects stream_options without stream. */
+const OMIT_FROM_NON_STREAMING = new Set([...GATEWAY_ONLY_FIELDS, "stream", "stream_options"]);
 
-/** The upstream body: the request as received minus gateway-only fields, with the target's model. */
-function upstreamBody(req: JsonObject, model: string | undefined): JsonObject {
-  const body: JsonObject = { ...req };
-  for (const field of GATEWAY_ONLY_FIELDS) delete body[field];
+/**
+ * The upstream body: the request as received minus `omit`, with the target's model. Built by copying
+ * rather than deleting, since a `delete` turns the object into a slow dictionary for JSON.stringify.
+ */
+function upstreamBody(req: JsonObject, model: string | undefined, omit: ReadonlySet<string>): JsonObject {
+  const body: JsonObject = {};
+  for (const field in req) if (!omit.has(field)) body[field] = req[field];
   if (model !== undefined) body["model"] = model;
-  return body;
-}
-
-/** A non-streaming body: OpenAI rejects stream_options without stream. */
-function nonStreaming(body: JsonObject): JsonObject {
-  delete body["stream"];
-  delete body["stream_options"];
   return body;
 }
 
@@ -47,25 +47,31 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
   const agent: Dispatcher = dispatcher ?? (ownAgent as Dispatcher);
   const name = profile.name;
 
-  async function post(operation: OpenAiOperation, req: JsonObject, model: string, options: CallOptions, shape: (body: JsonObject) => JsonObject) {
+  /** The POST for `operation`: non-streaming when `streaming` is null, else the body as `streaming` makes it. */
+  function postCall(
+    operation: OpenAiOperation,
+    req: JsonObject,
+    model: string,
+    options: CallOptions,
+    streaming: ((body: JsonObject) => JsonObject) | null,
+  ): UpstreamCall {
     const target = profile.target(operation, model, options.key);
-    return send(agent, name, {
+    return {
       method: "POST",
       url: target.url,
       headers: target.headers,
-      body: shape(upstreamBody(req, target.model)),
+      body: streaming === null ? upstreamBody(req, target.model, OMIT_FROM_NON_STREAMING) : streaming(upstreamBody(req, target.model, OMIT_FROM_STREAMING)),
       signal: options.signal,
       timeoutMs: options.timeoutMs,
-    });
+    };
   }
 
   return {
     name,
 
     async chat(req: ChatRequest, options: CallOptions) {
-      const res = await post("chat", req, req.model, options, nonStreaming);
-      const body = await readJsonObject(name, res, options.signal);
-      return { status: res.status, body, usage: chatUsage(body["usage"]) ?? noUsage() };
+      const res = await sendJson(agent, name, postCall("chat", req, req.model, options, null));
+      return { status: res.status, body: res.body, raw: res.text, usage: chatUsage(res.body["usage"]) ?? noUsage() };
     },
 
     async chatStream(req: ChatRequest, options: CallOptions) {
@@ -73,11 +79,11 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       // The gateway needs usage for budgets and rate limits; when the caller did not ask for it the
       // usage-only chunk is asked for anyway and kept from the caller.
       const callerWantsUsage = streamOptions["include_usage"] === true;
-      const res = await post("chat", req, req.model, options, (body) => ({
+      const res = await send(agent, name, postCall("chat", req, req.model, options, (body) => ({
         ...body,
         stream: true,
         stream_options: { ...streamOptions, include_usage: true },
-      }));
+      })));
       let usage: TokenUsage | null = null;
       async function* translate(events: AsyncIterable<SseEvent>) {
         let done = false;
@@ -103,13 +109,12 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
     },
 
     async responses(req: ResponsesRequest, options: CallOptions) {
-      const res = await post("responses", req, req.model, options, nonStreaming);
-      const body = await readJsonObject(name, res, options.signal);
-      return { status: res.status, body, usage: responsesUsage(body["usage"]) ?? noUsage() };
+      const res = await sendJson(agent, name, postCall("responses", req, req.model, options, null));
+      return { status: res.status, body: res.body, raw: res.text, usage: responsesUsage(res.body["usage"]) ?? noUsage() };
     },
 
     async responsesStream(req: ResponsesRequest, options: CallOptions) {
-      const res = await post("responses", req, req.model, options, (body) => ({ ...body, stream: true }));
+      const res = await send(agent, name, postCall("responses", req, req.model, options, (body) => ({ ...body, stream: true })));
       let usage: TokenUsage | null = null;
       async function* translate(events: AsyncIterable<SseEvent>) {
         let done = false;
@@ -132,8 +137,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
     async listModels(key, options = {}): Promise<ProviderModel[]> {
       if (profile.staticModels) return profile.staticModels(key);
       const target = profile.target("models", null, key);
-      const res = await send(agent, name, { method: "GET", url: target.url, headers: target.headers, signal: options.signal, timeoutMs: options.timeoutMs });
-      const body = await readJsonObject(name, res, options.signal);
+      const { body } = await sendJson(agent, name, { method: "GET", url: target.url, headers: target.headers, signal: options.signal, timeoutMs: options.timeoutMs });
       const data = Array.isArray(body["data"]) ? body["data"] : Array.isArray(body["models"]) ? body["models"] : [];
       const models: ProviderModel[] = [];
       for (const entry of data) {

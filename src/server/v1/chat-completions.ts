@@ -44,8 +44,9 @@ export function v1ErrorBody(err: GatewayError): { status: number; body: JsonObje
   };
 }
 
+/** Writes `body` as JSON; a string is taken as JSON text already encoded. */
 function sendJson(res: Res, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  const text = typeof body === "string" ? body : JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
   res.end(text);
 }
@@ -172,7 +173,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       const call = endpoint.validate(await readJsonBody(req, opts.maxBodyBytes));
       const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort.signal, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
-        if (!gone(res)) sendJson(res, 200, outcome.body);
+        if (!gone(res)) sendJson(res, 200, outcome.raw ?? outcome.body);
         return;
       }
       await writeStream(res, outcome.chunks, endpoint.framing(), endpoint.name, opts.logger);

@@ -60,7 +60,14 @@ export type ChatCall = MethodBody & {
  * The answer: the complete JSON (a chat.completion or a response object), or the stream of events
  * (chat.completion.chunk objects, or Responses events each with a `type`).
  */
-export type ChatOutcome = { kind: "json"; body: JsonObject } | { kind: "stream"; chunks: AsyncIterable<JsonObject> };
+export type ChatOutcome =
+  | {
+      kind: "json";
+      body: JsonObject;
+      /** `body` exactly as the upstream serialised it, when it is forwarded unchanged: sent as is, never re-encoded. */
+      raw?: string;
+    }
+  | { kind: "stream"; chunks: AsyncIterable<JsonObject> };
 
 /** What the orchestration needs. */
 export interface ChatDeps {
@@ -397,7 +404,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         metrics.recordSuccess(base);
         metrics.recordRetries(base, state.retries);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
-        return { kind: "json", body: result.body };
+        return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
         if (aborted(call.signal)) throw err;
         const failedAfterMs = performance.now() - attemptStarted;

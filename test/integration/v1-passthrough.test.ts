@@ -1,0 +1,57 @@
+/**
+ * A non-streaming answer of an OpenAI-compatible upstream reaches the client byte for byte: the gateway
+ * reads its usage but forwards the upstream's own text instead of re-encoding it.
+ */
+import assert from "node:assert/strict";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, test } from "node:test";
+import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
+import { startApp, type TestApp } from "../helpers/app.js";
+import { fileKey, sdk } from "../helpers/inference.js";
+
+/** Spacing, key order and number forms that JSON.parse followed by JSON.stringify would not keep. */
+const UPSTREAM_TEXT =
+  '{ "object": "chat.completion",  "id": "chatcmpl-raw", "created": 1735689600, "model": "gpt-4o-mini",\n' +
+  '  "choices": [ { "index": 0, "message": { "role": "assistant", "content": "caf\\u00e9 1.0" }, "finish_reason": "stop", "logprobs": null } ],\n' +
+  '  "usage": { "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5 }, "x_extra": 1.50 }';
+
+let upstream: http.Server;
+let app: TestApp;
+
+before(async () => {
+  upstream = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(UPSTREAM_TEXT);
+    });
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  const inference = inferenceOptionsFromFile({ openai: { keys: [fileKey("oa-1")], networkConfig: { baseUrl: url } } }, [
+    { id: "vk-1", name: "one", value: "sk-gw-raw", provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] },
+  ]);
+  app = await startApp({ inference });
+});
+
+after(async () => {
+  await app?.stop();
+  await new Promise((resolve) => upstream?.close(resolve));
+});
+
+test("forwards a chat completion exactly as the upstream encoded it", async () => {
+  const res = await fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
+    body: JSON.stringify({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(res.status, 200);
+  assert.equal(await res.text(), UPSTREAM_TEXT);
+});
+
+test("the forwarded answer parses in the openai SDK with its usage", async () => {
+  const completion = await sdk(app, "sk-gw-raw").chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+  assert.equal(completion.choices[0]?.message.content, "café 1.0");
+  assert.equal(completion.usage?.total_tokens, 5);
+});

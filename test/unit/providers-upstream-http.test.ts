@@ -1,0 +1,134 @@
+/** sendJson, the non-streaming upstream call, against a real HTTP server. */
+import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { after, before, beforeEach, test } from "node:test";
+import { Agent } from "undici";
+import { ProviderError } from "../../src/providers/provider-error.js";
+import { sendJson, type UpstreamCall } from "../../src/providers/http/upstream-http.js";
+
+type Handler = (req: IncomingMessage, res: ServerResponse) => void;
+
+let server: Server;
+let url: string;
+let handle: Handler;
+const agent = new Agent();
+
+before(async () => {
+  server = createServer((req, res) => handle(req, res));
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/chat/completions`;
+});
+beforeEach(() => {
+  handle = (_req, res) => res.writeHead(500).end();
+});
+after(async () => {
+  await agent.close();
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+function call(fields: Partial<UpstreamCall> = {}): UpstreamCall {
+  return { method: "POST", url, headers: { authorization: "Bearer sk-test" }, body: { model: "m", messages: [] }, ...fields };
+}
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  try {
+    await promise;
+  } catch (err) {
+    return err;
+  }
+  assert.fail("expected a rejection");
+}
+
+test("returns the parsed body and the text exactly as the upstream sent it", async () => {
+  const sent = '{ "id": "chatcmpl-1",\n  "choices": [ { "message": { "content": "héllo" } } ], "n": 1.50 }\n';
+  handle = (_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    // Two writes, split inside a multi-byte character, so the body arrives in more than one chunk.
+    const bytes = Buffer.from(sent);
+    const split = bytes.indexOf(Buffer.from("é")) + 1;
+    res.write(bytes.subarray(0, split));
+    setTimeout(() => res.end(bytes.subarray(split)), 10);
+  };
+  const answer = await sendJson(agent, "openai", call());
+  assert.equal(answer.status, 200);
+  assert.equal(answer.text, sent);
+  assert.deepEqual(answer.body, { id: "chatcmpl-1", choices: [{ message: { content: "héllo" } }], n: 1.5 });
+});
+
+test("sends the JSON body with its content type and the call's headers to the URL's path and query", async () => {
+  const seen = new Promise<{ req: IncomingMessage; body: string }>((resolve) => {
+    handle = (req, res) => {
+      let body = "";
+      req.setEncoding("utf8");
+      req.on("data", (piece: string) => (body += piece));
+      req.on("end", () => {
+        resolve({ req, body });
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    };
+  });
+  await sendJson(agent, "openai", call({ url: `${url}?api-version=1` }));
+  const { req, body } = await seen;
+  assert.equal(req.method, "POST");
+  assert.equal(req.url, "/v1/chat/completions?api-version=1");
+  assert.equal(req.headers["content-type"], "application/json");
+  assert.equal(req.headers["authorization"], "Bearer sk-test");
+  assert.deepEqual(JSON.parse(body), { model: "m", messages: [] });
+});
+
+test("turns a non-2xx answer into a ProviderError with the upstream status and message", async () => {
+  handle = (_req, res) => res.writeHead(429, { "content-type": "application/json" }).end(JSON.stringify({ error: { message: "Rate limit reached" } }));
+  const err = await rejection(sendJson(agent, "openai", call()));
+  assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+  assert.equal(err.upstreamStatus, 429);
+  assert.equal(err.errorType, "provider_rate_limited");
+  assert.match(err.message, /Rate limit reached/);
+});
+
+test("gives provider_timeout when the upstream sends no headers within timeoutMs", async () => {
+  handle = () => {};
+  const started = performance.now();
+  const err = await rejection(sendJson(agent, "openai", call({ timeoutMs: 100 })));
+  assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+  assert.equal(err.errorType, "provider_timeout");
+  assert.equal(err.upstreamStatus, null);
+  assert.equal(err.message, "openai sent no response headers within 100 ms");
+  assert.ok(performance.now() - started < 2_000, "the timeout fired on time");
+});
+
+test("the caller's abort rejects with the caller's reason and closes the upstream request", async () => {
+  let arrived!: () => void;
+  const requestArrived = new Promise<void>((resolve) => (arrived = resolve));
+  let closed!: () => void;
+  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
+  handle = (_req, res) => {
+    res.on("close", closed);
+    arrived();
+  };
+  const controller = new AbortController();
+  const pending = sendJson(agent, "openai", call({ signal: controller.signal }));
+  await requestArrived;
+  const reason = new Error("the caller went away");
+  controller.abort(reason);
+  assert.equal(await rejection(pending), reason);
+  await requestClosed;
+});
+
+test("a body that is not JSON gives provider_unavailable with the upstream status", async () => {
+  handle = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end("<html>oops</html>");
+  const err = await rejection(sendJson(agent, "openai", call()));
+  assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+  assert.equal(err.errorType, "provider_unavailable");
+  assert.equal(err.upstreamStatus, 200);
+  assert.match(err.message, /not a JSON object: <html>oops<\/html>/);
+});
+
+test("leaves no abort listener on a caller signal shared by many calls", async () => {
+  handle = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
+  const controller = new AbortController();
+  for (let i = 0; i < 20; i++) await sendJson(agent, "openai", call({ signal: controller.signal }));
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+});
