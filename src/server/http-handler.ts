@@ -20,6 +20,7 @@ import type { Metrics } from "../telemetry/metrics.js";
 import type { RequestHandler } from "./listener.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
+import { bodyBytesOf } from "./counting-response.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
@@ -164,60 +165,32 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
 
 /** Records the http_* metrics and the request's log line once the response is done. */
 function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions): void {
-  const started = process.hrtime.bigint();
-  const resBytes = countBodyBytes(res);
-  const declared = Number(req.headers["content-length"] ?? 0);
+  const started = performance.now();
   let done = false;
   const finish = (): void => {
     if (done) return;
     done = true;
     // 499 (client closed request) when the client went away before any response was written.
     const status = res.headersSent ? res.statusCode : 499;
-    const durationS = Number(process.hrtime.bigint() - started) / 1e9;
+    const durationS = (performance.now() - started) / 1e3;
     const method = req.method ?? "GET";
+    const declared = Number(req.headers["content-length"] ?? 0);
     opts.metrics.recordHttpRequest({
       path: route,
       method,
       status,
       durationS,
       reqBytes: Number.isFinite(declared) ? declared : 0,
-      resBytes: resBytes(),
+      resBytes: bodyBytesOf(res),
       custom: dims.metricValues,
     });
-    const quiet = route === "/health" || route === "/metrics";
-    const line = { path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues };
-    if (quiet) opts.logger.debug(line, "request");
-    else opts.logger.info(line, "request");
-  };
-  res.once("finish", finish);
-  res.once("close", finish);
-}
-
-/** Counts the body bytes written to a response (neither server exposes a per-response count). */
-function countBodyBytes(res: Res): () => number {
-  let bytes = 0;
-  // HTTP/2's end(chunk) calls this.write(chunk): count that chunk once.
-  let ending = false;
-  const add = (chunk: unknown, encoding: unknown): void => {
-    if (typeof chunk === "string") bytes += Buffer.byteLength(chunk, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8");
-    else if (chunk instanceof Uint8Array) bytes += chunk.byteLength;
-  };
-  // write/end have overloads TypeScript cannot wrap generically; the wrappers pass every argument through unchanged.
-  const target = res as unknown as { write: (...args: unknown[]) => unknown; end: (...args: unknown[]) => unknown };
-  const write = target.write;
-  const end = target.end;
-  target.write = function (this: unknown, ...args: unknown[]) {
-    if (!ending) add(args[0], args[1]);
-    return Reflect.apply(write, this, args);
-  };
-  target.end = function (this: unknown, ...args: unknown[]) {
-    if (typeof args[0] !== "function") add(args[0], args[1]);
-    ending = true;
-    try {
-      return Reflect.apply(end, this, args);
-    } finally {
-      ending = false;
+    const level = route === "/health" || route === "/metrics" ? "debug" : "info";
+    // The line object is built only when it will be written.
+    if (opts.logger.isLevelEnabled(level)) {
+      opts.logger[level]({ path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues }, "request");
     }
   };
-  return () => bytes;
+  // on, not once: once wraps each listener per request, and `done` already makes finish run once.
+  res.on("finish", finish);
+  res.on("close", finish);
 }

@@ -6,6 +6,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import { CountingHttp2ServerResponse, CountingServerResponse } from "./counting-response.js";
 
 /** The handler both protocol servers call. */
 export type RequestHandler = (
@@ -46,8 +47,11 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
     });
     handler(req, res);
   };
-  const h1 = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0 }, h1Handler);
-  const h2 = http2.createServer({}, handler);
+  const h1 = http.createServer(
+    { keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0, ServerResponse: CountingServerResponse },
+    h1Handler,
+  );
+  const h2 = http2.createServer({ Http2ServerResponse: CountingHttp2ServerResponse }, handler);
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));

@@ -36,10 +36,17 @@ function headerText(value: string | string[] | undefined): string {
 export function readDimensions(headers: HeaderBag, customLabels: readonly string[]): RequestDimensions {
   let metricValues: Record<string, string> | undefined;
   let logValues: Record<string, string> | undefined;
-  const configured = new Map(customLabels.map((label) => [label.toLowerCase(), label]));
-  const legacy: [string, string][] = [];
-  for (const [rawName, rawValue] of Object.entries(headers)) {
+  // Built only when a dimension header is present: most requests carry none.
+  let configured: Map<string, string> | undefined;
+  const configuredLabel = (label: string): string | undefined =>
+    (configured ??= new Map(customLabels.map((l) => [l.toLowerCase(), l]))).get(label);
+  let legacy: [string, string][] | undefined;
+  for (const rawName in headers) {
+    // Both prefixes start with "x": most header names are ruled out without lower-casing them.
+    const first = rawName.charCodeAt(0);
+    if (first !== 0x78 && first !== 0x58) continue;
     const name = rawName.toLowerCase();
+    const rawValue = headers[rawName];
     if (name.startsWith(DIM_HEADER_PREFIX)) {
       const label = name.slice(DIM_HEADER_PREFIX.length);
       const problem = customLabelProblem(label);
@@ -48,14 +55,14 @@ export function readDimensions(headers: HeaderBag, customLabels: readonly string
       }
       const value = headerText(rawValue);
       (logValues ??= {})[label] = value;
-      const target = configured.get(label);
+      const target = configuredLabel(label);
       if (target !== undefined) (metricValues ??= {})[target] = value;
     } else if (name.startsWith(LEGACY_DIM_HEADER_PREFIX)) {
-      legacy.push([name.slice(LEGACY_DIM_HEADER_PREFIX.length), headerText(rawValue)]);
+      (legacy ??= []).push([name.slice(LEGACY_DIM_HEADER_PREFIX.length), headerText(rawValue)]);
     }
   }
-  for (const [label, value] of legacy) {
-    const target = configured.get(label);
+  for (const [label, value] of legacy ?? []) {
+    const target = configuredLabel(label);
     // x-gw-dim-<label> wins over x-gw-prom-<label>.
     if (target !== undefined && metricValues?.[target] === undefined) (metricValues ??= {})[target] = value;
   }

@@ -2,6 +2,7 @@
  * Reads a REST request body into a JSON object: bounded by the size limit (a 413 stops reading, it
  * never buffers the rest), JSON content types only, strict UTF-8, and an object at the top.
  */
+import { isUtf8 } from "node:buffer";
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { GatewayError } from "../../errors.js";
@@ -25,17 +26,17 @@ export async function readJsonBody(req: Req, maxBytes: number): Promise<Record<s
   if (bytes.length === 0) return {};
   checkContentType(req);
 
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw invalidRequest("request body is not valid UTF-8");
-  }
-  if (text.trim() === "") return {};
+  // isUtf8 is a native check; TextDecoder's fatal mode costs a decoder per request.
+  if (!isUtf8(bytes)) throw invalidRequest("request body is not valid UTF-8");
+  const decoded = bytes.toString("utf8");
+  // A leading byte-order mark is dropped, as TextDecoder does.
+  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
+    // Whitespace alone counts as an empty body; checked only here so a valid body is never copied by trim().
+    if (text.trim() === "") return {};
     throw invalidRequest(`request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (!isJsonObject(json)) throw invalidRequest(`request body must be a JSON object, got ${describe(json)}`);
@@ -101,7 +102,7 @@ function readBytes(req: Req, maxBytes: number, keep: boolean): Promise<Buffer> {
     };
     const onEnd = (): void => {
       done();
-      resolve(Buffer.concat(chunks));
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks));
     };
     const onGone = (): void => {
       done();

@@ -19,6 +19,7 @@ import {
   INCLUDE_CLIENTS_HEADER,
   INCLUDE_TOOLS_HEADER,
   injectTools,
+  type IncludeList,
   parseIncludeHeader,
   toolsForCaller,
   type AgentWire,
@@ -44,6 +45,15 @@ export interface AgentDeps {
 interface LoopCaller extends ToolCaller {
   origin: string | null;
   custom: CustomLabelValues | undefined;
+}
+
+/** The tools the runtime offers right now. */
+type OfferedTools = ReturnType<McpRuntime["offeredTools"]>;
+
+/** The x-gw include headers of a request, parsed. */
+interface Include {
+  clients: IncludeList;
+  tools: IncludeList;
 }
 
 /** A tool call the model made, in either wire format. */
@@ -243,12 +253,23 @@ export function createAgentService(deps: AgentDeps): ChatService {
     }
   }
 
-  async function complete(call: ChatCall): Promise<ChatOutcome> {
-    const clients = parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER);
-    const tools = parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER);
+  // Not async: without MCP tools (the common case) the call goes straight to the inference service,
+  // with no extra promise in between.
+  function complete(call: ChatCall): Promise<ChatOutcome> {
+    let include: Include;
+    try {
+      // Checked even when no tool is offered: a malformed include header is a 400 either way.
+      include = { clients: parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER), tools: parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER) };
+    } catch (err) {
+      return Promise.reject(err);
+    }
     const available = runtime.offeredTools();
-    // No MCP tool at all (the common case without MCP clients): nothing to inject, no caller to resolve.
+    // No MCP tool at all: nothing to inject, no caller to resolve.
     if (available.length === 0) return chat.complete(call);
+    return completeWithTools(call, available, include);
+  }
+
+  async function completeWithTools(call: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
     let caller: ToolCaller;
     try {
       caller = await resolveToolCaller((name) => {
