@@ -40,7 +40,8 @@ after(async () => {
 });
 
 function transactionScopeEnabled(): boolean {
-  return (TransactionContext.storage as unknown as { enabled: boolean }).enabled;
+  // The storage is public at run time; MikroORM's typings mark it private.
+  return (TransactionContext as unknown as { storage: { enabled: boolean } }).storage.enabled;
 }
 
 test("a transaction leaves MikroORM's scope enabled and a quiesce disables it", { skip: !hasHookStorage }, async () => {
