@@ -28,10 +28,17 @@ export function allowedModelsOfKey(key: ProviderKey, provider: string, catalog: 
   return { restricted: false, models: [...models] };
 }
 
-/** Whether a key of `provider` may serve `model` (the name as requested, alias or not). */
-export function keyAllowsModel(key: ProviderKey, provider: string, model: string, catalog: ModelCatalog): boolean {
-  const allowed = allowedModelsOfKey(key, provider, catalog);
-  return !allowed.restricted || allowed.models.includes(model);
+/** Whether a key may serve `model` (the name as requested, alias or not). */
+export function keyAllowsModel(key: ProviderKey, model: string): boolean {
+  // allowedModelsOfKey's rule, without building the unrestricted list: such a key allows every model.
+  if (key.models.length > 0 && !isWildcard(key.models)) return key.models.includes(model);
+  if (key.models.length === 0 && hasEntries(key.aliases)) return Object.hasOwn(key.aliases, model);
+  return true;
+}
+
+function hasEntries(record: Readonly<Record<string, unknown>>): boolean {
+  for (const _ in record) return true;
+  return false;
 }
 
 /** Maps a requested name through the key's aliases to the id the upstream receives. */
@@ -47,5 +54,7 @@ export function allowedModelsOfConfig(config: ProviderConfig, catalog: ModelCata
 
 /** Whether a provider config allows `model` (exact, case-sensitive). */
 export function configAllowsModel(config: ProviderConfig, model: string, catalog: ModelCatalog): boolean {
-  return allowedModelsOfConfig(config, catalog).includes(model);
+  // allowedModelsOfConfig(...).includes(model), without building the list on the request path.
+  if (isWildcard(config.allowedModels)) return catalog.hasModel(config.provider, model);
+  return config.allowedModels.some((entry) => stripProviderPrefix(entry, config.provider) === model);
 }

@@ -61,7 +61,7 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
         : `none of the key_ids of the "${provider}" provider config names a configured ${provider} key; fix key_ids`,
     );
   }
-  const serving = permitted.filter((key) => keyAllowsModel(key, provider, model, input.catalog));
+  const serving = permitted.filter((key) => keyAllowsModel(key, model));
   if (serving.length === 0) {
     throw new RoutingError(
       "caller_model_not_allowed",

@@ -10,6 +10,8 @@ import type { ProviderKey } from "./types.js";
 export interface ModelCatalog {
   /** Model ids the catalog knows for a provider (empty when it knows none). */
   modelsOf(provider: string): readonly string[];
+  /** Whether modelsOf(provider) includes the model; a set lookup, for the request path. */
+  hasModel(provider: string, model: string): boolean;
   /** Configured providers that serve the model, in preference order. */
   providersOf(model: string): readonly string[];
   /** Whether the name is a provider the gateway knows (used to split `provider/model`). */
@@ -26,6 +28,7 @@ export function createKeyCatalog(
   listed: ReadonlyMap<string, readonly string[]> = new Map(),
 ): ModelCatalog {
   const pool = new Map<string, readonly string[]>();
+  const poolSets = new Map<string, ReadonlySet<string>>();
   for (const [provider, keys] of keysByProvider) {
     const models = new Set<string>(Object.hasOwn(bundled, provider) ? bundled[provider] : []);
     for (const model of listed.get(provider) ?? []) models.add(model);
@@ -34,9 +37,12 @@ export function createKeyCatalog(
       for (const alias of Object.keys(key.aliases)) models.add(alias);
     }
     pool.set(provider, [...models]);
+    poolSets.set(provider, models);
   }
+  const bundledSets = new Map(Object.entries(bundled).map(([provider, models]) => [provider, new Set(models)]));
   return {
     modelsOf: (provider) => pool.get(provider) ?? (Object.hasOwn(bundled, provider) ? bundled[provider] ?? [] : []),
+    hasModel: (provider, model) => (poolSets.get(provider) ?? bundledSets.get(provider))?.has(model) ?? false,
     providersOf: (model) => [...pool].filter(([, models]) => models.includes(model)).map(([provider]) => provider),
     isProvider: (name) => pool.has(name) || Object.hasOwn(bundled, name),
   };

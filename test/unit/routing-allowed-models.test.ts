@@ -44,16 +44,20 @@ describe("allowedModelsOfKey", () => {
 
 describe("keyAllowsModel", () => {
   test("never lets an alias widen a restricted models list", () => {
-    assert.equal(keyAllowsModel(key(["gpt-4o"], { prod: "gpt-4o" }), "openai", "prod", catalog), false);
+    assert.equal(keyAllowsModel(key(["gpt-4o"], { prod: "gpt-4o" }), "prod"), false);
   });
   test("reaches an alias that is also in the models list", () => {
-    assert.equal(keyAllowsModel(key(["gpt-4o", "prod"], { prod: "gpt-4o" }), "openai", "prod", catalog), true);
+    assert.equal(keyAllowsModel(key(["gpt-4o", "prod"], { prod: "gpt-4o" }), "prod"), true);
   });
   test("lets an unrestricted key serve a model the catalog does not know", () => {
-    assert.equal(keyAllowsModel(key([]), "openai", "gpt-next", catalog), true);
+    assert.equal(keyAllowsModel(key([]), "gpt-next"), true);
   });
   test("compares model names case-sensitively", () => {
-    assert.equal(keyAllowsModel(key(["gpt-4o"]), "openai", "GPT-4o", catalog), false);
+    assert.equal(keyAllowsModel(key(["gpt-4o"]), "GPT-4o"), false);
+  });
+  test("restricts a key with aliases and no models to its alias names", () => {
+    assert.equal(keyAllowsModel(key([], { prod: "gpt-4o" }), "prod"), true);
+    assert.equal(keyAllowsModel(key([], { prod: "gpt-4o" }), "gpt-4o"), false);
   });
 });
 
@@ -112,6 +116,13 @@ describe("createKeyCatalog", () => {
   test("counts alias names as models of the provider", () => {
     const aliased = createKeyCatalog(new Map([["azure", [key([], { "my-gpt": "gpt-4o" })]]]), {});
     assert.deepEqual(aliased.modelsOf("azure"), ["my-gpt"]);
+  });
+  test("hasModel answers as modelsOf does, for configured and bundled-only providers", () => {
+    const mixed = createKeyCatalog(new Map([["azure", [key([], { "my-gpt": "gpt-4o" })]]]), { openai: ["gpt-4o"] });
+    assert.equal(mixed.hasModel("azure", "my-gpt"), true);
+    assert.equal(mixed.hasModel("azure", "gpt-4o"), false);
+    assert.equal(mixed.hasModel("openai", "gpt-4o"), true);
+    assert.equal(mixed.hasModel("mistral", "gpt-4o"), false);
   });
   test("does not offer a provider that has no keys for a bare model", () => {
     assert.deepEqual(catalog.providersOf("claude-3-5-haiku-latest"), []);
