@@ -3,6 +3,8 @@
  * each adapter translates to and from its upstream's own format.
  */
 
+import type { AbortSource } from "../cancellation.js";
+
 /** A JSON object as received or sent on the wire. */
 export type JsonObject = Record<string, unknown>;
 
@@ -64,7 +66,7 @@ export interface TokenUsage {
 export interface CallOptions {
   key: ProviderKey;
   /** Aborting it aborts the upstream request and frees its socket, mid-stream included. */
-  signal?: AbortSignal;
+  signal?: AbortSource;
   /** Upper bound on waiting for response headers and on any gap between body chunks. */
   timeoutMs?: number;
 }

@@ -1,6 +1,7 @@
 /**
- * A non-streaming answer of an OpenAI-compatible upstream reaches the client byte for byte: the gateway
- * reads its usage but forwards the upstream's own text instead of re-encoding it.
+ * One non-streaming call as the client and the upstream see it: the upstream's answer reaches the client
+ * byte for byte (the gateway reads its usage but forwards the upstream's own text), and a client that
+ * leaves before the answer frees the upstream request.
  */
 import assert from "node:assert/strict";
 import * as http from "node:http";
@@ -18,11 +19,27 @@ const UPSTREAM_TEXT =
 
 let upstream: http.Server;
 let app: TestApp;
+/** Requests asking the mock to hang (a message "hang"): resolved when the gateway closes one. */
+let hungRequestClosed: Promise<void> = Promise.resolve();
+let hungRequestArrived: Promise<void> = Promise.resolve();
+let onHungClose = (): void => {};
+let onHungArrive = (): void => {};
+
+function expectHungRequest(): void {
+  hungRequestArrived = new Promise((resolve) => (onHungArrive = resolve));
+  hungRequestClosed = new Promise((resolve) => (onHungClose = resolve));
+}
 
 before(async () => {
   upstream = http.createServer((req, res) => {
-    req.resume();
+    let body = "";
+    req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
     req.on("end", () => {
+      if (body.includes('"content":"hang"')) {
+        res.on("close", () => onHungClose());
+        onHungArrive();
+        return;
+      }
       res.writeHead(200, { "content-type": "application/json" });
       res.end(UPSTREAM_TEXT);
     });
@@ -54,4 +71,20 @@ test("the forwarded answer parses in the openai SDK with its usage", async () =>
   const completion = await sdk(app, "sk-gw-raw").chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
   assert.equal(completion.choices[0]?.message.content, "café 1.0");
   assert.equal(completion.usage?.total_tokens, 5);
+});
+
+test("a client that leaves before the answer frees the upstream request", async () => {
+  expectHungRequest();
+  const client = new AbortController();
+  const pending = fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
+    body: JSON.stringify({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hang" }] }),
+    signal: client.signal,
+  }).catch(() => undefined);
+  await hungRequestArrived;
+  client.abort();
+  await pending;
+  // Resolves only when the gateway closed its upstream request; the test runner's timeout bounds the wait.
+  await hungRequestClosed;
 });

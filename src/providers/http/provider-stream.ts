@@ -1,4 +1,5 @@
 /** Wraps an upstream SSE body as a ProviderStream: single use, socket freed on early exit or abort. */
+import type { AbortSource } from "../../cancellation.js";
 import type { ProviderStream, JsonObject, TokenUsage } from "../types.js";
 import { parseSse, type SseEvent } from "./sse.js";
 import { transportError, type UpstreamResponse } from "./upstream-http.js";
@@ -13,7 +14,7 @@ export type EventTranslator = (events: AsyncIterable<SseEvent>) => AsyncGenerato
 export function providerStream(
   provider: string,
   res: UpstreamResponse,
-  signal: AbortSignal | undefined,
+  signal: AbortSource | undefined,
   translate: EventTranslator,
   usage: () => TokenUsage | null,
 ): ProviderStream {

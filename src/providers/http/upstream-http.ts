@@ -2,6 +2,7 @@
  * HTTP to upstream providers over an undici Agent, which keeps one keep-alive pool per origin.
  * Every failure leaves here as a ProviderError, except the caller's own abort, which is rethrown as is.
  */
+import type { AbortSource } from "../../cancellation.js";
 import { Agent, errors as undiciErrors, request, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
@@ -24,7 +25,7 @@ export interface UpstreamCall {
   url: string;
   headers: Record<string, string>;
   body?: JsonObject;
-  signal?: AbortSignal | undefined;
+  signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
 }
 
@@ -51,7 +52,7 @@ abstract class CallGuard {
 
   constructor(
     protected readonly provider: string,
-    protected readonly caller: AbortSignal | undefined,
+    protected readonly caller: AbortSource | undefined,
   ) {}
 
   /** Not done in the constructor: `cut` may run at once, and must see the subclass fully built. */
@@ -96,7 +97,7 @@ class SignalGuard extends CallGuard {
   private readonly controller = new AbortController();
   readonly signal = this.controller.signal;
 
-  constructor(provider: string, caller: AbortSignal | undefined, timeoutMs: number) {
+  constructor(provider: string, caller: AbortSource | undefined, timeoutMs: number) {
     super(provider, caller);
     this.arm(timeoutMs);
   }
@@ -172,7 +173,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
 
   constructor(
     provider: string,
-    caller: AbortSignal | undefined,
+    caller: AbortSource | undefined,
     private readonly resolve: (answer: UpstreamJson) => void,
     private readonly reject: (err: unknown) => void,
   ) {
@@ -288,7 +289,7 @@ function notJsonObject(provider: string, status: number, text: string): Provider
  * Classifies a failure with no usable response: the caller's abort is rethrown unchanged (nobody is
  * left to answer), timeouts become provider_timeout, anything else provider_unavailable.
  */
-export function transportError(provider: string, err: unknown, signal?: AbortSignal): unknown {
+export function transportError(provider: string, err: unknown, signal?: AbortSource): unknown {
   if (signal?.aborted) return signal.reason ?? err;
   if (err instanceof GatewayError) return err;
   if (

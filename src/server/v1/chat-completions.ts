@@ -10,6 +10,7 @@
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { Writable } from "node:stream";
+import { RequestAbort } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
@@ -165,13 +166,13 @@ async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing:
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
 export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
   return async (req, res, scope) => {
-    const abort = new AbortController();
-    res.once("close", () => {
+    const abort = new RequestAbort();
+    res.on("close", () => {
       if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
     });
     try {
       const call = endpoint.validate(await readJsonBody(req, opts.maxBodyBytes));
-      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort.signal, ...(scope ? { scope } : {}) });
+      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
         if (!gone(res)) sendJson(res, 200, outcome.raw ?? outcome.body);
         return;
@@ -179,7 +180,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       await writeStream(res, outcome.chunks, endpoint.framing(), endpoint.name, opts.logger);
     } catch (err) {
       // Nobody is left to answer a client that went away.
-      if (err instanceof ClientClosedError || abort.signal.aborted || gone(res)) return;
+      if (err instanceof ClientClosedError || abort.aborted || gone(res)) return;
       const error = asGatewayError(err);
       if (error.type === "gateway_internal") opts.logger.error({ err }, `${endpoint.name} failed inside the gateway`);
       const { status, body } = v1ErrorBody(error);

@@ -8,6 +8,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
+import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
@@ -231,6 +232,8 @@ export function createAgentService(deps: AgentDeps): ChatService {
     let usage: JsonObject | null = null;
     let depth = 0;
     let next = request;
+    // The MCP SDK takes only a real AbortSignal.
+    const signal = asAbortSignal(call.signal);
     const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
     for (;;) {
       const outcome = await chat.complete(withBody(call, next));
@@ -246,7 +249,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
         deps.logger.debug({ depth, pending: calls.length }, "agent loop returns the model's tool calls");
         return finish(answer);
       }
-      const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, call.signal)));
+      const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal)));
       const pending = calls.filter((c) => !auto.has(c.name));
       if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
       next = format.followUp(next, answer, executed);

@@ -8,6 +8,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
+import type { RequestAbort } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import { ProviderError } from "../../providers/provider-error.js";
 import type {
@@ -51,7 +52,7 @@ export type MethodBody =
 export type ChatCall = MethodBody & {
   headers: IncomingHttpHeaders;
   /** Aborted when the client goes away; aborts the upstream call. */
-  signal: AbortSignal;
+  signal: RequestAbort | AbortSignal;
   /** What the HTTP layer read from the request (dimension values, origin); none outside an HTTP request. */
   scope?: RequestScope;
 };
@@ -219,10 +220,6 @@ export function createChatService(deps: ChatDeps): ChatService {
     metrics.recordRetries(base, retries);
   }
 
-  function aborted(signal: AbortSignal): boolean {
-    return signal.aborted;
-  }
-
   /** Wraps a stream so usage and the final metrics are recorded once it ends, fails or is abandoned. */
   async function* relay(
     stream: ProviderStream,
@@ -320,7 +317,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       try {
         return await attemptTarget(call, { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive });
       } catch (err) {
-        if (aborted(call.signal)) throw err;
+        if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
         if (targetError.type === "gateway_internal") {
           deps.logger.error({ err, provider: target.provider, method }, "inference request failed inside the gateway");
@@ -406,7 +403,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
-        if (aborted(call.signal)) throw err;
+        if (call.signal.aborted) throw err;
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
         metrics.recordUpstreamLatency(base, failedAfterMs / 1000, false);
