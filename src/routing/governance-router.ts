@@ -92,9 +92,8 @@ function appendDistinct(into: RouteTarget[], targets: readonly RouteTarget[]): R
 }
 
 function routeWithoutKey(request: RoutingRequest, context: RoutingContext): RoutingDecision {
-  const isProvider = (name: string): boolean => context.catalog.isProvider(name);
-  const parsed = parseModelName(request.model, isProvider);
-  const requested = parseFallbacks(request, isProvider);
+  const parsed = parseModelName(request.model, (name) => context.catalog.isProvider(name));
+  const requested = request.fallbacks?.length ? parseFallbacks(request, (name) => context.catalog.isProvider(name)) : [];
   if (parsed.provider !== null) {
     const primary = { provider: parsed.provider, model: parsed.model };
     return { primary, fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))), enginesUsed: [] };
@@ -119,6 +118,11 @@ function providerRequired(parsed: ParsedModel): RoutingError {
   );
 }
 
+/** A provider the catalog knows or the virtual key configures (so `<provider>/<model>` splits on it). */
+function knowsProvider(context: RoutingContext, virtualKey: VirtualKey, name: string): boolean {
+  return context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
+}
+
 function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: RoutingContext): RoutingDecision {
   if (!virtualKey.isActive) {
     throw new RoutingError(
@@ -126,10 +130,9 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       `virtual key "${virtualKey.name}" is inactive; activate it or use another key`,
     );
   }
-  const isProvider = (name: string): boolean =>
-    context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
-  const parsed = parseModelName(request.model, isProvider);
-  const requested = parseFallbacks(request, isProvider);
+  // Inline arrows, not named consts: a named function costs a defineProperty per request under tsx.
+  const parsed = parseModelName(request.model, (name) => knowsProvider(context, virtualKey, name));
+  const requested = request.fallbacks?.length ? parseFallbacks(request, (name) => knowsProvider(context, virtualKey, name)) : [];
 
   if (virtualKey.providerConfigs.length === 0) {
     throw new RoutingError(
@@ -144,12 +147,10 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       `every provider config of virtual key "${virtualKey.name}" has an empty allowed_models or key_ids, so it may use no provider; list models and keys, or use ["*"]`,
     );
   }
-  const usable = (config: ProviderConfig, model: string): boolean =>
-    configAllowsModel(config, model, context.catalog) && context.limits.exceeded(virtualKey.id, config) === null;
   // Request fallbacks outside what the key may use are dropped silently, as the spec requires.
   const keptFallbacks = requested.filter((target) => {
     const config = allowed.find((candidate) => candidate.provider === target.provider);
-    return config !== undefined && usable(config, target.model);
+    return config !== undefined && configAllowsModel(config, target.model, context.catalog) && context.limits.exceeded(virtualKey.id, config) === null;
   });
 
   if (parsed.provider !== null) {

@@ -165,14 +165,35 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
 
 /** Records the http_* metrics and the request's log line once the response is done. */
 function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions): void {
-  const started = performance.now();
-  let done = false;
-  const finish = (): void => {
-    if (done) return;
-    done = true;
+  const observation = new RequestObservation(req, res, route, dims, opts);
+  // on, not once: once wraps each listener per request, and the observation records only once.
+  res.on("finish", observation.finish);
+  res.on("close", observation.finish);
+}
+
+/** One request's http_* sample and log line; `finish` is bound once instead of a closure per request. */
+class RequestObservation {
+  private readonly started = performance.now();
+  private done = false;
+  readonly finish: () => void;
+
+  constructor(
+    private readonly req: Req,
+    private readonly res: Res,
+    private readonly route: string,
+    private readonly dims: RequestDimensions,
+    private readonly opts: HttpHandlerOptions,
+  ) {
+    this.finish = this.record.bind(this);
+  }
+
+  private record(): void {
+    if (this.done) return;
+    this.done = true;
+    const { req, res, route, dims, opts } = this;
     // 499 (client closed request) when the client went away before any response was written.
     const status = res.headersSent ? res.statusCode : 499;
-    const durationS = (performance.now() - started) / 1e3;
+    const durationS = (performance.now() - this.started) / 1e3;
     const method = req.method ?? "GET";
     const declared = Number(req.headers["content-length"] ?? 0);
     opts.metrics.recordHttpRequest({
@@ -189,8 +210,5 @@ function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opt
     if (opts.logger.isLevelEnabled(level)) {
       opts.logger[level]({ path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues }, "request");
     }
-  };
-  // on, not once: once wraps each listener per request, and `done` already makes finish run once.
-  res.on("finish", finish);
-  res.on("close", finish);
+  }
 }

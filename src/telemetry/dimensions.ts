@@ -28,6 +28,11 @@ function headerText(value: string | string[] | undefined): string {
   return Array.isArray(value) ? value.join(",") : (value ?? "");
 }
 
+/** Configured label names by their lower-case form, as header names arrive. */
+function byLowerCase(labels: readonly string[]): Map<string, string> {
+  return new Map(labels.map((label) => [label.toLowerCase(), label]));
+}
+
 /**
  * Reads the dimension headers of a request for the configured custom labels. Throws a 400
  * (GatewayError invalid_argument naming the header) when an x-gw-dim-* header names a reserved or
@@ -38,8 +43,6 @@ export function readDimensions(headers: HeaderBag, customLabels: readonly string
   let logValues: Record<string, string> | undefined;
   // Built only when a dimension header is present: most requests carry none.
   let configured: Map<string, string> | undefined;
-  const configuredLabel = (label: string): string | undefined =>
-    (configured ??= new Map(customLabels.map((l) => [l.toLowerCase(), l]))).get(label);
   let legacy: [string, string][] | undefined;
   for (const rawName in headers) {
     // Both prefixes start with "x": most header names are ruled out without lower-casing them.
@@ -55,14 +58,14 @@ export function readDimensions(headers: HeaderBag, customLabels: readonly string
       }
       const value = headerText(rawValue);
       (logValues ??= {})[label] = value;
-      const target = configuredLabel(label);
+      const target = (configured ??= byLowerCase(customLabels)).get(label);
       if (target !== undefined) (metricValues ??= {})[target] = value;
     } else if (name.startsWith(LEGACY_DIM_HEADER_PREFIX)) {
       (legacy ??= []).push([name.slice(LEGACY_DIM_HEADER_PREFIX.length), headerText(rawValue)]);
     }
   }
   for (const [label, value] of legacy ?? []) {
-    const target = configuredLabel(label);
+    const target = (configured ??= byLowerCase(customLabels)).get(label);
     // x-gw-dim-<label> wins over x-gw-prom-<label>.
     if (target !== undefined && metricValues?.[target] === undefined) (metricValues ??= {})[target] = value;
   }

@@ -390,6 +390,11 @@ function governanceValues(g: GovernanceLabels | undefined): Labels {
   };
 }
 
+function hasNames(record: Readonly<Record<string, string>>): boolean {
+  for (const _ in record) return true;
+  return false;
+}
+
 /** The identity of a state gauge's series, whatever order its labels were built in. */
 function stateKey(labels: Labels): string {
   let key = "";
@@ -408,6 +413,8 @@ export class Metrics {
   private cap: LabelCap;
   private labels: LabelMaker;
   private readonly state: StateGauges;
+  /** The last up/down state queued per key (key identity as in state.keyUp). */
+  private readonly lastKeyUp = new Map<string, boolean>();
   private pending: Op[] = [];
   private scheduled = false;
   private droppedCount = 0;
@@ -641,7 +648,8 @@ export class Metrics {
   private moveActive(method: string, custom: CustomLabelValues, delta: number): void {
     this.enqueue(() => {
       const labels: Labels = { ...custom, method };
-      const key = stateKey(labels);
+      // Without dimensions (the common case) the key needs no sorting.
+      const key = hasNames(custom) ? stateKey(labels) : appendKey(appendKey("", "method"), method);
       const entry = this.state.active.get(key);
       const value = (entry?.value ?? 0) + delta;
       if (value <= 0) this.state.active.delete(key);
@@ -654,9 +662,12 @@ export class Metrics {
    * request, so its custom labels stay empty and one key keeps one series.
    */
   setProviderKeyUp(provider: string, keyId: string, keyName: string, up: boolean): void {
+    const key = appendKey(appendKey(appendKey("", provider), keyId), keyName);
+    // A key's state rarely changes: an unchanged one queues nothing.
+    if (this.lastKeyUp.get(key) === up) return;
+    this.lastKeyUp.set(key, up);
     this.enqueue(() => {
-      const labels: Labels = { provider, key_id: keyId, key_name: keyName };
-      this.state.keyUp.set(stateKey(labels), { labels, value: up ? 1 : 0 });
+      this.state.keyUp.set(key, { labels: { provider, key_id: keyId, key_name: keyName }, value: up ? 1 : 0 });
     });
   }
 }

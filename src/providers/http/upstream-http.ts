@@ -185,11 +185,11 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     this.arm(timeout);
     if (this.settled) return;
     try {
-      const url = new URL(call.url);
+      const url = dispatchTarget(call.url);
       dispatcher.dispatch(
         {
           origin: url.origin,
-          path: url.pathname + url.search,
+          path: url.path,
           method: call.method,
           headers: requestHeaders(call),
           body: call.body === undefined ? null : JSON.stringify(call.body),
@@ -257,6 +257,22 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     this.release();
     this.reject(transportError(this.provider, err, this.caller));
   }
+}
+
+/** Parsed upstream URLs: a provider calls the same few URLs over and over. */
+const targets = new Map<string, { origin: string; path: string }>();
+const MAX_CACHED_TARGETS = 1_000;
+
+/** The origin and path of an upstream URL, parsed once per distinct URL. */
+function dispatchTarget(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (target === undefined) {
+    const parsed = new URL(url);
+    target = { origin: parsed.origin, path: parsed.pathname + parsed.search };
+    if (targets.size >= MAX_CACHED_TARGETS) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
 }
 
 function requestHeaders(call: UpstreamCall): Record<string, string> {

@@ -16,17 +16,19 @@ const PATHS: Record<OpenAiOperation, string> = {
  */
 export function bearerProfile(name: string, baseUrl: string | null, defaultBaseUrl: string | null): OpenAiCompatibleProfile {
   const base = baseUrl ?? defaultBaseUrl;
+  // The URLs depend only on the operation: joined once, not per request.
+  const urls = base ? { chat: joinUrl(base, PATHS.chat), responses: joinUrl(base, PATHS.responses), models: joinUrl(base, PATHS.models) } : null;
   return {
     name,
     target(operation, _model, key) {
-      if (!base) {
+      if (!urls) {
         throw new GatewayError("failed_precondition", `provider ${name} has no base URL: set network_config.base_url`, {
           type: "gateway_provider_misconfigured",
           field: `providers.${name}.network_config.base_url`,
         });
       }
       const headers: Record<string, string> = key.value ? { authorization: `Bearer ${key.value}` } : {};
-      return { url: joinUrl(base, PATHS[operation]), headers };
+      return { url: urls[operation], headers };
     },
   };
 }

@@ -164,6 +164,27 @@ function errorType(err: GatewayError): InferenceErrorType {
   return /^(caller|policy|provider|gateway)_/.test(err.type) ? (err.type as InferenceErrorType) : "gateway_internal";
 }
 
+/** One request's place in gw_active_requests; `finish` (bound once) takes it out exactly once. */
+class ActiveRequest {
+  private done = false;
+  readonly finish: () => void;
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly method: InferenceMethod,
+    private readonly custom: CustomLabelValues | undefined,
+  ) {
+    // Bound rather than a closure per request: tsx names every closure it creates.
+    this.finish = this.end.bind(this);
+  }
+
+  private end(): void {
+    if (this.done) return;
+    this.done = true;
+    this.metrics.activeRequestFinished(this.method, this.custom);
+  }
+}
+
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
@@ -271,12 +292,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
 
     metrics.activeRequestStarted(method, custom);
-    let activeDone = false;
-    const finishActive = (): void => {
-      if (activeDone) return;
-      activeDone = true;
-      metrics.activeRequestFinished(method, custom);
-    };
+    const finishActive = new ActiveRequest(metrics, method, custom).finish;
     try {
       const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
       if (outcome.kind === "json") finishActive();
