@@ -67,6 +67,11 @@ export interface CallOptions {
   key: ProviderKey;
   /** Aborting it aborts the upstream request and frees its socket, mid-stream included. */
   signal?: AbortSource;
+  /**
+   * The request exactly as the client encoded it, when `req` is that JSON unchanged: an adapter that would
+   * send the same JSON sends these bytes instead (no re-encoding, numbers and field order kept).
+   */
+  rawBody?: string;
   /** Upper bound on waiting for response headers and on any gap between body chunks. */
   timeoutMs?: number;
 }

@@ -1,7 +1,8 @@
 /**
- * One non-streaming call as the client and the upstream see it: the upstream's answer reaches the client
- * byte for byte (the gateway reads its usage but forwards the upstream's own text), and a client that
- * leaves before the answer frees the upstream request.
+ * One non-streaming call as the client and the upstream see it: the client's body reaches the upstream
+ * byte for byte when the gateway has nothing to change in it, the upstream's answer reaches the client byte
+ * for byte (the gateway reads its usage but forwards the upstream's own text), and a client that leaves
+ * before the answer frees the upstream request.
  */
 import assert from "node:assert/strict";
 import * as http from "node:http";
@@ -19,6 +20,8 @@ const UPSTREAM_TEXT =
 
 let upstream: http.Server;
 let app: TestApp;
+/** The body text of the upstream's latest request. */
+let lastUpstreamBody = "";
 /** Requests asking the mock to hang (a message "hang"): resolved when the gateway closes one. */
 let hungRequestClosed: Promise<void> = Promise.resolve();
 let hungRequestArrived: Promise<void> = Promise.resolve();
@@ -35,6 +38,7 @@ before(async () => {
     let body = "";
     req.on("data", (chunk: Buffer) => (body += chunk.toString("utf8")));
     req.on("end", () => {
+      lastUpstreamBody = body;
       if (body.includes('"content":"hang"')) {
         res.on("close", () => onHungClose());
         onHungArrive();
@@ -87,4 +91,28 @@ test("a client that leaves before the answer frees the upstream request", async 
   await pending;
   // Resolves only when the gateway closed its upstream request; the test runner's timeout bounds the wait.
   await hungRequestClosed;
+});
+
+test("sends the client's own bytes upstream when the model needs no rewrite", async () => {
+  // A number past double precision and unusual spacing survive only if the bytes are not re-encoded.
+  const text = '{"model": "gpt-4o-mini",  "seed": 12345678901234567890, "messages": [{"role": "user", "content": "hi"}]}';
+  const res = await fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
+    body: text,
+  });
+  assert.equal(res.status, 200);
+  await res.text();
+  assert.equal(lastUpstreamBody, text);
+});
+
+test("re-encodes the body when the gateway rewrites the model", async () => {
+  const res = await fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
+    body: '{"model": "openai/gpt-4o-mini", "fallbacks": [], "messages": [{"role": "user", "content": "hi"}]}',
+  });
+  assert.equal(res.status, 200);
+  await res.text();
+  assert.deepEqual(JSON.parse(lastUpstreamBody), { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
 });

@@ -24,7 +24,8 @@ export interface UpstreamCall {
   method: "GET" | "POST";
   url: string;
   headers: Record<string, string>;
-  body?: JsonObject;
+  /** A JSON object, or JSON text already encoded. */
+  body?: JsonObject | string;
   signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
 }
@@ -126,7 +127,7 @@ export async function send(dispatcher: Dispatcher, provider: string, call: Upstr
       dispatcher,
       method: call.method,
       headers: requestHeaders(call),
-      body: call.body === undefined ? null : JSON.stringify(call.body),
+      body: encodeBody(call.body),
       signal: guard.signal,
       bodyTimeout: timeout,
     });
@@ -192,7 +193,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
           path: url.path,
           method: call.method,
           headers: requestHeaders(call),
-          body: call.body === undefined ? null : JSON.stringify(call.body),
+          body: encodeBody(call.body),
           bodyTimeout: timeout,
         },
         this,
@@ -273,6 +274,11 @@ function dispatchTarget(url: string): { origin: string; path: string } {
     targets.set(url, target);
   }
   return target;
+}
+
+function encodeBody(body: JsonObject | string | undefined): string | null {
+  if (body === undefined) return null;
+  return typeof body === "string" ? body : JSON.stringify(body);
 }
 
 function requestHeaders(call: UpstreamCall): Record<string, string> {

@@ -29,6 +29,20 @@ function upstreamBody(req: JsonObject, model: string | undefined, omit: Readonly
   return body;
 }
 
+/**
+ * The non-streaming upstream body: the client's own bytes when they encode exactly the JSON that would
+ * be sent (same model, nothing to leave out), else the request re-encoded without the omitted fields.
+ */
+function nonStreamingBody(req: JsonObject, model: string | undefined, rawBody: string | undefined): JsonObject | string {
+  const fits = rawBody !== undefined && (model === undefined || model === req["model"]) && !hasAny(req, OMIT_FROM_NON_STREAMING);
+  return fits ? rawBody : upstreamBody(req, model, OMIT_FROM_NON_STREAMING);
+}
+
+function hasAny(req: JsonObject, fields: ReadonlySet<string>): boolean {
+  for (const field of fields) if (field in req) return true;
+  return false;
+}
+
 function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
@@ -60,7 +74,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       method: "POST",
       url: target.url,
       headers: target.headers,
-      body: streaming === null ? upstreamBody(req, target.model, OMIT_FROM_NON_STREAMING) : streaming(upstreamBody(req, target.model, OMIT_FROM_STREAMING)),
+      body: streaming === null ? nonStreamingBody(req, target.model, options.rawBody) : streaming(upstreamBody(req, target.model, OMIT_FROM_STREAMING)),
       signal: options.signal,
       timeoutMs: options.timeoutMs,
     };

@@ -22,8 +22,16 @@ export class ClientClosedError extends GatewayError {
 
 /** The body as a JSON object; an empty body is `{}`. */
 export async function readJsonBody(req: Req, maxBytes: number): Promise<Record<string, unknown>> {
-  const bytes = await readBytes(req, maxBytes, true);
-  if (bytes.length === 0) return {};
+  return parseJsonBody(req, await readBytes(req, maxBytes, true)).json;
+}
+
+/** The body as a JSON object and the text it was parsed from ("" for an empty body), for forwarding it unchanged. */
+export async function readJsonBodyWithText(req: Req, maxBytes: number): Promise<{ json: Record<string, unknown>; text: string }> {
+  return parseJsonBody(req, await readBytes(req, maxBytes, true));
+}
+
+function parseJsonBody(req: Req, bytes: Buffer): { json: Record<string, unknown>; text: string } {
+  if (bytes.length === 0) return { json: {}, text: "" };
   checkContentType(req);
 
   // isUtf8 is a native check; TextDecoder's fatal mode costs a decoder per request.
@@ -36,11 +44,11 @@ export async function readJsonBody(req: Req, maxBytes: number): Promise<Record<s
     json = JSON.parse(text);
   } catch (err) {
     // Whitespace alone counts as an empty body; checked only here so a valid body is never copied by trim().
-    if (text.trim() === "") return {};
+    if (text.trim() === "") return { json: {}, text: "" };
     throw invalidRequest(`request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (!isJsonObject(json)) throw invalidRequest(`request body must be a JSON object, got ${describe(json)}`);
-  return json;
+  return { json, text };
 }
 
 function describe(json: unknown): string {

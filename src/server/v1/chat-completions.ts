@@ -16,7 +16,7 @@ import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
-import { ClientClosedError, readJsonBody } from "../rest/request-body.js";
+import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;
@@ -171,8 +171,9 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
     });
     try {
-      const call = endpoint.validate(await readJsonBody(req, opts.maxBodyBytes));
-      const outcome = await opts.chat.complete({ ...call, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
+      const { json, text } = await readJsonBodyWithText(req, opts.maxBodyBytes);
+      const call = endpoint.validate(json);
+      const outcome = await opts.chat.complete({ ...call, rawBody: text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
         if (!gone(res)) sendJson(res, 200, outcome.raw ?? outcome.body);
         return;

@@ -165,8 +165,9 @@ function withToolChoice(request: JsonObject): JsonObject {
 
 /** The call with another body, keeping its method. */
 function withBody(call: ChatCall, body: JsonObject): ChatCall {
-  if (call.method === "responses") return { ...call, method: "responses", body: body as ResponsesRequest };
-  return { ...call, method: "chat", body: body as ChatRequest };
+  // The client's raw body no longer describes the request.
+  if (call.method === "responses") return { ...call, rawBody: undefined, method: "responses", body: body as ResponsesRequest };
+  return { ...call, rawBody: undefined, method: "chat", body: body as ChatRequest };
 }
 
 function errorResult(type: string, message: string): string {

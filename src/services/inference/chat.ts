@@ -50,6 +50,8 @@ export type MethodBody =
 
 /** One validated request as a /v1 handler hands it over. */
 export type ChatCall = MethodBody & {
+  /** The body as the client sent it, when `body` is that JSON (validated, unchanged); forwarded as is when the upstream would get the same JSON. */
+  rawBody?: string;
   headers: IncomingHttpHeaders;
   /** Aborted when the client goes away; aborts the upstream call. */
   signal: RequestAbort | AbortSignal;
@@ -378,6 +380,8 @@ export function createChatService(deps: ChatDeps): ChatService {
       const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
       if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${target.provider} vanished`, { type: "gateway_internal", httpStatus: 500 });
       const options: CallOptions = { key, signal: call.signal };
+      // The client's own bytes may go upstream only when the model is not rewritten.
+      if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
       const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
       if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
       const attemptStarted = performance.now();
