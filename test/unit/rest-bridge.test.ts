@@ -261,6 +261,13 @@ describe("request bodies", () => {
     assert.equal(res.json.error.message, "request body is not valid UTF-8");
   });
 
+  test("reads a body that starts with a UTF-8 byte-order mark as the JSON after it", async () => {
+    const res = await call(bridge, "POST", "/api/mcp/client", new Uint8Array([0xef, 0xbb, 0xbf, ...Buffer.from('{"foo": 1}')]));
+    // The JSON parsed: the bridge got as far as naming the unknown field.
+    assert.equal(res.status, 400);
+    assert.equal(res.json.error.message, 'unknown field "client.foo"');
+  });
+
   test("rejects a non-JSON content-type with 415", async () => {
     const res = await call(bridge, "POST", "/api/mcp/client", "name=docs", { "content-type": "application/x-www-form-urlencoded" });
     assert.equal(res.status, 415);

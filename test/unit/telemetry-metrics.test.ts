@@ -109,7 +109,7 @@ test("gw_request_retries has the buckets 0,1,2,3,5,10", async () => {
   assert.deepEqual(samples.map((s) => s.labels["le"]), ["0", "1", "2", "3", "5", "10", "+Inf"]);
 });
 
-test("recording does no prom-client work until the queue is flushed", async () => {
+test("recording does no metric work until the queue is flushed", async () => {
   const m = new Metrics();
   m.recordHttpRequest({ path: "/health", method: "GET", status: 200, durationS: 0.001, reqBytes: 0, resBytes: 15 });
   const before = await m.registry.metrics();
