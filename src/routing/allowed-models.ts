@@ -17,28 +17,28 @@ function isWildcard(list: readonly string[]): boolean {
   return list.length === 1 && list[0] === "*";
 }
 
+/** Steps 1 and 2: the models a key is restricted to (its models list, else its alias names), or null for none. */
+function restrictedModels(key: ProviderKey): readonly string[] | null {
+  if (key.models.length > 0 && !isWildcard(key.models)) return key.models;
+  const aliasNames = Object.keys(key.aliases);
+  if (key.models.length === 0 && aliasNames.length > 0) return aliasNames;
+  return null;
+}
+
 /** Applies the spec's three steps to a key of `provider`; `models: ["*"]` counts as "every model". */
 export function allowedModelsOfKey(key: ProviderKey, provider: string, catalog: ModelCatalog): KeyModels {
-  const aliasNames = Object.keys(key.aliases);
-  if (key.models.length > 0 && !isWildcard(key.models)) return { restricted: true, models: key.models };
-  if (key.models.length === 0 && aliasNames.length > 0) return { restricted: true, models: aliasNames };
-  const models = new Set([...catalog.modelsOf(provider), ...aliasNames]);
+  const restricted = restrictedModels(key);
+  if (restricted !== null) return { restricted: true, models: restricted };
+  const models = new Set([...catalog.modelsOf(provider), ...Object.keys(key.aliases)]);
   // Step 3 is "all the catalog knows", but the catalog lags behind providers; an unrestricted key is not
   // the place to refuse a model the operator never restricted.
   return { restricted: false, models: [...models] };
 }
 
-/** Whether a key may serve `model` (the name as requested, alias or not). */
+/** Whether a key may serve `model` (the name as requested, alias or not); an unrestricted key's list is never built. */
 export function keyAllowsModel(key: ProviderKey, model: string): boolean {
-  // allowedModelsOfKey's rule, without building the unrestricted list: such a key allows every model.
-  if (key.models.length > 0 && !isWildcard(key.models)) return key.models.includes(model);
-  if (key.models.length === 0 && hasEntries(key.aliases)) return Object.hasOwn(key.aliases, model);
-  return true;
-}
-
-function hasEntries(record: Readonly<Record<string, unknown>>): boolean {
-  for (const _ in record) return true;
-  return false;
+  const restricted = restrictedModels(key);
+  return restricted === null || restricted.includes(model);
 }
 
 /** Maps a requested name through the key's aliases to the id the upstream receives. */
