@@ -17,7 +17,9 @@
  *    behind schedule: a large one means the generator itself was saturated.
  * 3. streaming: sequential `"stream": true` requests (30 warm-up, 300 counted): p50/p99 time to the
  *    first body byte.
- * 4. memory: peak RSS (VmHWM of /proc/<pid>/status) of the floor and gateway children, read at the end.
+ * 4. memory: peak RSS (VmHWM of /proc/<pid>/status) of each target process, read at the end (the direct
+ *    target's process is the mock upstream).
+ * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
  *
  * Every response must be a 200 with a complete body; anything else is counted as an error and a run
  * with errors is invalid (exit code 1). Figures go to stdout as tables and to bench/last-run.json.
@@ -369,7 +371,22 @@ function report(results: TargetResult[], loadAtStart: number): void {
   console.log(`${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}\n`);
   // One row per figure, one column per target, so more gateway variants only widen it a little.
   const row = (label: string, cell: (r: TargetResult) => string): string[] => [label, ...results.map(cell)];
-  const rssRatio = (r: TargetResult) => (r.peakRssMiB !== null && floor.peakRssMiB !== null ? `${(r.peakRssMiB / floor.peakRssMiB).toFixed(1)}x` : "-");
+  // Every figure as a ratio to the floor and to a direct call (issue 4); latencies also as differences,
+  // since the goal is stated in added milliseconds.
+  const times = (value: number | null, base: number | null): string =>
+    value !== null && base !== null && Number.isFinite(value / base) ? `${(value / base).toFixed(2)}x` : "-";
+  const ratios = (value: (r: TargetResult) => number | null): string[][] => [
+    row("  ÷ floor", (r) => times(value(r), value(floor))),
+    row("  ÷ direct", (r) => times(value(r), value(direct))),
+  ];
+  const differences = (value: (r: TargetResult) => number): string[][] => [
+    row("  added (minus direct)", (r) => signed(value(r) - value(direct), 3)),
+    row("  over floor", (r) => signed(value(r) - value(floor), 3)),
+  ];
+  const p50 = (r: TargetResult): number => r.latencyMs.p50;
+  const p99 = (r: TargetResult): number => r.latencyMs.p99;
+  const ttfb50 = (r: TargetResult): number => r.streamTtfbMs.p50;
+  const ttfb99 = (r: TargetResult): number => r.streamTtfbMs.p99;
   console.log(
     table(
       ["figure", ...results.map((r) => r.name)],
@@ -378,20 +395,22 @@ function report(results: TargetResult[], loadAtStart: number): void {
         row("  ÷ floor", (r) => pct(r.throughput.rps / floor.throughput.rps)),
         row("  ÷ direct", (r) => pct(r.throughput.rps / direct.throughput.rps)),
         row("CPU µs/request (target process)", (r) => fmt(r.throughput.cpuUsPerRequest, 0)),
-        row("  ÷ floor", (r) => `${(r.throughput.cpuUsPerRequest / floor.throughput.cpuUsPerRequest).toFixed(1)}x`),
-        row(`latency p50 ms @${RATE}/s`, (r) => fmt(r.latencyMs.p50, 3)),
-        row("  added (minus direct)", (r) => signed(r.latencyMs.p50 - direct.latencyMs.p50, 3)),
-        row("  over floor", (r) => signed(r.latencyMs.p50 - floor.latencyMs.p50, 3)),
-        row(`latency p99 ms @${RATE}/s`, (r) => fmt(r.latencyMs.p99, 3)),
-        row("  added (minus direct)", (r) => signed(r.latencyMs.p99 - direct.latencyMs.p99, 3)),
-        row("  over floor", (r) => signed(r.latencyMs.p99 - floor.latencyMs.p99, 3)),
+        ...ratios((r) => r.throughput.cpuUsPerRequest),
+        row(`latency p50 ms @${RATE}/s`, (r) => fmt(p50(r), 3)),
+        ...ratios(p50),
+        ...differences(p50),
+        row(`latency p99 ms @${RATE}/s`, (r) => fmt(p99(r), 3)),
+        ...ratios(p99),
+        ...differences(p99),
         row("  generator max lag ms", (r) => fmt(r.latencyMs.maxLagMs, 1)),
-        row("stream first byte p50 ms", (r) => fmt(r.streamTtfbMs.p50, 3)),
-        row("  added (minus direct)", (r) => signed(r.streamTtfbMs.p50 - direct.streamTtfbMs.p50, 3)),
-        row("stream first byte p99 ms", (r) => fmt(r.streamTtfbMs.p99, 3)),
-        row("  added (minus direct)", (r) => signed(r.streamTtfbMs.p99 - direct.streamTtfbMs.p99, 3)),
+        row("stream first byte p50 ms", (r) => fmt(ttfb50(r), 3)),
+        ...ratios(ttfb50),
+        ...differences(ttfb50),
+        row("stream first byte p99 ms", (r) => fmt(ttfb99(r), 3)),
+        ...ratios(ttfb99),
+        ...differences(ttfb99),
         row("peak RSS MiB", (r) => fmt(r.peakRssMiB, 0)),
-        row("  ÷ floor", rssRatio),
+        ...ratios((r) => r.peakRssMiB),
         row("errors", (r) => String(r.errors)),
       ],
     ),
@@ -440,7 +459,8 @@ async function main(): Promise<void> {
   }
   for (const [i, target] of targets.entries()) {
     const result = results[i];
-    if (result && target.kind !== "direct") result.peakRssMiB = peakRssMiB(target.pid);
+    // The direct target's process is the mock upstream: its RSS is what no proxy at all costs.
+    if (result) result.peakRssMiB = peakRssMiB(target.pid);
   }
   report(results, loadAtStart);
   const errors = results.reduce((sum, r) => sum + r.errors, 0);
