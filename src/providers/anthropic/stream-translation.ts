@@ -22,46 +22,81 @@ export interface ChunkTranslator {
 
 /** Creates the translator for one stream. */
 export function createChunkTranslator(provider: string, model: string, includeUsage: boolean): ChunkTranslator {
-  let id = `chatcmpl-${Date.now()}`;
-  let upstreamModel = model;
-  const created = Math.floor(Date.now() / 1000);
-  let input = 0;
-  let output = 0;
-  let sawUsage = false;
+  const translation = new ChunkTranslation(provider, model, includeUsage);
+  return { translate: (events) => translation.translate(events), usage: () => translation.usage() };
+}
+
+/**
+ * One stream's translation state. A class, so its generators are prototype methods created once: a
+ * generator function created per stream keeps the request alive through young-generation GCs (see
+ * UpstreamEventStream in ../http/provider-stream.ts).
+ */
+class ChunkTranslation {
+  private id = `chatcmpl-${Date.now()}`;
+  private upstreamModel: string;
+  private readonly created = Math.floor(Date.now() / 1000);
+  private input = 0;
+  private output = 0;
+  private sawUsage = false;
   /** Anthropic content block index -> OpenAI tool_calls index. */
-  const toolIndexes = new Map<number, number>();
+  private readonly toolIndexes = new Map<number, number>();
 
-  const chunk = (delta: JsonObject, finish: string | null = null): JsonObject => ({
-    id,
-    object: "chat.completion.chunk",
-    created,
-    model: upstreamModel,
-    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
-  });
+  constructor(
+    private readonly provider: string,
+    model: string,
+    private readonly includeUsage: boolean,
+  ) {
+    this.upstreamModel = model;
+  }
 
-  function* onEvent(payload: JsonObject): Generator<JsonObject> {
+  async *translate(events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
+    let stopped = false;
+    for await (const event of events) {
+      if (stopped) continue;
+      const payload = parseEventData(event.data);
+      if (!payload) continue;
+      yield* this.onEvent(payload);
+      if (payload["type"] === "message_stop") stopped = true;
+    }
+  }
+
+  usage(): TokenUsage | null {
+    return this.sawUsage ? { input_tokens: this.input, output_tokens: this.output } : null;
+  }
+
+  private chunk(delta: JsonObject, finish: string | null = null): JsonObject {
+    return {
+      id: this.id,
+      object: "chat.completion.chunk",
+      created: this.created,
+      model: this.upstreamModel,
+      choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+    };
+  }
+
+  private *onEvent(payload: JsonObject): Generator<JsonObject> {
     switch (payload["type"]) {
       case "message_start": {
         const message = isObject(payload["message"]) ? payload["message"] : {};
-        if (typeof message["id"] === "string") id = message["id"];
-        if (typeof message["model"] === "string") upstreamModel = message["model"];
+        if (typeof message["id"] === "string") this.id = message["id"];
+        if (typeof message["model"] === "string") this.upstreamModel = message["model"];
         if (isObject(message["usage"])) {
-          input = inputTokens(message["usage"]);
-          output = typeof message["usage"]["output_tokens"] === "number" ? message["usage"]["output_tokens"] : 0;
-          sawUsage = true;
+          this.input = inputTokens(message["usage"]);
+          this.output = typeof message["usage"]["output_tokens"] === "number" ? message["usage"]["output_tokens"] : 0;
+          this.sawUsage = true;
         }
-        yield chunk({ role: "assistant", content: "", refusal: null });
+        yield this.chunk({ role: "assistant", content: "", refusal: null });
         return;
       }
       case "content_block_start": {
         const block = isObject(payload["content_block"]) ? payload["content_block"] : {};
         const index = typeof payload["index"] === "number" ? payload["index"] : -1;
         if (block["type"] === "tool_use") {
-          const toolIndex = toolIndexes.size;
-          toolIndexes.set(index, toolIndex);
-          yield chunk({ tool_calls: [{ index: toolIndex, id: block["id"], type: "function", function: { name: block["name"], arguments: "" } }] });
+          const toolIndex = this.toolIndexes.size;
+          this.toolIndexes.set(index, toolIndex);
+          yield this.chunk({ tool_calls: [{ index: toolIndex, id: block["id"], type: "function", function: { name: block["name"], arguments: "" } }] });
         } else if (block["type"] === "text" && typeof block["text"] === "string" && block["text"] !== "") {
-          yield chunk({ content: block["text"] });
+          yield this.chunk({ content: block["text"] });
         }
         return;
       }
@@ -69,10 +104,10 @@ export function createChunkTranslator(provider: string, model: string, includeUs
         const delta = isObject(payload["delta"]) ? payload["delta"] : {};
         const index = typeof payload["index"] === "number" ? payload["index"] : -1;
         if (delta["type"] === "text_delta" && typeof delta["text"] === "string") {
-          yield chunk({ content: delta["text"] });
+          yield this.chunk({ content: delta["text"] });
         } else if (delta["type"] === "input_json_delta" && typeof delta["partial_json"] === "string") {
-          const toolIndex = toolIndexes.get(index);
-          if (toolIndex !== undefined) yield chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta["partial_json"] } }] });
+          const toolIndex = this.toolIndexes.get(index);
+          if (toolIndex !== undefined) yield this.chunk({ tool_calls: [{ index: toolIndex, function: { arguments: delta["partial_json"] } }] });
         }
         return;
       }
@@ -80,38 +115,24 @@ export function createChunkTranslator(provider: string, model: string, includeUs
         const delta = isObject(payload["delta"]) ? payload["delta"] : {};
         if (isObject(payload["usage"])) {
           // message_delta's counts are cumulative; input counts appear here only on some API versions.
-          if (typeof payload["usage"]["output_tokens"] === "number") output = payload["usage"]["output_tokens"];
-          if (typeof payload["usage"]["input_tokens"] === "number") input = inputTokens(payload["usage"]);
-          sawUsage = true;
+          if (typeof payload["usage"]["output_tokens"] === "number") this.output = payload["usage"]["output_tokens"];
+          if (typeof payload["usage"]["input_tokens"] === "number") this.input = inputTokens(payload["usage"]);
+          this.sawUsage = true;
         }
-        yield chunk({}, finishReason(delta["stop_reason"]) ?? "stop");
+        yield this.chunk({}, finishReason(delta["stop_reason"]) ?? "stop");
         return;
       }
       case "message_stop":
-        if (includeUsage) yield { ...chunk({}), choices: [], usage: openAiUsage({ input_tokens: input, output_tokens: output }) };
+        if (this.includeUsage) yield { ...this.chunk({}), choices: [], usage: openAiUsage({ input_tokens: this.input, output_tokens: this.output }) };
         return;
       case "error": {
         const error = isObject(payload["error"]) ? payload["error"] : {};
         const message = typeof error["message"] === "string" ? error["message"] : "unknown error";
-        throw new ProviderError(provider, null, "provider_unavailable", `${provider} failed mid-stream (${String(error["type"] ?? "error")}): ${message}`);
+        throw new ProviderError(this.provider, null, "provider_unavailable", `${this.provider} failed mid-stream (${String(error["type"] ?? "error")}): ${message}`);
       }
       default:
         // ping, content_block_stop, and event types added later carry nothing an OpenAI chunk shows.
         return;
     }
   }
-
-  return {
-    async *translate(events) {
-      let stopped = false;
-      for await (const event of events) {
-        if (stopped) continue;
-        const payload = parseEventData(event.data);
-        if (!payload) continue;
-        yield* onEvent(payload);
-        if (payload["type"] === "message_stop") stopped = true;
-      }
-    },
-    usage: () => (sawUsage ? { input_tokens: input, output_tokens: output } : null),
-  };
 }

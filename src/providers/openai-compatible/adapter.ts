@@ -55,6 +55,65 @@ function streamedError(provider: string, event: JsonObject): ProviderError | nul
   return new ProviderError(provider, null, "provider_unavailable", `${provider} failed mid-stream: ${message}`);
 }
 
+/** What one chat stream's translation needs and collects. */
+interface ChatStreamState {
+  readonly provider: string;
+  /** The caller asked for the usage-only chunk (stream_options.include_usage). */
+  readonly callerWantsUsage: boolean;
+  usage: TokenUsage | null;
+}
+
+/**
+ * Chat chunks pass as they are, except the usage-only chunk the caller did not ask for. Module-level,
+ * with its state as an argument: a generator created per request keeps the request alive through
+ * young-generation GCs (see UpstreamEventStream in provider-stream.ts).
+ */
+async function* translateChatEvents(state: ChatStreamState, events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
+  let done = false;
+  for await (const event of events) {
+    if (done) continue;
+    if (event.data === "[DONE]") {
+      done = true;
+      continue;
+    }
+    const chunk = parseEventData(event.data);
+    if (!chunk) continue;
+    const failure = streamedError(state.provider, chunk);
+    if (failure) throw failure;
+    const reported = chatUsage(chunk["usage"]);
+    if (reported) state.usage = reported;
+    const choices = chunk["choices"];
+    if (!state.callerWantsUsage && reported && Array.isArray(choices) && choices.length === 0) continue;
+    if (!state.callerWantsUsage && reported) delete chunk["usage"];
+    yield chunk;
+  }
+}
+
+/** What one Responses stream's translation needs and collects. */
+interface ResponsesStreamState {
+  readonly provider: string;
+  usage: TokenUsage | null;
+}
+
+/** Responses events pass as they are; usage is read from the response they carry. Module-level, as above. */
+async function* translateResponsesEvents(state: ResponsesStreamState, events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
+  let done = false;
+  for await (const event of events) {
+    if (done || event.data === "[DONE]") {
+      done = true;
+      continue;
+    }
+    const payload = parseEventData(event.data);
+    if (!payload) continue;
+    if (payload["type"] === "error") {
+      throw streamedError(state.provider, { error: payload }) ?? new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} failed mid-stream`);
+    }
+    const response = payload["response"];
+    if (isObject(response)) state.usage = responsesUsage(response["usage"]) ?? state.usage;
+    yield payload;
+  }
+}
+
 /** Creates the adapter for `profile`, with its own keep-alive agent unless one is given. */
 export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, dispatcher?: Dispatcher): ProviderAdapter {
   const ownAgent = dispatcher ? null : createUpstreamAgent();
@@ -98,28 +157,8 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
         stream: true,
         stream_options: { ...streamOptions, include_usage: true },
       })));
-      let usage: TokenUsage | null = null;
-      async function* translate(events: AsyncIterable<SseEvent>) {
-        let done = false;
-        for await (const event of events) {
-          if (done) continue;
-          if (event.data === "[DONE]") {
-            done = true;
-            continue;
-          }
-          const chunk = parseEventData(event.data);
-          if (!chunk) continue;
-          const failure = streamedError(name, chunk);
-          if (failure) throw failure;
-          const reported = chatUsage(chunk["usage"]);
-          if (reported) usage = reported;
-          const choices = chunk["choices"];
-          if (!callerWantsUsage && reported && Array.isArray(choices) && choices.length === 0) continue;
-          if (!callerWantsUsage && reported) delete chunk["usage"];
-          yield chunk;
-        }
-      }
-      return providerStream(name, res, options.signal, translate, () => usage);
+      const state: ChatStreamState = { provider: name, callerWantsUsage, usage: null };
+      return providerStream(name, res, options.signal, (events) => translateChatEvents(state, events), () => state.usage);
     },
 
     async responses(req: ResponsesRequest, options: CallOptions) {
@@ -129,23 +168,8 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
 
     async responsesStream(req: ResponsesRequest, options: CallOptions) {
       const res = await send(agent, name, postCall("responses", req, req.model, options, (body) => ({ ...body, stream: true })));
-      let usage: TokenUsage | null = null;
-      async function* translate(events: AsyncIterable<SseEvent>) {
-        let done = false;
-        for await (const event of events) {
-          if (done || event.data === "[DONE]") {
-            done = true;
-            continue;
-          }
-          const payload = parseEventData(event.data);
-          if (!payload) continue;
-          if (payload["type"] === "error") throw streamedError(name, { error: payload }) ?? new ProviderError(name, null, "provider_unavailable", `${name} failed mid-stream`);
-          const response = payload["response"];
-          if (isObject(response)) usage = responsesUsage(response["usage"]) ?? usage;
-          yield payload;
-        }
-      }
-      return providerStream(name, res, options.signal, translate, () => usage);
+      const state: ResponsesStreamState = { provider: name, usage: null };
+      return providerStream(name, res, options.signal, (events) => translateResponsesEvents(state, events), () => state.usage);
     },
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {

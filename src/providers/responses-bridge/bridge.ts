@@ -27,12 +27,32 @@ interface OpenItem {
 /** A streaming Responses call over `adapter.chatStream`. */
 export async function bridgeResponsesStream(adapter: ProviderAdapter, req: ResponsesRequest, options: CallOptions): Promise<ProviderStream> {
   const chat = await adapter.chatStream({ ...toChatRequest(req), stream: true, stream_options: { include_usage: true } }, options);
-  const createdAt = Math.floor(Date.now() / 1000);
-  let responseId = `resp_${Date.now()}`;
-  let model = req.model;
-  let usage: TokenUsage | null = null;
+  return new BridgedResponsesStream(chat, req.model);
+}
 
-  async function* events(): AsyncGenerator<JsonObject> {
+/**
+ * The Responses event sequence of one chat stream. A class, so its generator is a prototype method
+ * created once: a generator function created per request keeps the request alive through
+ * young-generation GCs (see UpstreamEventStream in ../http/provider-stream.ts).
+ */
+class BridgedResponsesStream implements ProviderStream {
+  readonly status: number;
+  private readonly createdAt = Math.floor(Date.now() / 1000);
+  private responseId = `resp_${Date.now()}`;
+  private usageSeen: TokenUsage | null = null;
+
+  constructor(
+    private readonly chat: ProviderStream,
+    private model: string,
+  ) {
+    this.status = chat.status;
+  }
+
+  usage(): TokenUsage | null {
+    return this.usageSeen;
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
     let sequence = 0;
     const event = (type: string, fields: JsonObject): JsonObject => ({ type, sequence_number: sequence++, ...fields });
     const items: OpenItem[] = [];
@@ -41,12 +61,12 @@ export async function bridgeResponsesStream(adapter: ProviderAdapter, req: Respo
     let finish: unknown = null;
     let started = false;
 
-    for await (const chunk of chat) {
+    for await (const chunk of this.chat) {
       if (!started) {
-        if (typeof chunk["id"] === "string") responseId = `resp_${chunk["id"]}`;
-        if (typeof chunk["model"] === "string") model = chunk["model"];
+        if (typeof chunk["id"] === "string") this.responseId = `resp_${chunk["id"]}`;
+        if (typeof chunk["model"] === "string") this.model = chunk["model"];
         started = true;
-        yield event("response.created", { response: responseObject(responseId, model, createdAt, "in_progress", [], null, null) });
+        yield event("response.created", { response: responseObject(this.responseId, this.model, this.createdAt, "in_progress", [], null, null) });
       }
       const choices = Array.isArray(chunk["choices"]) ? chunk["choices"] : [];
       const choice = isObject(choices[0]) ? choices[0] : null;
@@ -55,7 +75,7 @@ export async function bridgeResponsesStream(adapter: ProviderAdapter, req: Respo
       const delta = isObject(choice["delta"]) ? choice["delta"] : {};
       if (typeof delta["content"] === "string" && delta["content"] !== "") {
         if (!message) {
-          message = { outputIndex: items.length, item: messageItem(`msg_${responseId}`, "", "in_progress"), kind: "message", text: "" };
+          message = { outputIndex: items.length, item: messageItem(`msg_${this.responseId}`, "", "in_progress"), kind: "message", text: "" };
           message.item["content"] = [];
           items.push(message);
           yield event("response.output_item.added", { output_index: message.outputIndex, item: message.item });
@@ -83,7 +103,7 @@ export async function bridgeResponsesStream(adapter: ProviderAdapter, req: Respo
         }
       }
     }
-    usage = chat.usage();
+    this.usageSeen = this.chat.usage();
 
     const output: JsonObject[] = [];
     for (const open of items) {
@@ -101,13 +121,7 @@ export async function bridgeResponsesStream(adapter: ProviderAdapter, req: Respo
         output.push(done);
       }
     }
-    const final = responseObject(responseId, model, createdAt, "completed", output, usage, finish);
+    const final = responseObject(this.responseId, this.model, this.createdAt, "completed", output, this.usageSeen, finish);
     yield event(final["status"] === "incomplete" ? "response.incomplete" : "response.completed", { response: final });
   }
-
-  return {
-    status: chat.status,
-    usage: () => usage,
-    [Symbol.asyncIterator]: events,
-  };
 }
