@@ -4,7 +4,7 @@
  */
 import { execFile } from "node:child_process";
 import { createConnection } from "node:net";
-import { mkdir, stat, unlink } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
@@ -37,8 +37,7 @@ export async function startEmbeddedDatabase(dataDir: string, logger: Logger): Pr
   }
   await removeStaleSocket(socketPath);
   const pgliteDir = join(dataDir, "pglite");
-  await mkdir(pgliteDir, { recursive: true, mode: 0o700 });
-  if (!(await exists(join(pgliteDir, "PG_VERSION")))) await initialiseInChildProcess(pgliteDir, logger);
+  if (!(await exists(join(pgliteDir, "PG_VERSION")))) await createDatabase(pgliteDir, logger);
   const db = await PGlite.create({ dataDir: pgliteDir });
   // The ORM pool holds one connection; the second slot only absorbs a reconnect racing the old
   // socket's close. pglite-socket serialises queries and keeps a transaction to its own connection.
@@ -66,6 +65,37 @@ export async function startEmbeddedDatabase(dataDir: string, logger: Logger): Pr
 
 const INITDB_TIMEOUT_MS = 120_000;
 
+/**
+ * Creates the cluster beside `pgliteDir` and moves it into place only when it is complete, so a first
+ * start that is interrupted leaves no half-made database behind: the next start begins again.
+ */
+async function createDatabase(pgliteDir: string, logger: Logger): Promise<void> {
+  const present = await readdir(pgliteDir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === "ENOENT") return [];
+    throw err;
+  });
+  if (present.length > 0) {
+    throw new GatewayError(
+      "failed_precondition",
+      `could not create the embedded database in ${pgliteDir}: it holds files but no database (no PG_VERSION); move them away or use another --data-dir / GW_DATA_DIR`,
+    );
+  }
+  const building = `${pgliteDir}.initdb`;
+  // What an interrupted first start left.
+  await rm(building, { recursive: true, force: true });
+  await mkdir(building, { recursive: true, mode: 0o700 });
+  try {
+    await initialiseInChildProcess(building, logger);
+  } catch (err) {
+    await rm(building, { recursive: true, force: true });
+    throw err;
+  }
+  await rmdir(pgliteDir).catch((err: NodeJS.ErrnoException) => {
+    if (err.code !== "ENOENT") throw err;
+  });
+  await rename(building, pgliteDir);
+}
+
 // Run by `node --input-type=module -e`: argv[1] is PGlite's module URL, argv[2] the directory.
 // Its stderr is one line naming the failure (Emscripten's errors have no message, only an errno).
 const INITDB_SCRIPT = `try {
@@ -78,24 +108,23 @@ const INITDB_SCRIPT = `try {
 }`;
 
 /**
- * Creates a new cluster in `pgliteDir` in a short-lived child process. PGlite's initdb runs in a
+ * Creates a new cluster in `dir` in a short-lived child process. PGlite's initdb runs in a
  * WebAssembly instance of its own whose memory the process never returns: done in the gateway's
  * process it leaves it about 500 MiB larger for its whole life (about 950 MiB against 300 MiB when
  * opening an existing directory, measured on PGlite 0.5). The child exits, so that memory goes with it.
  */
-async function initialiseInChildProcess(pgliteDir: string, logger: Logger): Promise<void> {
-  logger.info({ dir: pgliteDir }, "creating the embedded database (first start)");
+async function initialiseInChildProcess(dir: string, logger: Logger): Promise<void> {
+  logger.info({ dir }, "creating the embedded database (first start)");
   const pglite = import.meta.resolve("@electric-sql/pglite");
   await new Promise<void>((resolve, reject) => {
     execFile(
       process.execPath,
-      ["--input-type=module", "-e", INITDB_SCRIPT, pglite, pgliteDir],
+      ["--input-type=module", "-e", INITDB_SCRIPT, pglite, dir],
       { timeout: INITDB_TIMEOUT_MS, maxBuffer: 1 << 20 },
       (err, _stdout, stderr) => {
         if (!err) return resolve();
         const detail = err.killed ? `initdb did not finish within ${INITDB_TIMEOUT_MS / 1000} s` : stderr.trim() || err.message;
-        const hint = "if the directory holds files that are not a database, move them away or use another --data-dir / GW_DATA_DIR";
-        reject(new GatewayError("failed_precondition", `could not create the embedded database in ${pgliteDir} (${detail}); ${hint}`, { cause: err }));
+        reject(new GatewayError("unavailable", `could not create the embedded database in ${dir}: ${detail}`, { cause: err }));
       },
     );
   });

@@ -69,6 +69,15 @@ await db.close();`;
     assert.equal(await selectOne(dir), 1);
   });
 
+  test("starts over after a first start that was interrupted before its database was complete", async () => {
+    const dir = await newDataDir();
+    // What a first start killed during initdb leaves: a partial cluster beside the final directory.
+    await mkdir(join(dir, "pglite.initdb", "base"), { recursive: true });
+    await writeFile(join(dir, "pglite.initdb", "PG_VERSION"), "17\n");
+    assert.equal(await selectOne(dir), 1);
+    await assert.rejects(stat(join(dir, "pglite.initdb")), { code: "ENOENT" });
+  });
+
   test("names the directory when files that are not a database are in the way", async () => {
     const dir = await newDataDir();
     await mkdir(join(dir, "pglite"));
