@@ -5,7 +5,7 @@
  * caller asked for one with stream_options.include_usage).
  */
 import { ProviderError } from "../provider-error.js";
-import { parseEventData } from "../http/provider-stream.js";
+import { parseJsonObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 import { finishReason, inputTokens, openAiUsage } from "./response-translation.js";
@@ -53,7 +53,7 @@ class ChunkTranslation {
     let stopped = false;
     for await (const event of events) {
       if (stopped) continue;
-      const payload = parseEventData(event.data);
+      const payload = parseJsonObject(event.data);
       if (!payload) continue;
       yield* this.onEvent(payload);
       if (payload["type"] === "message_stop") stopped = true;

@@ -61,13 +61,3 @@ class UpstreamEventStream implements ProviderStream {
     }
   }
 }
-
-/** Parses one SSE data payload as a JSON object, or null when it is not one. */
-export function parseEventData(data: string): JsonObject | null {
-  try {
-    const parsed: unknown = JSON.parse(data);
-    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as JsonObject) : null;
-  } catch {
-    return null;
-  }
-}

@@ -293,7 +293,8 @@ function decodeUtf8(chunks: Buffer[], length: number): string {
   return buffer.toString("utf8", start);
 }
 
-function parseJsonObject(text: string): JsonObject | null {
+/** Parses JSON text that should be one object (an answer, an SSE event's data); null when it is not one. */
+export function parseJsonObject(text: string): JsonObject | null {
   try {
     const parsed: unknown = JSON.parse(text);
     if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as JsonObject;

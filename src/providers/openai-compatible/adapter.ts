@@ -4,9 +4,9 @@
  */
 import type { Dispatcher } from "undici";
 import { ProviderError } from "../provider-error.js";
-import { parseEventData, providerStream } from "../http/provider-stream.js";
+import { providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
-import { createUpstreamAgent, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { createUpstreamAgent, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
 import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
@@ -76,7 +76,7 @@ async function* translateChatEvents(state: ChatStreamState, events: AsyncIterabl
       done = true;
       continue;
     }
-    const chunk = parseEventData(event.data);
+    const chunk = parseJsonObject(event.data);
     if (!chunk) continue;
     const failure = streamedError(state.provider, chunk);
     if (failure) throw failure;
@@ -103,7 +103,7 @@ async function* translateResponsesEvents(state: ResponsesStreamState, events: As
       done = true;
       continue;
     }
-    const payload = parseEventData(event.data);
+    const payload = parseJsonObject(event.data);
     if (!payload) continue;
     if (payload["type"] === "error") {
       throw streamedError(state.provider, { error: payload }) ?? new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} failed mid-stream`);
