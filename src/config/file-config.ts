@@ -1,5 +1,5 @@
 /**
- * The shape of the config file (DESIGN.md section 7) and its normalized, typed form. The file is
+ * The shape of the config file and its normalized, typed form. The file is
  * snake_case JSON; the output is camelCase with every default filled in and durations turned into
  * numbers, so nothing downstream re-parses or re-defaults. Only shape, type and required checks live here
  * (plus the client-name hyphen rule and duplicate client names): the cross-field MCP rules belong to the

@@ -4,7 +4,7 @@
  */
 import { GatewayError, type GatewayErrorCode } from "../errors.js";
 
-/** The provider_* part of the /v1 error_type vocabulary (DESIGN.md section 9). */
+/** The provider_* part of the /v1 error_type vocabulary. */
 export type ProviderErrorType =
   | "provider_rate_limited"
   | "provider_auth"

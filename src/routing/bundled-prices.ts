@@ -1,5 +1,5 @@
 /**
- * The bundled pricing datasheet, so budgets spend and the catalog works offline (DESIGN.md section 7).
+ * The bundled pricing datasheet, so budgets spend and the catalog works offline.
  * Keys are `model|provider|mode`; prices are USD per token, from the providers' public price lists
  * (standard tier, no caching or batch discounts). A pricing_url download will override it when the
  * model-catalog sync lands.

@@ -1,5 +1,5 @@
 /**
- * Errors the routing layer raises, typed with the /v1 `error_type` vocabulary (DESIGN.md section 9) and
+ * Errors the routing layer raises, typed with the /v1 `error_type` vocabulary and
  * carrying the HTTP status the /v1 handler answers with.
  */
 import { GatewayError, type GatewayErrorCode } from "../errors.js";

@@ -1,5 +1,5 @@
 /**
- * One TCP port for every protocol (DESIGN.md section 4): the first bytes of each connection decide
+ * One TCP port for every protocol: the first bytes of each connection decide
  * whether it goes to the HTTP/2 (h2c, prior knowledge) server or to the HTTP/1.1 server. Both share
  * one request handler.
  */

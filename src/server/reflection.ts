@@ -1,6 +1,6 @@
 /**
  * gRPC server reflection (grpc.reflection.v1 and v1alpha) served from the generated descriptors, so
- * `buf curl` and grpcurl can call the gateway without proto files (DESIGN.md section 4).
+ * `buf curl` and grpcurl can call the gateway without proto files.
  */
 import { create, toBinary, type DescFile, type DescService } from "@bufbuild/protobuf";
 import { FileDescriptorProtoSchema } from "@bufbuild/protobuf/wkt";

@@ -1,5 +1,5 @@
 /**
- * Admin sessions for the admin API (DESIGN.md section 8). Tokens are random 256-bit values; only their
+ * Admin sessions for the admin API. Tokens are random 256-bit values; only their
  * SHA-256 is stored, so a database dump does not leak live sessions. Verified sessions are cached in
  * memory until they expire.
  */

@@ -1,5 +1,5 @@
 /**
- * Seeds the store from the config file at boot (DESIGN.md section 7). The store is the source of truth:
+ * Seeds the store from the config file at boot. The store is the source of truth:
  * a file section is applied only when it changed since the boot that last applied it (a hash is kept per
  * section), so edits made through the API survive restarts until the file itself changes. When a
  * client's file entry changes, its mutable fields are applied, immutable-field edits are ignored with a

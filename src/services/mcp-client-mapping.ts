@@ -22,7 +22,7 @@ import {
   type McpClient,
   type McpClientConfig,
 } from "../../gen/gw/admin/v1/mcp_client_pb.js";
-import { enumInputNumber, enumNumberRestName } from "./enum-names.js";
+import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { recordToSpec } from "../mcp/client-repository.js";
 
 /** The domain connection type of a proto value; UNSPECIFIED is a 400. */

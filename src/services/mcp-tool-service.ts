@@ -2,8 +2,8 @@
  * gw.inference.v1.McpToolService: POST /v1/mcp/tool/execute runs one OpenAI tool call and answers a
  * `role: tool` message. A caller with a virtual key may run only the tools its mcp_configs grant, and the
  * key's id and name label the tool's metrics. Per-user clients run with the caller's own credential
- * (identity: signed-in user > virtual key > session id); without one the answer is the 401 of DESIGN.md
- * section 5 (mcp_identity_required, or mcp_auth_required with the submission link).
+ * (identity: signed-in user > virtual key > session id); without one the answer is a 401
+ * (mcp_identity_required, or mcp_auth_required with the submission link).
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";

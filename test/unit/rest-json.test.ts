@@ -3,9 +3,9 @@ import { describe, test } from "node:test";
 import { create, type DescMessage, type Message } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { GatewayError } from "../../src/errors.js";
-import { messageFromJson } from "../../src/server/rest/message-from-json.js";
-import { messageToRestJson } from "../../src/server/rest/message-to-json.js";
-import { updateMaskPaths } from "../../src/server/rest/update-mask.js";
+import { messageFromJson } from "../../src/proto-json/message-from-json.js";
+import { messageToRestJson } from "../../src/proto-json/message-to-json.js";
+import { updateMaskPaths } from "../../src/proto-json/update-mask.js";
 import { thingService } from "./rest-test-protos.js";
 
 const service = thingService();

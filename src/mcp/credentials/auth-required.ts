@@ -1,5 +1,5 @@
 /**
- * The mcp_auth_required answer (spec "mcp_auth_required payload", DESIGN.md section 5): what a tool call
+ * The mcp_auth_required answer: what a tool call
  * gets instead of running when its caller has no usable per-user credential. The error carries the
  * payload for the HTTP 401 of POST /v1/mcp/tool/execute and, as `toolResult`, the JSON the agent loop
  * hands to the model verbatim (the same body as that 401).

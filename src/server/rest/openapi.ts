@@ -3,10 +3,10 @@
  * so the two cannot disagree. The app computes it once at start-up and serves it at /openapi.json.
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescService } from "@bufbuild/protobuf";
-import { enumValueRestName } from "../../services/enum-names.js";
+import { enumValueRestName } from "../../proto-json/enum-names.js";
 import { protoComment, type Commentable } from "./proto-comments.js";
 import { compileRoutes, type RestRoute, type RouteTable } from "./route-table.js";
-import { isWellKnownMessage } from "./well-known.js";
+import { isWellKnownMessage } from "../../proto-json/well-known.js";
 
 type Schema = Record<string, unknown>;
 

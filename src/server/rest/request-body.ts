@@ -6,7 +6,7 @@ import { isUtf8 } from "node:buffer";
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import { GatewayError } from "../../errors.js";
-import { isJsonObject } from "./message-from-json.js";
+import { isJsonObject } from "../../proto-json/message-from-json.js";
 import { invalidRequest, payloadTooLarge, unsupportedMediaType } from "./rest-error.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;

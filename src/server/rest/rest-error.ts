@@ -15,14 +15,7 @@ import {
 
 export { ERROR_TYPE_METADATA, HTTP_STATUS_METADATA };
 
-/** A 400 for input the bridge cannot turn into a request message. */
-export function invalidRequest(message: string, field?: string): GatewayError {
-  return new GatewayError("invalid_argument", message, {
-    type: "invalid_request",
-    httpStatus: 400,
-    ...(field === undefined ? {} : { field }),
-  });
-}
+export { invalidRequest } from "../../proto-json/input-error.js";
 
 /** A 405 for a path that exists with other methods; the caller adds the Allow header. */
 export function methodNotAllowed(method: string, path: string, allow: readonly string[]): GatewayError {

@@ -11,13 +11,13 @@ import { isFieldError, reflect, type ReflectList, type ReflectMessage } from "@b
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import type { Transport } from "@connectrpc/connect";
 import { forwardedHeaders } from "./forward-headers.js";
-import { messageFromJson, mergeMessageJson } from "./message-from-json.js";
-import { messageToRestJson } from "./message-to-json.js";
+import { messageFromJson, mergeMessageJson } from "../../proto-json/message-from-json.js";
+import { messageToRestJson } from "../../proto-json/message-to-json.js";
 import { ClientClosedError, discardBody, readJsonBody } from "./request-body.js";
 import { invalidRequest, methodNotAllowed, restErrorResponse } from "./rest-error.js";
 import { compileRoutes, type PathParam, type RestRoute, type RouteTable } from "./route-table.js";
-import { enumFromJson, scalarFromText } from "./scalar-input.js";
-import { updateMaskPaths } from "./update-mask.js";
+import { enumFromJson, scalarFromText } from "../../proto-json/scalar-input.js";
+import { updateMaskPaths } from "../../proto-json/update-mask.js";
 
 type Req = http.IncomingMessage | http2.Http2ServerRequest;
 type Res = http.ServerResponse | http2.Http2ServerResponse;

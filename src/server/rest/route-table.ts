@@ -15,7 +15,7 @@ import { http } from "../../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../../gen/google/api/http_pb.js";
 import { GatewayError } from "../../errors.js";
 import { parsePathTemplate, type TemplateSegment } from "./path-template.js";
-import { FIELD_MASK_TYPE } from "./well-known.js";
+import { FIELD_MASK_TYPE } from "../../proto-json/well-known.js";
 
 /** The HTTP methods a rule can bind. */
 export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE" | "PATCH";

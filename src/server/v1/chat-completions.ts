@@ -1,7 +1,7 @@
 /**
  * POST /v1/chat/completions: reads and checks the JSON body, runs the chat service, and answers with a
  * chat.completion or an SSE stream of chunks ending in `data: [DONE]`. Errors use the OpenAI envelope
- * with the gateway's error_type vocabulary (DESIGN.md section 9). A client that goes away aborts the
+ * with the gateway's error_type vocabulary. A client that goes away aborts the
  * upstream request.
  *
  * The HTTP side every /v1 inference endpoint shares (body checks of the common fields, the error envelope,

@@ -63,7 +63,7 @@ async function signedInUser(get: (name: string) => string | null | undefined, de
 }
 
 /**
- * Resolves a caller from request headers (DESIGN.md section 8): a bearer that is a valid session token is
+ * Resolves a caller from request headers: a bearer that is a valid session token is
  * the signed-in user and not a virtual key; the key otherwise comes from any of its four headers; a
  * session id from x-gw-mcp-session-id. The agent loop resolves its callers with this too.
  */

@@ -1,4 +1,4 @@
-/** Reading the caller's virtual key from request headers (DESIGN.md section 8), for /v1 and Connect handlers alike. */
+/** Reading the caller's virtual key from request headers, for /v1 and Connect handlers alike. */
 
 /** Headers a virtual key may arrive in, in precedence order. */
 export const VIRTUAL_KEY_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key"] as const;

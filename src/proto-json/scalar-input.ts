@@ -5,8 +5,8 @@
 import { ScalarType, type DescEnum } from "@bufbuild/protobuf";
 import type { ScalarValue } from "@bufbuild/protobuf/reflect";
 import { base64Decode } from "@bufbuild/protobuf/wire";
-import { enumInputValues } from "../../services/enum-names.js";
-import { invalidRequest } from "./rest-error.js";
+import { enumInputValues } from "./enum-names.js";
+import { invalidRequest } from "./input-error.js";
 
 const INT32 = { min: -(2n ** 31n), max: 2n ** 31n - 1n, name: "int32" };
 const UINT32 = { min: 0n, max: 2n ** 32n - 1n, name: "uint32" };

@@ -4,7 +4,7 @@
  * numbers whenever they are exact. Well-known types keep their standard proto JSON.
  */
 import { ScalarType, toJson, type DescEnum, type DescMessage, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
-import { enumValueRestName } from "../../services/enum-names.js";
+import { enumValueRestName } from "./enum-names.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 type JsonObject = { [key: string]: JsonValue };

@@ -6,7 +6,7 @@
 import { fromJson, type DescField, type DescMessage, type DescOneof, type JsonValue, type Registry } from "@bufbuild/protobuf";
 import { reflect, type ReflectList, type ReflectMap, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { enumFromJson, scalarFromJson, scalarFromText } from "./scalar-input.js";
-import { invalidRequest } from "./rest-error.js";
+import { invalidRequest } from "./input-error.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 /** What the reader needs besides the JSON. */

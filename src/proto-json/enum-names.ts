@@ -1,5 +1,5 @@
 /**
- * The one generic enum rule of DESIGN.md section 5: a value's public name is the lowercase suffix after
+ * The one generic enum rule of the REST JSON: a value's public name is the lowercase suffix after
  * the enum's shared prefix (CONNECTION_TYPE_HTTP <-> "http", AUTH_TYPE_PER_USER_HEADERS <->
  * "per_user_headers"). The REST bridge uses it for JSON; the services use it to move between proto enums
  * and the domain's string unions.
