@@ -34,7 +34,7 @@ async function main(args: string[]): Promise<number> {
     if (result.diff.up.length === 0) {
       process.stdout.write("no changes: the migrations already match the entity mappings\n");
     } else {
-      process.stdout.write(`wrote ${join(MIGRATIONS_DIR, result.fileName)}\n`);
+      process.stdout.write(`wrote ${join(MIGRATIONS_DIR, result.fileName)}; add its class to src/store/migration-list.ts\n`);
     }
     return 0;
   } finally {

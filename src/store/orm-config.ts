@@ -9,8 +9,9 @@ import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { ConnectionTarget } from "./connection-target.js";
 import { ENTITY_SCHEMAS } from "./entities/index.js";
+import { MIGRATIONS } from "./migration-list.js";
 
-/** Directory of the committed migration files. */
+/** Directory of the committed migration files, where the migration CLI writes new ones. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
@@ -64,15 +65,14 @@ export function createOrmConfig(options: {
     migrations: {
       path: MIGRATIONS_DIR,
       pathTs: MIGRATIONS_DIR,
-      glob: "!(*.d).{js,ts}",
+      // Imported, not globbed: the bundled build has no migration files beside it.
+      migrationsList: [...MIGRATIONS],
       emit: "ts",
       // Diffs are taken against a database migrated from the committed files, never a snapshot file.
       snapshot: false,
       transactional: true,
       allOrNothing: true,
     },
-    // Resolve migration files from this ESM module, so the tsx loader hook applies to them.
-    dynamicImportProvider: (id: string) => import(id),
     debug,
     colors: false,
     logger: (message: string) => logger.debug({ component: "mikro-orm" }, message),

@@ -1,0 +1,18 @@
+/**
+ * Every committed migration, imported statically so a bundled build carries them: MikroORM then never
+ * looks for migration files on disk at run time. A migration written by `npm run migration:create` is
+ * added here (a unit test checks this list against the migrations directory).
+ */
+import type { MigrationObject } from "@mikro-orm/core";
+import { Migration20261122041715_initial } from "./migrations/Migration20261122041715_initial.js";
+import { Migration20261122042306_discovery_credential } from "./migrations/Migration20261122042306_discovery_credential.js";
+import { Migration20261122063835_inference } from "./migrations/Migration20261122063835_inference.js";
+import { Migration20261122071136_per_user_credentials } from "./migrations/Migration20261122071136_per_user_credentials.js";
+
+/** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
+export const MIGRATIONS: readonly MigrationObject[] = [
+  { name: "Migration20261122041715_initial", class: Migration20261122041715_initial },
+  { name: "Migration20261122042306_discovery_credential", class: Migration20261122042306_discovery_credential },
+  { name: "Migration20261122063835_inference", class: Migration20261122063835_inference },
+  { name: "Migration20261122071136_per_user_credentials", class: Migration20261122071136_per_user_credentials },
+];
