@@ -4,7 +4,7 @@
  * rule holds the same way whichever door a client comes in by. Field names in messages are the
  * documented snake_case names, so a user can find the field they sent.
  */
-import { GatewayError, invalidField } from "../errors.js";
+import { invalidField } from "../errors.js";
 import {
   MCP_AUTH_TYPES as AUTH_TYPES,
   MCP_CONNECTION_TYPES as CONNECTION_TYPES,
@@ -46,21 +46,8 @@ export interface McpClientSpec {
   disabled: boolean;
 }
 
-/** Fields an update may change; the rest are immutable after creation. */
-export const MUTABLE_FIELDS = [
-  "name",
-  "headers",
-  "per_user_header_keys",
-  "tools_to_execute",
-  "tools_to_auto_execute",
-  "tool_sync_interval",
-  "needs_session_stickiness",
-  "disabled",
-] as const;
-export type MutableField = (typeof MUTABLE_FIELDS)[number];
-
-export const IMMUTABLE_FIELDS = ["connection_type", "connection_string", "stdio_config", "auth_type"] as const;
-export type ImmutableField = (typeof IMMUTABLE_FIELDS)[number];
+/** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
+export type ImmutableField = "connection_type" | "connection_string" | "stdio_config" | "auth_type";
 
 /** A client name becomes the prefix of OpenAI function names (`<client>-<tool>`), hence the strict alphabet. */
 const NAME_PATTERN = /^[A-Za-z0-9_]{1,64}$/;
@@ -265,7 +252,3 @@ export function effectiveStickiness(spec: McpClientSpec): boolean {
   return !isPerCall(spec);
 }
 
-/** Thrown when an update tries to change an immutable field. */
-export function immutableFieldError(field: ImmutableField): GatewayError {
-  return invalidField(field, "is immutable after creation; delete the client and create it again to change it");
-}

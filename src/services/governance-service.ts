@@ -13,6 +13,7 @@ import { REDACTED } from "../mcp/client-spec.js";
 import { UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { GovernanceService, VirtualKeySchema, type VirtualKey } from "../../gen/gw/routing/v1/governance_pb.js";
+import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
 import { assignVirtualKey, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
 import type { InferenceState } from "./inference/state.js";
@@ -27,9 +28,6 @@ export interface GovernanceServiceDeps {
   /** Called after a key is written or deleted, so per-user credentials follow its mcp_configs (orphan, restore, remove). */
   onVirtualKeyChanged?: (virtualKeyId: string, deleted: boolean) => Promise<void>;
 }
-
-/** Fields of VirtualKey an update may name. */
-const UPDATABLE = new Set(["name", "value", "is_active", "provider_configs", "mcp_configs", "budget", "rate_limit"]);
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
@@ -105,21 +103,12 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       const em = emOf(ctx, store);
       const rec = await getRecord(em, req.id);
       const paths = req.updateMask?.paths ?? [];
-      if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
-      const incoming = wireOf(req.virtualKey);
-      const next: Wire = virtualKeyWireOf(rec);
-      for (const path of paths) {
-        if (path === "id") {
-          if (incoming["id"] !== rec.id) throw invalidField("id", "cannot be changed; create a new key and delete this one");
-          continue;
-        }
-        if (path === "created_at" || path === "updated_at") throw invalidField(path, "is set by the gateway and cannot be written");
-        if (!UPDATABLE.has(path)) throw invalidField(path, "is not a field of a virtual key");
-        // The redacted placeholder, as read back from GET, keeps the stored secret.
-        if (path === "value" && (incoming["value"] === undefined || incoming["value"] === REDACTED)) continue;
-        if (incoming[path] === undefined) delete next[path];
-        else next[path] = incoming[path];
-      }
+      if (req.virtualKey === undefined) throw invalidField("virtual_key", "is required");
+      const next = wireOf(applyFieldMask(VirtualKeySchema, messageOf(rec, false), req.virtualKey, paths, "a virtual key"));
+      // The redacted placeholder, as read back from GET, keeps the stored secret.
+      if (next["value"] === undefined || next["value"] === REDACTED) next["value"] = rec.value;
+      delete next["created_at"];
+      delete next["updated_at"];
       const parsed = parseVirtualKeyWire(next, "");
       await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
       assignVirtualKey(em, rec, parsed, rec.source);

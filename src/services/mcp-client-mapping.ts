@@ -20,7 +20,6 @@ import {
   FailureStageSchema,
   McpClientSchema,
   type McpClient,
-  type McpClientConfig,
 } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { recordToSpec } from "../mcp/client-repository.js";
@@ -48,7 +47,7 @@ export function headerValues(headers: Record<string, { value: string }>): Record
 }
 
 /** The domain spec of a create request (user_headers are returned apart: they are never persisted). */
-export function configToSpec(cfg: McpClientConfig): McpClientSpec {
+export function configToSpec(cfg: McpClient): McpClientSpec {
   return {
     name: cfg.name,
     connectionType: connectionTypeOf(cfg.connectionType),

@@ -2,20 +2,7 @@
 import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
-import {
-  IMMUTABLE_FIELDS,
-  MUTABLE_FIELDS,
-  applyPatch,
-  changedImmutableFields,
-  immutableFieldError,
-  isPerCall,
-  validateSpec,
-  validateUserHeaders,
-  type ImmutableField,
-  type McpClientPatch,
-  type McpClientSpec,
-  type MutableField,
-} from "../mcp/client-spec.js";
+import { applyPatch, isPerCall, validateSpec, validateUserHeaders, type McpClientSpec } from "../mcp/client-spec.js";
 import { reportedState, type RuntimeClientView } from "../mcp/client-state.js";
 import { afterSchemaChange, sameHeaderKeys } from "../mcp/credentials/status.js";
 import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
@@ -24,11 +11,12 @@ import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
 import { perUserWireHeaders } from "../mcp/wire-headers.js";
 import type { McpClientRecord, Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
-import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { applyFieldMask } from "../proto-json/field-mask.js";
+import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { kAdmin, kEntityManager } from "./context.js";
 import { virtualKeyAccess } from "./credential-service.js";
 import type { Inference } from "./inference/state.js";
-import { authTypeOf, configToSpec, connectionTypeOf, headerValues, recordToProto } from "./mcp-client-mapping.js";
+import { configToSpec, recordToProto } from "./mcp-client-mapping.js";
 
 /** What the MCP client service needs from the rest of the app. */
 export interface McpClientServiceDeps {
@@ -41,9 +29,6 @@ export interface McpClientServiceDeps {
   /** The virtual keys, to re-check which keys reach a renamed client (their mcp_configs name it). */
   inference?: Inference;
 }
-
-const MUTABLE: ReadonlySet<string> = new Set(MUTABLE_FIELDS);
-const IMMUTABLE: ReadonlySet<string> = new Set(IMMUTABLE_FIELDS);
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
@@ -91,39 +76,29 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     }
   }
 
-  /** Turns a proto update (mask + values) into a domain patch, refusing immutable changes and unknown paths. */
-  function patchFromMask(current: McpClientSpec, paths: readonly string[], cfg: Parameters<typeof configToSpec>[0]): McpClientPatch {
-    if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
-    const patch: McpClientPatch = {};
-    const immutable: Partial<Pick<McpClientSpec, "connectionType" | "connectionString" | "stdioConfig" | "authType">> = {};
-    for (const path of paths) {
-      const top = path.split(".")[0] ?? path;
-      if (top === "user_headers") {
-        throw invalidField("user_headers", "is accepted only at creation; use POST /api/mcp/client/{id}/verify-headers");
-      }
-      if (IMMUTABLE.has(top)) {
-        const field = top as ImmutableField;
-        if (field === "connection_type") immutable.connectionType = connectionTypeOf(cfg.connectionType);
-        if (field === "connection_string") immutable.connectionString = cfg.connectionString === "" ? null : cfg.connectionString;
-        if (field === "stdio_config") immutable.stdioConfig = cfg.stdioConfig ? { command: cfg.stdioConfig.command, args: [...cfg.stdioConfig.args], envs: [...cfg.stdioConfig.envs] } : null;
-        if (field === "auth_type") immutable.authType = authTypeOf(cfg.authType);
-        continue;
-      }
-      if (!MUTABLE.has(top) || top !== path) throw invalidField("update_mask", `unknown or unsupported field "${path}"`);
-      switch (top as MutableField) {
-        case "name": patch.name = cfg.name; break;
-        case "headers": patch.headers = headerValues(cfg.headers); break;
-        case "per_user_header_keys": patch.perUserHeaderKeys = [...cfg.perUserHeaderKeys]; break;
-        case "tools_to_execute": patch.toolsToExecute = [...cfg.toolsToExecute]; break;
-        case "tools_to_auto_execute": patch.toolsToAutoExecute = [...cfg.toolsToAutoExecute]; break;
-        case "tool_sync_interval": patch.toolSyncInterval = cfg.toolSyncInterval; break;
-        case "needs_session_stickiness": patch.needsSessionStickiness = cfg.needsSessionStickiness ?? null; break;
-        case "disabled": patch.disabled = cfg.disabled; break;
-      }
+  /**
+   * The spec an update leads to: the mask applied to the client as read (stored stickiness, not the
+   * effective one, so an untouched client keeps its default), then the domain rules (redacted header
+   * values keep their stored values, every rule re-checked).
+   */
+  function updatedSpec(rec: McpClientRecord, paths: readonly string[], client: McpClient): McpClientSpec {
+    if (paths.some((path) => path.split(".")[0] === "user_headers")) {
+      throw invalidField("user_headers", "is accepted only at creation; use POST /api/mcp/client/{id}/verify-headers");
     }
-    const changed = changedImmutableFields(current, immutable);
-    if (changed[0] !== undefined) throw immutableFieldError(changed[0]);
-    return patch;
+    const current = recordToSpec(rec);
+    const base = recordToProto(rec, projectedState(rec, runtime));
+    base.needsSessionStickiness = current.needsSessionStickiness ?? undefined;
+    const merged = configToSpec(applyFieldMask(McpClientSchema, base, client, paths, "an MCP client"));
+    return applyPatch(current, {
+      name: merged.name,
+      headers: merged.headers,
+      perUserHeaderKeys: merged.perUserHeaderKeys,
+      toolsToExecute: merged.toolsToExecute,
+      toolsToAutoExecute: merged.toolsToAutoExecute,
+      toolSyncInterval: merged.toolSyncInterval,
+      needsSessionStickiness: merged.needsSessionStickiness,
+      disabled: merged.disabled,
+    });
   }
 
   function perCallError(name: string, action: string): GatewayError {
@@ -178,8 +153,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const rec = await getClient(em, req.clientId);
       const current = recordToSpec(rec);
       if (!req.client) throw invalidField("client", "is required");
-      const patch = patchFromMask(current, req.updateMask?.paths ?? [], req.client);
-      const next = applyPatch(current, patch);
+      const next = updatedSpec(rec, req.updateMask?.paths ?? [], req.client);
       if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
       assignSpec(rec, next);
       // A schema change (a per-user key added, removed or renamed) also sends the admin discovery credential to needs_update.
@@ -210,6 +184,11 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       await runtime.credentials.clientRemoved(rec.id);
       deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
       return { status: "success", message: `MCP client "${rec.name}" deleted` };
+    },
+
+    async getMcpClient(req, ctx) {
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      return { client: recordToProto(rec, projectedState(rec, runtime)) };
     },
 
     async listMcpClients(req, ctx) {

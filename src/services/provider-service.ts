@@ -11,6 +11,7 @@ import { REDACTED } from "../mcp/client-spec.js";
 import { ProviderRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
 import { checkProviderName, parseProviderWire, type ParsedProvider } from "./inference/provider-wire.js";
 import { assignProvider, providerWireOf } from "./inference/records.js";
@@ -132,18 +133,10 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       const em = emOf(ctx, store);
       const rec = await getRecord(em, req.name);
       const paths = req.updateMask?.paths ?? [];
-      if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
-      const incoming = wireOf(req.provider);
-      const next: Wire = providerWireOf(rec);
-      for (const path of paths) {
-        if (path === "name") {
-          if (incoming["name"] !== rec.name) throw invalidField("name", "cannot be changed; create a provider with the new name and delete this one");
-          continue;
-        }
-        if (path === "keys") next["keys"] = keepStoredValues(incoming["keys"] ?? [], rec.keys);
-        else if (path === "network_config") next["network_config"] = incoming["network_config"] ?? {};
-        else throw invalidField(path, "is not a field of a provider");
-      }
+      if (req.provider === undefined) throw invalidField("provider", "is required");
+      const next = wireOf(applyFieldMask(ProviderSchema, messageOf(rec), req.provider, paths, "a provider"));
+      delete next["name"];
+      next["keys"] = keepStoredValues(next["keys"] ?? [], rec.keys);
       const parsed = parseProviderWire(rec.name, next, "provider");
       assignProvider(em, rec, parsed, rec.source);
       await em.flush();

@@ -231,12 +231,16 @@ describe("writing REST JSON", () => {
 });
 
 describe("update_mask derivation", () => {
-  test("names nested plain-message keys by their full path", () => {
-    assert.deepEqual(updateMaskPaths(Thing, { inner: { note: "x", color: "red" } }), ["inner.note", "inner.color"]);
+  test("names a nested message as a whole on a replacing update (PUT)", () => {
+    assert.deepEqual(updateMaskPaths(Thing, { inner: { note: "x", color: "red" } }, "replace"), ["inner"]);
+  });
+
+  test("names nested plain-message keys by their full path on a merging update (PATCH)", () => {
+    assert.deepEqual(updateMaskPaths(Thing, { inner: { note: "x", color: "red" } }, "merge"), ["inner.note", "inner.color"]);
   });
 
   test("treats lists, maps and well-known types as leaves", () => {
-    assert.deepEqual(updateMaskPaths(Thing, { colors: [], color_by_name: { a: "red" }, meta: { k: 1 }, at: "2024-05-01T10:00:00Z" }), [
+    assert.deepEqual(updateMaskPaths(Thing, { colors: [], color_by_name: { a: "red" }, meta: { k: 1 }, at: "2024-05-01T10:00:00Z" }, "merge"), [
       "colors",
       "color_by_name",
       "meta",
@@ -245,10 +249,10 @@ describe("update_mask derivation", () => {
   });
 
   test("counts an empty list as present", () => {
-    assert.deepEqual(updateMaskPaths(Thing, { inner_list: [] }), ["inner_list"]);
+    assert.deepEqual(updateMaskPaths(Thing, { inner_list: [] }, "replace"), ["inner_list"]);
   });
 
   test("names a nested message set to null as a whole", () => {
-    assert.deepEqual(updateMaskPaths(Thing, { inner: null }), ["inner"]);
+    assert.deepEqual(updateMaskPaths(Thing, { inner: null }, "merge"), ["inner"]);
   });
 });

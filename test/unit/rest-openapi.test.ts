@@ -22,7 +22,7 @@ describe("buildOpenApi", () => {
   });
 
   test("has one path item per rule template, with each bound method", () => {
-    assert.deepEqual(Object.keys(doc.paths["/api/mcp/client/{client_id}"]).sort(), ["delete", "put"]);
+    assert.deepEqual(Object.keys(doc.paths["/api/mcp/client/{client_id}"]).sort(), ["delete", "get", "put"]);
     assert.ok(doc.paths["/config"].get);
     assert.ok(doc.paths["/config"].patch);
     assert.ok(doc.paths["/v1/models"].get);
@@ -51,7 +51,7 @@ describe("buildOpenApi", () => {
 
   test("describes a body field's message as the request body", () => {
     const body = doc.paths["/api/mcp/client"].post.requestBody;
-    assert.deepEqual(body.content["application/json"].schema, { $ref: "#/components/schemas/gw.admin.v1.McpClientConfig" });
+    assert.deepEqual(body.content["application/json"].schema, { $ref: "#/components/schemas/gw.admin.v1.McpClient" });
   });
 
   test("leaves path-bound fields out of a body:\"*\" request body", () => {

@@ -107,7 +107,8 @@ async function requestMessage(
   const bodyField = route.body.field;
   target.set(bodyField, messageFromJson(bodyField.message, body, bodyField.name, { registry }));
   if (route.updateMaskField !== undefined) {
-    const mask = create(FieldMaskSchema, { paths: updateMaskPaths(bodyField.message, body) });
+    const mode = route.httpMethod === "PATCH" ? "merge" : "replace";
+    const mask = create(FieldMaskSchema, { paths: updateMaskPaths(bodyField.message, body, mode) });
     target.set(route.updateMaskField, reflect(FieldMaskSchema, mask));
   }
   return target;

@@ -5,6 +5,7 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
+import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
@@ -13,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/mcp_client.proto.
  */
 export const file_gw_admin_v1_mcp_client: GenFile = /*@__PURE__*/
-  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkijQUKD01jcENsaWVudENvbmZpZxIMCgRuYW1lGAEgASgJEjQKD2Nvbm5lY3Rpb25fdHlwZRgCIAEoDjIbLmd3LmFkbWluLnYxLkNvbm5lY3Rpb25UeXBlEhkKEWNvbm5lY3Rpb25fc3RyaW5nGAMgASgJEi4KDHN0ZGlvX2NvbmZpZxgEIAEoCzIYLmd3LmFkbWluLnYxLlN0ZGlvQ29uZmlnEigKCWF1dGhfdHlwZRgFIAEoDjIVLmd3LmFkbWluLnYxLkF1dGhUeXBlEjoKB2hlYWRlcnMYBiADKAsyKS5ndy5hZG1pbi52MS5NY3BDbGllbnRDb25maWcuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAcgAygJEkMKDHVzZXJfaGVhZGVycxgIIAMoCzItLmd3LmFkbWluLnYxLk1jcENsaWVudENvbmZpZy5Vc2VySGVhZGVyc0VudHJ5EhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBpDCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuZ3cuYWRtaW4udjEuRW52VmFyOgI4ARoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCGwoZX25lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcyJYCgRUb29sEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSLQoMaW5wdXRfc2NoZW1hGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKbAQoLTGFzdEZhaWx1cmUSKAoFc3RhZ2UYASABKA4yGS5ndy5hZG1pbi52MS5GYWlsdXJlU3RhZ2USDwoHbWVzc2FnZRgCIAEoCRImCgJhdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFc2luY2UYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wImQKCU5vZGVTdGF0ZRInCgVzdGF0ZRgBIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlEi4KDGxhc3RfZmFpbHVyZRgCIAEoCzIYLmd3LmFkbWluLnYxLkxhc3RGYWlsdXJlItwGCglNY3BDbGllbnQSEQoJY2xpZW50X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSNAoPY29ubmVjdGlvbl90eXBlGAMgASgOMhsuZ3cuYWRtaW4udjEuQ29ubmVjdGlvblR5cGUSGQoRY29ubmVjdGlvbl9zdHJpbmcYBCABKAkSLgoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWcSKAoJYXV0aF90eXBlGAYgASgOMhUuZ3cuYWRtaW4udjEuQXV0aFR5cGUSNAoHaGVhZGVycxgHIAMoCzIjLmd3LmFkbWluLnYxLk1jcENsaWVudC5IZWFkZXJzRW50cnkSHAoUcGVyX3VzZXJfaGVhZGVyX2tleXMYCCADKAkSGAoQdG9vbHNfdG9fZXhlY3V0ZRgJIAMoCRIdChV0b29sc190b19hdXRvX2V4ZWN1dGUYCiADKAkSGgoSdG9vbF9zeW5jX2ludGVydmFsGAsgASgFEiAKGG5lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcxgMIAEoCBIQCghkaXNhYmxlZBgNIAEoCBIgCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2wSJwoFc3RhdGUYDyABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYECABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZRI7Cgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnkSLgoKY3JlYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgTIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAaQwoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRIiCgV2YWx1ZRgCIAEoCzITLmd3LmFkbWluLnYxLkVudlZhcjoCOAEaSQoPTm9kZVN0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRIlCgV2YWx1ZRgCIAEoCzIWLmd3LmFkbWluLnYxLk5vZGVTdGF0ZToCOAEiRgoWQ3JlYXRlTWNwQ2xpZW50UmVxdWVzdBIsCgZjbGllbnQYASABKAsyHC5ndy5hZG1pbi52MS5NY3BDbGllbnRDb25maWciTQoXQ3JlYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJIooBChZVcGRhdGVNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRIsCgZjbGllbnQYAiABKAsyHC5ndy5hZG1pbi52MS5NY3BDbGllbnRDb25maWcSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrImIKF1VwZGF0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEiYKBmNsaWVudBgDIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudCIrChZEZWxldGVNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI6ChdEZWxldGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCSJGChVMaXN0TWNwQ2xpZW50c1JlcXVlc3QSDQoFbGltaXQYASABKAUSDgoGb2Zmc2V0GAIgASgFEg4KBnNlYXJjaBgDIAEoCSJlChZMaXN0TWNwQ2xpZW50c1Jlc3BvbnNlEicKB2NsaWVudHMYASADKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQSDQoFY291bnQYAiABKAUSEwoLdG90YWxfY291bnQYAyABKAUiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTQoTUmVhdXRob3JpemVSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIVCg1hdXRob3JpemVfdXJsGAMgASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIlYKHEluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiOAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKn8KDkNvbm5lY3Rpb25UeXBlEh8KG0NPTk5FQ1RJT05fVFlQRV9VTlNQRUNJRklFRBAAEhgKFENPTk5FQ1RJT05fVFlQRV9IVFRQEAESFwoTQ09OTkVDVElPTl9UWVBFX1NTRRACEhkKFUNPTk5FQ1RJT05fVFlQRV9TVERJTxADKsEBCghBdXRoVHlwZRIZChVBVVRIX1RZUEVfVU5TUEVDSUZJRUQQABISCg5BVVRIX1RZUEVfTk9ORRABEhUKEUFVVEhfVFlQRV9IRUFERVJTEAISEwoPQVVUSF9UWVBFX09BVVRIEAMSHgoaQVVUSF9UWVBFX1BFUl9VU0VSX0hFQURFUlMQBBIcChhBVVRIX1RZUEVfUEVSX1VTRVJfT0FVVEgQBRIcChhBVVRIX1RZUEVfVE9LRU5fRVhDSEFOR0UQBir0AQoLQ2xpZW50U3RhdGUSHAoYQ0xJRU5UX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQ0xJRU5UX1NUQVRFX0hFQUxUSFkQARIZChVDTElFTlRfU1RBVEVfVU5TVEFCTEUQAhIdChlDTElFTlRfU1RBVEVfTkVFRFNfUkVBVVRIEAMSJQohQ0xJRU5UX1NUQVRFX1BFTkRJTkdfVkVSSUZJQ0FUSU9OEAQSGQoVQ0xJRU5UX1NUQVRFX0RJU0FCTEVEEAUSFgoSQ0xJRU5UX1NUQVRFX0VSUk9SEAYSGQoVQ0xJRU5UX1NUQVRFX0RFR1JBREVEEAcq4AEKDEZhaWx1cmVTdGFnZRIdChlGQUlMVVJFX1NUQUdFX1VOU1BFQ0lGSUVEEAASGQoVRkFJTFVSRV9TVEFHRV9DT05ORUNUEAESFgoSRkFJTFVSRV9TVEFHRV9QSU5HEAISHAoYRkFJTFVSRV9TVEFHRV9MSVNUX1RPT0xTEAMSIAocRkFJTFVSRV9TVEFHRV9UT09MX0RJU0NPVkVSWRAEEiAKHEZBSUxVUkVfU1RBR0VfVFJBTlNQT1JUX0xPU1QQBRIcChhGQUlMVVJFX1NUQUdFX0NSRURFTlRJQUwQBjKVDAoQTWNwQ2xpZW50U2VydmljZRJ9Cg9DcmVhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVzcG9uc2UiH4LT5JMCGToGY2xpZW50Ig8vYXBpL21jcC9jbGllbnQSiQEKD1VwZGF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXNwb25zZSIrgtPkkwIlOgZjbGllbnQaGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKBAQoPRGVsZXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlc3BvbnNlIiOC0+STAh0qGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRJzCg5MaXN0TWNwQ2xpZW50cxIiLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVxdWVzdBojLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVzcG9uc2UiGILT5JMCEhIQL2FwaS9tY3AvY2xpZW50cxKUAQoSUmVjb25uZWN0TWNwQ2xpZW50EiYuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBonLmd3LmFkbWluLnYxLlJlY29ubmVjdE1jcENsaWVudFJlc3BvbnNlIi2C0+STAiciJS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWNvbm5lY3QShAEKDkNsb3NlTWNwQ2xpZW50EiIuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXNwb25zZSIpgtPkkwIjIiEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vY2xvc2USjQEKDVZlcmlmeUhlYWRlcnMSIS5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVxdWVzdBoiLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXNwb25zZSI1gtPkkwIvOgEqIiovYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWhlYWRlcnMSgQEKC1JlYXV0aG9yaXplEh8uZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXF1ZXN0GiAuZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXNwb25zZSIvgtPkkwIpIicvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vcmVhdXRob3JpemUSjgEKDlZlcmlmeUV4Y2hhbmdlEiIuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZSIzgtPkkwItIisvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWV4Y2hhbmdlEqYBChRJbml0aWF0ZVZlcmlmaWNhdGlvbhIoLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVxdWVzdBopLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2UiOYLT5JMCMyIxL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L2luaXRpYXRlLXZlcmlmaWNhdGlvbhKQAQoNQ29tcGxldGVPYXV0aBIhLmd3LmFkbWluLnYxLkNvbXBsZXRlT2F1dGhSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlc3BvbnNlIjiC0+STAjIiMC9hcGkvbWNwL2NsaWVudC97b2F1dGhfY29uZmlnX2lkfS9jb21wbGV0ZS1vYXV0aGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSK1CAoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBpDCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuZ3cuYWRtaW4udjEuRW52VmFyOgI4ARpJCg9Ob2RlU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZ3cuYWRtaW4udjEuTm9kZVN0YXRlOgI4ARoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCGwoZX25lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcyJAChZDcmVhdGVNY3BDbGllbnRSZXF1ZXN0EiYKBmNsaWVudBgBIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudCJNChdDcmVhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkihAEKFlVwZGF0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiYKBmNsaWVudBgCIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYgoXVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGY2xpZW50GAMgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50IisKFkRlbGV0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjoKF0RlbGV0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkYKFUxpc3RNY3BDbGllbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZvZmZzZXQYAiABKAUSDgoGc2VhcmNoGAMgASgJImUKFkxpc3RNY3BDbGllbnRzUmVzcG9uc2USJwoHY2xpZW50cxgBIAMoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBINCgVjb3VudBgCIAEoBRITCgt0b3RhbF9jb3VudBgDIAEoBSIoChNHZXRNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI+ChRHZXRNY3BDbGllbnRSZXNwb25zZRImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTQoTUmVhdXRob3JpemVSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIVCg1hdXRob3JpemVfdXJsGAMgASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIlYKHEluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiOAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKn8KDkNvbm5lY3Rpb25UeXBlEh8KG0NPTk5FQ1RJT05fVFlQRV9VTlNQRUNJRklFRBAAEhgKFENPTk5FQ1RJT05fVFlQRV9IVFRQEAESFwoTQ09OTkVDVElPTl9UWVBFX1NTRRACEhkKFUNPTk5FQ1RJT05fVFlQRV9TVERJTxADKsEBCghBdXRoVHlwZRIZChVBVVRIX1RZUEVfVU5TUEVDSUZJRUQQABISCg5BVVRIX1RZUEVfTk9ORRABEhUKEUFVVEhfVFlQRV9IRUFERVJTEAISEwoPQVVUSF9UWVBFX09BVVRIEAMSHgoaQVVUSF9UWVBFX1BFUl9VU0VSX0hFQURFUlMQBBIcChhBVVRIX1RZUEVfUEVSX1VTRVJfT0FVVEgQBRIcChhBVVRIX1RZUEVfVE9LRU5fRVhDSEFOR0UQBir0AQoLQ2xpZW50U3RhdGUSHAoYQ0xJRU5UX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQ0xJRU5UX1NUQVRFX0hFQUxUSFkQARIZChVDTElFTlRfU1RBVEVfVU5TVEFCTEUQAhIdChlDTElFTlRfU1RBVEVfTkVFRFNfUkVBVVRIEAMSJQohQ0xJRU5UX1NUQVRFX1BFTkRJTkdfVkVSSUZJQ0FUSU9OEAQSGQoVQ0xJRU5UX1NUQVRFX0RJU0FCTEVEEAUSFgoSQ0xJRU5UX1NUQVRFX0VSUk9SEAYSGQoVQ0xJRU5UX1NUQVRFX0RFR1JBREVEEAcq4AEKDEZhaWx1cmVTdGFnZRIdChlGQUlMVVJFX1NUQUdFX1VOU1BFQ0lGSUVEEAASGQoVRkFJTFVSRV9TVEFHRV9DT05ORUNUEAESFgoSRkFJTFVSRV9TVEFHRV9QSU5HEAISHAoYRkFJTFVSRV9TVEFHRV9MSVNUX1RPT0xTEAMSIAocRkFJTFVSRV9TVEFHRV9UT09MX0RJU0NPVkVSWRAEEiAKHEZBSUxVUkVfU1RBR0VfVFJBTlNQT1JUX0xPU1QQBRIcChhGQUlMVVJFX1NUQUdFX0NSRURFTlRJQUwQBjKPDQoQTWNwQ2xpZW50U2VydmljZRJ9Cg9DcmVhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVzcG9uc2UiH4LT5JMCGToGY2xpZW50Ig8vYXBpL21jcC9jbGllbnQSiQEKD1VwZGF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXNwb25zZSIrgtPkkwIlOgZjbGllbnQaGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKBAQoPRGVsZXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlc3BvbnNlIiOC0+STAh0qGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRJzCg5MaXN0TWNwQ2xpZW50cxIiLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVxdWVzdBojLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVzcG9uc2UiGILT5JMCEhIQL2FwaS9tY3AvY2xpZW50cxJ4CgxHZXRNY3BDbGllbnQSIC5ndy5hZG1pbi52MS5HZXRNY3BDbGllbnRSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuR2V0TWNwQ2xpZW50UmVzcG9uc2UiI4LT5JMCHRIbL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EpQBChJSZWNvbm5lY3RNY3BDbGllbnQSJi5ndy5hZG1pbi52MS5SZWNvbm5lY3RNY3BDbGllbnRSZXF1ZXN0GicuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2UiLYLT5JMCJyIlL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3JlY29ubmVjdBKEAQoOQ2xvc2VNY3BDbGllbnQSIi5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlcXVlc3QaIy5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlc3BvbnNlIimC0+STAiMiIS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9jbG9zZRKNAQoNVmVyaWZ5SGVhZGVycxIhLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlIjWC0+STAi86ASoiKi9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktaGVhZGVycxKBAQoLUmVhdXRob3JpemUSHy5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlcXVlc3QaIC5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlc3BvbnNlIi+C0+STAikiJy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWF1dGhvcml6ZRKOAQoOVmVyaWZ5RXhjaGFuZ2USIi5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlcXVlc3QaIy5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlc3BvbnNlIjOC0+STAi0iKy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktZXhjaGFuZ2USpgEKFEluaXRpYXRlVmVyaWZpY2F0aW9uEiguZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXF1ZXN0GikuZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXNwb25zZSI5gtPkkwIzIjEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vaW5pdGlhdGUtdmVyaWZpY2F0aW9uEpABCg1Db21wbGV0ZU9hdXRoEiEuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlcXVlc3QaIi5ndy5hZG1pbi52MS5Db21wbGV0ZU9hdXRoUmVzcG9uc2UiOILT5JMCMiIwL2FwaS9tY3AvY2xpZW50L3tvYXV0aF9jb25maWdfaWR9L2NvbXBsZXRlLW9hdXRoYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * EnvVar is one header value; on reads the value is always redacted.
@@ -72,111 +73,6 @@ export const StdioConfigSchema: GenMessage<StdioConfig> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_mcp_client, 1);
 
 /**
- * McpClientConfig is the admin-writable configuration of one MCP client.
- *
- * @generated from message gw.admin.v1.McpClientConfig
- */
-export type McpClientConfig = Message<"gw.admin.v1.McpClientConfig"> & {
-  /**
-   * name is unique and has no hyphen (tools are exposed as <name>-<tool>).
-   *
-   * @generated from field: string name = 1;
-   */
-  name: string;
-
-  /**
-   * connection_type is the transport; immutable after creation.
-   *
-   * @generated from field: gw.admin.v1.ConnectionType connection_type = 2;
-   */
-  connectionType: ConnectionType;
-
-  /**
-   * connection_string is the URL for http and sse; immutable after creation.
-   *
-   * @generated from field: string connection_string = 3;
-   */
-  connectionString: string;
-
-  /**
-   * stdio_config is the process to spawn for stdio; immutable after creation.
-   *
-   * @generated from field: gw.admin.v1.StdioConfig stdio_config = 4;
-   */
-  stdioConfig?: StdioConfig | undefined;
-
-  /**
-   * auth_type is how the gateway authenticates upstream; default none; immutable after creation.
-   *
-   * @generated from field: gw.admin.v1.AuthType auth_type = 5;
-   */
-  authType: AuthType;
-
-  /**
-   * headers are static admin headers, stored encrypted.
-   *
-   * @generated from field: map<string, gw.admin.v1.EnvVar> headers = 6;
-   */
-  headers: { [key: string]: EnvVar };
-
-  /**
-   * per_user_header_keys names the headers each end-user must supply (per_user_headers only, non-empty).
-   *
-   * @generated from field: repeated string per_user_header_keys = 7;
-   */
-  perUserHeaderKeys: string[];
-
-  /**
-   * user_headers are admin sample values for the one-time verify (create only, never persisted).
-   *
-   * @generated from field: map<string, string> user_headers = 8;
-   */
-  userHeaders: { [key: string]: string };
-
-  /**
-   * tools_to_execute whitelists tools: ["*"] all, [] or omitted none, otherwise named tools.
-   *
-   * @generated from field: repeated string tools_to_execute = 9;
-   */
-  toolsToExecute: string[];
-
-  /**
-   * tools_to_auto_execute lists tools that run without approval, same semantics; default none.
-   *
-   * @generated from field: repeated string tools_to_auto_execute = 10;
-   */
-  toolsToAutoExecute: string[];
-
-  /**
-   * tool_sync_interval is minutes between tool-list syncs: 0 inherits the global value, negative disables.
-   *
-   * @generated from field: int32 tool_sync_interval = 11;
-   */
-  toolSyncInterval: number;
-
-  /**
-   * needs_session_stickiness keeps one persistent upstream connection (http with server-wide auth only).
-   *
-   * @generated from field: optional bool needs_session_stickiness = 12;
-   */
-  needsSessionStickiness?: boolean | undefined;
-
-  /**
-   * disabled turns the client off while keeping its configuration.
-   *
-   * @generated from field: bool disabled = 13;
-   */
-  disabled: boolean;
-};
-
-/**
- * Describes the message gw.admin.v1.McpClientConfig.
- * Use `create(McpClientConfigSchema)` to create a new message.
- */
-export const McpClientConfigSchema: GenMessage<McpClientConfig> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 2);
-
-/**
  * Tool is one tool discovered on the upstream server.
  *
  * @generated from message gw.admin.v1.Tool
@@ -209,7 +105,7 @@ export type Tool = Message<"gw.admin.v1.Tool"> & {
  * Use `create(ToolSchema)` to create a new message.
  */
 export const ToolSchema: GenMessage<Tool> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 3);
+  messageDesc(file_gw_admin_v1_mcp_client, 2);
 
 /**
  * LastFailure describes the most recent failed connect or check of this instance.
@@ -251,7 +147,7 @@ export type LastFailure = Message<"gw.admin.v1.LastFailure"> & {
  * Use `create(LastFailureSchema)` to create a new message.
  */
 export const LastFailureSchema: GenMessage<LastFailure> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 4);
+  messageDesc(file_gw_admin_v1_mcp_client, 3);
 
 /**
  * NodeState is one instance's view of a client in a distributed deployment.
@@ -279,10 +175,11 @@ export type NodeState = Message<"gw.admin.v1.NodeState"> & {
  * Use `create(NodeStateSchema)` to create a new message.
  */
 export const NodeStateSchema: GenMessage<NodeState> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 5);
+  messageDesc(file_gw_admin_v1_mcp_client, 4);
 
 /**
- * McpClient is a client as read back: configuration with redacted headers plus runtime state.
+ * McpClient is one MCP client: what is created, read and updated. Output-only fields are set by the
+ * gateway and ignored when sent back; immutable fields may be sent back unchanged but not changed.
  *
  * @generated from message gw.admin.v1.McpClient
  */
@@ -295,7 +192,7 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
   clientId: string;
 
   /**
-   * name is unique and has no hyphen.
+   * name is unique and has no hyphen (tools are exposed as <name>-<tool>).
    *
    * @generated from field: string name = 2;
    */
@@ -323,35 +220,35 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
   stdioConfig?: StdioConfig | undefined;
 
   /**
-   * auth_type is how the gateway authenticates upstream.
+   * auth_type is how the gateway authenticates upstream; default none.
    *
    * @generated from field: gw.admin.v1.AuthType auth_type = 6;
    */
   authType: AuthType;
 
   /**
-   * headers are the static admin headers, values redacted.
+   * headers are static admin headers, stored encrypted and read back as "<redacted>" (sent back, it keeps the stored value).
    *
    * @generated from field: map<string, gw.admin.v1.EnvVar> headers = 7;
    */
   headers: { [key: string]: EnvVar };
 
   /**
-   * per_user_header_keys names the headers each end-user must supply.
+   * per_user_header_keys names the headers each end-user must supply (per_user_headers only, non-empty).
    *
    * @generated from field: repeated string per_user_header_keys = 8;
    */
   perUserHeaderKeys: string[];
 
   /**
-   * tools_to_execute is the tool whitelist.
+   * tools_to_execute is the tool whitelist: [] none, ["*"] all.
    *
    * @generated from field: repeated string tools_to_execute = 9;
    */
   toolsToExecute: string[];
 
   /**
-   * tools_to_auto_execute lists the tools that run without approval.
+   * tools_to_auto_execute lists the tools that run without approval (a subset of tools_to_execute).
    *
    * @generated from field: repeated string tools_to_auto_execute = 10;
    */
@@ -365,11 +262,11 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
   toolSyncInterval: number;
 
   /**
-   * needs_session_stickiness is the effective stickiness of the client.
+   * needs_session_stickiness keeps one upstream session per caller; unset picks the default of the auth type; read back as the effective value.
    *
-   * @generated from field: bool needs_session_stickiness = 12;
+   * @generated from field: optional bool needs_session_stickiness = 12;
    */
-  needsSessionStickiness: boolean;
+  needsSessionStickiness?: boolean | undefined;
 
   /**
    * disabled is true when an admin turned the client off.
@@ -419,6 +316,13 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 19;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * user_headers are admin sample values for the one-time verify of a per_user_headers client (create only, never persisted).
+   *
+   * @generated from field: map<string, string> user_headers = 20;
+   */
+  userHeaders: { [key: string]: string };
 };
 
 /**
@@ -426,7 +330,7 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
  * Use `create(McpClientSchema)` to create a new message.
  */
 export const McpClientSchema: GenMessage<McpClient> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 6);
+  messageDesc(file_gw_admin_v1_mcp_client, 5);
 
 /**
  * CreateMcpClientRequest carries the configuration of a new client.
@@ -437,9 +341,9 @@ export type CreateMcpClientRequest = Message<"gw.admin.v1.CreateMcpClientRequest
   /**
    * client is the configuration to create.
    *
-   * @generated from field: gw.admin.v1.McpClientConfig client = 1;
+   * @generated from field: gw.admin.v1.McpClient client = 1;
    */
-  client?: McpClientConfig | undefined;
+  client?: McpClient | undefined;
 };
 
 /**
@@ -447,7 +351,7 @@ export type CreateMcpClientRequest = Message<"gw.admin.v1.CreateMcpClientRequest
  * Use `create(CreateMcpClientRequestSchema)` to create a new message.
  */
 export const CreateMcpClientRequestSchema: GenMessage<CreateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 7);
+  messageDesc(file_gw_admin_v1_mcp_client, 6);
 
 /**
  * CreateMcpClientResponse confirms a creation.
@@ -482,7 +386,7 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
  * Use `create(CreateMcpClientResponseSchema)` to create a new message.
  */
 export const CreateMcpClientResponseSchema: GenMessage<CreateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 8);
+  messageDesc(file_gw_admin_v1_mcp_client, 7);
 
 /**
  * UpdateMcpClientRequest changes the fields named in update_mask.
@@ -500,9 +404,9 @@ export type UpdateMcpClientRequest = Message<"gw.admin.v1.UpdateMcpClientRequest
   /**
    * client holds the new values.
    *
-   * @generated from field: gw.admin.v1.McpClientConfig client = 2;
+   * @generated from field: gw.admin.v1.McpClient client = 2;
    */
-  client?: McpClientConfig | undefined;
+  client?: McpClient | undefined;
 
   /**
    * update_mask names the fields of client to change (on REST: the JSON keys present).
@@ -517,7 +421,7 @@ export type UpdateMcpClientRequest = Message<"gw.admin.v1.UpdateMcpClientRequest
  * Use `create(UpdateMcpClientRequestSchema)` to create a new message.
  */
 export const UpdateMcpClientRequestSchema: GenMessage<UpdateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 9);
+  messageDesc(file_gw_admin_v1_mcp_client, 8);
 
 /**
  * UpdateMcpClientResponse returns the updated client.
@@ -552,7 +456,7 @@ export type UpdateMcpClientResponse = Message<"gw.admin.v1.UpdateMcpClientRespon
  * Use `create(UpdateMcpClientResponseSchema)` to create a new message.
  */
 export const UpdateMcpClientResponseSchema: GenMessage<UpdateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 10);
+  messageDesc(file_gw_admin_v1_mcp_client, 9);
 
 /**
  * DeleteMcpClientRequest names the client to delete.
@@ -573,7 +477,7 @@ export type DeleteMcpClientRequest = Message<"gw.admin.v1.DeleteMcpClientRequest
  * Use `create(DeleteMcpClientRequestSchema)` to create a new message.
  */
 export const DeleteMcpClientRequestSchema: GenMessage<DeleteMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 11);
+  messageDesc(file_gw_admin_v1_mcp_client, 10);
 
 /**
  * DeleteMcpClientResponse confirms a deletion.
@@ -601,7 +505,7 @@ export type DeleteMcpClientResponse = Message<"gw.admin.v1.DeleteMcpClientRespon
  * Use `create(DeleteMcpClientResponseSchema)` to create a new message.
  */
 export const DeleteMcpClientResponseSchema: GenMessage<DeleteMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 12);
+  messageDesc(file_gw_admin_v1_mcp_client, 11);
 
 /**
  * ListMcpClientsRequest pages through clients.
@@ -636,7 +540,7 @@ export type ListMcpClientsRequest = Message<"gw.admin.v1.ListMcpClientsRequest">
  * Use `create(ListMcpClientsRequestSchema)` to create a new message.
  */
 export const ListMcpClientsRequestSchema: GenMessage<ListMcpClientsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 13);
+  messageDesc(file_gw_admin_v1_mcp_client, 12);
 
 /**
  * ListMcpClientsResponse is one page of clients.
@@ -671,7 +575,49 @@ export type ListMcpClientsResponse = Message<"gw.admin.v1.ListMcpClientsResponse
  * Use `create(ListMcpClientsResponseSchema)` to create a new message.
  */
 export const ListMcpClientsResponseSchema: GenMessage<ListMcpClientsResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_mcp_client, 13);
+
+/**
+ * GetMcpClientRequest names the client to read.
+ *
+ * @generated from message gw.admin.v1.GetMcpClientRequest
+ */
+export type GetMcpClientRequest = Message<"gw.admin.v1.GetMcpClientRequest"> & {
+  /**
+   * client_id is the client to read.
+   *
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+};
+
+/**
+ * Describes the message gw.admin.v1.GetMcpClientRequest.
+ * Use `create(GetMcpClientRequestSchema)` to create a new message.
+ */
+export const GetMcpClientRequestSchema: GenMessage<GetMcpClientRequest> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_mcp_client, 14);
+
+/**
+ * GetMcpClientResponse carries the client.
+ *
+ * @generated from message gw.admin.v1.GetMcpClientResponse
+ */
+export type GetMcpClientResponse = Message<"gw.admin.v1.GetMcpClientResponse"> & {
+  /**
+   * client is the client, headers redacted.
+   *
+   * @generated from field: gw.admin.v1.McpClient client = 1;
+   */
+  client?: McpClient | undefined;
+};
+
+/**
+ * Describes the message gw.admin.v1.GetMcpClientResponse.
+ * Use `create(GetMcpClientResponseSchema)` to create a new message.
+ */
+export const GetMcpClientResponseSchema: GenMessage<GetMcpClientResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_mcp_client, 15);
 
 /**
  * ReconnectMcpClientRequest names the client to re-dial.
@@ -692,7 +638,7 @@ export type ReconnectMcpClientRequest = Message<"gw.admin.v1.ReconnectMcpClientR
  * Use `create(ReconnectMcpClientRequestSchema)` to create a new message.
  */
 export const ReconnectMcpClientRequestSchema: GenMessage<ReconnectMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 15);
+  messageDesc(file_gw_admin_v1_mcp_client, 16);
 
 /**
  * ReconnectMcpClientResponse confirms a reconnect.
@@ -720,7 +666,7 @@ export type ReconnectMcpClientResponse = Message<"gw.admin.v1.ReconnectMcpClient
  * Use `create(ReconnectMcpClientResponseSchema)` to create a new message.
  */
 export const ReconnectMcpClientResponseSchema: GenMessage<ReconnectMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 16);
+  messageDesc(file_gw_admin_v1_mcp_client, 17);
 
 /**
  * CloseMcpClientRequest names the client whose connection to close.
@@ -741,7 +687,7 @@ export type CloseMcpClientRequest = Message<"gw.admin.v1.CloseMcpClientRequest">
  * Use `create(CloseMcpClientRequestSchema)` to create a new message.
  */
 export const CloseMcpClientRequestSchema: GenMessage<CloseMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 17);
+  messageDesc(file_gw_admin_v1_mcp_client, 18);
 
 /**
  * CloseMcpClientResponse confirms a close.
@@ -769,7 +715,7 @@ export type CloseMcpClientResponse = Message<"gw.admin.v1.CloseMcpClientResponse
  * Use `create(CloseMcpClientResponseSchema)` to create a new message.
  */
 export const CloseMcpClientResponseSchema: GenMessage<CloseMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 18);
+  messageDesc(file_gw_admin_v1_mcp_client, 19);
 
 /**
  * VerifyHeadersRequest carries admin sample values for a per_user_headers client.
@@ -797,7 +743,7 @@ export type VerifyHeadersRequest = Message<"gw.admin.v1.VerifyHeadersRequest"> &
  * Use `create(VerifyHeadersRequestSchema)` to create a new message.
  */
 export const VerifyHeadersRequestSchema: GenMessage<VerifyHeadersRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 19);
+  messageDesc(file_gw_admin_v1_mcp_client, 20);
 
 /**
  * VerifyHeadersResponse reports a successful verify.
@@ -832,7 +778,7 @@ export type VerifyHeadersResponse = Message<"gw.admin.v1.VerifyHeadersResponse">
  * Use `create(VerifyHeadersResponseSchema)` to create a new message.
  */
 export const VerifyHeadersResponseSchema: GenMessage<VerifyHeadersResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 20);
+  messageDesc(file_gw_admin_v1_mcp_client, 21);
 
 /**
  * ReauthorizeRequest names the OAuth client to reauthorize.
@@ -853,7 +799,7 @@ export type ReauthorizeRequest = Message<"gw.admin.v1.ReauthorizeRequest"> & {
  * Use `create(ReauthorizeRequestSchema)` to create a new message.
  */
 export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 21);
+  messageDesc(file_gw_admin_v1_mcp_client, 22);
 
 /**
  * ReauthorizeResponse reports where to continue the OAuth flow.
@@ -888,7 +834,7 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
  * Use `create(ReauthorizeResponseSchema)` to create a new message.
  */
 export const ReauthorizeResponseSchema: GenMessage<ReauthorizeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 22);
+  messageDesc(file_gw_admin_v1_mcp_client, 23);
 
 /**
  * VerifyExchangeRequest names the token_exchange client to bootstrap.
@@ -909,7 +855,7 @@ export type VerifyExchangeRequest = Message<"gw.admin.v1.VerifyExchangeRequest">
  * Use `create(VerifyExchangeRequestSchema)` to create a new message.
  */
 export const VerifyExchangeRequestSchema: GenMessage<VerifyExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 23);
+  messageDesc(file_gw_admin_v1_mcp_client, 24);
 
 /**
  * VerifyExchangeResponse reports the bootstrap outcome.
@@ -944,7 +890,7 @@ export type VerifyExchangeResponse = Message<"gw.admin.v1.VerifyExchangeResponse
  * Use `create(VerifyExchangeResponseSchema)` to create a new message.
  */
 export const VerifyExchangeResponseSchema: GenMessage<VerifyExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 24);
+  messageDesc(file_gw_admin_v1_mcp_client, 25);
 
 /**
  * InitiateVerificationRequest names the OAuth client to verify.
@@ -965,7 +911,7 @@ export type InitiateVerificationRequest = Message<"gw.admin.v1.InitiateVerificat
  * Use `create(InitiateVerificationRequestSchema)` to create a new message.
  */
 export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 25);
+  messageDesc(file_gw_admin_v1_mcp_client, 26);
 
 /**
  * InitiateVerificationResponse reports where to continue the OAuth flow.
@@ -1000,7 +946,7 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
  * Use `create(InitiateVerificationResponseSchema)` to create a new message.
  */
 export const InitiateVerificationResponseSchema: GenMessage<InitiateVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 26);
+  messageDesc(file_gw_admin_v1_mcp_client, 27);
 
 /**
  * CompleteOauthRequest names the OAuth configuration to complete.
@@ -1021,7 +967,7 @@ export type CompleteOauthRequest = Message<"gw.admin.v1.CompleteOauthRequest"> &
  * Use `create(CompleteOauthRequestSchema)` to create a new message.
  */
 export const CompleteOauthRequestSchema: GenMessage<CompleteOauthRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 27);
+  messageDesc(file_gw_admin_v1_mcp_client, 28);
 
 /**
  * CompleteOauthResponse reports the completion.
@@ -1049,7 +995,7 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
  * Use `create(CompleteOauthResponseSchema)` to create a new message.
  */
 export const CompleteOauthResponseSchema: GenMessage<CompleteOauthResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 28);
+  messageDesc(file_gw_admin_v1_mcp_client, 29);
 
 /**
  * ConnectionType is the transport to the upstream MCP server.
@@ -1330,6 +1276,16 @@ export const McpClientService: GenService<{
     methodKind: "unary";
     input: typeof ListMcpClientsRequestSchema;
     output: typeof ListMcpClientsResponseSchema;
+  },
+  /**
+   * GetMcpClient reads one client, in the shape an update accepts back.
+   *
+   * @generated from rpc gw.admin.v1.McpClientService.GetMcpClient
+   */
+  getMcpClient: {
+    methodKind: "unary";
+    input: typeof GetMcpClientRequestSchema;
+    output: typeof GetMcpClientResponseSchema;
   },
   /**
    * ReconnectMcpClient re-dials the persistent connection of a sticky server-wide client.
