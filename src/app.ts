@@ -26,6 +26,7 @@ import { loadSettings, seedMcpClients, seedProviders, seedVirtualKeys } from "./
 import { IMPLEMENTED_SERVICES, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
+import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
 import { Metrics } from "./telemetry/metrics.js";
 
 /** The gateway's version, reported by /openapi.json. */
@@ -127,9 +128,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const chat = createChatService({ inference: state, metrics, settings, logger });
+    const observer = new InferenceTelemetry(metrics, logger);
+    const chat = createChatService({ inference: state, observer, settings });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
-    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, logger });
+    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
     const handler = createHttpHandler({
       routes,
       interceptors,

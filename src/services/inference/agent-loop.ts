@@ -12,7 +12,7 @@ import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
-import type { Logger } from "../../telemetry/logger.js";
+import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
 import type { AdminAuth } from "../admin-auth.js";
 import {
@@ -39,7 +39,8 @@ export interface AgentDeps {
   settings: RuntimeSettings;
   /** Tells a signed-in user's session token from a virtual key, for per-user credentials. */
   auth: AdminAuth;
-  logger: Logger;
+  /** Hears the loop's tool calls. */
+  observer: InferenceObserver;
 }
 
 /** Who runs the loop's tools, and where a submission link must point. */
@@ -198,13 +199,15 @@ function streamRefusal(): GatewayError {
 
 /** Creates the /v1 inference entry point with agent mode in front of `deps.chat`. */
 export function createAgentService(deps: AgentDeps): ChatService {
-  const { chat, runtime, settings } = deps;
+  const { chat, runtime, settings, observer } = deps;
 
   async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
     const { key } = caller;
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
+    let failure: unknown = null;
+    let executed: ExecutedCall;
     try {
       const result = await runtime.execute(call.name, args, {
         timeoutMs,
@@ -214,16 +217,20 @@ export function createAgentService(deps: AgentDeps): ChatService {
         ...(caller.custom ? { custom: caller.custom } : {}),
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
       });
-      return done(result.content, result.isError);
+      executed = done(result.content, result.isError);
     } catch (err) {
       // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
       // payload) reaches the model verbatim, so the application can show the user where to go.
       const toolResult: unknown = isObject(err) ? err["toolResult"] : undefined;
-      if (typeof toolResult === "string") return done(toolResult, true);
-      if (err instanceof GatewayError) return done(errorResult(err.type, err.message), true);
-      deps.logger.error({ err, tool: call.name }, "agent tool execution failed inside the gateway");
-      return done(errorResult("tool_execution_failed", `tool ${call.name} could not be executed; the gateway log has the details`), true);
+      if (typeof toolResult === "string") executed = done(toolResult, true);
+      else if (err instanceof GatewayError) executed = done(errorResult(err.type, err.message), true);
+      else {
+        failure = err;
+        executed = done(errorResult("tool_execution_failed", `tool ${call.name} could not be executed; the gateway log has the details`), true);
+      }
     }
+    observer.toolCall(call.name, failure);
+    return executed;
   }
 
   async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, caller: LoopCaller): Promise<ChatOutcome> {
@@ -247,7 +254,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       depth++;
       const runnable = calls.filter((c) => auto.has(c.name));
       if (runnable.length === 0 || depth >= maxAgentDepth) {
-        deps.logger.debug({ depth, pending: calls.length }, "agent loop returns the model's tool calls");
+        observer.toolCallsReturned(depth, calls.length);
         return finish(answer);
       }
       const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal)));

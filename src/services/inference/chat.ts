@@ -26,8 +26,8 @@ import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
-import type { Logger } from "../../telemetry/logger.js";
-import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics, RoutingEngine } from "../../telemetry/metrics.js";
+import type { InferenceObserver } from "../../telemetry/inference-observer.js";
+import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import type { Inference } from "./state.js";
@@ -75,9 +75,9 @@ export type ChatOutcome =
 /** What the orchestration needs. */
 export interface ChatDeps {
   inference: Inference;
-  metrics: Metrics;
+  /** Hears every event of every request (telemetry's InferenceTelemetry records them). */
+  observer: InferenceObserver;
   settings: RuntimeSettings;
-  logger: Logger;
 }
 
 /** The entry point of the /v1 inference handlers. */
@@ -158,21 +158,13 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
   };
 }
 
-function errorStatus(err: GatewayError): number {
-  return err.httpStatus ?? 500;
-}
-
-function errorType(err: GatewayError): InferenceErrorType {
-  return /^(caller|policy|provider|gateway)_/.test(err.type) ? (err.type as InferenceErrorType) : "gateway_internal";
-}
-
-/** One request's place in gw_active_requests; `finish` (bound once) takes it out exactly once. */
+/** One request between its started and ended events; `finish` (bound once) reports the end exactly once. */
 class ActiveRequest {
   private done = false;
   readonly finish: () => void;
 
   constructor(
-    private readonly metrics: Metrics,
+    private readonly observer: InferenceObserver,
     private readonly method: InferenceMethod,
     private readonly custom: CustomLabelValues | undefined,
   ) {
@@ -183,7 +175,7 @@ class ActiveRequest {
   private end(): void {
     if (this.done) return;
     this.done = true;
-    this.metrics.activeRequestFinished(this.method, this.custom);
+    this.observer.ended(this.method, this.custom);
   }
 }
 
@@ -195,7 +187,7 @@ export function asGatewayError(err: unknown): GatewayError {
 
 /** Creates the inference service (chat and responses) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
-  const { inference, metrics } = deps;
+  const { inference, observer } = deps;
 
   function resolveKey(headers: IncomingHttpHeaders): VirtualKey | null {
     const key = inference.virtualKeys.resolve(virtualKeyCredential(headers));
@@ -208,9 +200,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     return key;
   }
 
-  /** Models already reported as unpriced, so the warning is logged once per model, not per request. */
-  const unpriced = new Set<string>();
-
+  /** Prices an answer's usage, reports it, and charges it to the virtual key's budgets and limits. */
   function recordUsage(
     virtualKey: VirtualKey | null,
     config: ProviderConfig | null,
@@ -220,30 +210,13 @@ export function createChatService(deps: ChatDeps): ChatService {
   ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
-    metrics.recordTokens(base, input, output);
     const mode = base.method === "responses" ? "responses" : "chat";
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
-    if (cost === null) {
-      const id = `${base.provider}/${upstreamModel}`;
-      if (!unpriced.has(id)) {
-        unpriced.add(id);
-        deps.logger.warn({ provider: base.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
-      }
-    } else {
-      metrics.recordCost(base, cost);
-    }
+    observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
   }
 
-  /** Records a request's final failure; the spec leaves the selected key empty on final errors. */
-  function finishWithError(attempt: BaseLabels, err: GatewayError, retries: number): void {
-    const base = { ...attempt, selectedKeyId: "", selectedKeyName: "" };
-    metrics.recordUpstreamRequest(base);
-    metrics.recordError(base, errorStatus(err), errorType(err));
-    metrics.recordRetries(base, retries);
-  }
-
-  /** Wraps a stream so usage and the final metrics are recorded once it ends, fails or is abandoned. */
+  /** Wraps a stream so usage and the final outcome are reported once it ends, fails or is abandoned. */
   async function* relay(
     stream: ProviderStream,
     onEnd: (usage: TokenUsage | null, err: unknown) => void,
@@ -256,8 +229,8 @@ export function createChatService(deps: ChatDeps): ChatService {
     try {
       for await (const chunk of stream) {
         const now = performance.now();
-        if (first) metrics.recordFirstToken(base, (now - startedAt) / 1000);
-        else metrics.recordInterToken(base, (now - last) / 1000);
+        if (first) observer.firstToken(base, (now - startedAt) / 1000);
+        else observer.chunk(base, (now - last) / 1000);
         first = false;
         last = now;
         yield chunk;
@@ -289,12 +262,12 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
     } catch (err) {
       const error = asGatewayError(err);
-      finishWithError(refusalLabels(method, custom, call.body.model, virtualKey), error, 0);
+      observer.refused(refusalLabels(method, custom, call.body.model, virtualKey), error);
       throw error;
     }
 
-    metrics.activeRequestStarted(method, custom);
-    const finishActive = new ActiveRequest(metrics, method, custom).finish;
+    observer.started(method, custom);
+    const finishActive = new ActiveRequest(observer, method, custom).finish;
     try {
       const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
       if (outcome.kind === "json") finishActive();
@@ -337,19 +310,15 @@ export function createChatService(deps: ChatDeps): ChatService {
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
-        if (targetError.type === "gateway_internal") {
-          deps.logger.error({ err, provider: target.provider, method }, "inference request failed inside the gateway");
-        }
+        const next = targets[fallbackIndex + 1];
+        observer.targetFailed(state.lastLabels ?? labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false }), targetError, err, next);
+        if (next !== undefined) state.retries++;
       }
       primaryError ??= targetError;
-      if (fallbackIndex < targets.length - 1) {
-        state.retries++;
-        deps.logger.info({ provider: target.provider, model: target.model, error_type: targetError.type, next: targets[fallbackIndex + 1] }, "falling back to the next provider");
-      }
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
     const base = state.lastLabels ?? labels(virtualKey, engines, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
-    finishWithError(base, error, state.retries);
+    observer.final(base, state.retries, error);
     throw error;
   }
 
@@ -384,27 +353,20 @@ export function createChatService(deps: ChatDeps): ChatService {
       if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
       const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
       if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
+      observer.attemptStarted(base);
       const attemptStarted = performance.now();
       try {
         if (call.body.stream === true) {
           const stream = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
           const headersAt = performance.now();
-          metrics.recordUpstreamLatency(base, (headersAt - attemptStarted) / 1000, true);
           // A stream's overhead is the gateway's share of the time to its response headers.
-          metrics.recordOverhead(base, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
-          metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
+          observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
           const retries = state.retries;
           const chunks = relay(
             stream,
             (usage, err) => {
               finishActive();
-              if (err === null) {
-                metrics.recordUpstreamRequest(base);
-                metrics.recordSuccess(base);
-                metrics.recordRetries(base, retries);
-              } else {
-                finishWithError(base, asGatewayError(err), retries);
-              }
+              observer.final(base, retries, err === null ? null : asGatewayError(err));
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
             },
             base,
@@ -414,33 +376,19 @@ export function createChatService(deps: ChatDeps): ChatService {
         }
         const result = await callAdapter(provider.adapter, call, choice.upstreamModel, options);
         const answeredAt = performance.now();
-        metrics.recordUpstreamLatency(base, (answeredAt - attemptStarted) / 1000, true);
-        metrics.recordOverhead(base, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
-        metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, true);
-        metrics.recordUpstreamRequest(base);
-        metrics.recordSuccess(base);
-        metrics.recordRetries(base, state.retries);
+        observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
+        observer.final(base, state.retries, null);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
         if (call.signal.aborted) throw err;
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
-        metrics.recordUpstreamLatency(base, failedAfterMs / 1000, false);
-        if (err instanceof ProviderError && err.upstreamStatus !== null) {
-          metrics.setProviderKeyUp(target.provider, choice.key.id, choice.key.name, false);
-        }
+        observer.attemptFailed(base, failedAfterMs / 1000, err instanceof ProviderError ? err.upstreamStatus : null);
         const next = choices[index + 1];
         if (err instanceof ProviderError && err.rotateKey && next !== undefined) {
           state.retries++;
-          metrics.recordKeyRotation({
-            provider: target.provider,
-            requestedModel: target.model,
-            keyId: choice.key.id,
-            keyName: choice.key.name,
-            failReason: String(err.upstreamStatus ?? err.errorType),
-          });
-          deps.logger.info({ provider: target.provider, key_id: choice.key.id, next_key_id: next.key.id, status: err.upstreamStatus }, "rotating to the next provider key");
+          observer.keyRotated(base, String(err.upstreamStatus ?? err.errorType), err.upstreamStatus, next.key.id);
           continue;
         }
         throw err;

@@ -1,0 +1,112 @@
+/**
+ * The inference path's events as metrics and log lines: the one place that knows which metric
+ * families and label rules an event feeds (a final error empties the selected key, a refusal counts as
+ * a request with no retries, a failed key is marked down only when the provider answered).
+ */
+import type { GatewayError } from "../errors.js";
+import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
+import type { Logger } from "./logger.js";
+import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
+
+const ERROR_TYPE_PREFIX = /^(caller|policy|provider|gateway)_/;
+
+/** error_type of gw_error_requests_total: the error's own type when it has the vocabulary's prefix. */
+function errorType(err: GatewayError): InferenceErrorType {
+  return ERROR_TYPE_PREFIX.test(err.type) ? (err.type as InferenceErrorType) : "gateway_internal";
+}
+
+/** Records the inference path's events in the metrics and the log. */
+export class InferenceTelemetry implements InferenceObserver {
+  /** Models already reported as unpriced, so the warning is logged once per model, not per request. */
+  private readonly unpriced = new Set<string>();
+
+  constructor(
+    private readonly metrics: Metrics,
+    private readonly logger: Logger,
+  ) {}
+
+  refused(labels: BaseLabels, error: GatewayError): void {
+    this.final(labels, 0, error);
+  }
+
+  started(method: InferenceMethod, custom: CustomLabelValues | undefined): void {
+    this.metrics.activeRequestStarted(method, custom);
+  }
+
+  ended(method: InferenceMethod, custom: CustomLabelValues | undefined): void {
+    this.metrics.activeRequestFinished(method, custom);
+  }
+
+  attemptStarted(_labels: BaseLabels): void {
+    // Nothing is recorded per attempt until it ends: the attempt's labels and timing come with its end.
+  }
+
+  attemptSucceeded(labels: BaseLabels, upstreamSeconds: number, overheadMicroseconds: number): void {
+    this.metrics.recordUpstreamLatency(labels, upstreamSeconds, true);
+    this.metrics.recordOverhead(labels, overheadMicroseconds);
+    this.metrics.setProviderKeyUp(labels.provider, labels.selectedKeyId ?? "", labels.selectedKeyName ?? "", true);
+  }
+
+  attemptFailed(labels: BaseLabels, upstreamSeconds: number, upstreamStatus: number | null): void {
+    this.metrics.recordUpstreamLatency(labels, upstreamSeconds, false);
+    // Only an answer from the provider says something about the key; a network failure does not.
+    if (upstreamStatus !== null) this.metrics.setProviderKeyUp(labels.provider, labels.selectedKeyId ?? "", labels.selectedKeyName ?? "", false);
+  }
+
+  keyRotated(labels: BaseLabels, failReason: string, upstreamStatus: number | null, nextKeyId: string): void {
+    const keyId = labels.selectedKeyId ?? "";
+    this.metrics.recordKeyRotation({ provider: labels.provider, requestedModel: labels.model, keyId, keyName: labels.selectedKeyName ?? "", failReason });
+    this.logger.info({ provider: labels.provider, key_id: keyId, next_key_id: nextKeyId, status: upstreamStatus }, "rotating to the next provider key");
+  }
+
+  targetFailed(labels: BaseLabels, error: GatewayError, cause: unknown, next: FallbackTarget | undefined): void {
+    if (error.type === "gateway_internal") {
+      this.logger.error({ err: cause, provider: labels.provider, method: labels.method }, "inference request failed inside the gateway");
+    }
+    if (next !== undefined) {
+      this.logger.info({ provider: labels.provider, model: labels.model, error_type: error.type, next }, "falling back to the next provider");
+    }
+  }
+
+  firstToken(labels: BaseLabels, seconds: number): void {
+    this.metrics.recordFirstToken(labels, seconds);
+  }
+
+  chunk(labels: BaseLabels, seconds: number): void {
+    this.metrics.recordInterToken(labels, seconds);
+  }
+
+  final(labels: BaseLabels, retries: number, error: GatewayError | null): void {
+    if (error === null) {
+      this.metrics.recordUpstreamRequest(labels);
+      this.metrics.recordSuccess(labels);
+      this.metrics.recordRetries(labels, retries);
+      return;
+    }
+    // A final error names no selected key.
+    const base = { ...labels, selectedKeyId: "", selectedKeyName: "" };
+    this.metrics.recordUpstreamRequest(base);
+    this.metrics.recordError(base, error.httpStatus ?? 500, errorType(error));
+    this.metrics.recordRetries(base, retries);
+  }
+
+  usage(labels: BaseLabels, upstreamModel: string, inputTokens: number, outputTokens: number, costUsd: number | null): void {
+    this.metrics.recordTokens(labels, inputTokens, outputTokens);
+    if (costUsd !== null) {
+      this.metrics.recordCost(labels, costUsd);
+      return;
+    }
+    const id = `${labels.provider}/${upstreamModel}`;
+    if (this.unpriced.has(id)) return;
+    this.unpriced.add(id);
+    this.logger.warn({ provider: labels.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
+  }
+
+  toolCall(name: string, failure: unknown): void {
+    if (failure !== null) this.logger.error({ err: failure, tool: name }, "agent tool execution failed inside the gateway");
+  }
+
+  toolCallsReturned(depth: number, pending: number): void {
+    this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
+  }
+}
