@@ -24,17 +24,13 @@ const TABLE: Record<string, [string, string[]]> = {
   gw_error_requests_total: ["counter", [...BASE, "status_code", "error_type"]],
   gw_upstream_latency_seconds: ["histogram", [...BASE, "is_success"]],
   gw_overhead_latency_microseconds: ["histogram", BASE],
-  gw_overhead_component_microseconds: ["histogram", [...BASE, "overhead_component"]],
   gw_input_tokens_total: ["counter", BASE],
   gw_output_tokens_total: ["counter", BASE],
-  gw_cache_hits_total: ["counter", [...BASE, "cache_type"]],
   gw_cost_total: ["counter", BASE],
   gw_active_requests: ["gauge", ["method"]],
   gw_provider_key_up: ["gauge", ["provider", "key_id", "key_name"]],
   gw_key_rotation_events_total: ["counter", ["provider", "requested_model", "key_id", "key_name", "fail_reason"]],
   gw_request_retries: ["histogram", BASE],
-  gw_routing_embedding_requests_total: ["counter", ["provider", "model", "phase"]],
-  gw_routing_embedding_cost_total: ["counter", ["provider", "model", "phase"]],
   gw_stream_first_token_latency_seconds: ["histogram", BASE],
   gw_stream_inter_token_latency_seconds: ["histogram", BASE],
   gw_mcp_client_operation_duration_seconds: ["histogram", ["mcp_client", "mcp_tool_name", "mcp_method", "error_type", ...GOVERNANCE]],
@@ -57,15 +53,12 @@ function recordEverything(m: Metrics): void {
   m.recordError(BASE_VALUES, 429, "policy_rate_limited");
   m.recordUpstreamLatency(BASE_VALUES, 0.2, true);
   m.recordOverhead(BASE_VALUES, 120);
-  m.recordOverheadComponent(BASE_VALUES, "routing", 30);
   m.recordTokens(BASE_VALUES, 10, 5);
   m.recordCost(BASE_VALUES, 0.0001);
-  m.recordCacheHit(BASE_VALUES, "direct");
   m.recordRetries(BASE_VALUES, 1);
   m.recordFirstToken(BASE_VALUES, 0.1);
   m.recordInterToken(BASE_VALUES, 0.01);
   m.recordKeyRotation({ provider: "openai", requestedModel: "gpt-4o-mini", keyId: "k1", keyName: "main", failReason: "rate_limited" });
-  m.recordRoutingEmbedding({ provider: "openai", model: "text-embedding-3-small", phase: "warmup", costUsd: 0.00001 });
   m.activeRequestStarted("chat");
   m.setProviderKeyUp("openai", "k1", "main", true);
   m.recordMcpToolCall({ mcpClient: "docs", toolName: "search", durationS: 0.05, errorType: "" });
