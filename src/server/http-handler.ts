@@ -1,7 +1,7 @@
 /**
  * The request handler both protocol servers share: /health, /openapi.json, /metrics, the per-user
  * credential page, POST /v1/chat/completions and POST /v1/responses, then Connect,
- * gRPC and gRPC-Web (connectNodeAdapter), then the REST bridge, then a 404 in the /api envelope. Every
+ * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
  * own headers, see requestScopeInterceptor).
@@ -10,7 +10,6 @@ import type * as http from "node:http";
 import type * as http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { GatewayError } from "../errors.js";
 import { originOfHeaders } from "../mcp/credentials/index.js";
 import type { RequestScope } from "../services/context.js";
@@ -18,9 +17,11 @@ import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../teleme
 import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
 import type { RequestHandler } from "./listener.js";
+import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { bodyBytesOf } from "./counting-response.js";
+import { countedStatus } from "./rpc-status.js";
 import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
@@ -87,12 +88,12 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
   };
 
-  const connect = connectNodeAdapter({
+  const connect = createConnectAdapter({
     routes: opts.routes,
     interceptors: opts.interceptors,
     readMaxBytes: opts.maxBodyBytes,
-    // connect-node narrows the response's write() signature; the object is the server's own response.
-    fallback: (req, res) => fallback(req, res as unknown as Res),
+    fallback,
+    logger: opts.logger,
   });
 
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
@@ -191,8 +192,9 @@ class RequestObservation {
     if (this.done) return;
     this.done = true;
     const { req, res, route, dims, opts } = this;
-    // 499 (client closed request) when the client went away before any response was written.
-    const status = res.headersSent ? res.statusCode : 499;
+    // 499 (client closed request) when the client went away before any response was written; a failed
+    // gRPC or gRPC-Web call, sent as 200, counts under the status its code maps to.
+    const status = res.headersSent ? countedStatus(res) : 499;
     const durationS = (performance.now() - this.started) / 1e3;
     const method = req.method ?? "GET";
     const declared = Number(req.headers["content-length"] ?? 0);

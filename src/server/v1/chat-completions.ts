@@ -14,7 +14,7 @@ import { RequestAbort } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import { asGatewayError, type ChatService, type MethodBody } from "../../services/inference/chat.js";
+import { asGatewayError, type CallMethod, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 
@@ -34,6 +34,14 @@ const ERROR_PREFIX = /^(caller|policy|provider|gateway)_/;
 function v1Type(err: GatewayError, status: number): string {
   if (ERROR_PREFIX.test(err.type)) return err.type;
   return status >= 500 ? `gateway_${err.type}` : `caller_${err.type}`;
+}
+
+/** `err` with the error_type a /v1 answer gives it (the body reader's own types become caller_* or gateway_*). */
+function v1Error(err: GatewayError): GatewayError {
+  const status = err.httpStatus ?? 500;
+  const type = v1Type(err, status);
+  if (type === err.type) return err;
+  return new GatewayError(err.code, err.message, { type, httpStatus: status, ...(err.field !== undefined ? { field: err.field } : {}), cause: err });
 }
 
 /** The OpenAI error envelope of `err` and its status. */
@@ -124,6 +132,8 @@ export interface SseFraming {
 export interface V1Endpoint {
   /** Names the endpoint in log lines. */
   name: string;
+  /** The inference API it serves. */
+  method: CallMethod;
   /** Checks the fields the gateway reads; throws a GatewayError naming the field. */
   validate(body: JsonObject): MethodBody;
   /** The framing of one stream. */
@@ -138,6 +148,7 @@ const CHAT_FRAMING: SseFraming = {
 
 const CHAT_ENDPOINT: V1Endpoint = {
   name: "chat completion",
+  method: "chat",
   validate: (body) => ({ method: "chat", body: validateChatBody(body) }),
   framing: () => CHAT_FRAMING,
 };
@@ -170,10 +181,15 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
     res.on("close", () => {
       if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
     });
+    let json: JsonObject | undefined;
+    // Errors before complete() are refusals of the handler's own; complete() counts what it throws itself.
+    let running = false;
     try {
-      const { json, text } = await readJsonBodyWithText(req, opts.maxBodyBytes);
+      const body = await readJsonBodyWithText(req, opts.maxBodyBytes);
+      json = body.json;
       const call = endpoint.validate(json);
-      const outcome = await opts.chat.complete({ ...call, rawBody: text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
+      running = true;
+      const outcome = await opts.chat.complete({ ...call, rawBody: body.text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
         if (!gone(res)) sendJson(res, 200, outcome.raw ?? outcome.body);
         return;
@@ -184,6 +200,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       if (err instanceof ClientClosedError || abort.aborted || gone(res)) return;
       const error = asGatewayError(err);
       if (error.type === "gateway_internal") opts.logger.error({ err }, `${endpoint.name} failed inside the gateway`);
+      if (!running) opts.chat.refuse({ method: endpoint.method, model: json?.["model"], headers: req.headers, ...(scope ? { scope } : {}) }, v1Error(error));
       const { status, body } = v1ErrorBody(error);
       if (res.headersSent) res.end();
       else sendJson(res, status, body);

@@ -64,6 +64,7 @@ function responsesFraming(): SseFraming {
 
 const RESPONSES_ENDPOINT: V1Endpoint = {
   name: "responses request",
+  method: "responses",
   validate: validateResponsesBody,
   framing: responsesFraming,
 };

@@ -272,6 +272,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       // Checked even when no tool is offered: a malformed include header is a 400 either way.
       include = { clients: parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER), tools: parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER) };
     } catch (err) {
+      countRefusal(call, err);
       return Promise.reject(err);
     }
     const available = runtime.offeredTools();
@@ -300,9 +301,18 @@ export function createAgentService(deps: AgentDeps): ChatService {
     const request: JsonObject = { ...call.body, tools: wireTools };
     const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
     if (auto.size === 0) return chat.complete(withBody(call, request));
-    if (call.body.stream === true) throw streamRefusal();
+    if (call.body.stream === true) {
+      const refusal = streamRefusal();
+      countRefusal(call, refusal);
+      throw refusal;
+    }
     return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues });
   }
 
-  return { complete };
+  /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
+  function countRefusal(call: ChatCall, err: unknown): void {
+    if (err instanceof GatewayError) chat.refuse({ method: call.method ?? "chat", model: call.body.model, headers: call.headers, scope: call.scope }, err);
+  }
+
+  return { complete, refuse: chat.refuse };
 }

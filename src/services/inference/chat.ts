@@ -80,10 +80,21 @@ export interface ChatDeps {
   settings: RuntimeSettings;
 }
 
+/** What is known of a request refused before it could run: its body may be unreadable or invalid. */
+export interface RefusedCall {
+  method: CallMethod;
+  /** The body's `model`, whatever its type; labels the refusal when it is a string. */
+  model: unknown;
+  headers: IncomingHttpHeaders;
+  scope?: RequestScope;
+}
+
 /** The entry point of the /v1 inference handlers. */
 export interface ChatService {
   /** Runs one request; throws RoutingError, ProviderError or GatewayError with the status to answer. */
   complete(call: ChatCall): Promise<ChatOutcome>;
+  /** Counts a request refused before complete() ran it (a malformed body or header); `error.type` is the answer's error_type. */
+  refuse(call: RefusedCall, error: GatewayError): void;
 }
 
 /** The credential the request carries, from the first header that has one; null when none. */
@@ -398,5 +409,11 @@ export function createChatService(deps: ChatDeps): ChatService {
     throw new GatewayError("internal", `no key of provider ${target.provider} was tried`, { type: "gateway_internal", httpStatus: 500 });
   }
 
-  return { complete };
+  function refuse(call: RefusedCall, error: GatewayError): void {
+    const virtualKey = inference.virtualKeys.resolve(virtualKeyCredential(call.headers));
+    const model = typeof call.model === "string" ? call.model : "";
+    observer.refused(refusalLabels(call.method, call.scope?.dims.metricValues, model, virtualKey), error);
+  }
+
+  return { complete, refuse };
 }

@@ -1,0 +1,107 @@
+/**
+ * Serves the Connect, gRPC and gRPC-Web procedures the way connectNodeAdapter does, and reads each
+ * call's outcome as it goes out (gRPC trailers, the gRPC-Web trailer frame, the Connect end-stream
+ * message) so that http_requests_total counts a failed call under the HTTP status its code maps to.
+ */
+import type * as http from "node:http";
+import type * as http2 from "node:http2";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
+import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
+import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
+import type { Logger } from "../telemetry/logger.js";
+import { setRpcOutcome } from "./rpc-status.js";
+
+type Req = http.IncomingMessage | http2.Http2ServerRequest;
+type Res = http.ServerResponse | http2.Http2ServerResponse;
+
+/** What the adapter serves. */
+export interface ConnectAdapterOptions {
+  routes: (router: ConnectRouter) => void;
+  interceptors: Interceptor[];
+  /** Request messages over this many bytes are refused. */
+  readMaxBytes: number;
+  /** Serves every path that is not a procedure. */
+  fallback: (req: Req, res: Res) => void;
+  logger: Logger;
+}
+
+/** Envelope flag of a compressed message (gRPC, gRPC-Web and Connect streams alike). */
+const COMPRESSED_FLAG = 0b00000001;
+/** Bytes before an envelope's data: one flag byte and a four-byte length. */
+const ENVELOPE_HEADER = 5;
+
+/** Builds the handler; it answers the procedures of `routes` and hands every other path to `fallback`. */
+export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: Res) => void {
+  const router = createConnectRouter({ interceptors: o.interceptors, readMaxBytes: o.readMaxBytes, acceptCompression: [compressionGzip, compressionBrotli] });
+  o.routes(router);
+  const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  return (req, res) => {
+    const handler = handlers.get((req.url ?? "").split("?", 1)[0] ?? "");
+    if (handler === undefined) {
+      o.fallback(req, res);
+      return;
+    }
+    // connect-node's request and response types are the two Node servers' own; both are served here.
+    const uReq = universalRequestFromNodeRequest(req as http.IncomingMessage, res as http.ServerResponse, undefined, undefined);
+    handler(uReq)
+      .then((uRes) => universalResponseToNodeResponse(watchOutcome(uRes, res), res as http.ServerResponse))
+      .catch((err: unknown) => {
+        o.logger.error({ err, procedure: handler.requestPath }, "RPC handler failed");
+      });
+  };
+}
+
+/** How a protocol's response carries the call's outcome when its HTTP status is 200. */
+type OutcomeCarrier = "grpc-trailers" | "grpc-web-trailer-frame" | "connect-end-stream";
+
+function carrierOf(contentType: string): OutcomeCarrier | undefined {
+  if (contentType.startsWith("application/grpc-web")) return "grpc-web-trailer-frame";
+  if (contentType.startsWith("application/grpc")) return "grpc-trailers";
+  // Connect unary answers carry no frames: their HTTP status is already the outcome's.
+  if (contentType.startsWith("application/connect+")) return "connect-end-stream";
+  return undefined;
+}
+
+/** The response with its body watched: once the last frame is out, the call's code is recorded on `res`. */
+function watchOutcome(uRes: UniversalServerResponse, res: Res): UniversalServerResponse {
+  const carrier = carrierOf(uRes.header?.get("content-type") ?? "");
+  if (uRes.status !== 200 || carrier === undefined || uRes.body === undefined || !(Symbol.asyncIterator in uRes.body)) return uRes;
+  return { ...uRes, body: recordingOutcome(uRes.body, carrier, uRes, res) };
+}
+
+async function* recordingOutcome(body: AsyncIterable<Uint8Array>, carrier: OutcomeCarrier, uRes: UniversalServerResponse, res: Res): AsyncGenerator<Uint8Array> {
+  let last: Uint8Array | undefined;
+  for await (const chunk of body) {
+    last = chunk;
+    yield chunk;
+  }
+  // The trailers are complete once the body is.
+  let code: number | undefined;
+  if (carrier === "grpc-trailers") code = Number(uRes.trailer?.get("grpc-status") ?? "0");
+  else if (last !== undefined) code = lastFrameCode(last, carrier, uRes.header);
+  if (code !== undefined && Number.isInteger(code)) setRpcOutcome(res, code);
+}
+
+/** The code in the last frame of a body: a gRPC-Web trailer frame or a Connect end-stream message. */
+function lastFrameCode(frame: Uint8Array, carrier: OutcomeCarrier, header: Headers | undefined): number | undefined {
+  const flags = frame[0];
+  const wanted = carrier === "grpc-web-trailer-frame" ? trailerFlag : endStreamFlag;
+  // Connect-node yields every frame as one chunk, so the last chunk is the last frame.
+  if (flags === undefined || frame.length < ENVELOPE_HEADER || (flags & wanted) !== wanted) return undefined;
+  let data: Uint8Array = frame.subarray(ENVELOPE_HEADER);
+  if ((flags & COMPRESSED_FLAG) === COMPRESSED_FLAG) {
+    const encoding = header?.get(carrier === "grpc-web-trailer-frame" ? "grpc-encoding" : "connect-content-encoding");
+    if (encoding === "gzip") data = gunzipSync(data);
+    else if (encoding === "br") data = brotliDecompressSync(data);
+    else return undefined;
+  }
+  if (carrier === "grpc-web-trailer-frame") return Number(trailerParse(data).get("grpc-status") ?? "0");
+  try {
+    return endStreamFromJson(data).error?.code ?? 0;
+  } catch {
+    return undefined;
+  }
+}
