@@ -107,7 +107,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const flusher = new UsageFlusher(store, state.limits, logger, inferenceOptions.usageFlushIntervalMs);
     usageFlusher = flusher;
     flusher.start();
-    const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, ...options.telemetry });
+    const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
     const mcpRuntime = new McpRuntime({

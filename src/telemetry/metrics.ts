@@ -12,6 +12,7 @@
  * state gauges (gw_active_requests, gw_provider_key_up) are kept outside prom-client and carry over.
  */
 import { Gauge, Registry, type Metric } from "prom-client";
+import { createProcessRegistry } from "./process-metrics.js";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
@@ -116,6 +117,8 @@ export interface MetricsOptions {
    * request; default true.
    */
   recording?: boolean;
+  /** Adds prom-client's default process_* and nodejs_* metrics and gw_build_info to the exposition; default false. */
+  processMetrics?: boolean;
   logger?: Logger;
 }
 
@@ -416,9 +419,11 @@ export class Metrics {
   private readonly maxLabelValues: number;
   private readonly logger: Logger | undefined;
   private readonly recording: boolean;
+  private readonly process: Registry | undefined;
 
   constructor(options: MetricsOptions = {}) {
     this.recording = options.recording ?? true;
+    this.process = options.processMetrics === true ? createProcessRegistry() : undefined;
     this.userLabels = options.userLabelsEnabled ?? false;
     this.maxLabelValues = options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES;
     this.maxPending = options.maxPending ?? 100_000;
@@ -472,11 +477,14 @@ export class Metrics {
     }
   }
 
-  /** The exposition text of every metric (after a flush). */
+  /** The exposition text of every metric (after a flush), the process metrics last when enabled. */
   async exposition(): Promise<{ contentType: string; body: string }> {
     this.flush();
     const registry = this.set.registry;
-    return { contentType: registry.contentType, body: await registry.metrics() };
+    const own = await registry.metrics();
+    if (this.process === undefined) return { contentType: registry.contentType, body: own };
+    const separator = own === "" || own.endsWith("\n") ? "" : "\n";
+    return { contentType: registry.contentType, body: `${own}${separator}${await this.process.metrics()}` };
   }
 
   private usableLabels(labels: readonly string[]): string[] {
