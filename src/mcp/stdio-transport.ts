@@ -10,6 +10,8 @@ import type { Logger } from "../telemetry/logger.js";
 const STDERR_LOG_BUDGET = 64 * 1024;
 /** Longest stderr line kept for error messages. */
 const STDERR_TAIL_MAX = 300;
+/** How many of the last stderr lines error messages quote: a failing child often explains itself over several. */
+const STDERR_TAIL_LINES = 5;
 
 /** What to spawn. */
 export interface ChildSpec {
@@ -22,21 +24,24 @@ export interface ChildSpec {
 export class ChildProcessTransport extends StdioClientTransport {
   /** The child's pid once spawned; kept after exit, unlike the SDK's `pid`. */
   childPid: number | undefined;
-  private lastStderrLine = "";
+  /** The last non-empty stderr lines, oldest first. */
+  private readonly lastStderrLines: string[] = [];
+  /** A last line the child wrote without its newline. */
+  private pendingStderr = "";
   private readonly exitWaiters: Array<() => void> = [];
   private exited = false;
 
   constructor(spec: ChildSpec, logger: Logger) {
     super({ command: spec.command, args: spec.args, env: spec.env, stderr: "pipe" });
     let logged = 0;
-    let pending = "";
     this.stderr?.on("data", (chunk: Buffer) => {
-      const text = pending + chunk.toString("utf8");
+      const text = this.pendingStderr + chunk.toString("utf8");
       const lines = text.split(/\r?\n/);
-      pending = (lines.pop() ?? "").slice(-STDERR_TAIL_MAX);
+      this.pendingStderr = (lines.pop() ?? "").slice(-STDERR_TAIL_MAX);
       for (const line of lines) {
         if (line.trim().length === 0) continue;
-        this.lastStderrLine = line.slice(0, STDERR_TAIL_MAX);
+        this.lastStderrLines.push(line.slice(0, STDERR_TAIL_MAX));
+        if (this.lastStderrLines.length > STDERR_TAIL_LINES) this.lastStderrLines.shift();
         if (logged >= STDERR_LOG_BUDGET) continue;
         logged += line.length;
         logger.debug({ pid: this.childPid, line: line.slice(0, 2000) }, "stdio upstream stderr");
@@ -71,8 +76,9 @@ export class ChildProcessTransport extends StdioClientTransport {
     return exited;
   }
 
-  /** The last non-empty stderr line, for error messages ("" when none). */
+  /** The last few non-empty stderr lines joined by " | ", for error messages ("" when none). */
   stderrTail(): string {
-    return this.lastStderrLine;
+    const lines = this.pendingStderr.trim() === "" ? this.lastStderrLines : [...this.lastStderrLines, this.pendingStderr].slice(-STDERR_TAIL_LINES);
+    return lines.join(" | ");
   }
 }

@@ -1,6 +1,7 @@
 /**
  * How an upstream MCP failure becomes a GatewayError: one of three types the runtime acts on
- * (upstream_auth_rejected, upstream_timeout, upstream_error), always with a short, single-line message.
+ * (upstream_auth_rejected, upstream_timeout, upstream_error), always with a short, single-line message
+ * that keeps the network cause (fetch's "fetch failed" hides it in its cause chain).
  */
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -36,6 +37,57 @@ function httpStatusOf(err: unknown): number | undefined {
   return undefined;
 }
 
+/** How deep a cause chain is searched for network facts. */
+const MAX_CAUSE_DEPTH = 5;
+
+/** A Node.js system error or an undici error: a code, and for a socket the address it was for. */
+interface NetworkFacts {
+  code: string;
+  address?: unknown;
+  port?: unknown;
+}
+
+function isNetworkFacts(value: unknown): value is NetworkFacts {
+  if (value === null || typeof value !== "object") return false;
+  const code = (value as { code?: unknown }).code;
+  return typeof code === "string" && /^(E[A-Z0-9_]+|UND_ERR_[A-Z_]+)$/.test(code);
+}
+
+function describeFacts(facts: NetworkFacts): string {
+  if (typeof facts.address !== "string") return facts.code;
+  const host = facts.address.includes(":") ? `[${facts.address}]` : facts.address;
+  return typeof facts.port === "number" ? `${facts.code} ${host}:${facts.port}` : `${facts.code} ${host}`;
+}
+
+/**
+ * The network cause of an error, e.g. "ECONNREFUSED 127.0.0.1:9": the first Node.js or undici error
+ * code in its cause chain, with the address it was for; every address when a connection attempt to
+ * several (IPv6 and IPv4) failed as an AggregateError. Undefined when the chain has none.
+ */
+export function networkCause(err: unknown): string | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && current !== null && typeof current === "object"; depth++) {
+    if (current instanceof AggregateError) {
+      const parts = current.errors.filter(isNetworkFacts).map(describeFacts);
+      if (parts.length > 0) return [...new Set(parts)].join(", ");
+    }
+    if (isNetworkFacts(current)) return describeFacts(current);
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * The message of `err` with its cause added when the message does not already say it: the network
+ * cause when there is one, else the direct cause's own message (undici's "bad port", say).
+ */
+function messageWithCause(err: unknown): string {
+  const message = upstreamMessage(err);
+  const direct = err instanceof Error && err.cause instanceof Error ? upstreamMessage(err.cause) : undefined;
+  const cause = networkCause(err) ?? direct;
+  return cause === undefined || message.includes(cause) ? message : `${message} (${cause})`;
+}
+
 /** The upstream did not answer `what` within `timeoutMs`. */
 export function upstreamTimeout(what: string, timeoutMs: number, cause?: unknown): GatewayError {
   return new GatewayError("deadline_exceeded", upstreamMessage(`${what} timed out after ${timeoutMs} ms: the upstream did not answer in time`), {
@@ -65,5 +117,5 @@ export function upstreamFailure(err: unknown, what: string, timeoutMs: number, h
       { type: "upstream_auth_rejected", cause: err },
     );
   }
-  return upstreamError(`${what} failed: ${upstreamMessage(err)}${suffix}`, err);
+  return upstreamError(`${what} failed: ${messageWithCause(err)}${suffix}`, err);
 }

@@ -3,6 +3,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { api, startApp, type TestApp } from "../helpers/app.js";
+import { stdioClient as stdio } from "../helpers/mcp-specs.js";
 import { childrenMatching } from "../helpers/processes.js";
 
 const EVERYTHING = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
@@ -13,21 +14,6 @@ async function clientNamed(app: TestApp, name: string) {
   const res = await api(app, "GET", `/api/mcp/clients?search=${name}`);
   return (res.body.clients as { name: string; state: string; tools: { name: string }[]; last_failure?: { stage: string; message: string } }[]).find((c) => c.name === name);
 }
-
-const stdio = (name: string, command: string, args: string[], envs: string[] = []) => ({
-  name,
-  connectionType: "stdio" as const,
-  connectionString: null,
-  stdioConfig: { command, args, envs },
-  authType: "none" as const,
-  headers: {},
-  perUserHeaderKeys: [],
-  toolsToExecute: ["*"],
-  toolsToAutoExecute: [],
-  toolSyncInterval: 0,
-  needsSessionStickiness: null,
-  disabled: false,
-});
 
 describe("stdio clients", () => {
   let app: TestApp;

@@ -6,7 +6,6 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -17,6 +16,7 @@ import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { clientFor } from "../helpers/clients.js";
 import { parseExposition, total, type Sample } from "../helpers/exposition.js";
+import { freePort } from "../helpers/ports.js";
 
 const TIMING = { healthyCheckMs: 60_000, unstableCheckMs: 60_000, retries: 3, retryDelayMs: 10, operationTimeoutMs: 2_000 };
 const ADMIN = { enabled: true, username: "admin", password: "metrics-pw", sessionTtlMs: 3_600_000 };
@@ -42,14 +42,6 @@ async function scrapeUntil(app: TestApp, done: (s: Sample[]) => boolean, headers
 /** True when the binary is on PATH; under CI (which installs it) a missing binary must fail the test, not skip it. */
 function hasBinary(name: string): boolean {
   return process.env["CI"] === "true" || spawnSync("sh", ["-c", `command -v ${name}`]).status === 0;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
 
 function execute(app: TestApp, name: string, args: unknown = {}) {
