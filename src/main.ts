@@ -1,6 +1,6 @@
 /**
  * The gateway's entry point: the only place that reads argv and the environment and listens.
- * `node --import tsx src/main.ts [--config path] [--host h] [--port n] [--data-dir dir]`.
+ * `node dist/main.js [--config path] [--host h] [--port n] [--data-dir dir]` (built by `npm run build`).
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
