@@ -3,7 +3,7 @@
  * to try them. The first is a weighted random draw; the rest follow by further draws, and the caller moves
  * to the next one when the upstream answers with a status that `rotatesKey` accepts.
  */
-import { keyAllowsModel, resolveAlias } from "./allowed-models.js";
+import { allowedModelsOfConfig, keyAllowsModel, resolveAlias } from "./allowed-models.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import { RoutingError } from "./routing-error.js";
 import { weightedOrder } from "./weighted-random.js";
@@ -40,6 +40,12 @@ function permittedByKeyIds(config: ProviderConfig | null, key: ProviderKey): boo
   if (config === null) return true;
   if (config.keyIds.length === 1 && config.keyIds[0] === "*") return true;
   return config.keyIds.includes(key.id);
+}
+
+/** The models a virtual key's provider config allows that at least one of the keys its key_ids permit can serve. */
+export function servableModels(config: ProviderConfig, keys: readonly ProviderKey[], catalog: ModelCatalog): string[] {
+  const permitted = keys.filter((key) => permittedByKeyIds(config, key));
+  return allowedModelsOfConfig(config, catalog).filter((model) => permitted.some((key) => keyAllowsModel(key, model)));
 }
 
 /** Orders the keys that may serve the request: filtered by key_ids and model rules, then weighted random. */

@@ -5,7 +5,7 @@
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GatewayError, invalidField } from "../errors.js";
-import { allowedModelsOfConfig } from "../routing/allowed-models.js";
+import { servableModels } from "../routing/key-selection.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { ModelService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { callerVirtualKey } from "./inference/caller.js";
@@ -48,9 +48,9 @@ export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof M
         for (const provider of [...inference.providers.keys()].sort()) for (const model of inference.catalog.modelsOf(provider)) names.add(model);
       } else {
         for (const config of key.providerConfigs) {
-          // A provider with every key blocked serves nothing, so its models are not offered.
-          if (config.keyIds.length === 0 || !inference.providers.has(config.provider)) continue;
-          for (const model of allowedModelsOfConfig(config, inference.catalog)) names.add(model);
+          // Only what a request would be routed to: a model no permitted key serves (or a blocked provider) is not offered.
+          const keys = inference.providers.get(config.provider)?.keys ?? [];
+          for (const model of servableModels(config, keys, inference.catalog)) names.add(model);
         }
       }
       const all = [...names];

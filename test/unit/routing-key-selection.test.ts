@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { orderKeys, rotatesKey, type KeySelectionInput } from "../../src/routing/key-selection.js";
+import { orderKeys, rotatesKey, servableModels, type KeySelectionInput } from "../../src/routing/key-selection.js";
 import { createKeyCatalog } from "../../src/routing/model-catalog.js";
 import { RoutingError, type RoutingErrorType } from "../../src/routing/routing-error.js";
 import type { ProviderConfig, ProviderKey } from "../../src/routing/types.js";
@@ -85,6 +85,22 @@ describe("orderKeys", () => {
       const ids = orderKeys(input([key("off", { weight: 0 }), key("on")], { random })).map((c) => c.key.id);
       assert.deepEqual(ids, ["on", "off"]);
     }
+  });
+});
+
+describe("servableModels", () => {
+  const openai = ["gpt-4o", "gpt-4o-mini", "fast"];
+  const aliasOnly = key("a", { aliases: { fast: "gpt-4o-mini" } });
+  const keysCatalog = createKeyCatalog(new Map([["openai", [aliasOnly]]]), { openai });
+
+  test("keeps only the allowed models a permitted key serves", () => {
+    assert.deepEqual(servableModels(config(["*"]), [aliasOnly], keysCatalog), ["fast"]);
+  });
+  test("ignores the models of keys outside key_ids", () => {
+    assert.deepEqual(servableModels(config(["b"]), [aliasOnly, key("b", { models: ["gpt-4o"] })], keysCatalog), ["gpt-4o"]);
+  });
+  test("serves nothing when key_ids blocks every key", () => {
+    assert.deepEqual(servableModels(config([]), [key("a")], keysCatalog), []);
   });
 });
 
