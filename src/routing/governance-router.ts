@@ -118,11 +118,6 @@ function providerRequired(parsed: ParsedModel): RoutingError {
   );
 }
 
-/** A provider the catalog knows or the virtual key configures (so `<provider>/<model>` splits on it). */
-function knowsProvider(context: RoutingContext, virtualKey: VirtualKey, name: string): boolean {
-  return context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
-}
-
 function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: RoutingContext): RoutingDecision {
   if (!virtualKey.isActive) {
     throw new RoutingError(
@@ -130,9 +125,10 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       `virtual key "${virtualKey.name}" is inactive; activate it or use another key`,
     );
   }
-  // Inline arrows, not named consts: a named function costs a defineProperty per request under tsx.
-  const parsed = parseModelName(request.model, (name) => knowsProvider(context, virtualKey, name));
-  const requested = request.fallbacks?.length ? parseFallbacks(request, (name) => knowsProvider(context, virtualKey, name)) : [];
+  // A provider the catalog knows or the virtual key configures, so `<provider>/<model>` splits on it.
+  const isProvider = (name: string): boolean => context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
+  const parsed = parseModelName(request.model, isProvider);
+  const requested = request.fallbacks?.length ? parseFallbacks(request, isProvider) : [];
 
   if (virtualKey.providerConfigs.length === 0) {
     throw new RoutingError(

@@ -93,8 +93,8 @@ function readBytes(req: Req, maxBytes: number, keep: boolean): Promise<Buffer> {
 }
 
 /**
- * One body read: collects the chunks within the limit and settles once. A class with bound methods
- * rather than four closures per request (each closure also pays for tsx's function naming).
+ * One body read: collects the chunks within the limit and settles once. Listeners are added with on()
+ * and removed together when the read settles: once() would wrap each of them per request.
  */
 class BodyReader {
   private readonly chunks: Buffer[] = [];

@@ -169,27 +169,6 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
   };
 }
 
-/** One request between its started and ended events; `finish` (bound once) reports the end exactly once. */
-class ActiveRequest {
-  private done = false;
-  readonly finish: () => void;
-
-  constructor(
-    private readonly observer: InferenceObserver,
-    private readonly method: InferenceMethod,
-    private readonly custom: CustomLabelValues | undefined,
-  ) {
-    // Bound rather than a closure per request: tsx names every closure it creates.
-    this.finish = this.end.bind(this);
-  }
-
-  private end(): void {
-    if (this.done) return;
-    this.done = true;
-    this.observer.ended(this.method, this.custom);
-  }
-}
-
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
@@ -278,7 +257,12 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
 
     observer.started(method, custom);
-    const finishActive = new ActiveRequest(observer, method, custom).finish;
+    let activeDone = false;
+    const finishActive = (): void => {
+      if (activeDone) return;
+      activeDone = true;
+      observer.ended(method, custom);
+    };
     try {
       const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
       if (outcome.kind === "json") finishActive();
