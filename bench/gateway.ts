@@ -12,7 +12,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createApp, type App, type AppOptions } from "../src/app.js";
-import type { ProviderKeyFileConfig } from "../src/config/file-config.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
 import { createLogger } from "../src/telemetry/logger.js";
 
@@ -28,12 +27,12 @@ const upstream = process.env["BENCH_UPSTREAM_URL"];
 if (!upstream) throw new Error("BENCH_UPSTREAM_URL is required");
 const variant = JSON.parse(process.env["BENCH_VARIANT"] ?? '{"name":"gateway","appOptions":{}}') as Variant;
 
-function providerKey(id: string, value: string): ProviderKeyFileConfig {
-  return { id, name: id, value, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null };
+function providerKey(id: string, value: string): Record<string, unknown> {
+  return { id, name: id, value };
 }
 
 const inference = inferenceOptionsFromFile(
-  { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], networkConfig: { baseUrl: upstream } } },
+  { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], network_config: { base_url: upstream } } },
   [
     {
       id: "vk-bench",

@@ -5,7 +5,13 @@
  * (plus the client-name hyphen rule and duplicate client names): the cross-field MCP rules belong to the
  * MCP domain, which applies them to the API and the file alike.
  */
+import type { DescMessage } from "@bufbuild/protobuf";
 import { z } from "zod";
+import { GatewayError } from "../errors.js";
+import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js";
+import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -67,27 +73,18 @@ export interface ClientFileConfig {
   maxRequestBodyBytes: number;
 }
 
-/** One key of a provider. The provider-specific blocks are passed through for the provider modules to check. */
-export interface ProviderKeyFileConfig {
-  id: string;
-  name: string;
-  value: string;
-  models: string[];
-  aliases: Record<string, string>;
-  weight: number;
-  azureKeyConfig: Record<string, unknown> | null;
-  bedrockKeyConfig: Record<string, unknown> | null;
-  vertexKeyConfig: Record<string, unknown> | null;
-}
+/**
+ * One entry of `providers`, or of `governance.virtual_keys`: the API's JSON of the entity, checked by the
+ * API's own reader (same field names, types and errors) with output-only fields dropped. The domain rules
+ * (required keys, URLs, weights) are applied where the API applies them, when the file is seeded.
+ */
+export type EntityFileConfig = Record<string, unknown>;
 
-/** One entry of `providers`. */
-export interface ProviderFileConfig {
-  keys: ProviderKeyFileConfig[];
-  networkConfig: { baseUrl: string | null };
-}
+/** One entry of `providers` (the provider's name is the entry's key). */
+export type ProviderFileConfig = EntityFileConfig;
 
-/** A virtual key, checked loosely here; fields other than id and name keep their snake_case file names. */
-export type VirtualKeyFileConfig = { id: string; name: string } & Record<string, unknown>;
+/** A virtual key: the API's JSON, with `id` and `name` required (the file has no generated ids). */
+export type VirtualKeyFileConfig = { id: string; name: string } & EntityFileConfig;
 
 /** A routing rule, checked loosely here; fields keep their snake_case file names. */
 export type RoutingRuleFileConfig = { id?: string | undefined; name?: string | undefined } & Record<string, unknown>;
@@ -236,40 +233,49 @@ const headerValue = z.string({
       : undefined,
 });
 
-const stringList = z.array(z.string()).nullish();
 
 const NAME_HYPHEN_MESSAGE =
   "must not contain a hyphen: tools are exposed as <client>-<tool> and split at the first hyphen; use an underscore instead";
 
-const mcpClientSchema = strict({
+/**
+ * An MCP client entry: the API's McpClient, read by the API's reader, except two fields the file writes in
+ * its own form (header values as plain strings, tool_sync_interval as a duration) and user_headers, which
+ * only the API's one-time verify takes. The zod fields below give those forms and the file's messages;
+ * every other key is checked against the proto.
+ */
+const mcpClientSchema = z.looseObject({
   name: z
     .string()
     .min(1)
     .superRefine((name, ctx) => {
       if (name.includes("-")) ctx.addIssue({ code: "custom", message: `${NAME_HYPHEN_MESSAGE} (got "${name}")` });
     }),
-  connection_type: z.enum(["http", "sse", "stdio"]),
   connection_string: url(HTTP, HTTP_URL, false).nullish(),
-  stdio_config: strict({ command: z.string().min(1), args: stringList, envs: stringList }).nullish(),
-  auth_type: z.enum(["none", "headers", "oauth", "per_user_headers", "per_user_oauth", "token_exchange"]).nullish(),
   headers: z.record(z.string(), headerValue).nullish(),
-  per_user_header_keys: stringList,
-  tools_to_execute: stringList,
-  tools_to_auto_execute: stringList,
   tool_sync_interval: syncInterval(0),
-  needs_session_stickiness: z.boolean().nullish(),
-  disabled: z.boolean().nullish(),
+  user_headers: z
+    .never({
+      error: "is only for the API's one-time verify; a per_user_headers client declared here starts in pending_verification until POST /api/mcp/client/{id}/verify-headers",
+    })
+    .optional(),
 })
   .superRefine(
     (client, ctx) => {
-      // Runs even when other fields failed (see `when`), so one pass reports every missing field; the
-      // value may then hold raw input, hence the loose reads.
-      const raw = client as Record<string, unknown>;
-      const type = raw["connection_type"];
-      if ((type === "http" || type === "sse") && raw["connection_string"] == null) {
+      // Runs even when other fields failed (see `when`), so one pass reports every problem; the value
+      // may then hold raw input, hence the loose reads. The keys above are checked there, the rest as
+      // the API checks them.
+      const { name: _name, connection_string: _url, headers: _headers, tool_sync_interval: _interval, user_headers: _user, ...rest } = client as Record<string, unknown>;
+      readAsApi(McpClientSchema, rest, ctx);
+      const type = rest["connection_type"];
+      if (type == null) ctx.addIssue({ code: "custom", path: ["connection_type"], message: `is required: one of "http", "sse", "stdio"` });
+      if ((type === "http" || type === "sse") && client["connection_string"] == null) {
         ctx.addIssue({ code: "custom", path: ["connection_string"], message: `is required when connection_type is "${type}"` });
       }
-      if (type === "stdio" && raw["stdio_config"] == null) {
+      const stdio = rest["stdio_config"];
+      if (isRecord(stdio) && (typeof stdio["command"] !== "string" || stdio["command"] === "")) {
+        ctx.addIssue({ code: "custom", path: ["stdio_config", "command"], message: "is required: the executable to spawn" });
+      }
+      if (type === "stdio" && stdio == null) {
         ctx.addIssue({
           code: "custom",
           path: ["stdio_config"],
@@ -279,22 +285,26 @@ const mcpClientSchema = strict({
     },
     { when: (payload) => isRecord(payload.value) },
   )
-  .transform(
-    (c): McpClientFileConfig => ({
+  .transform((c): McpClientFileConfig => {
+    // Every key below was checked by the API's reader in the refinement above.
+    const raw = c as Record<string, unknown>;
+    const stdio = raw["stdio_config"] as { command?: string; args?: string[]; envs?: string[] } | null | undefined;
+    const list = (key: string): string[] => [...((raw[key] as string[] | null | undefined) ?? [])];
+    return {
       name: c.name,
-      connectionType: c.connection_type,
+      connectionType: raw["connection_type"] as McpConnectionType,
       connectionString: c.connection_string ?? null,
-      stdioConfig: c.stdio_config == null ? null : { command: c.stdio_config.command, args: c.stdio_config.args ?? [], envs: c.stdio_config.envs ?? [] },
-      authType: c.auth_type ?? "none",
+      stdioConfig: stdio == null ? null : { command: stdio.command ?? "", args: stdio.args ?? [], envs: stdio.envs ?? [] },
+      authType: (raw["auth_type"] as McpAuthType | null | undefined) ?? "none",
       headers: c.headers ?? {},
-      perUserHeaderKeys: c.per_user_header_keys ?? [],
-      toolsToExecute: c.tools_to_execute ?? [],
-      toolsToAutoExecute: c.tools_to_auto_execute ?? [],
+      perUserHeaderKeys: list("per_user_header_keys"),
+      toolsToExecute: list("tools_to_execute"),
+      toolsToAutoExecute: list("tools_to_auto_execute"),
       toolSyncInterval: c.tool_sync_interval,
-      needsSessionStickiness: c.needs_session_stickiness ?? null,
-      disabled: c.disabled ?? false,
-    }),
-  );
+      needsSessionStickiness: (raw["needs_session_stickiness"] as boolean | null | undefined) ?? null,
+      disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
+    };
+  });
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
@@ -388,45 +398,53 @@ const clientSchema = strict({
   }),
 );
 
-/** Provider-specific key blocks: only "is an object" here; the provider modules own their fields. */
-const looseBlock = z.record(z.string(), z.unknown()).nullish();
+/**
+ * An entity the admin API also writes, read by the API's reader: unknown keys, wrong types and bad enum
+ * names get the API's message at the exact path, so the file and the API accept the same entries.
+ */
+function apiEntity(desc: DescMessage) {
+  return z.unknown().transform((input, ctx): EntityFileConfig => readAsApi(desc, input, ctx));
+}
 
-const providerKeySchema = strict({
-  id: z.string().min(1),
-  name: z.string().min(1),
-  value: z.string().nullish(),
-  models: stringList,
-  aliases: z.record(z.string(), z.string()).nullish(),
-  weight: z.number().nullish(),
-  azure_key_config: looseBlock,
-  bedrock_key_config: looseBlock,
-  vertex_key_config: looseBlock,
-}).transform(
-  (k): ProviderKeyFileConfig => ({
-    id: k.id,
-    name: k.name,
-    value: k.value ?? "",
-    models: k.models ?? [],
-    aliases: k.aliases ?? {},
-    weight: k.weight ?? 1,
-    azureKeyConfig: k.azure_key_config ?? null,
-    bedrockKeyConfig: k.bedrock_key_config ?? null,
-    vertexKeyConfig: k.vertex_key_config ?? null,
-  }),
-);
+/** `input` read by the API's reader; its 400 becomes an issue at the path it names. */
+function readAsApi(desc: DescMessage, input: unknown, ctx: z.RefinementCtx): EntityFileConfig {
+  try {
+    return readEntityJson(desc, input);
+  } catch (error) {
+    if (!(error instanceof GatewayError)) throw error;
+    const field = error.field ?? "";
+    ctx.addIssue({ code: "custom", path: fieldPathSegments(field), message: withoutFieldPrefix(error.message, field) });
+    return z.NEVER;
+  }
+}
 
-const providerSchema = strict({
-  keys: z.array(providerKeySchema).nullish(),
-  network_config: strict({ base_url: url(HTTP, HTTP_URL, false).nullish() }).nullish(),
-}).transform(
-  (p): ProviderFileConfig => ({
-    keys: p.keys ?? [],
-    networkConfig: { baseUrl: p.network_config?.base_url ?? null },
-  }),
-);
+/** The reader's messages start with the path; a config issue already shows it in front. */
+function withoutFieldPrefix(message: string, field: string): string {
+  if (field !== "" && message.startsWith(`${field}: `)) return message.slice(field.length + 2);
+  if (message.startsWith(`unknown field "${field}"`)) return `unknown key${message.slice(`unknown field "${field}"`.length)}`;
+  return message;
+}
+
+/** `providers`: name -> provider; an entry that repeats its name (as GET shows it) must repeat it exactly. */
+const providersSchema = z.record(z.string(), apiEntity(ProviderSchema)).transform((providers, ctx): Record<string, ProviderFileConfig> => {
+  const out: Record<string, ProviderFileConfig> = {};
+  for (const [name, { name: repeated, ...provider }] of Object.entries(providers)) {
+    if (repeated !== undefined && repeated !== name) {
+      ctx.addIssue({ code: "custom", path: [name, "name"], message: `is "${String(repeated)}" but the entry's key is "${name}"; leave it out or make them equal` });
+    }
+    out[name] = provider;
+  }
+  return out;
+});
+
+const virtualKeySchema = apiEntity(VirtualKeySchema).superRefine((key, ctx) => {
+  for (const field of ["id", "name"]) {
+    if (typeof key[field] !== "string" || key[field] === "") ctx.addIssue({ code: "custom", path: [field], message: "is required" });
+  }
+}) as unknown as z.ZodType<VirtualKeyFileConfig>;
 
 const governanceSchema = strict({
-  virtual_keys: z.array(z.looseObject({ id: z.string().min(1), name: z.string().min(1) })).nullish(),
+  virtual_keys: z.array(virtualKeySchema).nullish(),
   routing_rules: z.array(z.looseObject({ id: z.string().optional(), name: z.string().optional() })).nullish(),
 }).transform(
   (g): GovernanceFileConfig => ({
@@ -456,7 +474,7 @@ export const gatewayFileConfigSchema = strict({
   database: section(databaseSchema),
   auth_config: section(authSchema),
   client: section(clientSchema),
-  providers: z.record(z.string(), providerSchema).nullish(),
+  providers: providersSchema.nullish(),
   governance: section(governanceSchema),
   mcp: section(mcpSchema),
   pricing: section(pricingSchema),

@@ -20,6 +20,11 @@ export function isOutputOnly(field: DescField): boolean {
   return fieldBehaviors(field).includes(FieldBehavior.OUTPUT_ONLY);
 }
 
+/** Whether the field is taken on input and never returned. */
+export function isInputOnly(field: DescField): boolean {
+  return fieldBehaviors(field).includes(FieldBehavior.INPUT_ONLY);
+}
+
 /** Whether the field is fixed at creation. */
 export function isImmutable(field: DescField): boolean {
   return fieldBehaviors(field).includes(FieldBehavior.IMMUTABLE);

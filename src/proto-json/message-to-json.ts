@@ -5,6 +5,7 @@
  */
 import { ScalarType, toJson, type DescEnum, type DescMessage, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
 import { enumValueRestName } from "./enum-names.js";
+import { isInputOnly } from "./field-mask.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 type JsonObject = { [key: string]: JsonValue };
@@ -20,6 +21,12 @@ function adaptMessage(desc: DescMessage, json: JsonObject): void {
   for (const field of desc.fields) {
     const value = json[field.name];
     if (value === undefined) continue;
+    // An input-only field is never an answer; emitted as an empty default it would come back in a
+    // read-modify-write as if the client had sent it.
+    if (isInputOnly(field)) {
+      delete json[field.name];
+      continue;
+    }
     switch (field.fieldKind) {
       case "scalar":
         json[field.name] = adaptScalar(field.scalar, value);

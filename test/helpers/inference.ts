@@ -1,11 +1,10 @@
 /** Shared pieces of the /v1 tests: config-file provider keys, the official SDK pointed at the app, and its refusals. */
 import assert from "node:assert/strict";
 import OpenAI from "openai";
-import type { ProviderKeyFileConfig } from "../../src/config/file-config.js";
 
-/** A config-file provider key with every optional block empty; `extra` overrides fields. */
-export function fileKey(id: string, extra: Partial<ProviderKeyFileConfig> = {}): ProviderKeyFileConfig {
-  return { id, name: id, value: `sk-${id}`, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null, ...extra };
+/** A config-file provider key (the API's JSON of a key); `extra` adds or overrides fields. */
+export function fileKey(id: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, name: id, value: `sk-${id}`, ...extra };
 }
 
 /** The official SDK against the app's /v1; a null key sends no credential at all (routing without governance). */

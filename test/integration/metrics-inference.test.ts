@@ -38,8 +38,8 @@ before(async () => {
     inference: {
       ...inferenceOptionsFromFile(
         {
-          openai: { keys: [key("oa-1"), key("oa-2")], networkConfig: { baseUrl: openai.url } },
-          anthropic: { keys: [key("an-1")], networkConfig: { baseUrl: anthropic.url } },
+          openai: { keys: [key("oa-1"), key("oa-2")], network_config: { base_url: openai.url } },
+          anthropic: { keys: [key("an-1")], network_config: { base_url: anthropic.url } },
         },
         [
           {

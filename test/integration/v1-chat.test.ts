@@ -41,14 +41,14 @@ before(async () => {
     {
       openai: {
         keys: [
-          { id: "oa-1", name: "first", value: "sk-openai-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null },
-          { id: "oa-2", name: "second", value: "sk-openai-2", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null },
+          { id: "oa-1", name: "first", value: "sk-openai-1", models: [], aliases: {}, weight: 1 },
+          { id: "oa-2", name: "second", value: "sk-openai-2", models: [], aliases: {}, weight: 1 },
         ],
-        networkConfig: { baseUrl: openai.url },
+        network_config: { base_url: openai.url },
       },
       anthropic: {
-        keys: [{ id: "an-1", name: "main", value: "sk-ant-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }],
-        networkConfig: { baseUrl: anthropic.url },
+        keys: [{ id: "an-1", name: "main", value: "sk-ant-1", models: [], aliases: {}, weight: 1 }],
+        network_config: { base_url: anthropic.url },
       },
     },
     [

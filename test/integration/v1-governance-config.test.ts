@@ -10,7 +10,7 @@ const key = { id: "oa-1", name: "first", value: "sk-openai-1", models: [], alias
 
 test("a virtual key with a negative provider weight is refused with the path of the field", () => {
   assert.throws(
-    () => inferenceOptionsFromFile({ openai: { keys: [key], networkConfig: { baseUrl: null } }, anthropic: { keys: [{ ...key, id: "an-1" }], networkConfig: { baseUrl: null } } }, [
+    () => inferenceOptionsFromFile({ openai: { keys: [key], network_config: { base_url: null } }, anthropic: { keys: [{ ...key, id: "an-1" }], network_config: { base_url: null } } }, [
       { id: "vk", name: "vk", value: "sk-gw-x", provider_configs: [
         { provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 },
         { provider: "anthropic", allowed_models: ["*"], key_ids: ["*"], weight: -1 },
@@ -25,7 +25,7 @@ describe("client.enforce_governance", () => {
   let app: TestApp;
   before(async () => {
     upstream = await startMockOpenAi();
-    const inference = inferenceOptionsFromFile({ openai: { keys: [key], networkConfig: { baseUrl: upstream.url } } }, [
+    const inference = inferenceOptionsFromFile({ openai: { keys: [key], network_config: { base_url: upstream.url } } }, [
       { id: "vk", name: "vk", value: "sk-gw-ok", provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] },
     ]);
     app = await startApp({ inference, client: { ...DEFAULT_CLIENT, enforceGovernance: true } });

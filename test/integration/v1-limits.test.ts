@@ -26,8 +26,8 @@ function options(openaiConfig: Record<string, unknown>) {
   return {
     ...inferenceOptionsFromFile(
       {
-        openai: { keys: [fileKey("oa", { aliases: { "house-model": "gpt-4o-mini" } })], networkConfig: { baseUrl: openai.url } },
-        anthropic: { keys: [fileKey("an", { aliases: { "house-model": "claude-sonnet-4-5" } })], networkConfig: { baseUrl: anthropic.url } },
+        openai: { keys: [fileKey("oa", { aliases: { "house-model": "gpt-4o-mini" } })], network_config: { base_url: openai.url } },
+        anthropic: { keys: [fileKey("an", { aliases: { "house-model": "claude-sonnet-4-5" } })], network_config: { base_url: anthropic.url } },
       },
       [
         {

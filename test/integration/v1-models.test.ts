@@ -17,8 +17,8 @@ before(async () => {
   app = await startApp({
     inference: inferenceOptionsFromFile(
       {
-        openai: { keys: [fileKey("oa")], networkConfig: { baseUrl: upstream.url } },
-        groq: { keys: [fileKey("gq", { models: ["llama-3.1-8b-instant"] })], networkConfig: { baseUrl: upstream.url } },
+        openai: { keys: [fileKey("oa")], network_config: { base_url: upstream.url } },
+        groq: { keys: [fileKey("gq", { models: ["llama-3.1-8b-instant"] })], network_config: { base_url: upstream.url } },
       },
       [
         { id: "vk-two", name: "two", value: "sk-gw-two", provider_configs: [

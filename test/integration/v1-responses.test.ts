@@ -39,11 +39,11 @@ function inferenceOptions() {
     {
       openai: {
         keys: [{ id: "oa-1", name: "main", value: "sk-openai-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }],
-        networkConfig: { baseUrl: openai.url },
+        network_config: { base_url: openai.url },
       },
       anthropic: {
         keys: [{ id: "an-1", name: "main", value: "sk-ant-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }],
-        networkConfig: { baseUrl: anthropic.url },
+        network_config: { base_url: anthropic.url },
       },
     },
     [{ id: "vk-all", name: "all", value: ALL, is_active: true, provider_configs: [openaiConfig, anthropicConfig] }],

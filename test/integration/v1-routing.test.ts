@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import OpenAI from "openai";
-import type { ProviderFileConfig, ProviderKeyFileConfig, VirtualKeyFileConfig } from "../../src/config/file-config.js";
+import type { ProviderFileConfig, VirtualKeyFileConfig } from "../../src/config/file-config.js";
 import type { Random } from "../../src/routing/types.js";
 import { seededRandom } from "../../src/routing/weighted-random.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
@@ -22,13 +22,13 @@ const WEATHER_TOOL = {
 };
 
 /** A provider key as the config file gives it, with test defaults. */
-function fileKey(id: string, value: string, overrides: Partial<ProviderKeyFileConfig> = {}): ProviderKeyFileConfig {
-  return { id, name: id, value, models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null, ...overrides };
+function fileKey(id: string, value: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return { id, name: id, value, ...overrides };
 }
 
 /** A provider of the config file at a mock's URL. */
-function fileProvider(baseUrl: string | null, ...keys: ProviderKeyFileConfig[]): ProviderFileConfig {
-  return { keys, networkConfig: { baseUrl } };
+function fileProvider(baseUrl: string | null, ...keys: Record<string, unknown>[]): ProviderFileConfig {
+  return { keys, network_config: { base_url: baseUrl ?? "" } };
 }
 
 /** A virtual key of the config file. */
@@ -69,7 +69,7 @@ describe("Azure through the SDK", () => {
     const azureKeyConfig = { endpoint: azure.url, deployments: { "gpt-4o": "my-gpt4o" }, api_version: "2024-10-21" };
     const inference = inferenceOptionsFromFile(
       // No base_url: the key's endpoint is where Azure requests go.
-      { azure: fileProvider(null, fileKey("az-1", "azure-secret", { azureKeyConfig })) },
+      { azure: fileProvider(null, fileKey("az-1", "azure-secret", { azure_key_config: azureKeyConfig })) },
       [virtualKey(VK, [{ provider: "azure", allowed_models: ["gpt-4o"], key_ids: ["*"], weight: 1 }])],
     );
     app = await startApp({ inference });

@@ -50,7 +50,7 @@ before(async () => {
   });
   await new Promise<void>((resolve) => upstream.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  const inference = inferenceOptionsFromFile({ openai: { keys: [fileKey("oa-1")], networkConfig: { baseUrl: url } } }, [
+  const inference = inferenceOptionsFromFile({ openai: { keys: [fileKey("oa-1")], network_config: { base_url: url } } }, [
     { id: "vk-1", name: "one", value: "sk-gw-raw", provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] },
   ]);
   app = await startApp({ inference });

@@ -17,7 +17,7 @@ let app: TestApp;
 const OPENAI = { provider: "openai", allowed_models: ["*"], key_ids: ["*"] };
 
 function providers() {
-  return { openai: { keys: [fileKey("k1", { value: "sk-up" })], networkConfig: { baseUrl: upstream.url } } };
+  return { openai: { keys: [fileKey("k1", { value: "sk-up" })], network_config: { base_url: upstream.url } } };
 }
 
 function chat(vk: string, model = "openai/gpt-4o-mini") {

@@ -7,6 +7,7 @@ import { resolveEnvRefs } from "../../src/config/env-refs.js";
 import type { GatewayFileConfig } from "../../src/config/file-config.js";
 import { loadConfigFile, parseConfig } from "../../src/config/load-config.js";
 import { GatewayError } from "../../src/errors.js";
+import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 
 /** Parses `json` expecting failure; returns the error lines. */
 function configErrorLines(json: unknown, env: NodeJS.ProcessEnv = {}): string[] {
@@ -91,24 +92,9 @@ describe("defaults", () => {
     assert.deepEqual(client.stdioConfig, { command: "npx", args: [], envs: [] });
   });
 
-  test("fills the defaults of a provider key", () => {
+  test("keeps a provider as the API's JSON, for the parser the API uses", () => {
     const config = parseConfig({ providers: { openai: { keys: [{ id: "k1", name: "main" }] } } }, {});
-    assert.deepEqual(config.providers["openai"], {
-      keys: [
-        {
-          id: "k1",
-          name: "main",
-          value: "",
-          models: [],
-          aliases: {},
-          weight: 1,
-          azureKeyConfig: null,
-          bedrockKeyConfig: null,
-          vertexKeyConfig: null,
-        },
-      ],
-      networkConfig: { baseUrl: null },
-    });
+    assert.deepEqual(config.providers["openai"], { keys: [{ id: "k1", name: "main" }] });
   });
 
   test("treats null as an absent optional field", () => {
@@ -176,7 +162,7 @@ describe("env references", () => {
       env,
     );
     assert.equal(config.authConfig.adminPassword, "pw");
-    assert.equal(config.providers["openai"]?.keys[0]?.value, "sk-1");
+    assert.deepEqual(config.providers["openai"]?.["keys"], [{ id: "k1", name: "main", value: "sk-1" }]);
     assert.equal(config.mcp.clientConfigs[0]?.connectionString, "https://mcp.example.com/mcp");
     assert.deepEqual(config.mcp.clientConfigs[0]?.headers, { Authorization: "Bearer s3cret" });
   });
@@ -326,7 +312,7 @@ describe("mcp.client_configs", () => {
   });
 
   test("rejects an unknown connection_type", () => {
-    assertRejected(withClients({ ...HTTP_CLIENT, connection_type: "ws" }), "mcp.client_configs[0].connection_type", 'must be one of "http", "sse", "stdio" (got "ws")');
+    assertRejected(withClients({ ...HTTP_CLIENT, connection_type: "ws" }), "mcp.client_configs[0].connection_type", 'expected one of "http", "sse", "stdio", got "ws"');
   });
 
   test("requires connection_string for http", () => {
@@ -353,12 +339,12 @@ describe("mcp.client_configs", () => {
     assertRejected(
       withClients({ name: "fs", connection_type: "stdio", stdio_config: { command: "npx", envs: "HOME" } }),
       "mcp.client_configs[0].stdio_config.envs",
-      "must be an array, got a string",
+      "expected an array, got a string",
     );
   });
 
   test("rejects an unknown auth_type", () => {
-    assertRejected(withClients({ ...HTTP_CLIENT, auth_type: "basic" }), "mcp.client_configs[0].auth_type", "must be one of");
+    assertRejected(withClients({ ...HTTP_CLIENT, auth_type: "basic" }), "mcp.client_configs[0].auth_type", "expected one of");
   });
 
   test("takes headers as plain strings", () => {
@@ -395,7 +381,7 @@ describe("mcp.client_configs", () => {
   });
 
   test("rejects a non-string tool in tools_to_execute", () => {
-    assertRejected(withClients({ ...HTTP_CLIENT, tools_to_execute: [1] }), "mcp.client_configs[0].tools_to_execute[0]", "must be a string, got 1");
+    assertRejected(withClients({ ...HTTP_CLIENT, tools_to_execute: [1] }), "mcp.client_configs[0].tools_to_execute[0]", "expected a string, got 1");
   });
 
   test("leaves cross-field rules to the MCP domain", () => {
@@ -503,16 +489,17 @@ describe("mcp settings", () => {
 });
 
 describe("providers, governance, pricing and database", () => {
-  test("requires a provider key id", () => {
-    assertRejected({ providers: { openai: { keys: [{ name: "main" }] } } }, "providers.openai.keys[0].id", "is required");
+  test("requires a provider key id when the file is seeded, as the API does", () => {
+    const config = parseConfig({ providers: { openai: { keys: [{ name: "main" }] } } }, {});
+    assert.throws(() => inferenceOptionsFromFile(config.providers, []), { message: /^providers\.openai\.keys\[0\]\.id: is required/ });
   });
 
   test("rejects a weight that is not a number", () => {
-    assertRejected({ providers: { openai: { keys: [{ id: "k", name: "n", weight: "1" }] } } }, "providers.openai.keys[0].weight", "must be a number, got a string");
+    assertRejected({ providers: { openai: { keys: [{ id: "k", name: "n", weight: true }] } } }, "providers.openai.keys[0].weight", "expected a number, got true");
   });
 
   test("rejects aliases that do not map to strings", () => {
-    assertRejected({ providers: { azure: { keys: [{ id: "k", name: "n", aliases: { gpt4: 4 } }] } } }, "providers.azure.keys[0].aliases.gpt4", "must be a string, got 4");
+    assertRejected({ providers: { azure: { keys: [{ id: "k", name: "n", aliases: { gpt4: 4 } }] } } }, "providers.azure.keys[0].aliases.gpt4", "expected a string, got 4");
   });
 
   test("passes provider-specific key blocks through", () => {
@@ -520,16 +507,27 @@ describe("providers, governance, pricing and database", () => {
       { providers: { azure: { keys: [{ id: "k", name: "n", azure_key_config: { endpoint: "https://a.example.com", api_version: "x" } }] } } },
       {},
     );
-    assert.deepEqual(config.providers["azure"]?.keys[0]?.azureKeyConfig, { endpoint: "https://a.example.com", api_version: "x" });
+    assert.deepEqual(config.providers["azure"]?.["keys"], [{ id: "k", name: "n", azure_key_config: { endpoint: "https://a.example.com", api_version: "x" } }]);
   });
 
   test("reads network_config.base_url", () => {
     const config = parseConfig({ providers: { openai: { network_config: { base_url: "http://127.0.0.1:9999" } } } }, {});
-    assert.equal(config.providers["openai"]?.networkConfig.baseUrl, "http://127.0.0.1:9999");
+    assert.deepEqual(config.providers["openai"]?.["network_config"], { base_url: "http://127.0.0.1:9999" });
   });
 
-  test("rejects a base_url that is not http(s)", () => {
-    assertRejected({ providers: { openai: { network_config: { base_url: "127.0.0.1:9999" } } } }, "providers.openai.network_config.base_url", "must be an http:// or https:// URL");
+  test("rejects a base_url that is not http(s) when the file is seeded, as the API does", () => {
+    const config = parseConfig({ providers: { openai: { network_config: { base_url: "127.0.0.1:9999" } } } }, {});
+    assert.throws(() => inferenceOptionsFromFile(config.providers, []), { message: /^providers\.openai\.network_config\.base_url: / });
+  });
+
+  test("accepts every network_config field the API accepts", () => {
+    const network = { base_url: "http://127.0.0.1:9999", default_request_timeout_in_seconds: 5, max_retries: 0 };
+    const config = parseConfig({ providers: { openai: { network_config: network } } }, {});
+    assert.equal(inferenceOptionsFromFile(config.providers, []).providers["openai"]?.["network_config"] !== undefined, true);
+  });
+
+  test("rejects a provider entry whose name differs from its key", () => {
+    assertRejected({ providers: { openai: { name: "anthropic" } } }, "providers.openai.name", 'is "anthropic" but the entry\'s key is "openai"');
   });
 
   test("keeps the other fields of a virtual key", () => {

@@ -6,7 +6,7 @@
 import type { ProviderFileConfig, VirtualKeyFileConfig } from "../../config/file-config.js";
 import { invalidField } from "../../errors.js";
 import type { Clock, Random } from "../../routing/types.js";
-import { checkProviderName, parseProviderWire, providerWireFromFile } from "./provider-wire.js";
+import { checkProviderName, parseProviderWire } from "./provider-wire.js";
 import { parseVirtualKeyWire } from "./virtual-key-wire.js";
 import type { Wire } from "./wire-fields.js";
 
@@ -34,7 +34,7 @@ export function inferenceOptionsFromFile(
   const providerWires: Record<string, Wire> = {};
   for (const [name, provider] of Object.entries(providers)) {
     checkProviderName(name, `providers.${name}`);
-    providerWires[name] = parseProviderWire(name, providerWireFromFile(provider), `providers.${name}`).wire as unknown as Wire;
+    providerWires[name] = parseProviderWire(name, provider, `providers.${name}`).wire as unknown as Wire;
   }
   const ids = new Map<string, number>();
   const values = new Map<string, number>();

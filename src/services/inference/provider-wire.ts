@@ -3,7 +3,6 @@
  * by the admin API, the config file and the store: parsed and checked here once, turned into the
  * providers layer's config, and kept in a canonical form for storage.
  */
-import type { ProviderFileConfig } from "../../config/file-config.js";
 import { invalidField } from "../../errors.js";
 import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
 import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
@@ -106,21 +105,5 @@ export function parseProviderWire(name: string, raw: Wire, path: string): Parsed
       keys: keys.map(keyWire),
       network_config: { base_url: baseUrl ?? "", default_request_timeout_in_seconds: timeoutSeconds, max_retries: 0 },
     },
-  };
-}
-
-/** The wire form of a config-file provider (the file is parsed into camelCase first). */
-export function providerWireFromFile(file: ProviderFileConfig): Wire {
-  return {
-    keys: file.keys.map((key) => ({
-      id: key.id,
-      name: key.name,
-      value: key.value,
-      models: key.models,
-      aliases: key.aliases,
-      weight: key.weight,
-      ...(key.azureKeyConfig ? { azure_key_config: key.azureKeyConfig } : {}),
-    })),
-    network_config: { base_url: file.networkConfig.baseUrl ?? "" },
   };
 }
