@@ -1,6 +1,8 @@
 /**
  * The gateway's own error type. Every layer below services/ throws this; services/ maps it to a
- * ConnectError in one place, and the REST bridge maps that to an HTTP status and the /api envelope.
+ * ConnectError in one place, and the REST bridge maps that to an HTTP status and the /api envelope. The
+ * status of an error and the metadata headers that carry its type and status across an RPC live here, so
+ * services/ and server/ share them without importing each other.
  */
 
 /** Stable, protocol-neutral error codes (the Connect code names, snake_case). */
@@ -49,4 +51,36 @@ export class GatewayError extends Error {
 /** Shorthand for a 400 that names the offending field. */
 export function invalidField(field: string, message: string): GatewayError {
   return new GatewayError("invalid_argument", `${field}: ${message}`, { field });
+}
+
+/** The HTTP status of each code when an error names none; Connect's mapping, so every protocol agrees. */
+const HTTP_STATUS_OF_CODE: Record<GatewayErrorCode, number> = {
+  invalid_argument: 400,
+  not_found: 404,
+  already_exists: 409,
+  failed_precondition: 400,
+  permission_denied: 403,
+  unauthenticated: 401,
+  resource_exhausted: 429,
+  unimplemented: 501,
+  unavailable: 503,
+  deadline_exceeded: 504,
+  internal: 500,
+};
+
+/** The HTTP status to answer `err` with: the one it names, else its code's. */
+export function httpStatusOf(err: GatewayError): number {
+  return err.httpStatus ?? HTTP_STATUS_OF_CODE[err.code];
+}
+
+/** RPC metadata header carrying an error's snake_case type, for the REST envelope. */
+export const ERROR_TYPE_HEADER = "gw-error-type";
+/** RPC metadata header carrying an error's explicit HTTP status, for REST. */
+export const HTTP_STATUS_HEADER = "gw-http-status";
+
+/** The RPC metadata that carries `err`'s type and explicit status to the REST bridge. */
+export function errorMetadata(err: GatewayError): Headers {
+  const metadata = new Headers({ [ERROR_TYPE_HEADER]: err.type });
+  if (err.httpStatus !== undefined) metadata.set(HTTP_STATUS_HEADER, String(err.httpStatus));
+  return metadata;
 }

@@ -4,7 +4,6 @@
  * message) so that http_requests_total counts a failed call under the HTTP status its code maps to.
  */
 import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
@@ -13,9 +12,7 @@ import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-c
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import type { Logger } from "../telemetry/logger.js";
 import { setRpcOutcome } from "./rpc-status.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "./node-http.js";
 
 /** What the adapter serves. */
 export interface ConnectAdapterOptions {

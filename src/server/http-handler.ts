@@ -6,8 +6,6 @@
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
  * own headers, see requestScopeInterceptor).
  */
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
 import { GatewayError } from "../errors.js";
@@ -26,12 +24,10 @@ import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
 import { REFLECTION_SERVICES } from "./reflection.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
+import { sendError, sendJson, type Req, type Res } from "./node-http.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
-type Res = http.ServerResponse | http2.Http2ServerResponse;
 
 /** A /v1 inference handler; `scope` is what the HTTP layer read from the request. */
 export type V1Handler = (req: Req, res: Res, scope: RequestScope) => Promise<void>;
@@ -54,18 +50,6 @@ export interface HttpHandlerOptions {
   chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
   responses?: V1Handler;
-}
-
-/** Writes a JSON body with its length. */
-export function sendJson(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text), ...headers });
-  res.end(text);
-}
-
-/** Writes the /api error envelope. */
-export function sendError(res: Res, status: number, type: string, message: string): void {
-  sendJson(res, status, { error: { type, message } });
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */

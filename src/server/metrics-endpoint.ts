@@ -2,12 +2,8 @@
  * GET /metrics: the Prometheus text exposition of the gateway's own registry. With auth_config enabled
  * it needs HTTP basic auth with the admin credentials (spec "Authentication"), so a scraper sends them.
  */
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import type { Metrics } from "../telemetry/metrics.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "./node-http.js";
 
 /** What the endpoint needs from admin auth. */
 export interface BasicAuthCheck {

@@ -3,12 +3,9 @@
  * gRPC-Web answer every call, failed or not, with HTTP 200 and carry the outcome in trailers (and the
  * Connect protocol does the same for streams), so the status on the wire says nothing about the call.
  */
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import { Code } from "@connectrpc/connect";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
-
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Res } from "./node-http.js";
 
 const rpcStatus = Symbol("gw.rpcStatus");
 

@@ -5,7 +5,7 @@
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import type { AdminAuth } from "./admin-auth.js";
-import { ERROR_TYPE_HEADER } from "./connect-errors.js";
+import { ERROR_TYPE_HEADER } from "../errors.js";
 import { kAdmin } from "./context.js";
 
 /** Services that only an admin may call when auth is enabled. */

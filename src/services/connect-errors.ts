@@ -3,15 +3,12 @@
  * error type and any explicit HTTP status travel as metadata so the REST bridge can render the
  * documented 409/410/422 statuses and the `{"error": {"type", "message"}}` envelope.
  */
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { GatewayError, type GatewayErrorCode } from "../errors.js";
+import { ERROR_TYPE_HEADER, errorMetadata, GatewayError, type GatewayErrorCode } from "../errors.js";
 import { isUniqueViolation } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
-
-/** Metadata header carrying the snake_case error type. */
-export const ERROR_TYPE_HEADER = "gw-error-type";
-/** Metadata header carrying an explicit HTTP status for REST. */
-export const HTTP_STATUS_HEADER = "gw-http-status";
 
 const CODES: Record<GatewayErrorCode, Code> = {
   invalid_argument: Code.InvalidArgument,
@@ -27,14 +24,20 @@ const CODES: Record<GatewayErrorCode, Code> = {
   internal: Code.Internal,
 };
 
+/**
+ * A ConnectError for a GatewayError with extra top-level JSON fields: the REST bridge puts the fields of
+ * a google.protobuf.Struct detail beside `error` (e.g. `mcp_auth_required`, `temp_token`).
+ */
+export function errorWithFields(err: GatewayError, fields: JsonObject): ConnectError {
+  return new ConnectError(err.message, CODES[err.code], errorMetadata(err), [{ desc: StructSchema, value: fromJson(StructSchema, fields) }]);
+}
+
 /** Converts anything thrown by a service into a ConnectError a client can act on. */
 export function toConnectError(err: unknown, logger: Logger): ConnectError {
   if (err instanceof ConnectError) return err;
   if (err instanceof GatewayError) {
-    const metadata = new Headers({ [ERROR_TYPE_HEADER]: err.type });
-    if (err.httpStatus !== undefined) metadata.set(HTTP_STATUS_HEADER, String(err.httpStatus));
     if (err.code === "internal") logger.error({ err }, err.message);
-    return new ConnectError(err.message, CODES[err.code], metadata, undefined, err);
+    return new ConnectError(err.message, CODES[err.code], errorMetadata(err), undefined, err);
   }
   if (isUniqueViolation(err)) {
     return new ConnectError("a record with the same unique name already exists", Code.AlreadyExists, new Headers({ [ERROR_TYPE_HEADER]: "already_exists" }));

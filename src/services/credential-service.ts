@@ -3,10 +3,8 @@
  * (GetFlow, SubmitFlow) and the caller's stored credentials (ListSessions, RevokeSession). Values are
  * accepted here and never returned: responses carry ids, statuses and header names only.
  */
-import { fromJson, type JsonObject } from "@bufbuild/protobuf";
-import { StructSchema, timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { codeFromString } from "@connectrpc/connect/protocol-connect";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GatewayError } from "../errors.js";
 import {
   SubmitVerifyError,
@@ -20,7 +18,7 @@ import {
 import type { McpRuntime } from "../mcp/runtime.js";
 import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
-import { ERROR_TYPE_HEADER, HTTP_STATUS_HEADER } from "./connect-errors.js";
+import { errorWithFields } from "./connect-errors.js";
 import { kAdmin } from "./context.js";
 import { credentialFromHeaders } from "./inference/credential.js";
 import type { Inference } from "./inference/state.js";
@@ -33,17 +31,6 @@ export interface CredentialServiceDeps {
   runtime: McpRuntime;
   inference: Inference;
   auth: AdminAuth;
-}
-
-/**
- * A ConnectError for a GatewayError with extra top-level JSON fields: the REST bridge puts the fields of
- * a google.protobuf.Struct detail beside `error` (e.g. `mcp_auth_required`, `temp_token`).
- */
-export function errorWithFields(err: GatewayError, fields: JsonObject): ConnectError {
-  const code = codeFromString(err.code) ?? Code.Unknown;
-  const metadata = new Headers({ [ERROR_TYPE_HEADER]: err.type });
-  if (err.httpStatus !== undefined) metadata.set(HTTP_STATUS_HEADER, String(err.httpStatus));
-  return new ConnectError(err.message, code, metadata, [{ desc: StructSchema, value: fromJson(StructSchema, fields) }]);
 }
 
 /** Whether a virtual key (by id) may use a client, read from the in-memory registry. */

@@ -15,7 +15,7 @@ import { splitToolName } from "../mcp/tool-names.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { kRequestScope } from "./context.js";
-import { errorWithFields } from "./credential-service.js";
+import { errorWithFields } from "./connect-errors.js";
 import { keyAllowsTool, resolveToolCaller } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
 

@@ -3,7 +3,7 @@
  * families and label rules an event feeds (a final error empties the selected key, a refusal counts as
  * a request with no retries, a failed key is marked down only when the provider answered).
  */
-import type { GatewayError } from "../errors.js";
+import { httpStatusOf, type GatewayError } from "../errors.js";
 import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
 import type { Logger } from "./logger.js";
 import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
@@ -86,7 +86,7 @@ export class InferenceTelemetry implements InferenceObserver {
     // A final error names no selected key.
     const base = { ...labels, selectedKeyId: "", selectedKeyName: "" };
     this.metrics.recordUpstreamRequest(base);
-    this.metrics.recordError(base, error.httpStatus ?? 500, errorType(error));
+    this.metrics.recordError(base, httpStatusOf(error), errorType(error));
     this.metrics.recordRetries(base, retries);
   }
 

@@ -6,17 +6,13 @@
  * saved confirmation or the upstream's error with a Retry. No external asset; a strict CSP with a nonce.
  */
 import { randomBytes } from "node:crypto";
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AUTH_PAGE_PATH } from "../../mcp/credentials/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../node-http.js";
 
 /** The page's path (spec "Submission flow"); the flow links point here. */
 export const MCP_AUTH_PAGE_PATH = AUTH_PAGE_PATH;

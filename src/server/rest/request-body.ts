@@ -3,13 +3,10 @@
  * never buffers the rest), JSON content types only, strict UTF-8, and an object at the top.
  */
 import { isUtf8 } from "node:buffer";
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import { GatewayError } from "../../errors.js";
 import { isJsonObject } from "../../proto-json/message-from-json.js";
 import { invalidRequest, payloadTooLarge, unsupportedMediaType } from "./rest-error.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
+import type { Req } from "../node-http.js";
 
 /** Thrown when the client goes away mid-body; there is nobody left to answer. */
 export class ClientClosedError extends GatewayError {

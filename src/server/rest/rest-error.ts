@@ -4,16 +4,9 @@
  */
 import { toJson } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError } from "@connectrpc/connect";
-import { codeFromString, codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import { GatewayError } from "../../errors.js";
-
-import {
-  ERROR_TYPE_HEADER as ERROR_TYPE_METADATA,
-  HTTP_STATUS_HEADER as HTTP_STATUS_METADATA,
-} from "../../services/connect-errors.js";
-
-export { ERROR_TYPE_METADATA, HTTP_STATUS_METADATA };
+import { ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
+import { ERROR_TYPE_HEADER, GatewayError, HTTP_STATUS_HEADER, httpStatusOf } from "../../errors.js";
 
 export { invalidRequest } from "../../proto-json/input-error.js";
 
@@ -55,20 +48,19 @@ export interface RestErrorResponse {
  */
 export function restErrorResponse(err: unknown): RestErrorResponse | undefined {
   if (err instanceof GatewayError) {
-    const status = err.httpStatus ?? codeToHttpStatus(codeFromString(err.code) ?? Code.Internal);
-    return { status, body: { error: { type: err.type, message: err.message } } };
+    return { status: httpStatusOf(err), body: { error: { type: err.type, message: err.message } } };
   }
   if (err instanceof ConnectError) return fromConnectError(err);
   return undefined;
 }
 
 function fromConnectError(err: ConnectError): RestErrorResponse {
-  const explicitStatus = Number(err.metadata.get(HTTP_STATUS_METADATA) ?? "");
+  const explicitStatus = Number(err.metadata.get(HTTP_STATUS_HEADER) ?? "");
   const status =
     Number.isInteger(explicitStatus) && explicitStatus >= 400 && explicitStatus <= 599
       ? explicitStatus
       : codeToHttpStatus(err.code);
-  const type = err.metadata.get(ERROR_TYPE_METADATA) || codeToString(err.code);
+  const type = err.metadata.get(ERROR_TYPE_HEADER) || codeToString(err.code);
   return { status, body: { ...extraFields(err), error: { type, message: err.rawMessage } } };
 }
 

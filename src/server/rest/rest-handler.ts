@@ -4,7 +4,6 @@
  * RPC through a Connect transport (so the same interceptors run as for RPC clients), and writes the
  * response or the /api error envelope. No route is written by hand.
  */
-import type * as http from "node:http";
 import * as http2 from "node:http2";
 import { create, createRegistry, type DescField, type DescService, type Registry } from "@bufbuild/protobuf";
 import { isFieldError, reflect, type ReflectList, type ReflectMessage } from "@bufbuild/protobuf/reflect";
@@ -18,9 +17,7 @@ import { invalidRequest, methodNotAllowed, restErrorResponse } from "./rest-erro
 import { compileRoutes, type PathParam, type RestRoute, type RouteTable } from "./route-table.js";
 import { enumFromJson, scalarFromText } from "../../proto-json/scalar-input.js";
 import { updateMaskPaths } from "../../proto-json/update-mask.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import { sendJson, type Req, type Res } from "../node-http.js";
 
 /** What the bridge serves and how it reaches the services. */
 export interface RestHandlerOptions {
@@ -65,7 +62,7 @@ export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res) =
         forwardedHeaders(req),
         input.message,
       );
-      writeJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry));
+      sendJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry));
     } catch (err) {
       if (abort.signal.aborted || err instanceof ClientClosedError) return true;
       writeError(req, res, err);
@@ -168,7 +165,7 @@ function writeError(req: Req, res: Res, err: unknown, headers: Record<string, st
   // HTTP/2: reset the stream with NO_ERROR once the response is out (RFC 9113 section 8.1).
   const tooLarge = mapped.status === 413;
   if (tooLarge && !isHttp2(req)) extra["connection"] = "close";
-  writeJson(res, mapped.status, mapped.body, extra);
+  sendJson(res, mapped.status, mapped.body, extra);
   if (isHttp2(req)) {
     if (tooLarge && !req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
     // Without a reader the stream never finishes closing; what still arrives (frames in flight, or
@@ -179,13 +176,4 @@ function writeError(req: Req, res: Res, err: unknown, headers: Record<string, st
 
 function isHttp2(req: Req): req is http2.Http2ServerRequest {
   return req.httpVersionMajor >= 2;
-}
-
-function writeJson(res: Res, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  if (res.headersSent || res.destroyed) return;
-  const text = JSON.stringify(body);
-  res.statusCode = status;
-  for (const [name, value] of Object.entries({ ...headers, "content-type": "application/json" })) res.setHeader(name, value);
-  res.setHeader("content-length", Buffer.byteLength(text));
-  res.end(text);
 }

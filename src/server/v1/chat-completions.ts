@@ -7,19 +7,15 @@
  * The HTTP side every /v1 inference endpoint shares (body checks of the common fields, the error envelope,
  * JSON or SSE out, aborts) lives here too, as createV1Handler; /v1/responses is built on it.
  */
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import type { Writable } from "node:stream";
 import { RequestAbort } from "../../cancellation.js";
-import { GatewayError } from "../../errors.js";
+import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type CallMethod, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import { sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
 
 /** What a /v1 inference handler needs. */
 export interface ChatCompletionsOptions {
@@ -38,7 +34,7 @@ function v1Type(err: GatewayError, status: number): string {
 
 /** `err` with the error_type a /v1 answer gives it (the body reader's own types become caller_* or gateway_*). */
 function v1Error(err: GatewayError): GatewayError {
-  const status = err.httpStatus ?? 500;
+  const status = httpStatusOf(err);
   const type = v1Type(err, status);
   if (type === err.type) return err;
   return new GatewayError(err.code, err.message, { type, httpStatus: status, ...(err.field !== undefined ? { field: err.field } : {}), cause: err });
@@ -46,18 +42,11 @@ function v1Error(err: GatewayError): GatewayError {
 
 /** The OpenAI error envelope of `err` and its status. */
 export function v1ErrorBody(err: GatewayError): { status: number; body: JsonObject } {
-  const status = err.httpStatus ?? 500;
+  const status = httpStatusOf(err);
   return {
     status,
     body: { error: { message: err.message, type: v1Type(err, status), param: err.field ?? null, code: err.code } },
   };
-}
-
-/** Writes `body` as JSON; a string is taken as JSON text already encoded. */
-function sendJson(res: Res, status: number, body: unknown): void {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(text) });
-  res.end(text);
 }
 
 /** A 400 in the OpenAI envelope naming `field`. */
@@ -191,7 +180,8 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       running = true;
       const outcome = await opts.chat.complete({ ...call, rawBody: body.text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
-        if (!gone(res)) sendJson(res, 200, outcome.raw ?? outcome.body);
+        if (outcome.raw !== undefined) sendJsonText(res, 200, outcome.raw);
+        else sendJson(res, 200, outcome.body);
         return;
       }
       await writeStream(res, outcome.chunks, endpoint.framing(), endpoint.name, opts.logger);

@@ -4,8 +4,6 @@
  * Responses format (`event: <type>` plus `data: <json>` per event, no `[DONE]`). Everything else is the
  * /v1 handler chat completions use: the OpenAI error envelope, aborts, fallbacks.
  */
-import type * as http from "node:http";
-import type * as http2 from "node:http2";
 import type { JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import type { MethodBody } from "../../services/inference/chat.js";
@@ -18,9 +16,7 @@ import {
   type SseFraming,
   type V1Endpoint,
 } from "./chat-completions.js";
-
-type Req = http.IncomingMessage | http2.Http2ServerRequest;
-type Res = http.ServerResponse | http2.Http2ServerResponse;
+import type { Req, Res } from "../node-http.js";
 
 /** What the handler needs (the same as every /v1 inference handler). */
 export type ResponsesOptions = ChatCompletionsOptions;
