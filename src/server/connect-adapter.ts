@@ -2,17 +2,21 @@
  * Serves the Connect, gRPC and gRPC-Web procedures the way connectNodeAdapter does, and reads each
  * call's outcome as it goes out (gRPC trailers, the gRPC-Web trailer frame, the Connect end-stream
  * message) so that http_requests_total counts a failed call under the HTTP status its code maps to.
+ * On HTTP/1.1 the body of a call with one request message is read here first, within the limit, so a
+ * body over it is answered 413 like on every other path, and the rest of it dropped (refused-body.ts).
  */
 import type * as http from "node:http";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
-import type { UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { createAsyncIterable, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import type { Logger } from "../telemetry/logger.js";
+import { dropRefusedBody } from "./refused-body.js";
+import { ClientClosedError, readBodyBytes } from "./rest/request-body.js";
 import { setRpcOutcome } from "./rpc-status.js";
-import type { Req, Res } from "./node-http.js";
+import { sendJson, type Req, type Res } from "./node-http.js";
 
 /** What the adapter serves. */
 export interface ConnectAdapterOptions {
@@ -43,11 +47,28 @@ export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: 
     }
     // connect-node's request and response types are the two Node servers' own; both are served here.
     const uReq = universalRequestFromNodeRequest(req as http.IncomingMessage, res as http.ServerResponse, undefined, undefined);
-    handler(uReq)
-      .then((uRes) => universalResponseToNodeResponse(watchOutcome(uRes, res), res as http.ServerResponse))
-      .catch((err: unknown) => {
-        o.logger.error({ err, procedure: handler.requestPath }, "RPC handler failed");
-      });
+    const serve = (request: UniversalServerRequest): void => {
+      handler(request)
+        .then((uRes) => universalResponseToNodeResponse(watchOutcome(uRes, res), res as http.ServerResponse))
+        .catch((err: unknown) => {
+          o.logger.error({ err, procedure: handler.requestPath }, "RPC handler failed");
+        });
+    };
+    // Over HTTP/2 Connect refuses a body over the limit itself, and a stream reset drops the rest.
+    const singleRequest = handler.method.methodKind === "unary" || handler.method.methodKind === "server_streaming";
+    if (req.httpVersionMajor >= 2 || !singleRequest) {
+      serve(uReq);
+      return;
+    }
+    readBodyBytes(req, o.readMaxBytes).then(
+      (bytes) => serve({ ...uReq, body: createAsyncIterable([bytes]) }),
+      (err: unknown) => {
+        if (err instanceof ClientClosedError) return;
+        // The Connect protocol's error body, which Connect clients read as resource_exhausted.
+        sendJson(res, 413, { code: "resource_exhausted", message: err instanceof Error ? err.message : String(err) });
+        dropRefusedBody(req, res);
+      },
+    );
   };
 }
 

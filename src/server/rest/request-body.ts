@@ -1,6 +1,7 @@
 /**
  * Reads a REST request body into a JSON object: bounded by the size limit (a 413 stops reading, it
- * never buffers the rest), JSON content types only, strict UTF-8, and an object at the top.
+ * never buffers the rest; see refused-body.ts for what becomes of it), JSON content types only, strict
+ * UTF-8, and an object at the top.
  */
 import { isUtf8 } from "node:buffer";
 import { GatewayError } from "../../errors.js";
@@ -70,6 +71,11 @@ function checkContentType(req: Req): void {
   }
 }
 
+/** The raw body bytes, within the limit (a 413 GatewayError past it, ClientClosedError when the client goes away). */
+export function readBodyBytes(req: Req, maxBytes: number): Promise<Buffer> {
+  return readBytes(req, maxBytes, true);
+}
+
 function ignore(): void {}
 
 /**
@@ -130,7 +136,7 @@ class BodyReader {
     this.size += buf.length;
     if (this.size > this.maxBytes) {
       this.detach();
-      // Pausing (not draining) leaves the rest unread; the caller closes the connection or stream.
+      // Pausing leaves the rest unread: the caller answers first, then drops it (dropRefusedBody).
       this.req.pause();
       this.reject(payloadTooLarge(this.maxBytes));
       return;

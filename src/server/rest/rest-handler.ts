@@ -4,7 +4,7 @@
  * RPC through a Connect transport (so the same interceptors run as for RPC clients), and writes the
  * response or the /api error envelope. No route is written by hand.
  */
-import * as http2 from "node:http2";
+import type * as http2 from "node:http2";
 import { create, createRegistry, type DescField, type DescService, type Registry } from "@bufbuild/protobuf";
 import { isFieldError, reflect, type ReflectList, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
@@ -18,6 +18,7 @@ import { compileRoutes, type PathParam, type RestRoute, type RouteTable } from "
 import { enumFromJson, scalarFromText } from "../../proto-json/scalar-input.js";
 import { updateMaskPaths } from "../../proto-json/update-mask.js";
 import { sendJson, type Req, type Res } from "../node-http.js";
+import { dropRefusedBody } from "../refused-body.js";
 
 /** What the bridge serves and how it reaches the services. */
 export interface RestHandlerOptions {
@@ -160,18 +161,16 @@ function splitUrl(url: string): { path: string; query: string } {
 function writeError(req: Req, res: Res, err: unknown, headers: Record<string, string> = {}): void {
   const mapped = restErrorResponse(err);
   if (mapped === undefined) throw err;
-  const extra = { ...headers };
-  // After a 413 the rest of the body is still on the wire, unread. HTTP/1.1: close the connection.
-  // HTTP/2: reset the stream with NO_ERROR once the response is out (RFC 9113 section 8.1).
-  const tooLarge = mapped.status === 413;
-  if (tooLarge && !isHttp2(req)) extra["connection"] = "close";
-  sendJson(res, mapped.status, mapped.body, extra);
-  if (isHttp2(req)) {
-    if (tooLarge && !req.stream.destroyed) req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
-    // Without a reader the stream never finishes closing; what still arrives (frames in flight, or
-    // the body of a 405) is dropped, not buffered. HTTP/1.1 does this by itself.
-    req.resume();
+  // After a 413 the rest of the body is still on the wire, unread.
+  if (mapped.status === 413) {
+    sendJson(res, mapped.status, mapped.body, headers);
+    dropRefusedBody(req, res);
+    return;
   }
+  sendJson(res, mapped.status, mapped.body, headers);
+  // Without a reader an HTTP/2 stream never finishes closing; what still arrives (frames in flight, or
+  // the body of a 405) is dropped, not buffered. HTTP/1.1 does this by itself.
+  if (isHttp2(req)) req.resume();
 }
 
 function isHttp2(req: Req): req is http2.Http2ServerRequest {

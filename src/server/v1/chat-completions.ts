@@ -14,6 +14,7 @@ import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type CallMethod, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
+import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
 
@@ -194,6 +195,8 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       const { status, body } = v1ErrorBody(error);
       if (res.headersSent) res.end();
       else sendJson(res, status, body);
+      // A body over the limit is still on the wire, unread.
+      if (status === 413) dropRefusedBody(req, res);
     }
   };
 }
