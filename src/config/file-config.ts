@@ -250,7 +250,8 @@ const mcpClientSchema = z.looseObject({
     .superRefine((name, ctx) => {
       if (name.includes("-")) ctx.addIssue({ code: "custom", message: `${NAME_HYPHEN_MESSAGE} (got "${name}")` });
     }),
-  connection_string: url(HTTP, HTTP_URL, false).nullish(),
+  // "" is how a read shows a stdio client's unset URL, so it means absent here too.
+  connection_string: url(HTTP, HTTP_URL, true).nullish(),
   headers: z.record(z.string(), headerValue).nullish(),
   tool_sync_interval: syncInterval(0),
   user_headers: z
@@ -268,7 +269,7 @@ const mcpClientSchema = z.looseObject({
       readAsApi(McpClientSchema, rest, ctx);
       const type = rest["connection_type"];
       if (type == null) ctx.addIssue({ code: "custom", path: ["connection_type"], message: `is required: one of "http", "sse", "stdio"` });
-      if ((type === "http" || type === "sse") && client["connection_string"] == null) {
+      if ((type === "http" || type === "sse") && (client["connection_string"] == null || client["connection_string"] === "")) {
         ctx.addIssue({ code: "custom", path: ["connection_string"], message: `is required when connection_type is "${type}"` });
       }
       const stdio = rest["stdio_config"];
@@ -293,7 +294,7 @@ const mcpClientSchema = z.looseObject({
     return {
       name: c.name,
       connectionType: raw["connection_type"] as McpConnectionType,
-      connectionString: c.connection_string ?? null,
+      connectionString: c.connection_string || null,
       stdioConfig: stdio == null ? null : { command: stdio.command ?? "", args: stdio.args ?? [], envs: stdio.envs ?? [] },
       authType: (raw["auth_type"] as McpAuthType | null | undefined) ?? "none",
       headers: c.headers ?? {},

@@ -51,6 +51,13 @@ function keyOf(provider: string, raw: unknown, path: string): ProviderKey {
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
   // A local Ollama has no API key; every other provider needs one to be reachable at all.
   if (value === "" && provider !== "ollama") throw invalidField(`${path}.value`, "is required: the provider's API key");
+  for (const block of ["bedrock_key_config", "vertex_key_config"]) {
+    const value = raw[block];
+    // Stored but unused, such a key would look configured and send nothing: refuse it until the adapter exists.
+    if (value !== undefined && value !== null && !(isWire(value) && Object.values(value).every((v) => v === "" || v === null))) {
+      throw invalidField(`${path}.${block}`, `is not supported yet: this gateway has no ${block === "bedrock_key_config" ? "Bedrock" : "Vertex"} adapter; leave it out`);
+    }
+  }
   const azure = azureOf(raw["azure_key_config"], `${path}.azure_key_config`);
   if (provider === "azure" && azure === null) {
     throw invalidField(`${path}.azure_key_config`, "is required for azure: {\"endpoint\": \"https://<resource>.openai.azure.com\", \"deployments\": {...}}");
