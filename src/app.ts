@@ -23,7 +23,7 @@ import { UsageFlusher } from "./services/inference/usage-flusher.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { loadSettings, seedMcpClients, seedProviders, seedVirtualKeys } from "./services/bootstrap.js";
-import { IMPLEMENTED_SERVICES, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
+import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
@@ -122,9 +122,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     runtime = mcpRuntime;
     await mcpRuntime.start();
     const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state };
+    const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
-      registerReflection(router, IMPLEMENTED_SERVICES);
+      registerReflection(router, services);
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -135,7 +136,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const handler = createHttpHandler({
       routes,
       interceptors,
-      services: IMPLEMENTED_SERVICES,
+      services,
       restTransport: createRouterTransport(routes, { router: { interceptors } }),
       maxBodyBytes,
       logger,

@@ -216,12 +216,15 @@ export const REFLECTION_SERVICES: readonly DescService[] = [v1.ServerReflection,
  */
 export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
   const index = new DescriptorIndex([...services, ...REFLECTION_SERVICES]);
+  // Reflection describes the API rather than being part of it: its vendored protos declare no
+  // (gw.api.v1.access), which the API's interceptors refuse, and what it serves is public anyway.
+  const outsideTheApi = { interceptors: [] };
   router.service(v1.ServerReflection, {
     serverReflectionInfo: (requests) =>
       serve(index, requests, (request, messageResponse) =>
         create(v1.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse }),
       ),
-  });
+  }, outsideTheApi);
   router.service(v1alpha.ServerReflection, {
     serverReflectionInfo: (requests) =>
       serve(index, requests, (request, messageResponse) =>
@@ -231,5 +234,5 @@ export function registerReflection(router: ConnectRouter, services: readonly Des
           messageResponse,
         }),
       ),
-  });
+  }, outsideTheApi);
 }

@@ -11,7 +11,7 @@ export interface AdminPrincipal {
   username: string;
 }
 
-/** Set by the auth interceptor on every call: the admin behind the call, or null. */
+/** Set by the auth interceptor on every ACCESS_ADMIN call: the admin behind the call, or null (auth disabled). */
 export const kAdmin = createContextKey<AdminPrincipal | null>(null, { description: "admin principal" });
 
 /** What the HTTP layer read once from a request, passed to the services explicitly (no AsyncLocalStorage). */

@@ -19,7 +19,7 @@ import type { McpRuntime } from "../mcp/runtime.js";
 import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { errorWithFields } from "./connect-errors.js";
-import { kAdmin } from "./context.js";
+import type { AdminPrincipal } from "./context.js";
 import { credentialFromHeaders } from "./inference/credential.js";
 import type { Inference } from "./inference/state.js";
 
@@ -53,13 +53,17 @@ export function virtualKeyChangedHook(deps: Pick<CredentialServiceDeps, "runtime
 export function createCredentialService(deps: CredentialServiceDeps): ServiceImpl<typeof CredentialService> {
   const credentials = () => deps.runtime.credentials;
 
+  /** The signed-in user (the gateway's admin) behind the call's Authorization header, or null. */
+  function signedIn(ctx: HandlerContext): Promise<AdminPrincipal | null> {
+    return deps.auth.authenticate(ctx.requestHeader.get("authorization"));
+  }
+
   /**
    * Whose credentials the caller sees: a signed-in user (the gateway's admin) sees all, a virtual key or
    * session id its own; with admin auth disabled the admin API is open, so a caller without either sees all.
    */
-  function scopeOf(ctx: HandlerContext): CredentialScope {
-    const principal = ctx.values.get(kAdmin);
-    if (principal !== null) return { all: true };
+  async function scopeOf(ctx: HandlerContext): Promise<CredentialScope> {
+    if ((await signedIn(ctx)) !== null) return { all: true };
     const get = (name: string) => ctx.requestHeader.get(name);
     const key = deps.inference.virtualKeys.resolve(credentialFromHeaders(get));
     const identity = pickIdentity({ user: null, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
@@ -94,9 +98,10 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     },
 
     async submitFlow(req, ctx) {
+      const user = (await signedIn(ctx))?.username ?? null;
       try {
         const saved = await credentials().submit(req.flowId, req.headers, {
-          user: ctx.values.get(kAdmin)?.username ?? null,
+          user,
           tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER),
           adminAuthEnabled: deps.auth.enabled,
         });
@@ -109,7 +114,7 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     },
 
     async listSessions(_req, ctx) {
-      const views = await credentials().list(scopeOf(ctx), virtualKeyAccess(deps.inference));
+      const views = await credentials().list(await scopeOf(ctx), virtualKeyAccess(deps.inference));
       return {
         sessions: views.map((v) => ({
           credentialId: v.credentialId,
@@ -125,7 +130,7 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     },
 
     async revokeSession(req, ctx) {
-      await credentials().revoke(req.credentialId, scopeOf(ctx));
+      await credentials().revoke(req.credentialId, await scopeOf(ctx));
       return { status: "success" };
     },
   };

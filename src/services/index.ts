@@ -1,6 +1,9 @@
-/** Registers every implemented service on a Connect router; the one list server/ and reflection share. */
+/**
+ * Registers every implemented service on a Connect router. What was registered is the list of implemented
+ * services: server/ and reflection read it back from a router, never from a second list.
+ */
 import type { DescService } from "@bufbuild/protobuf";
-import type { ConnectRouter, Interceptor } from "@connectrpc/connect";
+import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import type { Store } from "../store/index.js";
@@ -13,6 +16,7 @@ import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import { ModelService, ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { createGovernanceService } from "./governance-service.js";
+import { assertAccessDeclared } from "./access.js";
 import type { InferenceState } from "./inference/state.js";
 import { createModelService } from "./model-service.js";
 import { createProviderService } from "./provider-service.js";
@@ -38,18 +42,6 @@ export interface ServiceDeps {
   inference: InferenceState;
 }
 
-/** The services this build implements (later issues add theirs here). */
-export const IMPLEMENTED_SERVICES: readonly DescService[] = [
-  McpClientService,
-  SettingsService,
-  SessionService,
-  McpToolService,
-  CredentialService,
-  ProviderService,
-  GovernanceService,
-  ModelService,
-];
-
 /** Registers the implemented services. */
 export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
   router.service(McpClientService, createMcpClientService(deps));
@@ -60,6 +52,17 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(ProviderService, createProviderService(deps));
   router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
   router.service(ModelService, createModelService(deps));
+}
+
+/**
+ * The services registerServices registers, read back from a router it filled. Throws when one of their
+ * methods declares no access, since the auth interceptor would refuse every call to it.
+ */
+export function implementedServices(deps: ServiceDeps): DescService[] {
+  const router = createConnectRouter();
+  registerServices(router, deps);
+  assertAccessDeclared(router.handlers.map((h) => h.method));
+  return [...new Set(router.handlers.map((h) => h.service))];
 }
 
 /** The interceptors every call goes through, outermost first. */

@@ -118,6 +118,7 @@ describe("gRPC server reflection handler", () => {
       "google/protobuf/descriptor.proto",
       "google/protobuf/field_mask.proto",
       "gw/admin/v1/settings.proto",
+      "gw/api/v1/access.proto",
     ]);
   });
 
@@ -139,11 +140,11 @@ describe("gRPC server reflection handler", () => {
       { messageRequest: { case: "fileContainingSymbol", value: "gw.admin.v1.SettingsService" } },
       { messageRequest: { case: "fileContainingSymbol", value: "gw.admin.v1.GetConfigRequest" } },
     ]);
-    assert.equal(fileNames(first).length, 5);
+    assert.equal(fileNames(first).length, 6);
     assert.deepEqual(fileNames(second), ["gw/admin/v1/settings.proto"]);
   });
 
-  test("reports the google.api.http extension of MethodOptions", async () => {
+  test("reports the extensions of MethodOptions the served files declare (access, google.api.http)", async () => {
     const [numbers, file] = await reflect([
       { messageRequest: { case: "allExtensionNumbersOfType", value: "google.protobuf.MethodOptions" } },
       {
@@ -154,7 +155,7 @@ describe("gRPC server reflection handler", () => {
       },
     ]);
     assert.equal(numbers?.messageResponse.case, "allExtensionNumbersResponse");
-    assert.deepEqual(numbers.messageResponse.value.extensionNumber, [72295728]);
+    assert.deepEqual(numbers.messageResponse.value.extensionNumber, [50100, 72295728]);
     assert.equal(fileNames(file)[0], "google/api/annotations.proto");
   });
 

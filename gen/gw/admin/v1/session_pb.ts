@@ -7,13 +7,14 @@ import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import { file_gw_api_v1_access } from "../../api/v1/access_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file gw/admin/v1/session.proto.
  */
 export const file_gw_admin_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("Chlndy9hZG1pbi92MS9zZXNzaW9uLnByb3RvEgtndy5hZG1pbi52MSIyCgxMb2dpblJlcXVlc3QSEAoIdXNlcm5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTgoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIPCg1Mb2dvdXRSZXF1ZXN0IiAKDkxvZ291dFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTLPAQoOU2Vzc2lvblNlcnZpY2USXQoFTG9naW4SGS5ndy5hZG1pbi52MS5Mb2dpblJlcXVlc3QaGi5ndy5hZG1pbi52MS5Mb2dpblJlc3BvbnNlIh2C0+STAhc6ASoiEi9hcGkvc2Vzc2lvbi9sb2dpbhJeCgZMb2dvdXQSGi5ndy5hZG1pbi52MS5Mb2dvdXRSZXF1ZXN0GhsuZ3cuYWRtaW4udjEuTG9nb3V0UmVzcG9uc2UiG4LT5JMCFSITL2FwaS9zZXNzaW9uL2xvZ291dGIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp]);
+  fileDesc("Chlndy9hZG1pbi92MS9zZXNzaW9uLnByb3RvEgtndy5hZG1pbi52MSIyCgxMb2dpblJlcXVlc3QSEAoIdXNlcm5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTgoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIPCg1Mb2dvdXRSZXF1ZXN0IiAKDkxvZ291dFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTLXAQoOU2Vzc2lvblNlcnZpY2USYQoFTG9naW4SGS5ndy5hZG1pbi52MS5Mb2dpblJlcXVlc3QaGi5ndy5hZG1pbi52MS5Mb2dpblJlc3BvbnNlIiGguxgDgtPkkwIXOgEqIhIvYXBpL3Nlc3Npb24vbG9naW4SYgoGTG9nb3V0EhouZ3cuYWRtaW4udjEuTG9nb3V0UmVxdWVzdBobLmd3LmFkbWluLnYxLkxvZ291dFJlc3BvbnNlIh+guxgBgtPkkwIVIhMvYXBpL3Nlc3Npb24vbG9nb3V0YgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * LoginRequest carries admin credentials.

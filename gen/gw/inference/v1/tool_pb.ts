@@ -5,13 +5,14 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
+import { file_gw_api_v1_access } from "../../api/v1/access_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file gw/inference/v1/tool.proto.
  */
 export const file_gw_inference_v1_tool: GenFile = /*@__PURE__*/
-  fileDesc("Chpndy9pbmZlcmVuY2UvdjEvdG9vbC5wcm90bxIPZ3cuaW5mZXJlbmNlLnYxIi8KDEZ1bmN0aW9uQ2FsbBIMCgRuYW1lGAEgASgJEhEKCWFyZ3VtZW50cxgCIAEoCSJfChJFeGVjdXRlVG9vbFJlcXVlc3QSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCghmdW5jdGlvbhgDIAEoCzIdLmd3LmluZmVyZW5jZS52MS5GdW5jdGlvbkNhbGwiSgoTRXhlY3V0ZVRvb2xSZXNwb25zZRIMCgRyb2xlGAEgASgJEhQKDHRvb2xfY2FsbF9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJMosBCg5NY3BUb29sU2VydmljZRJ5CgtFeGVjdXRlVG9vbBIjLmd3LmluZmVyZW5jZS52MS5FeGVjdXRlVG9vbFJlcXVlc3QaJC5ndy5pbmZlcmVuY2UudjEuRXhlY3V0ZVRvb2xSZXNwb25zZSIfgtPkkwIZOgEqIhQvdjEvbWNwL3Rvb2wvZXhlY3V0ZWIGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("Chpndy9pbmZlcmVuY2UvdjEvdG9vbC5wcm90bxIPZ3cuaW5mZXJlbmNlLnYxIi8KDEZ1bmN0aW9uQ2FsbBIMCgRuYW1lGAEgASgJEhEKCWFyZ3VtZW50cxgCIAEoCSJfChJFeGVjdXRlVG9vbFJlcXVlc3QSCgoCaWQYASABKAkSDAoEdHlwZRgCIAEoCRIvCghmdW5jdGlvbhgDIAEoCzIdLmd3LmluZmVyZW5jZS52MS5GdW5jdGlvbkNhbGwiSgoTRXhlY3V0ZVRvb2xSZXNwb25zZRIMCgRyb2xlGAEgASgJEhQKDHRvb2xfY2FsbF9pZBgCIAEoCRIPCgdjb250ZW50GAMgASgJMo8BCg5NY3BUb29sU2VydmljZRJ9CgtFeGVjdXRlVG9vbBIjLmd3LmluZmVyZW5jZS52MS5FeGVjdXRlVG9vbFJlcXVlc3QaJC5ndy5pbmZlcmVuY2UudjEuRXhlY3V0ZVRvb2xSZXNwb25zZSIjoLsYAoLT5JMCGToBKiIUL3YxL21jcC90b29sL2V4ZWN1dGViBnByb3RvMw", [file_google_api_annotations, file_gw_api_v1_access]);
 
 /**
  * FunctionCall is the function part of an OpenAI tool call.
