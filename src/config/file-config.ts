@@ -71,6 +71,8 @@ export interface ClientFileConfig {
   mcpExternalClientUrl: string;
   enforceGovernance: boolean;
   maxRequestBodyBytes: number;
+  /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
+  mcpToolSyncIntervalMinutes: number | null;
 }
 
 /**
@@ -386,6 +388,11 @@ const clientSchema = strict({
   mcp_external_client_url: url(HTTP, HTTP_URL, true).nullish(),
   enforce_governance: z.boolean().nullish(),
   max_request_body_bytes: z.int().positive().nullish(),
+  // As GET /config shows it (minutes; negative disables), so the API's settings paste into the file.
+  mcp_tool_sync_interval: z
+    .int()
+    .refine((minutes) => minutes !== 0, "must be a number of minutes, positive (or negative to disable)")
+    .nullish(),
 }).transform(
   (c): ClientFileConfig => ({
     prometheusLabels: c.prometheus_labels ?? [],
@@ -396,6 +403,7 @@ const clientSchema = strict({
     mcpExternalClientUrl: c.mcp_external_client_url ?? "",
     enforceGovernance: c.enforce_governance ?? false,
     maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+    mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,
   }),
 );
 
@@ -479,14 +487,26 @@ export const gatewayFileConfigSchema = strict({
   governance: section(governanceSchema),
   mcp: section(mcpSchema),
   pricing: section(pricingSchema),
-}).transform(
-  (f): GatewayFileConfig => ({
-    database: f.database,
-    authConfig: f.auth_config,
-    client: f.client,
-    providers: f.providers ?? {},
-    governance: f.governance,
-    mcp: f.mcp,
-    pricing: f.pricing,
-  }),
-);
+})
+  .superRefine(
+    (f, ctx) => {
+      const raw = f as Record<string, unknown>;
+      const client = raw["client"];
+      const mcp = raw["mcp"];
+      if (isRecord(client) && client["mcp_tool_sync_interval"] != null && isRecord(mcp) && mcp["tool_sync_interval"] != null) {
+        ctx.addIssue({ code: "custom", path: ["client", "mcp_tool_sync_interval"], message: "sets the same interval as mcp.tool_sync_interval; keep one of them" });
+      }
+    },
+    { when: (payload) => isRecord(payload.value) },
+  )
+  .transform(
+    (f): GatewayFileConfig => ({
+      database: f.database,
+      authConfig: f.auth_config,
+      client: f.client,
+      providers: f.providers ?? {},
+      governance: f.governance,
+      mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
+      pricing: f.pricing,
+    }),
+  );

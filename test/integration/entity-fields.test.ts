@@ -8,8 +8,10 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { ClientSettingsSchema, ToolManagerConfigSchema } from "../../gen/gw/admin/v1/settings_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
 import { isWellKnownMessage } from "../../src/proto-json/well-known.js";
@@ -83,6 +85,19 @@ function mcpClientSamples(): Json[] {
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
   ];
 }
+
+/** The settings: `mcp.tool_manager_config` and `client` in the file, their own GET and update in the API. */
+const TOOL_MANAGER: Json = { max_agent_depth: 7, tool_execution_timeout: "45s", code_mode_binding_level: "tool" };
+const CLIENT_SETTINGS: Json = {
+  prometheus_labels: ["team"],
+  drop_excess_requests: true,
+  initial_pool_size: 10,
+  allowed_headers: ["x-team"],
+  mcp_enable_temp_token_auth: true,
+  mcp_external_client_url: "http://127.0.0.1:1",
+  mcp_tool_sync_interval: 15,
+  enforce_governance: true,
+};
 
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */
 const REFUSED: readonly { entity: "provider" | "virtual_key"; path: string; value: unknown }[] = [
@@ -172,6 +187,8 @@ describe("every writable field of every entity", () => {
       ...providerSamples().flatMap((s) => samplePaths(ProviderSchema, s)),
       ...virtualKeySamples().flatMap((s) => samplePaths(VirtualKeySchema, s)),
       ...mcpClientSamples().flatMap((s) => samplePaths(McpClientSchema, s)),
+      ...samplePaths(ToolManagerConfigSchema, TOOL_MANAGER),
+      ...samplePaths(ClientSettingsSchema, CLIENT_SETTINGS),
       ...REFUSED.flatMap((r) => {
         const base = refusedPath(r.entity, r.path);
         const desc = r.entity === "provider" ? ProviderSchema : VirtualKeySchema;
@@ -180,7 +197,7 @@ describe("every writable field of every entity", () => {
       }),
       ...CREATE_ONLY,
     ]);
-    const missing = [ProviderSchema, VirtualKeySchema, McpClientSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
+    const missing = [ProviderSchema, VirtualKeySchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
     assert.deepEqual(missing, [], "fields with no sample: add one above (or to REFUSED until the feature exists)");
   });
 
@@ -189,12 +206,15 @@ describe("every writable field of every entity", () => {
       {
         providers: Object.fromEntries(providerSamples().map(({ name, ...rest }) => [name, rest])),
         governance: { virtual_keys: virtualKeySamples() },
-        mcp: { client_configs: mcpClientSamples().map(asFileEntry) },
+        mcp: { client_configs: mcpClientSamples().map(asFileEntry), tool_manager_config: TOOL_MANAGER },
+        client: CLIENT_SETTINGS,
       },
       {},
     );
-    const app = await startApp({ inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys), mcpClients: file.mcp.clientConfigs });
+    const app = await startApp(appOptionsFromConfig(file));
     try {
+      assertReadsBack((await api(app, "GET", "/api/settings/mcp/tool-manager-config")).body.config, TOOL_MANAGER, "tool manager");
+      assertReadsBack((await api(app, "GET", "/config")).body.config.client, CLIENT_SETTINGS, "client settings");
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);
@@ -239,6 +259,13 @@ describe("every writable field of every entity", () => {
           if (value !== undefined) await put(`/api/mcp/client/${created.body.client_id as string}`, { [key]: value });
         }
       }
+      for (const [key, value] of Object.entries(TOOL_MANAGER)) await put("/api/settings/mcp/tool-manager-config", { [key]: value });
+      for (const [key, value] of Object.entries(CLIENT_SETTINGS)) {
+        const res = await api(app, "PATCH", "/config", { client: { [key]: value } });
+        assert.equal(res.status, 200, `PATCH /config ${key}: ${JSON.stringify(res.body)}`);
+      }
+      assertReadsBack((await api(app, "GET", "/api/settings/mcp/tool-manager-config")).body.config, TOOL_MANAGER, "tool manager");
+      assertReadsBack((await api(app, "GET", "/config")).body.config.client, CLIENT_SETTINGS, "client settings");
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);

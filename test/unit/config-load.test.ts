@@ -57,6 +57,7 @@ describe("defaults", () => {
         mcpExternalClientUrl: "",
         enforceGovernance: false,
         maxRequestBodyBytes: 16 * 1024 * 1024,
+        mcpToolSyncIntervalMinutes: null,
       },
       providers: {},
       governance: { virtualKeys: [], routingRules: [] },
