@@ -11,7 +11,7 @@ import { GatewayError } from "../errors.js";
 import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
-import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -454,7 +454,11 @@ const virtualKeySchema = apiEntity(VirtualKeySchema).superRefine((key, ctx) => {
 
 const governanceSchema = strict({
   virtual_keys: z.array(virtualKeySchema).nullish(),
-  routing_rules: z.array(z.looseObject({ id: z.string().optional(), name: z.string().optional() })).nullish(),
+  // Read as the API reads a rule, then refused: a rule the gateway stored and never applied would route nothing.
+  routing_rules: z
+    .array(apiEntity(RoutingRuleSchema))
+    .refine((rules) => rules.length === 0, "routing rules are not supported yet: leave the list empty and route with virtual keys' provider_configs and request fallbacks")
+    .nullish(),
 }).transform(
   (g): GovernanceFileConfig => ({
     virtualKeys: g.virtual_keys ?? [],
@@ -462,9 +466,14 @@ const governanceSchema = strict({
   }),
 );
 
+/** Prices come from the bundled table; a download that never happens must not look configured. */
+const PRICING_SYNC_UNSUPPORTED = "is not supported yet: prices come from the bundled table; leave it out (or empty)";
+
 const pricingSchema = strict({
-  pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true).nullish(),
-  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true),
+  pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true)
+    .refine((value) => value === "", { message: PRICING_SYNC_UNSUPPORTED, when: (payload) => (payload.issues?.length ?? 0) === 0 })
+    .nullish(),
+  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true).refine((ms) => ms === DEFAULT_PRICING_SYNC_MS, PRICING_SYNC_UNSUPPORTED),
 }).transform(
   (p): PricingFileConfig => ({
     pricingUrl: p.pricing_url ?? "",

@@ -541,12 +541,19 @@ describe("providers, governance, pricing and database", () => {
   });
 
   test("rejects a routing rule that is not an object", () => {
-    assertRejected({ governance: { routing_rules: ["r1"] } }, "governance.routing_rules[0]", "must be an object, got a string");
+    assertRejected({ governance: { routing_rules: ["r1"] } }, "governance.routing_rules[0]", "request body: expected a JSON object, got a string");
   });
 
-  test("reads pricing settings", () => {
-    const config = parseConfig({ pricing: { pricing_url: "file:///data/pricing.json", sync_interval: "12h" } }, {});
-    assert.deepEqual(config.pricing, { pricingUrl: "file:///data/pricing.json", syncIntervalMs: 43_200_000 });
+  test("refuses routing rules until they are supported", () => {
+    assertRejected({ governance: { routing_rules: [{ name: "r1", expression: "true", provider: "openai" }] } }, "governance.routing_rules", "routing rules are not supported yet");
+  });
+
+  test("refuses a pricing_url until price downloads exist", () => {
+    assertRejected({ pricing: { pricing_url: "file:///data/pricing.json" } }, "pricing.pricing_url", "is not supported yet");
+  });
+
+  test("accepts an empty pricing_url", () => {
+    assert.equal(parseConfig({ pricing: { pricing_url: "" } }, {}).pricing.pricingUrl, "");
   });
 
   test("rejects a pricing_url with an unsupported scheme", () => {
