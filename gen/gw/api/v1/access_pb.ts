@@ -11,7 +11,7 @@ import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
  * Describes the file gw/api/v1/access.proto.
  */
 export const file_gw_api_v1_access: GenFile = /*@__PURE__*/
-  fileDesc("ChZndy9hcGkvdjEvYWNjZXNzLnByb3RvEglndy5hcGkudjEqWAoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhAKDEFDQ0VTU19BRE1JThABEhEKDUFDQ0VTU19DQUxMRVIQAhIRCg1BQ0NFU1NfUFVCTElDEAM6SwoGYWNjZXNzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoDjIRLmd3LmFwaS52MS5BY2Nlc3NSBmFjY2Vzc2IGcHJvdG8z", [file_google_protobuf_descriptor]);
+  fileDesc("ChZndy9hcGkvdjEvYWNjZXNzLnByb3RvEglndy5hcGkudjEqWAoGQWNjZXNzEhYKEkFDQ0VTU19VTlNQRUNJRklFRBAAEhAKDEFDQ0VTU19BRE1JThABEhEKDUFDQ0VTU19DQUxMRVIQAhIRCg1BQ0NFU1NfUFVCTElDEAM6SwoGYWNjZXNzEh4uZ29vZ2xlLnByb3RvYnVmLk1ldGhvZE9wdGlvbnMYtIcDIAEoDjIRLmd3LmFwaS52MS5BY2Nlc3NSBmFjY2Vzc0JlCg1jb20uZ3cuYXBpLnYxQgtBY2Nlc3NQcm90b1ABWhlndy9nZW4vZ28vZ3cvYXBpL3YxO2FwaXYxogIDR0FQqgIJR3cuQXBpLlYxygIJR3dcQXBpXFYx6gILR3c6OkFwaTo6VjFiBnByb3RvMw", [file_google_protobuf_descriptor]);
 
 /**
  * Access is who may call an RPC. The gateway refuses every RPC that does not declare one.
