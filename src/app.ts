@@ -1,6 +1,6 @@
 /**
  * The composition root: createApp(options) opens the store, seeds it from the config file, wires every
- * service, interceptor and protocol onto one port, and returns the running app with its close().
+ * service, interceptor and protocol onto one port, and returns the running app with its reload() and close().
  */
 import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
 import type { GatewayFileConfig } from "./config/file-config.js";
@@ -22,7 +22,8 @@ import { InferenceState } from "./services/inference/state.js";
 import { UsageFlusher } from "./services/inference/usage-flusher.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
-import { loadSettings, seedMcpClients, seedProviders, seedVirtualKeys } from "./services/bootstrap.js";
+import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
+import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
@@ -69,11 +70,17 @@ export interface App {
   readonly logger: Logger;
   readonly runtime: McpRuntime;
   readonly metrics: Metrics;
+  /**
+   * Applies a re-read config file as a restart would: changed sections seed the store and the running
+   * gateway takes them up. Throws, changing nothing, when an entry breaks a rule.
+   */
+  reload(next: Partial<AppOptions>): Promise<void>;
   /** Stops serving, finishes in-flight requests, closes the store. */
   close(): Promise<void>;
 }
 
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+const AUTH_OFF: AdminAuthConfig = { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 };
 
 /** Starts the gateway. */
 export async function createApp(options: AppOptions): Promise<App> {
@@ -89,14 +96,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   let usageFlusher: UsageFlusher | undefined;
   let runtime: McpRuntime | undefined;
   try {
-    const settings = await loadSettings(store, {
-      ...(options.toolManager ? { toolManager: options.toolManager } : {}),
-      ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
-    });
-    await seedMcpClients(store, options.mcpClients ?? [], logger);
+    await seedStore(store, seedInputOf(options), logger);
+    const settings = await loadSettings(store);
     const inferenceOptions = options.inference ?? { providers: {}, virtualKeys: [] };
-    await seedProviders(store, inferenceOptions.providers, logger);
-    await seedVirtualKeys(store, inferenceOptions.virtualKeys, logger);
     const state = new InferenceState({
       ...(inferenceOptions.random ? { random: inferenceOptions.random } : {}),
       ...(inferenceOptions.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: inferenceOptions.upstreamTimeoutMs } : {}),
@@ -109,7 +111,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
-    const auth = new AdminAuth(options.auth ?? { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 }, store);
+    const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
     const mcpRuntime = new McpRuntime({
       store,
       logger,
@@ -151,7 +153,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     const hostForUrl = address.host.includes(":") ? `[${address.host}]` : address.host;
     const url = `http://${hostForUrl}:${address.port}`;
     logger.info({ url, embedded_database: store.embedded }, "gateway listening");
+
     let closing: Promise<void> | undefined;
+    let reloading: Promise<void> = Promise.resolve();
+    const reloadOnce = async (next: Partial<AppOptions>): Promise<void> => {
+      const nextAuth = next.auth ?? AUTH_OFF;
+      const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
+      const authChanged = auth.reconfigure(nextAuth);
+      if (authChanged) logger.info({ enabled: nextAuth.enabled }, "admin authentication settings applied from the config file");
+      const atNextStart: string[] = [];
+      if ((next.databaseUrl ?? "") !== (options.databaseUrl ?? "")) atNextStart.push("database.url");
+      if ((next.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES) !== maxBodyBytes) atNextStart.push("client.max_request_body_bytes");
+      for (const field of atNextStart) logger.warn({ field }, `config file changes ${field}; it takes effect at the next start`);
+      const changed = describeChanges(changes, authChanged);
+      logger.info({ changed }, Object.keys(changed).length === 0 ? "config file re-read: nothing to apply" : "config file reloaded");
+    };
     return {
       url,
       port: address.port,
@@ -160,6 +176,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       logger,
       runtime: mcpRuntime,
       metrics,
+      reload(next) {
+        // One reload at a time: each seeds the store in its own transaction against what the last one left.
+        const run = reloading.then(() => reloadOnce(next));
+        reloading = run.catch(() => undefined);
+        return run;
+      },
       close() {
         closing ??= (async () => {
           unwatchLabels();
@@ -186,6 +208,30 @@ export async function createApp(options: AppOptions): Promise<App> {
 function stripBodyLimit(client: ClientSettings & { maxRequestBodyBytes?: number }): ClientSettings {
   const { maxRequestBodyBytes: _ignored, ...rest } = client;
   return rest;
+}
+
+/** The sections of the options that seed the store, at boot and on every reload. */
+function seedInputOf(options: Partial<AppOptions>): SeedInput {
+  const inference = options.inference ?? { providers: {}, virtualKeys: [] };
+  return {
+    ...(options.toolManager ? { toolManager: options.toolManager } : {}),
+    ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
+    mcpClients: options.mcpClients ?? [],
+    providers: inference.providers,
+    virtualKeys: inference.virtualKeys,
+  };
+}
+
+/** What a reload changed, for its log line: only the sections that changed. */
+function describeChanges(changes: SeedChanges, authChanged: boolean): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (changes.toolManager) out["tool_manager_config"] = true;
+  if (changes.client) out["client"] = true;
+  if (changes.mcpClients.length > 0) out["mcp_clients"] = changes.mcpClients.map((client) => client.name);
+  if (changes.providers.length > 0) out["providers"] = changes.providers;
+  if (changes.virtualKeyIds.length > 0) out["virtual_keys"] = changes.virtualKeyIds;
+  if (authChanged) out["auth_config"] = true;
+  return out;
 }
 
 /** The parts of AppOptions a validated config file decides. */

@@ -1,13 +1,14 @@
 /**
- * The gateway's entry point: the only place that reads argv and the environment and listens.
+ * The gateway's entry point: the only place that reads argv and the environment, and handles signals.
  * `node dist/main.js [--config path] [--host h] [--port n] [--data-dir dir]` (built by `npm run build`).
+ * SIGTERM and SIGINT stop it gracefully; SIGHUP re-reads the config file.
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { appOptionsFromConfig, createApp, type AppOptions } from "./app.js";
+import { appOptionsFromConfig, createApp, type App, type AppOptions } from "./app.js";
 import { loadConfigFile } from "./config/load-config.js";
 import { GatewayError } from "./errors.js";
-import { createLogger } from "./telemetry/logger.js";
+import { createLogger, type Logger } from "./telemetry/logger.js";
 
 const USAGE = "usage: npm start -- [--config path] [--host 127.0.0.1] [--port 8080] [--data-dir ./data]";
 
@@ -15,6 +16,29 @@ function parsePort(text: string, source: string): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new GatewayError("invalid_argument", `${source}: "${text}" is not a port number (0-65535)`);
   return port;
+}
+
+/** The options the config file decides, with the environment's overrides: the same at start and on SIGHUP. */
+async function fileOptions(configPath: string | undefined, env: NodeJS.ProcessEnv): Promise<Partial<AppOptions>> {
+  const file = configPath ? await loadConfigFile(configPath, env) : undefined;
+  const fromFile = file ? appOptionsFromConfig(file) : {};
+  const databaseUrl = env["GW_DATABASE_URL"] || fromFile.databaseUrl;
+  return { ...fromFile, ...(databaseUrl ? { databaseUrl } : {}) };
+}
+
+/** Re-reads the config file into the running app; a file that cannot be applied is logged and changes nothing. */
+async function reloadConfig(app: App, configPath: string | undefined, env: NodeJS.ProcessEnv, logger: Logger): Promise<void> {
+  if (configPath === undefined) {
+    logger.warn("SIGHUP: there is no config file to re-read (start with --config or GW_CONFIG)");
+    return;
+  }
+  logger.info({ config: configPath }, "SIGHUP: re-reading the config file");
+  try {
+    await app.reload(await fileOptions(configPath, env));
+  } catch (err) {
+    const message = err instanceof Error ? err.message : String(err);
+    logger.error({ err, config: configPath }, `config file not applied, the running configuration stays: ${message}`);
+  }
 }
 
 async function main(): Promise<void> {
@@ -41,27 +65,25 @@ async function main(): Promise<void> {
     process.stdout.write(`${USAGE}\n`);
     return;
   }
-  const configPath = args.config ?? env["GW_CONFIG"];
-  const file = configPath ? await loadConfigFile(resolve(configPath), env) : undefined;
-  const fromFile = file ? appOptionsFromConfig(file) : {};
+  const configText = args.config ?? env["GW_CONFIG"];
+  const configPath = configText ? resolve(configText) : undefined;
   const portText = args.port ?? env["GW_PORT"];
-  const databaseUrl = env["GW_DATABASE_URL"] || fromFile.databaseUrl;
   const options: AppOptions = {
-    ...fromFile,
+    ...(await fileOptions(configPath, env)),
     dataDir: resolve(args["data-dir"] ?? env["GW_DATA_DIR"] ?? "./data"),
     host: args.host ?? env["GW_HOST"] ?? "127.0.0.1",
     port: portText === undefined ? 8080 : parsePort(portText, args.port !== undefined ? "--port" : "GW_PORT"),
-    ...(databaseUrl ? { databaseUrl } : {}),
     ...(env["GW_ENCRYPTION_KEY"] ? { encryptionKey: env["GW_ENCRYPTION_KEY"] } : {}),
     logger,
   };
-  const app = await createApp(options);
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, "shutting down");
-    app.close().then(
+
+  // Signals are taken from the start: by default SIGHUP would end the process, and a stop requested
+  // while the store opens waits for it, so nothing (an initdb child, say) is left running.
+  let app: App | undefined;
+  let stopSignal: string | undefined;
+  let reloadRequested = false;
+  const stop = (running: App) => {
+    running.close().then(
       () => process.exit(0),
       (err: unknown) => {
         logger.error({ err }, "shutdown failed");
@@ -69,8 +91,22 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  const onStop = (signal: string) => {
+    if (stopSignal !== undefined) return;
+    stopSignal = signal;
+    logger.info({ signal }, "shutting down");
+    if (app) stop(app);
+  };
+  process.on("SIGTERM", () => onStop("SIGTERM"));
+  process.on("SIGINT", () => onStop("SIGINT"));
+  process.on("SIGHUP", () => {
+    if (app) void reloadConfig(app, configPath, env, logger);
+    else reloadRequested = true;
+  });
+
+  app = await createApp(options);
+  if (stopSignal !== undefined) stop(app);
+  else if (reloadRequested) void reloadConfig(app, configPath, env, logger);
 }
 
 main().catch((err: unknown) => {

@@ -68,6 +68,14 @@ export function snapshotOf(rec: McpClientRecord): ClientSnapshot {
   };
 }
 
+/** Moves a per-user client's admin discovery credential through the schema change its stored header keys imply. */
+function applyDiscoverySchema(rec: McpClientRecord): void {
+  if (rec.authType !== "per_user_headers" || rec.discoveryHeaders === null || rec.discoveryStatus === null) return;
+  const next = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, rec.perUserHeaderKeys);
+  rec.discoveryHeaders = next.values;
+  rec.discoveryStatus = next.status === "active" ? "active" : "needs_update";
+}
+
 /** States that refuse tool calls, with the reason given to the caller. */
 const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
   needs_reauth: "its upstream credential was rejected; update the client's headers to reauthorize it",
@@ -111,17 +119,28 @@ export class McpRuntime implements RuntimeStateSource {
     const records = await allClients(em);
     // The config file may have changed per_user_header_keys since the last boot: apply the schema-change
     // transition to the admin discovery credentials, then (below) to the per-user credentials.
-    for (const rec of records) {
-      if (rec.authType !== "per_user_headers" || rec.discoveryHeaders === null || rec.discoveryStatus === null) continue;
-      const next = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, rec.perUserHeaderKeys);
-      rec.discoveryHeaders = next.values;
-      rec.discoveryStatus = next.status === "active" ? "active" : "needs_update";
-    }
+    for (const rec of records) applyDiscoverySchema(rec);
     await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
     for (const rec of records) {
       this.add(snapshotOf(rec)).catch((err: unknown) => this.deps.logger.error({ err, client_id: rec.id }, "could not start MCP client"));
+    }
+  }
+
+  /**
+   * Takes up stored clients the config file has just created or changed, as start() takes them up at
+   * boot: the per_user_header_keys transition of their credentials, then their live side.
+   */
+  async reload(clientIds: readonly string[]): Promise<void> {
+    if (clientIds.length === 0) return;
+    const em = this.deps.store.fork();
+    const records = await em.find(McpClientRecord, { id: { $in: [...clientIds] } });
+    for (const rec of records) applyDiscoverySchema(rec);
+    await em.flush();
+    for (const rec of records) {
+      if (rec.authType === "per_user_headers") await this.credentials.schemaChanged(rec.id, rec.perUserHeaderKeys);
+      await this.update(snapshotOf(rec));
     }
   }
 

@@ -42,13 +42,23 @@ export class AdminAuth {
   private readonly unknown = new Set<string>();
 
   constructor(
-    private readonly config: AdminAuthConfig,
+    private config: AdminAuthConfig,
     private readonly store: Store,
   ) {}
 
   /** True when auth_config.is_enabled is set. */
   get enabled(): boolean {
     return this.config.enabled;
+  }
+
+  /**
+   * Takes up a changed auth_config (config reload); sessions already issued stay valid until they expire,
+   * as they do across a restart. True when anything changed.
+   */
+  reconfigure(next: AdminAuthConfig): boolean {
+    const changed = JSON.stringify(next) !== JSON.stringify(this.config);
+    this.config = { ...next };
+    return changed;
   }
 
   /** Exchanges admin credentials for a session token. */

@@ -1,9 +1,10 @@
 /**
- * Seeds the store from the config file at boot. The store is the source of truth:
- * a file section is applied only when it changed since the boot that last applied it (a hash is kept per
- * section), so edits made through the API survive restarts until the file itself changes. When a
- * client's file entry changes, its mutable fields are applied, immutable-field edits are ignored with a
- * warning, and per_user_header_keys is never emptied by the file.
+ * Seeds the store from the config file, at boot and again on a config reload (SIGHUP). The store is the
+ * source of truth: a file section is applied only when it changed since the boot or reload that last
+ * applied it (a hash is kept per section), so edits made through the API survive restarts until the file
+ * itself changes. When a client's file entry changes, its mutable fields are applied, immutable-field edits
+ * are ignored with a warning, and per_user_header_keys is never emptied by the file. One seeding is one
+ * transaction: an entry that breaks a rule leaves the store as it was.
  */
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -25,6 +26,31 @@ import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
 import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
 
+/** What the config file declares that seeds the store; absent settings seed the defaults. */
+export interface SeedInput {
+  toolManager?: ToolManagerSettings;
+  client?: ClientSettings;
+  mcpClients: readonly McpClientSpec[];
+  /** Provider name -> wire JSON {keys, network_config}. */
+  providers: Readonly<Record<string, Wire>>;
+  virtualKeys: readonly Wire[];
+}
+
+/** What one seeding wrote: the sections whose file entry changed since it was last applied. */
+export interface SeedChanges {
+  toolManager: boolean;
+  client: boolean;
+  mcpClients: { id: string; name: string }[];
+  providers: string[];
+  virtualKeyIds: string[];
+}
+
+/** A log line held back until the transaction that it reports has committed. */
+interface Note {
+  fields: Record<string, unknown>;
+  msg: string;
+}
+
 function hashOf(value: unknown): string {
   return createHash("sha256").update(JSON.stringify(value)).digest("hex");
 }
@@ -40,33 +66,57 @@ async function markApplied(em: EntityManager, key: string, fileValue: unknown): 
   await saveSetting(em, `seed:${key}`, hashOf(fileValue));
 }
 
-async function seededSetting<T>(em: EntityManager, key: string, fileValue: T): Promise<T> {
+/** Writes a settings row from the file when the file changed or the row is missing; true when written. */
+async function seedSetting(em: EntityManager, key: string, fileValue: unknown): Promise<boolean> {
   const stored = await em.findOne(SettingRecord, { key });
-  if ((await fileChanged(em, key, fileValue)) || !stored) {
-    await saveSetting(em, key, fileValue);
-    await markApplied(em, key, fileValue);
-    return fileValue;
-  }
-  return stored.value as T;
+  if (stored && !(await fileChanged(em, key, fileValue))) return false;
+  await saveSetting(em, key, fileValue);
+  await markApplied(em, key, fileValue);
+  return true;
 }
 
-/** Loads the run-time settings, applying the file's sections where they changed. */
-export async function loadSettings(
-  store: Store,
-  file: { toolManager?: ToolManagerSettings; client?: ClientSettings },
-): Promise<RuntimeSettings> {
+/**
+ * Applies every file section that changed since it was last applied, in one transaction, and logs each
+ * write once it has committed. An entry that breaks a rule throws (naming its path) and nothing is written.
+ */
+export async function seedStore(store: Store, input: SeedInput, logger: Logger): Promise<SeedChanges> {
+  const notes: Note[] = [];
+  const changes = await store.fork().transactional(async (em): Promise<SeedChanges> => ({
+    toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager ?? DEFAULT_TOOL_MANAGER),
+    client: await seedSetting(em, SETTING_CLIENT, input.client ?? DEFAULT_CLIENT),
+    mcpClients: await seedMcpClients(em, input.mcpClients, logger, notes),
+    providers: await seedProviders(em, input.providers, notes),
+    virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
+  }));
+  // Without a file the defaults are written once, which is nothing to report.
+  if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
+  if (changes.client && input.client) notes.push({ fields: {}, msg: "client settings applied from the config file" });
+  for (const note of notes) logger.info(note.fields, note.msg);
+  return changes;
+}
+
+/** The stored run-time settings over the defaults (after seedStore, the file's or the API's). */
+export async function readSettings(store: Store): Promise<{ toolManager: ToolManagerSettings; client: ClientSettings }> {
   const em = store.fork();
-  const toolManager = await seededSetting(em, SETTING_TOOL_MANAGER, file.toolManager ?? DEFAULT_TOOL_MANAGER);
-  const client = await seededSetting(em, SETTING_CLIENT, file.client ?? DEFAULT_CLIENT);
-  await em.flush();
-  return new RuntimeSettings({ ...DEFAULT_TOOL_MANAGER, ...toolManager }, { ...DEFAULT_CLIENT, ...client });
+  const toolManager = await em.findOne(SettingRecord, { key: SETTING_TOOL_MANAGER });
+  const client = await em.findOne(SettingRecord, { key: SETTING_CLIENT });
+  return {
+    toolManager: { ...DEFAULT_TOOL_MANAGER, ...(toolManager?.value as Partial<ToolManagerSettings> | undefined) },
+    client: { ...DEFAULT_CLIENT, ...(client?.value as Partial<ClientSettings> | undefined) },
+  };
 }
 
-/** Creates or updates the MCP clients the config file declares. A client that breaks a rule stops boot. */
-export async function seedMcpClients(store: Store, clients: readonly McpClientSpec[], logger: Logger): Promise<void> {
+/** The live run-time settings, loaded from the store. */
+export async function loadSettings(store: Store): Promise<RuntimeSettings> {
+  const { toolManager, client } = await readSettings(store);
+  return new RuntimeSettings(toolManager, client);
+}
+
+/** Creates or updates the MCP clients the config file declares; returns those written. */
+async function seedMcpClients(em: EntityManager, clients: readonly McpClientSpec[], logger: Logger, notes: Note[]): Promise<{ id: string; name: string }[]> {
+  const written: { id: string; name: string }[] = [];
   for (const [i, spec] of clients.entries()) {
     const prefix = `mcp.client_configs[${i}].`;
-    const em = store.fork();
     const seedKey = `mcp_client:${spec.name}`;
     const existing = await findClientByName(em, spec.name);
     if (existing && !(await fileChanged(em, seedKey, spec))) continue;
@@ -74,7 +124,8 @@ export async function seedMcpClients(store: Store, clients: readonly McpClientSp
       validateSpec(spec, prefix);
       const rec = await insertClient(em, spec, { source: "config", verified: false, tools: [] });
       await markApplied(em, seedKey, spec);
-      logger.info({ client_id: rec.id, client: spec.name }, "MCP client created from the config file");
+      notes.push({ fields: { client_id: rec.id, client: spec.name }, msg: "MCP client created from the config file" });
+      written.push({ id: rec.id, name: spec.name });
       continue;
     }
     const current = recordToSpec(existing);
@@ -98,30 +149,34 @@ export async function seedMcpClients(store: Store, clients: readonly McpClientSp
     assignSpec(existing, next);
     await em.flush();
     await markApplied(em, seedKey, spec);
-    logger.info({ client_id: existing.id, client: spec.name }, "MCP client updated from the config file");
+    notes.push({ fields: { client_id: existing.id, client: spec.name }, msg: "MCP client updated from the config file" });
+    written.push({ id: existing.id, name: spec.name });
   }
+  return written;
 }
 
-/** Creates or overwrites the providers the config file declares, each only when its file entry changed. */
-export async function seedProviders(store: Store, providers: Readonly<Record<string, Wire>>, logger: Logger): Promise<void> {
+/** Creates or overwrites the providers the config file declares, each only when its file entry changed; returns their names. */
+async function seedProviders(em: EntityManager, providers: Readonly<Record<string, Wire>>, notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
   for (const [name, wire] of Object.entries(providers)) {
-    const em = store.fork();
     const seedKey = `provider:${name}`;
     const existing = await em.findOne(ProviderRecord, { name });
     if (existing && !(await fileChanged(em, seedKey, wire))) continue;
     assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
     await em.flush();
     await markApplied(em, seedKey, wire);
-    logger.info({ provider: name }, existing ? "provider updated from the config file" : "provider created from the config file");
+    notes.push({ fields: { provider: name }, msg: existing ? "provider updated from the config file" : "provider created from the config file" });
+    written.push(name);
   }
+  return written;
 }
 
-/** Creates or overwrites the virtual keys the config file declares, each only when its file entry changed. */
-export async function seedVirtualKeys(store: Store, keys: readonly Wire[], logger: Logger): Promise<void> {
+/** Creates or overwrites the virtual keys the config file declares, each only when its file entry changed; returns their ids. */
+async function seedVirtualKeys(em: EntityManager, keys: readonly Wire[], notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
   for (const [index, wire] of keys.entries()) {
     const path = `governance.virtual_keys[${index}]`;
     const parsed = parseVirtualKeyWire(wire, path);
-    const em = store.fork();
     const seedKey = `virtual_key:${parsed.key.id}`;
     const existing = await em.findOne(VirtualKeyRecord, { id: parsed.key.id });
     if (existing && !(await fileChanged(em, seedKey, wire))) continue;
@@ -130,6 +185,8 @@ export async function seedVirtualKeys(store: Store, keys: readonly Wire[], logge
     assignVirtualKey(em, existing, parsed, "config");
     await em.flush();
     await markApplied(em, seedKey, wire);
-    logger.info({ virtual_key_id: parsed.key.id }, existing ? "virtual key updated from the config file" : "virtual key created from the config file");
+    notes.push({ fields: { virtual_key_id: parsed.key.id }, msg: existing ? "virtual key updated from the config file" : "virtual key created from the config file" });
+    written.push(parsed.key.id);
   }
+  return written;
 }

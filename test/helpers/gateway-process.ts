@@ -36,16 +36,17 @@ export function spawnMain(args: readonly string[], env: NodeJS.ProcessEnv = {}):
 }
 
 /**
- * Waits (bounded: 600 polls of 100 ms) for the log line whose JSON `msg` is `message`, counting only lines
- * after the first `after` ones, and returns it parsed; throws with the output when the process ends first.
+ * Waits (bounded: 600 polls of 100 ms) for the log line whose JSON `msg` starts with `message`, counting
+ * only lines after the first `after` ones, and returns it parsed; throws with the output when the process
+ * ends first.
  */
 export async function waitForLog(gw: GatewayProcess, message: string, after = 0): Promise<Record<string, unknown>> {
+  const prefix = `"msg":${JSON.stringify(message).slice(0, -1)}`;
   let done = false;
   void gw.exited.then(() => (done = true));
   for (let i = 0; i < 600; i++) {
     for (const line of gw.output().split("\n").slice(after)) {
-      if (!line.includes(`"msg":${JSON.stringify(message)}`)) continue;
-      return JSON.parse(line) as Record<string, unknown>;
+      if (line.includes(prefix)) return JSON.parse(line) as Record<string, unknown>;
     }
     if (done) break;
     await new Promise((r) => setTimeout(r, 100));

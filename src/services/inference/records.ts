@@ -62,25 +62,42 @@ export function assignVirtualKey(em: EntityManager, existing: VirtualKeyRecord |
   return em.create(VirtualKeyRecord, { id: parsed.key.id, ...fields, source });
 }
 
+/** Puts a stored provider and its listed models into the state. */
+function loadProvider(state: InferenceState, rec: ProviderRecord, logger: Logger): void {
+  try {
+    state.putProvider(parseProviderWire(rec.name, providerWireOf(rec), `provider ${rec.name}`));
+    state.setListedModels(rec.name, rec.listedModels);
+  } catch (err) {
+    // Rows are checked before they are written; one that no longer parses must not stop the gateway.
+    logger.error({ err, provider: rec.name }, "stored provider no longer passes validation; it is not served until fixed through the API");
+  }
+}
+
+/** Puts a stored virtual key into the state. */
+function loadVirtualKey(state: InferenceState, rec: VirtualKeyRecord, logger: Logger): void {
+  try {
+    state.putVirtualKey(parseVirtualKeyWire(virtualKeyWireOf(rec), "").key);
+  } catch (err) {
+    logger.error({ err, virtual_key_id: rec.id }, "stored virtual key no longer passes validation; it is refused until fixed through the API");
+  }
+}
+
+/** Loads the named providers and virtual keys from the store into the state, as the boot load does (a config reload). */
+export async function reloadInference(store: Store, state: InferenceState, logger: Logger, only: { providers: readonly string[]; virtualKeys: readonly string[] }): Promise<void> {
+  const em = store.fork();
+  if (only.providers.length > 0) {
+    for (const rec of await em.find(ProviderRecord, { name: { $in: [...only.providers] } })) loadProvider(state, rec, logger);
+  }
+  if (only.virtualKeys.length > 0) {
+    for (const rec of await em.find(VirtualKeyRecord, { id: { $in: [...only.virtualKeys] } })) loadVirtualKey(state, rec, logger);
+  }
+}
+
 /** Loads every provider, virtual key and usage counter from the store into the state (boot). */
 export async function loadInference(store: Store, state: InferenceState, logger: Logger): Promise<void> {
   const em = store.fork();
-  for (const rec of await em.find(ProviderRecord, {}, { orderBy: { name: "asc" } })) {
-    try {
-      state.putProvider(parseProviderWire(rec.name, providerWireOf(rec), `provider ${rec.name}`));
-      state.setListedModels(rec.name, rec.listedModels);
-    } catch (err) {
-      // Rows are checked before they are written; one that no longer parses must not stop the gateway.
-      logger.error({ err, provider: rec.name }, "stored provider no longer passes validation; it is not served until fixed through the API");
-    }
-  }
-  for (const rec of await em.find(VirtualKeyRecord, {}, { orderBy: { id: "asc" } })) {
-    try {
-      state.putVirtualKey(parseVirtualKeyWire(virtualKeyWireOf(rec), "").key);
-    } catch (err) {
-      logger.error({ err, virtual_key_id: rec.id }, "stored virtual key no longer passes validation; it is refused until fixed through the API");
-    }
-  }
+  for (const rec of await em.find(ProviderRecord, {}, { orderBy: { name: "asc" } })) loadProvider(state, rec, logger);
+  for (const rec of await em.find(VirtualKeyRecord, {}, { orderBy: { id: "asc" } })) loadVirtualKey(state, rec, logger);
   const usage = await em.find(UsageRecord, {});
   state.limits.restore({
     revision: 0,
