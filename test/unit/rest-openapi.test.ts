@@ -83,9 +83,9 @@ describe("buildOpenApi", () => {
 
   test("describes maps, lists, well-known types and int64", () => {
     const client = schemas["gw.admin.v1.McpClient"].properties;
-    assert.deepEqual(client.node_states, { type: "object", additionalProperties: { $ref: "#/components/schemas/gw.admin.v1.NodeState" } });
+    assert.deepEqual(client.node_states, { type: "object", additionalProperties: { $ref: "#/components/schemas/gw.admin.v1.NodeState" }, readOnly: true });
     assert.deepEqual(client.tools_to_execute, { type: "array", items: { type: "string" } });
-    assert.deepEqual(client.created_at, { type: "string", format: "date-time" });
+    assert.deepEqual(client.created_at, { type: "string", format: "date-time", readOnly: true });
     assert.deepEqual(schemas["gw.admin.v1.Tool"].properties.input_schema, { type: "object", additionalProperties: true });
     assert.deepEqual(schemas["gw.catalog.v1.Model"].properties.created, { type: ["integer", "string"], format: "int64" });
   });
@@ -118,6 +118,45 @@ describe("buildOpenApi", () => {
     const bare: Doc = buildOpenApi([thingService()], info);
     assert.equal(bare.paths["/things/{id}"].get.description, undefined);
     assert.equal(bare.components.schemas["test.v1.Thing"].description, undefined);
+  });
+
+  test("marks REQUIRED fields required", () => {
+    assert.deepEqual(schemas["gw.admin.v1.McpClient"].required, ["name", "connection_type"]);
+  });
+
+  test("marks OUTPUT_ONLY fields readOnly", () => {
+    assert.equal(schemas["gw.admin.v1.McpClient"].properties.client_id.readOnly, true);
+    assert.equal(schemas["gw.admin.v1.McpClient"].properties.name.readOnly, undefined);
+  });
+
+  test("marks INPUT_ONLY fields writeOnly", () => {
+    assert.equal(schemas["gw.admin.v1.McpClient"].properties.user_headers.writeOnly, true);
+  });
+
+  test("notes IMMUTABLE fields in their description", () => {
+    assert.match(schemas["gw.admin.v1.McpClient"].properties.connection_string.description, /^Immutable/);
+  });
+
+  test("requires nothing in the body of an update, whose mask is the body's keys", () => {
+    const schema = doc.paths["/api/mcp/client/{client_id}"].put.requestBody.content["application/json"].schema;
+    assert.equal(schema.required, undefined);
+    assert.ok("name" in schema.properties);
+  });
+
+  test("lists 400 on every operation, and 413 and 415 where a body is read", () => {
+    assert.deepEqual(Object.keys(doc.paths["/api/mcp/clients"].get.responses), ["200", "400", "default"]);
+    assert.deepEqual(Object.keys(doc.paths["/api/mcp/client"].post.responses), ["200", "400", "413", "415", "default"]);
+  });
+
+  test("adds the security and errors the caller knows of an operation", () => {
+    const withFacts: Doc = buildOpenApi([McpClientService], info, undefined, () => ({ security: [{ adminSession: [] }], errors: { 409: "taken" } }));
+    const op = withFacts.paths["/api/mcp/client"].post;
+    assert.deepEqual(op.security, [{ adminSession: [] }]);
+    assert.deepEqual(op.responses["409"], { description: "taken", content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } } });
+  });
+
+  test("summarizes an operation by its method name when the descriptor has no comments", () => {
+    assert.equal(doc.paths["/api/mcp/client"].post.summary, "Create mcp client");
   });
 
   test("throws for a rule the bridge cannot serve", () => {
