@@ -1,6 +1,7 @@
 /**
- * The composition root: createApp(options) opens the store, seeds it from the config file, wires every
- * service, interceptor and protocol onto one port, and returns the running app with its reload() and close().
+ * The composition root: createApp(options) binds the port (answering /health and /ready while it starts),
+ * opens the store, seeds it from the config file, wires every service, interceptor and protocol onto that
+ * port, and returns the running app with its reload() and close().
  */
 import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
 import type { GatewayFileConfig } from "./config/file-config.js";
@@ -11,7 +12,8 @@ import { McpRuntime } from "./mcp/runtime.js";
 import { StateRegistry } from "./mcp/state-registry.js";
 import { createSessionFactory } from "./mcp/upstream-session.js";
 import { createHttpHandler } from "./server/http-handler.js";
-import { createOnePortServer } from "./server/listener.js";
+import { createOnePortServer, type RequestHandler } from "./server/listener.js";
+import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
@@ -85,13 +87,29 @@ const AUTH_OFF: AdminAuthConfig = { enabled: false, username: "", password: "", 
 /** Starts the gateway. */
 export async function createApp(options: AppOptions): Promise<App> {
   const logger = options.logger ?? createLogger();
-  const store = await openStore({
-    dataDir: options.dataDir,
-    logger,
-    ...(options.databaseUrl ? { url: options.databaseUrl } : {}),
-    ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
-    ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
-  });
+  const host = options.host ?? "127.0.0.1";
+  const readiness = new Readiness(() => logger.info("gateway ready"));
+  // Bound first, so probes get an answer while the store opens (a first embedded start runs initdb).
+  let serve: RequestHandler = createStartingHandler(readiness);
+  const server = createOnePortServer((req, res) => serve(req, res));
+  const address = await server.listen(options.port ?? 8080, host);
+  const hostForUrl = address.host.includes(":") ? `[${address.host}]` : address.host;
+  const url = `http://${hostForUrl}:${address.port}`;
+  logger.info({ url }, "port bound: /health and /ready answer while the gateway starts");
+  let store: Store;
+  try {
+    store = await openStore({
+      dataDir: options.dataDir,
+      logger,
+      ...(options.databaseUrl ? { url: options.databaseUrl } : {}),
+      ...(options.databaseSchema ? { schema: options.databaseSchema } : {}),
+      ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+    });
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+  readiness.done("store");
   let inference: InferenceState | undefined;
   let usageFlusher: UsageFlusher | undefined;
   let runtime: McpRuntime | undefined;
@@ -106,6 +124,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     inference = state;
     await loadInference(store, state, logger);
+    readiness.done("catalog");
     const flusher = new UsageFlusher(store, state.limits, logger, inferenceOptions.usageFlushIntervalMs);
     usageFlusher = flusher;
     flusher.start();
@@ -147,12 +166,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
+      readiness,
     });
-    const server = createOnePortServer(handler);
-    const address = await server.listen(options.port ?? 8080, options.host ?? "127.0.0.1");
-    const hostForUrl = address.host.includes(":") ? `[${address.host}]` : address.host;
-    const url = `http://${hostForUrl}:${address.port}`;
+    serve = handler;
     logger.info({ url, embedded_database: store.embedded }, "gateway listening");
+    readiness.reportConnecting(() => mcpRuntime.stillConnecting());
+    void mcpRuntime.firstConnectionsDone().then(() => readiness.done("mcp_connections"));
 
     let closing: Promise<void> | undefined;
     let reloading: Promise<void> = Promise.resolve();
@@ -196,7 +215,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       },
     };
   } catch (err) {
-    // A failed start (a taken port, say) must not leave stdio children or upstream connections behind.
+    // A failed start (a bad config entry, say) must not leave stdio children or upstream connections behind.
+    await server.close();
     await usageFlusher?.stop();
     await inference?.close();
     await runtime?.shutdown();

@@ -90,6 +90,9 @@ export class McpRuntime implements RuntimeStateSource {
   private readonly idsByName = new Map<string, string>();
   private readonly timing: RuntimeTiming;
   private closed = false;
+  /** Clients start() found whose first connect or discovery has not finished: id -> name. */
+  private readonly connectingAtStart = new Map<string, string>();
+  private firstConnections: Promise<void> = Promise.resolve();
   /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
 
@@ -113,7 +116,7 @@ export class McpRuntime implements RuntimeStateSource {
     return this.clients.has(clientId) ? this.deps.states.stateOf(clientId) : undefined;
   }
 
-  /** Loads every stored client and brings each up in the background. */
+  /** Loads every stored client and brings each up in the background (see firstConnectionsDone). */
   async start(): Promise<void> {
     const em = this.deps.store.fork();
     const records = await allClients(em);
@@ -123,9 +126,26 @@ export class McpRuntime implements RuntimeStateSource {
     await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
-    for (const rec of records) {
-      this.add(snapshotOf(rec)).catch((err: unknown) => this.deps.logger.error({ err, client_id: rec.id }, "could not start MCP client"));
-    }
+    const firsts = records.map((rec) => {
+      this.connectingAtStart.set(rec.id, rec.name);
+      return this.add(snapshotOf(rec))
+        .catch((err: unknown) => this.deps.logger.error({ err, client_id: rec.id }, "could not start MCP client"))
+        .finally(() => this.connectingAtStart.delete(rec.id));
+    });
+    this.firstConnections = Promise.all(firsts).then(() => undefined);
+  }
+
+  /**
+   * Resolves once every client start() found has finished its first connect or discovery, passed or
+   * failed; each is bounded by its retries and the operation timeout.
+   */
+  firstConnectionsDone(): Promise<void> {
+    return this.firstConnections;
+  }
+
+  /** Names of the clients start() found whose first connect or discovery is still running. */
+  stillConnecting(): string[] {
+    return [...this.connectingAtStart.values()];
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * The request handler both protocol servers share: /health, /openapi.json, /metrics, the per-user
+ * The request handler both protocol servers share: /health, /ready, /openapi.json, /metrics, the per-user
  * credential page, POST /v1/chat/completions and POST /v1/responses, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
@@ -24,6 +24,7 @@ import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
 import { REFLECTION_SERVICES } from "./reflection.js";
+import { sendReadiness, type Readiness } from "./readiness.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
@@ -50,6 +51,8 @@ export interface HttpHandlerOptions {
   chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
   responses?: V1Handler;
+  /** Answers GET /ready (absent: no /ready route). */
+  readiness?: Readiness;
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
@@ -101,6 +104,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       sendJson(res, 200, { status: "ok" });
       return;
     }
+    if (path === "/ready" && opts.readiness && (req.method === "GET" || req.method === "HEAD")) {
+      sendReadiness(res, opts.readiness);
+      return;
+    }
     if (path === "/openapi.json" && req.method === "GET") {
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(openapi) });
       res.end(openapi);
@@ -138,7 +145,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
