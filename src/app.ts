@@ -11,6 +11,8 @@ import type { RuntimeTiming } from "./mcp/client-runtime.js";
 import { McpRuntime } from "./mcp/runtime.js";
 import { StateRegistry } from "./mcp/state-registry.js";
 import { createSessionFactory } from "./mcp/upstream-session.js";
+import { GatewayError } from "./errors.js";
+import { unauthenticatedExposure } from "./server/exposure.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createOnePortServer, type RequestHandler } from "./server/listener.js";
 import { createStartingHandler, Readiness } from "./server/readiness.js";
@@ -40,6 +42,8 @@ export interface AppOptions {
   /** Directory for the embedded database, its socket and the generated encryption key. */
   dataDir: string;
   host?: string;
+  /** Refuse to start (or to reload a config) that serves the admin API on a non-loopback host without auth. */
+  requireAuth?: boolean;
   /** 0 picks a free port. */
   port?: number;
   /** postgres://... for a real server; absent uses the embedded database. */
@@ -84,10 +88,19 @@ export interface App {
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 const AUTH_OFF: AdminAuthConfig = { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 };
 
+/** Warns about an admin API open to the network, or refuses it with `requireAuth`. */
+function checkExposure(host: string, auth: AdminAuthConfig | undefined, requireAuth: boolean, logger: Logger): void {
+  const risk = unauthenticatedExposure(host, auth?.enabled ?? false);
+  if (risk === null) return;
+  if (requireAuth) throw new GatewayError("failed_precondition", `${risk} (refused: --require-auth / GW_REQUIRE_AUTH is set)`);
+  logger.warn({ host }, risk);
+}
+
 /** Starts the gateway. */
 export async function createApp(options: AppOptions): Promise<App> {
   const logger = options.logger ?? createLogger();
   const host = options.host ?? "127.0.0.1";
+  checkExposure(host, options.auth, options.requireAuth ?? false, logger);
   const readiness = new Readiness(() => logger.info("gateway ready"));
   // Bound first, so probes get an answer while the store opens (a first embedded start runs initdb).
   let serve: RequestHandler = createStartingHandler(readiness);
@@ -177,6 +190,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     let reloading: Promise<void> = Promise.resolve();
     const reloadOnce = async (next: Partial<AppOptions>): Promise<void> => {
       const nextAuth = next.auth ?? AUTH_OFF;
+      checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
       const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
       const authChanged = auth.reconfigure(nextAuth);
       if (authChanged) logger.info({ enabled: nextAuth.enabled }, "admin authentication settings applied from the config file");

@@ -1,7 +1,7 @@
 /**
  * The gateway's entry point: the only place that reads argv and the environment, and handles signals.
- * `node dist/main.js [--config path] [--host h] [--port n] [--data-dir dir]` (built by `npm run build`).
- * SIGTERM and SIGINT stop it gracefully; SIGHUP re-reads the config file.
+ * `node dist/main.js [--config path] [--host h] [--port n] [--data-dir dir] [--require-auth]` (built by
+ * `npm run build`). SIGTERM and SIGINT stop it gracefully; SIGHUP re-reads the config file.
  */
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -10,12 +10,19 @@ import { loadConfigFile } from "./config/load-config.js";
 import { GatewayError } from "./errors.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 
-const USAGE = "usage: npm start -- [--config path] [--host 127.0.0.1] [--port 8080] [--data-dir ./data]";
+const USAGE = "usage: npm start -- [--config path] [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--require-auth]";
 
 function parsePort(text: string, source: string): number {
   const port = Number(text);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new GatewayError("invalid_argument", `${source}: "${text}" is not a port number (0-65535)`);
   return port;
+}
+
+/** GW_REQUIRE_AUTH: a security switch, so anything but an exact on or off value is refused rather than guessed. */
+function parseSwitch(text: string | undefined, name: string): boolean {
+  if (text === undefined || text === "" || text === "0" || text === "false") return false;
+  if (text === "1" || text === "true") return true;
+  throw new GatewayError("invalid_argument", `${name}: "${text}" is not 1, true, 0 or false`);
 }
 
 /** The options the config file decides, with the environment's overrides: the same at start and on SIGHUP. */
@@ -52,6 +59,7 @@ async function main(): Promise<void> {
         host: { type: "string" },
         port: { type: "string" },
         "data-dir": { type: "string" },
+        "require-auth": { type: "boolean" },
         help: { type: "boolean" },
       },
       strict: true,
@@ -73,6 +81,7 @@ async function main(): Promise<void> {
     dataDir: resolve(args["data-dir"] ?? env["GW_DATA_DIR"] ?? "./data"),
     host: args.host ?? env["GW_HOST"] ?? "127.0.0.1",
     port: portText === undefined ? 8080 : parsePort(portText, args.port !== undefined ? "--port" : "GW_PORT"),
+    requireAuth: args["require-auth"] === true || parseSwitch(env["GW_REQUIRE_AUTH"], "GW_REQUIRE_AUTH"),
     ...(env["GW_ENCRYPTION_KEY"] ? { encryptionKey: env["GW_ENCRYPTION_KEY"] } : {}),
     logger,
   };

@@ -48,6 +48,12 @@ describe("src/main.ts", { skip: testDatabaseUrl ? "runs on the embedded database
     assert.match(output(), /mcp\.client_configs\[0\]\.name/);
   });
 
+  test("GW_REQUIRE_AUTH=1 refuses to start on a non-loopback address without admin auth, saying why", async () => {
+    const { output, exited } = spawnMain(["--host", "0.0.0.0", "--port", "0", "--data-dir", join(dir, "data")], { GW_REQUIRE_AUTH: "1" });
+    assert.equal(await exited, 1);
+    assert.match(output(), /gw: cannot start: listening on 0\.0\.0\.0, which is not a loopback address, with admin authentication off/);
+  });
+
   test("an unknown flag is refused with the usage", async () => {
     const { output, exited } = spawnMain(["--prot", "9"]);
     assert.equal(await exited, 2);
