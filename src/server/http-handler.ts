@@ -20,11 +20,11 @@ import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.j
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
-import { buildOpenApi } from "./rest/openapi.js";
 import { createRestHandler } from "./rest/rest-handler.js";
 import { compileRoutes, type RouteTable } from "./rest/route-table.js";
 import { REFLECTION_SERVICES } from "./reflection.js";
 import { sendReadiness, type Readiness } from "./readiness.js";
+import { buildGatewayOpenApi } from "./openapi/gateway-document.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
@@ -58,7 +58,7 @@ export interface HttpHandlerOptions {
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
 export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const table = compileRoutes(opts.services);
-  const openapi = JSON.stringify(buildOpenApi(opts.services, { title: "gw AI gateway", version: opts.version }, table));
+  const openapi = JSON.stringify(buildGatewayOpenApi(opts.services, opts.version, table));
   const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes, table });
 
   const fallback = (req: Req, res: Res): void => {
