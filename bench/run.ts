@@ -389,7 +389,7 @@ function report(results: TargetResult[], loadAtStart: number): void {
   console.log(`${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}\n`);
   // One row per figure, one column per target, so more gateway variants only widen it a little.
   const row = (label: string, cell: (r: TargetResult) => string): string[] => [label, ...results.map(cell)];
-  // Every figure as a ratio to the floor and to a direct call (issue 4); latencies also as differences,
+  // Every figure as a ratio to the floor and to a direct call; latencies also as differences,
   // since the goal is stated in added milliseconds.
   const times = (value: number | null, base: number | null): string =>
     value !== null && base !== null && Number.isFinite(value / base) ? `${(value / base).toFixed(2)}x` : "-";
