@@ -5,7 +5,7 @@
  */
 import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
 import type { GatewayFileConfig } from "./config/file-config.js";
-import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "./config/runtime-settings.js";
+import { clientSettings, type ClientSettings, type RuntimeSettings, type ToolManagerSettings } from "./config/runtime-settings.js";
 import type { McpClientSpec } from "./mcp/client-spec.js";
 import type { RuntimeTiming } from "./mcp/client-runtime.js";
 import { McpRuntime } from "./mcp/runtime.js";
@@ -280,17 +280,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
       sessionTtlMs: auth.sessionTtlMs,
     },
     toolManager: { ...file.mcp.toolManagerConfig },
-    client: {
-      prometheusLabels: file.client.prometheusLabels,
-      dropExcessRequests: file.client.dropExcessRequests,
-      initialPoolSize: file.client.initialPoolSize,
-      allowedHeaders: file.client.allowedHeaders,
-      mcpEnableTempTokenAuth: file.client.mcpEnableTempTokenAuth,
-      mcpExternalClientUrl: file.client.mcpExternalClientUrl,
-      mcpToolSyncIntervalMinutes: file.mcp.toolSyncIntervalMinutes,
-      enforceGovernance: file.client.enforceGovernance,
-      maxRequestBodyBytes: file.client.maxRequestBodyBytes,
-    },
+    client: { ...clientSettings(file.client, file.mcp.toolSyncIntervalMinutes), maxRequestBodyBytes: file.client.maxRequestBodyBytes },
     mcpClients: file.mcp.clientConfigs,
     inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys),
   };

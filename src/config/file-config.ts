@@ -35,45 +35,17 @@ export interface McpClientFileConfig {
   disabled: boolean;
 }
 
-/** Agent-mode tool manager settings (`mcp.tool_manager_config`). */
-export interface ToolManagerFileConfig {
-  maxAgentDepth: number;
-  toolExecutionTimeoutMs: number;
-  codeModeBindingLevel: "tool";
-}
+/** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
+export type ToolManagerFileConfig = z.output<typeof toolManagerSchema>;
 
 /** The `mcp` section. */
-export interface McpFileConfig {
-  clientConfigs: McpClientFileConfig[];
-  toolManagerConfig: ToolManagerFileConfig;
-  /** Global tool-list sync interval in whole minutes (same encoding as a client's toolSyncInterval). */
-  toolSyncIntervalMinutes: number;
-}
+export type McpFileConfig = z.output<typeof mcpSchema>;
 
 /** The `auth_config` section: admin authentication. */
-export interface AuthFileConfig {
-  isEnabled: boolean;
-  /** Present whenever isEnabled is true. */
-  adminUsername: string | null;
-  /** Present whenever isEnabled is true. */
-  adminPassword: string | null;
-  sessionTtlMs: number;
-}
+export type AuthFileConfig = z.output<typeof authSchema>;
 
-/** The `client` section: gateway-wide client settings. */
-export interface ClientFileConfig {
-  prometheusLabels: string[];
-  dropExcessRequests: boolean;
-  initialPoolSize: number;
-  allowedHeaders: string[];
-  mcpEnableTempTokenAuth: boolean;
-  /** "" when unset; otherwise an http(s) URL. */
-  mcpExternalClientUrl: string;
-  enforceGovernance: boolean;
-  maxRequestBodyBytes: number;
-  /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
-  mcpToolSyncIntervalMinutes: number | null;
-}
+/** The `client` section: gateway-wide client settings, every default filled in. */
+export type ClientFileConfig = z.output<typeof clientSchema>;
 
 /**
  * One entry of `providers`, or of `governance.virtual_keys`: the API's JSON of the entity, checked by the
@@ -88,32 +60,14 @@ export type ProviderFileConfig = EntityFileConfig;
 /** A virtual key: the API's JSON, with `id` and `name` required (the file has no generated ids). */
 export type VirtualKeyFileConfig = { id: string; name: string } & EntityFileConfig;
 
-/** A routing rule, checked loosely here; fields keep their snake_case file names. */
-export type RoutingRuleFileConfig = { id?: string | undefined; name?: string | undefined } & Record<string, unknown>;
-
 /** The `governance` section. */
-export interface GovernanceFileConfig {
-  virtualKeys: VirtualKeyFileConfig[];
-  routingRules: RoutingRuleFileConfig[];
-}
+export type GovernanceFileConfig = z.output<typeof governanceSchema>;
 
 /** The `pricing` section. */
-export interface PricingFileConfig {
-  /** "" = the bundled datasheet only. */
-  pricingUrl: string;
-  syncIntervalMs: number;
-}
+export type PricingFileConfig = z.output<typeof pricingSchema>;
 
 /** The whole config file, normalized. */
-export interface GatewayFileConfig {
-  database: { url: string | null };
-  authConfig: AuthFileConfig;
-  client: ClientFileConfig;
-  providers: Record<string, ProviderFileConfig>;
-  governance: GovernanceFileConfig;
-  mcp: McpFileConfig;
-  pricing: PricingFileConfig;
-}
+export type GatewayFileConfig = z.output<typeof gatewayFileConfigSchema>;
 
 const MINUTE_MS = 60_000;
 const DEFAULT_TOOL_SYNC_MINUTES = 10;
@@ -328,29 +282,28 @@ const mcpClientListSchema = z.array(mcpClientSchema).superRefine(
   { when: (payload) => Array.isArray(payload.value) },
 );
 
-const toolManagerSchema = strict({
+/** `mcp.tool_manager_config`; its defaults are the gateway's (see runtime-settings.ts). */
+export const toolManagerSchema = strict({
   max_agent_depth: z.int().min(1).max(50).nullish(),
   tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, "30s", true),
   code_mode_binding_level: z.literal("tool").nullish(),
-}).transform(
-  (t): ToolManagerFileConfig => ({
-    maxAgentDepth: t.max_agent_depth ?? 10,
-    toolExecutionTimeoutMs: t.tool_execution_timeout,
-    codeModeBindingLevel: t.code_mode_binding_level ?? "tool",
-  }),
-);
+}).transform((t) => ({
+  maxAgentDepth: t.max_agent_depth ?? 10,
+  toolExecutionTimeoutMs: t.tool_execution_timeout,
+  codeModeBindingLevel: t.code_mode_binding_level ?? "tool",
+}));
 
-const mcpSchema = strict({
+/** The `mcp` section; its global sync interval default is the gateway's. */
+export const mcpSchema = strict({
   client_configs: mcpClientListSchema.nullish(),
   tool_manager_config: section(toolManagerSchema),
   tool_sync_interval: syncInterval(DEFAULT_TOOL_SYNC_MINUTES),
-}).transform(
-  (m): McpFileConfig => ({
-    clientConfigs: m.client_configs ?? [],
-    toolManagerConfig: m.tool_manager_config,
-    toolSyncIntervalMinutes: m.tool_sync_interval,
-  }),
-);
+}).transform((m) => ({
+  clientConfigs: m.client_configs ?? [],
+  toolManagerConfig: m.tool_manager_config,
+  /** Global tool-list sync interval in whole minutes (same encoding as a client's toolSyncInterval). */
+  toolSyncIntervalMinutes: m.tool_sync_interval,
+}));
 
 const authSchema = strict({
   is_enabled: z.boolean().nullish(),
@@ -370,16 +323,17 @@ const authSchema = strict({
     },
     { when: (payload) => isRecord(payload.value) },
   )
-  .transform(
-    (a): AuthFileConfig => ({
-      isEnabled: a.is_enabled ?? false,
-      adminUsername: a.admin_username ?? null,
-      adminPassword: a.admin_password ?? null,
-      sessionTtlMs: a.session_ttl,
-    }),
-  );
+  .transform((a) => ({
+    isEnabled: a.is_enabled ?? false,
+    /** Present whenever isEnabled is true. */
+    adminUsername: a.admin_username ?? null,
+    /** Present whenever isEnabled is true. */
+    adminPassword: a.admin_password ?? null,
+    sessionTtlMs: a.session_ttl,
+  }));
 
-const clientSchema = strict({
+/** The `client` section; its defaults are the gateway's (see runtime-settings.ts). */
+export const clientSchema = strict({
   prometheus_labels: z.array(z.string().min(1)).nullish(),
   drop_excess_requests: z.boolean().nullish(),
   initial_pool_size: z.int().positive().nullish(),
@@ -393,19 +347,19 @@ const clientSchema = strict({
     .int()
     .refine((minutes) => minutes !== 0, "must be a number of minutes, positive (or negative to disable)")
     .nullish(),
-}).transform(
-  (c): ClientFileConfig => ({
-    prometheusLabels: c.prometheus_labels ?? [],
-    dropExcessRequests: c.drop_excess_requests ?? false,
-    initialPoolSize: c.initial_pool_size ?? 300,
-    allowedHeaders: c.allowed_headers ?? ["*"],
-    mcpEnableTempTokenAuth: c.mcp_enable_temp_token_auth ?? false,
-    mcpExternalClientUrl: c.mcp_external_client_url ?? "",
-    enforceGovernance: c.enforce_governance ?? false,
-    maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
-    mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,
-  }),
-);
+}).transform((c) => ({
+  prometheusLabels: c.prometheus_labels ?? [],
+  dropExcessRequests: c.drop_excess_requests ?? false,
+  initialPoolSize: c.initial_pool_size ?? 300,
+  allowedHeaders: c.allowed_headers ?? ["*"],
+  mcpEnableTempTokenAuth: c.mcp_enable_temp_token_auth ?? false,
+  /** "" when unset; otherwise an http(s) URL. */
+  mcpExternalClientUrl: c.mcp_external_client_url ?? "",
+  enforceGovernance: c.enforce_governance ?? false,
+  maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+  /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
+  mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,
+}));
 
 /**
  * An entity the admin API also writes, read by the API's reader: unknown keys, wrong types and bad enum
@@ -459,12 +413,10 @@ const governanceSchema = strict({
     .array(apiEntity(RoutingRuleSchema))
     .refine((rules) => rules.length === 0, "routing rules are not supported yet: leave the list empty and route with virtual keys' provider_configs and request fallbacks")
     .nullish(),
-}).transform(
-  (g): GovernanceFileConfig => ({
-    virtualKeys: g.virtual_keys ?? [],
-    routingRules: g.routing_rules ?? [],
-  }),
-);
+}).transform((g) => ({
+  virtualKeys: g.virtual_keys ?? [],
+  routingRules: g.routing_rules ?? [],
+}));
 
 /** Prices come from the bundled table; a download that never happens must not look configured. */
 const PRICING_SYNC_UNSUPPORTED = "is not supported yet: prices come from the bundled table; leave it out (or empty)";
@@ -474,16 +426,15 @@ const pricingSchema = strict({
     .refine((value) => value === "", { message: PRICING_SYNC_UNSUPPORTED, when: (payload) => (payload.issues?.length ?? 0) === 0 })
     .nullish(),
   sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true).refine((ms) => ms === DEFAULT_PRICING_SYNC_MS, PRICING_SYNC_UNSUPPORTED),
-}).transform(
-  (p): PricingFileConfig => ({
-    pricingUrl: p.pricing_url ?? "",
-    syncIntervalMs: p.sync_interval,
-  }),
-);
+}).transform((p) => ({
+  /** "" = the bundled datasheet only. */
+  pricingUrl: p.pricing_url ?? "",
+  syncIntervalMs: p.sync_interval,
+}));
 
 const databaseSchema = strict({
   url: url(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", false).nullish(),
-}).transform((d): GatewayFileConfig["database"] => ({ url: d.url ?? null }));
+}).transform((d) => ({ url: d.url ?? null }));
 
 /** The whole file. Parse env-resolved JSON with it; see load-config.ts for the error formatting. */
 export const gatewayFileConfigSchema = strict({
@@ -508,14 +459,12 @@ export const gatewayFileConfigSchema = strict({
     },
     { when: (payload) => isRecord(payload.value) },
   )
-  .transform(
-    (f): GatewayFileConfig => ({
-      database: f.database,
-      authConfig: f.auth_config,
-      client: f.client,
-      providers: f.providers ?? {},
-      governance: f.governance,
-      mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
-      pricing: f.pricing,
-    }),
-  );
+  .transform((f) => ({
+    database: f.database,
+    authConfig: f.auth_config,
+    client: f.client,
+    providers: f.providers ?? {},
+    governance: f.governance,
+    mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
+    pricing: f.pricing,
+  }));

@@ -1,44 +1,32 @@
 /**
  * Settings that change at run time (PUT /api/settings/mcp/tool-manager-config, PATCH /config). Held in
  * memory so the request path reads them without touching the database; services/ persists every change
- * before it lands here.
+ * before it lands here. Their types and defaults are the config file schema's: a setting is declared once.
  */
+import { clientSchema, mcpSchema, toolManagerSchema, type ClientFileConfig, type McpFileConfig, type ToolManagerFileConfig } from "./file-config.js";
 
 /** Agent-mode tool manager settings. */
-export interface ToolManagerSettings {
-  maxAgentDepth: number;
-  toolExecutionTimeoutMs: number;
-  codeModeBindingLevel: "tool";
-}
+export type ToolManagerSettings = ToolManagerFileConfig;
 
-/** Gateway-wide client settings. */
-export interface ClientSettings {
-  prometheusLabels: string[];
-  dropExcessRequests: boolean;
-  initialPoolSize: number;
-  allowedHeaders: string[];
-  mcpEnableTempTokenAuth: boolean;
-  mcpExternalClientUrl: string;
-  mcpToolSyncIntervalMinutes: number;
-  enforceGovernance: boolean;
-}
-
-export const DEFAULT_TOOL_MANAGER: ToolManagerSettings = {
-  maxAgentDepth: 10,
-  toolExecutionTimeoutMs: 30_000,
-  codeModeBindingLevel: "tool",
+/**
+ * Gateway-wide client settings: the file's `client` section without the body limit (read at start only),
+ * and with the global tool sync interval resolved (the file may set it in `mcp` or in `client`).
+ */
+export type ClientSettings = Omit<ClientFileConfig, "maxRequestBodyBytes" | "mcpToolSyncIntervalMinutes"> & {
+  mcpToolSyncIntervalMinutes: McpFileConfig["toolSyncIntervalMinutes"];
 };
 
-export const DEFAULT_CLIENT: ClientSettings = {
-  prometheusLabels: [],
-  dropExcessRequests: false,
-  initialPoolSize: 300,
-  allowedHeaders: ["*"],
-  mcpEnableTempTokenAuth: false,
-  mcpExternalClientUrl: "",
-  mcpToolSyncIntervalMinutes: 10,
-  enforceGovernance: false,
-};
+/** The tool manager settings of a file that sets none. */
+export const DEFAULT_TOOL_MANAGER: ToolManagerSettings = toolManagerSchema.parse({});
+
+/** The client settings of a file that sets none. */
+export const DEFAULT_CLIENT: ClientSettings = clientSettings(clientSchema.parse({}), mcpSchema.parse({}).toolSyncIntervalMinutes);
+
+/** The run-time client settings of a file's `client` section, with the global tool sync interval it resolved. */
+export function clientSettings(client: ClientFileConfig, toolSyncIntervalMinutes: number): ClientSettings {
+  const { maxRequestBodyBytes: _startOnly, mcpToolSyncIntervalMinutes: _resolved, ...settings } = client;
+  return { ...settings, mcpToolSyncIntervalMinutes: toolSyncIntervalMinutes };
+}
 
 type Listener = (settings: RuntimeSettings) => void;
 
