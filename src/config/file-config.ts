@@ -12,6 +12,7 @@ import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js"
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { allowedHeaderProblem } from "./allowed-headers.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -337,7 +338,14 @@ export const clientSchema = strict({
   prometheus_labels: z.array(z.string().min(1)).nullish(),
   drop_excess_requests: z.boolean().nullish(),
   initial_pool_size: z.int().positive().nullish(),
-  allowed_headers: z.array(z.string().min(1)).nullish(),
+  allowed_headers: z
+    .array(
+      z.string().superRefine((entry, ctx) => {
+        const problem = allowedHeaderProblem(entry);
+        if (problem !== null) ctx.addIssue({ code: "custom", message: problem });
+      }),
+    )
+    .nullish(),
   mcp_enable_temp_token_auth: z.boolean().nullish(),
   mcp_external_client_url: url(HTTP, HTTP_URL, true).nullish(),
   enforce_governance: z.boolean().nullish(),

@@ -74,6 +74,8 @@ export interface CallOptions {
   rawBody?: string;
   /** Upper bound on waiting for response headers and on any gap between body chunks. */
   timeoutMs?: number;
+  /** The caller's headers to send along (lower-case names, already filtered); the provider's own headers win. */
+  headers?: Readonly<Record<string, string>>;
 }
 
 /** A complete non-streaming answer. */

@@ -4,6 +4,7 @@
  */
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { allowedHeaderProblem } from "../config/allowed-headers.js";
 import { formatDuration, parseDuration } from "../config/duration.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
@@ -126,7 +127,8 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
         break;
       case "client.allowed_headers":
         src.allowedHeaders.forEach((h, i) => {
-          if (h !== "*" && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(h)) throw invalidField(`client.allowed_headers[${i}]`, `"${h}" is not a header name or "*"`);
+          const problem = allowedHeaderProblem(h);
+          if (problem !== null) throw invalidField(`client.allowed_headers[${i}]`, problem);
         });
         next.allowedHeaders = [...src.allowedHeaders];
         break;

@@ -111,7 +111,7 @@ describe("defaults", () => {
   test("keeps explicit values over defaults", () => {
     const config = parseConfig(
       {
-        client: { prometheus_labels: ["team"], drop_excess_requests: true, initial_pool_size: 50, allowed_headers: ["x-team"] },
+        client: { prometheus_labels: ["team"], drop_excess_requests: true, initial_pool_size: 50, allowed_headers: ["x-team", "X-Stainless-*"] },
         mcp: { tool_manager_config: { max_agent_depth: 50, tool_execution_timeout: "2m" } },
       },
       {},
@@ -119,7 +119,7 @@ describe("defaults", () => {
     assert.deepEqual(config.client.prometheusLabels, ["team"]);
     assert.equal(config.client.dropExcessRequests, true);
     assert.equal(config.client.initialPoolSize, 50);
-    assert.deepEqual(config.client.allowedHeaders, ["x-team"]);
+    assert.deepEqual(config.client.allowedHeaders, ["x-team", "X-Stainless-*"]);
     assert.equal(config.mcp.toolManagerConfig.maxAgentDepth, 50);
     assert.equal(config.mcp.toolManagerConfig.toolExecutionTimeoutMs, 120_000);
   });
@@ -248,6 +248,14 @@ describe("auth_config", () => {
 describe("client", () => {
   test("rejects an initial_pool_size of zero", () => {
     assertRejected({ client: { initial_pool_size: 0 } }, "client.initial_pool_size", "must be greater than 0");
+  });
+
+  test("rejects an allowed_headers entry with a star inside it", () => {
+    assertRejected({ client: { allowed_headers: ["x-*-id"] } }, "client.allowed_headers[0]", '"x-*-id" is not a header name, a prefix ending in "*"');
+  });
+
+  test("rejects an empty allowed_headers entry", () => {
+    assertRejected({ client: { allowed_headers: ["x-team", ""] } }, "client.allowed_headers[1]", `"" is not a header name`);
   });
 
   test("rejects a fractional initial_pool_size", () => {

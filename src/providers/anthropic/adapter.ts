@@ -35,6 +35,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
     method: "POST",
     url: joinUrl(base, "/v1/messages"),
     headers: headers(options.key),
+    forwardedHeaders: options.headers,
     body,
     signal: options.signal,
     timeoutMs: options.timeoutMs,

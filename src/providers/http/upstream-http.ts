@@ -23,7 +23,10 @@ export function createUpstreamAgent(): Agent {
 export interface UpstreamCall {
   method: "GET" | "POST";
   url: string;
+  /** The provider's own headers (its auth, API version, ...): lower-case names, winning over forwarded ones. */
   headers: Record<string, string>;
+  /** The caller's headers that client.allowed_headers lets through (lower-case names). */
+  forwardedHeaders?: Readonly<Record<string, string>> | undefined;
   /** A JSON object, or JSON text already encoded. */
   body?: JsonObject | string;
   signal?: AbortSource | undefined;
@@ -281,8 +284,11 @@ function encodeBody(body: JsonObject | string | undefined): string | null {
   return typeof body === "string" ? body : JSON.stringify(body);
 }
 
+/** The headers sent: forwarded ones first, so the body's content type and the provider's own headers win. */
 function requestHeaders(call: UpstreamCall): Record<string, string> {
-  return call.body === undefined ? call.headers : { "content-type": "application/json", ...call.headers };
+  const forwarded = call.forwardedHeaders;
+  if (call.body === undefined) return forwarded === undefined ? call.headers : { ...forwarded, ...call.headers };
+  return forwarded === undefined ? { "content-type": "application/json", ...call.headers } : { ...forwarded, "content-type": "application/json", ...call.headers };
 }
 
 /** Decodes as undici's body.text() does: UTF-8, a leading BOM dropped. */

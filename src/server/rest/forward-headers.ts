@@ -6,25 +6,7 @@
  */
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
-
-const DROPPED = new Set([
-  "connection",
-  "keep-alive",
-  "proxy-connection",
-  "proxy-authenticate",
-  "proxy-authorization",
-  "transfer-encoding",
-  "te",
-  "trailer",
-  "upgrade",
-  "http2-settings",
-  "host",
-  "expect",
-  "content-length",
-  "content-type",
-  "content-encoding",
-  "accept-encoding",
-]);
+import { CONNECTION_AND_BODY_HEADERS } from "../../proxy-headers.js";
 
 /** Headers to send with the RPC. */
 export function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRequest): Headers {
@@ -40,7 +22,7 @@ export function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRe
   if (typeof host === "string" && req.headers["x-forwarded-host"] === undefined) out.set("x-forwarded-host", host);
   for (const [rawName, value] of Object.entries(req.headers)) {
     const name = rawName.toLowerCase();
-    if (value === undefined || name.startsWith(":") || DROPPED.has(name) || listedInConnection.has(name)) continue;
+    if (value === undefined || name.startsWith(":") || CONNECTION_AND_BODY_HEADERS.has(name) || listedInConnection.has(name)) continue;
     if (name.startsWith("connect-") || name.startsWith("grpc-")) continue;
     for (const v of Array.isArray(value) ? value : [value]) {
       try {

@@ -3,8 +3,9 @@
  * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
  * fallbacks). Within a target the keys are tried in their weighted order while the upstream answers with a
  * status that rotates keys; any other failure moves on to the next target. When every target fails the
- * primary's error is the answer. The call's method only picks the adapter call and the `method` metric
- * label, so routing, rotation, fallbacks and metrics are one code path for both APIs.
+ * primary's error is the answer. The caller's headers that client.allowed_headers lets through go along on
+ * every upstream call. The call's method only picks the adapter call and the `method` metric label, so
+ * routing, rotation, fallbacks and metrics are one code path for both APIs.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
@@ -30,6 +31,7 @@ import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
+import { HeaderForwarding } from "./forwarded-headers.js";
 import type { Inference } from "./state.js";
 
 /** The inference APIs the service runs: chat completions, or the Responses API. */
@@ -138,6 +140,8 @@ interface TargetAttempt {
   state: AttemptState;
   started: number;
   finishActive: () => void;
+  /** The caller's headers that go upstream; undefined when none does. */
+  forwarded: Readonly<Record<string, string>> | undefined;
 }
 
 /** Per-attempt facts for the base labels. */
@@ -178,6 +182,11 @@ export function asGatewayError(err: unknown): GatewayError {
 /** Creates the inference service (chat and responses) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
   const { inference, observer } = deps;
+  // Compiled once per settings change, not per request.
+  let forwarding = new HeaderForwarding(deps.settings.client.allowedHeaders);
+  deps.settings.onChange((settings) => {
+    forwarding = new HeaderForwarding(settings.client.allowedHeaders);
+  });
 
   function resolveKey(headers: IncomingHttpHeaders): VirtualKey | null {
     const key = inference.virtualKeys.resolve(virtualKeyCredential(headers));
@@ -297,11 +306,12 @@ export function createChatService(deps: ChatDeps): ChatService {
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;
     const state: AttemptState = { retries: 0, lastLabels: null, upstreamMs: 0 };
+    const forwarded = forwarding.pick(call.headers);
     for (const [fallbackIndex, target] of targets.entries()) {
       const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
       let targetError: GatewayError;
       try {
-        return await attemptTarget(call, { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive });
+        return await attemptTarget(call, { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded });
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
@@ -318,7 +328,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
-    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive } = at;
+    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded } = at;
     const custom = call.scope?.dims.metricValues;
     const provider = inference.providers.get(target.provider);
     state.lastLabels = labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false });
@@ -344,6 +354,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
       if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${target.provider} vanished`, { type: "gateway_internal", httpStatus: 500 });
       const options: CallOptions = { key, signal: call.signal };
+      if (forwarded !== undefined) options.headers = forwarded;
       // The client's own bytes may go upstream only when the model is not rewritten.
       if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
       const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;

@@ -171,7 +171,7 @@ export type ClientSettings = Message<"gw.admin.v1.ClientSettings"> & {
   initialPoolSize: number;
 
   /**
-   * allowed_headers lists request headers forwarded upstream ("*" = all).
+   * allowed_headers lists the /v1 caller headers forwarded upstream: names, "*" for all, or a prefix ending in "*"; gateway-owned headers never are.
    *
    * @generated from field: repeated string allowed_headers = 4;
    */
