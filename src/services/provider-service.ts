@@ -46,7 +46,7 @@ function redactKey(key: Wire): Wire {
 }
 
 function messageOf(rec: ProviderRecord): Provider {
-  return fromJson(ProviderSchema, { name: rec.name, keys: rec.keys.map(redactKey), network_config: rec.networkConfig } as JsonObject);
+  return fromJson(ProviderSchema, { name: rec.name, ...providerWireOf(rec), keys: rec.keys.map(redactKey) } as JsonObject);
 }
 
 function wireOf(provider: Provider | undefined): Wire {

@@ -8,6 +8,7 @@ import { Migration20261122041715_initial } from "./migrations/Migration202611220
 import { Migration20261122042306_discovery_credential } from "./migrations/Migration20261122042306_discovery_credential.js";
 import { Migration20261122063835_inference } from "./migrations/Migration20261122063835_inference.js";
 import { Migration20261122071136_per_user_credentials } from "./migrations/Migration20261122071136_per_user_credentials.js";
+import { Migration20261125164512_provider_concurrency } from "./migrations/Migration20261125164512_provider_concurrency.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -15,4 +16,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261122042306_discovery_credential", class: Migration20261122042306_discovery_credential },
   { name: "Migration20261122063835_inference", class: Migration20261122063835_inference },
   { name: "Migration20261122071136_per_user_credentials", class: Migration20261122071136_per_user_credentials },
+  { name: "Migration20261125164512_provider_concurrency", class: Migration20261125164512_provider_concurrency },
 ];

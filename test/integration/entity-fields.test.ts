@@ -41,6 +41,7 @@ function providerSamples(): Json[] {
         },
       ],
       network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+      concurrency_and_buffer_size: { concurrency: 4, buffer_size: 16 },
     },
   ];
 }

@@ -90,6 +90,8 @@ describe("provider validation", () => {
     ["duplicate key ids", { name: "groq", keys: [{ id: "a", name: "a", value: "x" }, { id: "a", name: "b", value: "y" }] }, /keys\[1\]\.id/],
     ["a base_url that is not http", { name: "groq", keys: [], network_config: { base_url: "ftp://x" } }, /base_url/],
     ["max_retries", { name: "groq", keys: [], network_config: { max_retries: 3 } }, /max_retries/],
+    ["a concurrency of 0", { name: "groq", keys: [], concurrency_and_buffer_size: { buffer_size: 5 } }, /^provider\.concurrency_and_buffer_size\.concurrency: must be a whole number >= 1/],
+    ["a negative buffer_size", { name: "groq", keys: [], concurrency_and_buffer_size: { concurrency: 2, buffer_size: -1 } }, /^provider\.concurrency_and_buffer_size\.buffer_size: must be a whole number >= 0/],
   ];
   for (const [what, body, field] of cases) {
     test(`refuses ${what} with a 400 naming the field`, async () => {

@@ -1,16 +1,19 @@
 /**
  * Inference orchestration for chat completions and the Responses API, entirely in memory (the database is
  * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
- * fallbacks). Within a target the keys are tried in their weighted order while the upstream answers with a
- * status that rotates keys; any other failure moves on to the next target. When every target fails the
- * primary's error is the answer. The caller's headers that client.allowed_headers lets through go along on
- * every upstream call. The call's method only picks the adapter call and the `method` metric label, so
- * routing, rotation, fallbacks and metrics are one code path for both APIs.
+ * fallbacks). A target whose provider has a call limit first takes one of its slots (waiting, or refused
+ * when the buffer is full and client.drop_excess_requests is on). Within a target the keys are tried in
+ * their weighted order while the upstream answers with a status that rotates keys; any other failure moves
+ * on to the next target. When every target fails the primary's error is the answer. The caller's headers
+ * that client.allowed_headers lets through go along on every upstream call. The call's method only picks
+ * the adapter call and the `method` metric label, so routing, rotation, fallbacks and metrics are one code
+ * path for both APIs.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import type { RequestAbort } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
+import type { CallLimiter } from "../../providers/call-limiter.js";
 import { ProviderError } from "../../providers/provider-error.js";
 import type {
   CallOptions,
@@ -32,7 +35,7 @@ import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } fr
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
-import type { Inference } from "./state.js";
+import type { Inference, InferenceProvider } from "./state.js";
 
 /** The inference APIs the service runs: chat completions, or the Responses API. */
 export type CallMethod = "chat" | "responses";
@@ -215,7 +218,10 @@ export function createChatService(deps: ChatDeps): ChatService {
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
   }
 
-  /** Wraps a stream so usage and the final outcome are reported once it ends, fails or is abandoned. */
+  /**
+   * Wraps a stream so usage and the final outcome are reported once it ends, fails or is abandoned:
+   * exactly once, since onEnd also gives back the provider's call slot.
+   */
   async function* relay(
     stream: ProviderStream,
     onEnd: (usage: TokenUsage | null, err: unknown) => void,
@@ -223,6 +229,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     startedAt: number,
   ): AsyncGenerator<JsonObject> {
     let ended = false;
+    let failure: unknown = null;
     let first = true;
     let last = startedAt;
     try {
@@ -235,13 +242,12 @@ export function createChatService(deps: ChatDeps): ChatService {
         yield chunk;
       }
       ended = true;
-      onEnd(stream.usage(), null);
     } catch (err) {
       ended = true;
-      onEnd(stream.usage(), err);
+      failure = err;
       throw err;
     } finally {
-      if (!ended) onEnd(stream.usage(), new GatewayError("unavailable", "the client closed the stream", { type: "caller_closed_request", httpStatus: 499 }));
+      onEnd(stream.usage(), ended ? failure : new GatewayError("unavailable", "the client closed the stream", { type: "caller_closed_request", httpStatus: 499 }));
     }
   }
 
@@ -328,10 +334,9 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
-    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded } = at;
-    const custom = call.scope?.dims.metricValues;
+    const { method, virtualKey, engines, target, fallbackIndex, state } = at;
     const provider = inference.providers.get(target.provider);
-    state.lastLabels = labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false });
+    state.lastLabels = labels(virtualKey, engines, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false });
     if (provider === undefined) {
       throw new RoutingError(
         "caller_provider_not_configured",
@@ -339,6 +344,26 @@ export function createChatService(deps: ChatDeps): ChatService {
         "model",
       );
     }
+    const limiter = provider.limiter;
+    if (limiter === null) return attemptKeys(call, at, provider, null);
+    const wait = limiter.acquire(call.signal, deps.settings.client.dropExcessRequests);
+    if (wait !== null) await wait;
+    let outcome: ChatOutcome;
+    try {
+      outcome = await attemptKeys(call, at, provider, limiter);
+    } catch (err) {
+      limiter.release();
+      throw err;
+    }
+    // A stream keeps its slot until it ends or its client leaves; its relay gives it back.
+    if (outcome.kind === "json") limiter.release();
+    return outcome;
+  }
+
+  /** The target's keys in their weighted order, rotating on the statuses that call for another key. */
+  async function attemptKeys(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter | null): Promise<ChatOutcome> {
+    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded } = at;
+    const custom = call.scope?.dims.metricValues;
     const choices = orderKeys({
       provider: target.provider,
       model: target.model,
@@ -371,6 +396,7 @@ export function createChatService(deps: ChatDeps): ChatService {
           const chunks = relay(
             stream,
             (usage, err) => {
+              limiter?.release();
               finishActive();
               observer.final(base, retries, err === null ? null : asGatewayError(err));
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);

@@ -15,13 +15,23 @@ const PROVIDER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export interface ProviderWire {
   keys: Wire[];
   network_config: Wire;
+  /** Present only when set, so providers without a limit keep the wire (and seed hash) they always had. */
+  concurrency_and_buffer_size?: Wire;
 }
 
-/** A parsed provider: what the adapters use, plus the request timeout of network_config. */
+/** The most upstream calls a provider runs at once, and how many requests may wait for one. */
+export interface CallLimit {
+  concurrency: number;
+  bufferSize: number;
+}
+
+/** A parsed provider: what the adapters use, plus the request timeout of network_config and the call limit. */
 export interface ParsedProvider {
   setup: ProviderSetup;
   /** default_request_timeout_in_seconds in ms; null = the gateway default. */
   timeoutMs: number | null;
+  /** concurrency_and_buffer_size; null = no limit. */
+  limit: CallLimit | null;
   wire: ProviderWire;
 }
 
@@ -79,6 +89,22 @@ function keyWire(key: ProviderKey): Wire {
   };
 }
 
+/** A whole number >= `min` (0 when absent). */
+function countField(value: unknown, path: string, min: number, meaning: string): number {
+  const count = numberField(value, path, 0);
+  if (!(Number.isSafeInteger(count) && count >= min)) throw invalidField(path, `must be a whole number >= ${min} (${meaning}), got ${count}`);
+  return count;
+}
+
+function callLimitOf(raw: unknown, path: string): CallLimit | null {
+  if (raw === undefined || raw === null) return null;
+  if (!isWire(raw)) throw invalidField(path, "must be an object {concurrency, buffer_size}, or absent for no limit");
+  return {
+    concurrency: countField(raw["concurrency"], `${path}.concurrency`, 1, "the most upstream calls in flight at once"),
+    bufferSize: countField(raw["buffer_size"], `${path}.buffer_size`, 0, "how many requests may wait for a slot"),
+  };
+}
+
 /** Parses and checks one provider; `path` prefixes field names in errors (e.g. `providers.openai`). */
 export function parseProviderWire(name: string, raw: Wire, path: string): ParsedProvider {
   const rawKeys = raw["keys"] ?? [];
@@ -105,12 +131,15 @@ export function parseProviderWire(name: string, raw: Wire, path: string): Parsed
     // Silently ignoring it would promise resilience the gateway does not give.
     throw invalidField(`${path}.network_config.max_retries`, "same-key retries are not supported; leave it 0 and use fallbacks or several keys (the gateway rotates keys on 429, 401, 403 and 402)");
   }
+  const limit = callLimitOf(raw["concurrency_and_buffer_size"], `${path}.concurrency_and_buffer_size`);
   return {
     setup: { name, baseUrl, keys },
     timeoutMs: timeoutSeconds > 0 ? timeoutSeconds * 1000 : null,
+    limit,
     wire: {
       keys: keys.map(keyWire),
       network_config: { base_url: baseUrl ?? "", default_request_timeout_in_seconds: timeoutSeconds, max_retries: 0 },
+      ...(limit ? { concurrency_and_buffer_size: { concurrency: limit.concurrency, buffer_size: limit.bufferSize } } : {}),
     },
   };
 }

@@ -26,7 +26,8 @@ export async function clashingKeyField(em: EntityManager, id: string, name: stri
 
 /** A provider record's wire JSON (secrets included: callers redact before answering). */
 export function providerWireOf(rec: ProviderRecord): Wire {
-  return { keys: rec.keys, network_config: rec.networkConfig };
+  const limit = rec.concurrencyAndBufferSize;
+  return { keys: rec.keys, network_config: rec.networkConfig, ...(limit ? { concurrency_and_buffer_size: limit } : {}) };
 }
 
 /** A virtual key record's wire JSON (the value included: callers redact before answering). */
@@ -36,13 +37,16 @@ export function virtualKeyWireOf(rec: VirtualKeyRecord): Wire {
 
 /** Inserts or overwrites a provider with a parsed definition (not flushed). */
 export function assignProvider(em: EntityManager, existing: ProviderRecord | null, parsed: ParsedProvider, source: "api" | "config"): ProviderRecord {
+  const fields = {
+    keys: parsed.wire.keys,
+    networkConfig: parsed.wire.network_config,
+    concurrencyAndBufferSize: parsed.wire.concurrency_and_buffer_size ?? null,
+  };
   if (existing) {
-    existing.keys = parsed.wire.keys;
-    existing.networkConfig = parsed.wire.network_config;
-    existing.updatedAt = new Date();
+    Object.assign(existing, fields, { updatedAt: new Date() });
     return existing;
   }
-  return em.create(ProviderRecord, { name: parsed.setup.name, keys: parsed.wire.keys, networkConfig: parsed.wire.network_config, source });
+  return em.create(ProviderRecord, { name: parsed.setup.name, ...fields, source });
 }
 
 /** Inserts or overwrites a virtual key with a parsed definition (not flushed). */

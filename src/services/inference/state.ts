@@ -1,8 +1,10 @@
 /**
- * The in-memory inference state the /v1 hot path reads: one adapter per provider with its keys, the model
- * catalog, the virtual-key registry and the usage counters. Admin writes and the boot load update it in
- * place, so a request never awaits the database; readers look fields up per request, never cache them.
+ * The in-memory inference state the /v1 hot path reads: one adapter per provider with its keys and call
+ * limit, the model catalog, the virtual-key registry and the usage counters. Admin writes and the boot load
+ * update it in place, so a request never awaits the database; readers look fields up per request, never
+ * cache them.
  */
+import { CallLimiter } from "../../providers/call-limiter.js";
 import { createProviderAdapter } from "../../providers/registry.js";
 import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
@@ -18,6 +20,8 @@ export interface InferenceProvider {
   keys: readonly ProviderKey[];
   /** The provider's own request timeout (network_config), or null for the gateway default. */
   timeoutMs: number | null;
+  /** Its concurrency_and_buffer_size slots, or null when its calls are not limited. */
+  limiter: CallLimiter | null;
 }
 
 /** What the hot path reads. */
@@ -57,10 +61,16 @@ export class InferenceState implements Inference {
     return this.#catalog;
   }
 
-  /** Adds or replaces a provider; the old adapter's pools close once their requests finish. */
+  /**
+   * Adds or replaces a provider; the old adapter's pools close once their requests finish. Requests already
+   * holding or awaiting a slot of the old limit keep it.
+   */
   putProvider(parsed: ParsedProvider): void {
-    const old = this.#providers.get(parsed.setup.name);
-    this.#providers.set(parsed.setup.name, { adapter: createProviderAdapter(parsed.setup), keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs });
+    const name = parsed.setup.name;
+    const old = this.#providers.get(name);
+    const adapter = createProviderAdapter(parsed.setup);
+    const limiter = parsed.limit === null ? null : new CallLimiter(name, parsed.limit.concurrency, parsed.limit.bufferSize);
+    this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, limiter });
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
   }

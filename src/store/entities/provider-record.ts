@@ -10,13 +10,15 @@ export type ProviderWireJson = Record<string, unknown>;
 
 /** A provider; `keys` holds the secret values, so it is encrypted at rest as a whole. */
 export class ProviderRecord {
-  declare [OptionalProps]?: "networkConfig" | "listedModels" | "source" | "createdAt" | "updatedAt";
+  declare [OptionalProps]?: "networkConfig" | "concurrencyAndBufferSize" | "listedModels" | "source" | "createdAt" | "updatedAt";
 
   declare name: string;
   /** The key list, [{id, name, value, models, aliases, weight, azure_key_config, ...}]. */
   declare keys: ProviderWireJson[];
   /** {base_url, default_request_timeout_in_seconds, max_retries}. */
   declare networkConfig: ProviderWireJson;
+  /** {concurrency, buffer_size}; null when the provider's calls are not limited. */
+  declare concurrencyAndBufferSize: ProviderWireJson | null;
   /** Model ids the provider's list-models API last reported (empty until fetched or after a clear). */
   declare listedModels: string[];
   declare source: "api" | "config";
@@ -32,6 +34,7 @@ export const ProviderSchema = new EntitySchema<ProviderRecord>({
     name: { type: "string", primary: true },
     keys: { type: new EncryptedJsonType<ProviderWireJson[]>() },
     networkConfig: { type: "json", onCreate: () => ({}) },
+    concurrencyAndBufferSize: { type: "json", nullable: true },
     listedModels: { type: "json", onCreate: () => [] },
     source: { enum: true, items: ["api", "config"], onCreate: () => "api" },
     createdAt: { type: "datetime", onCreate: () => new Date() },

@@ -157,7 +157,7 @@ export type ClientSettings = Message<"gw.admin.v1.ClientSettings"> & {
   prometheusLabels: string[];
 
   /**
-   * drop_excess_requests drops requests beyond the pool instead of queueing them.
+   * drop_excess_requests answers 429 gateway_queue_full at once when a provider's concurrency_and_buffer_size buffer is full, instead of waiting.
    *
    * @generated from field: bool drop_excess_requests = 2;
    */

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/catalog/v1/catalog.proto.
  */
 export const file_gw_catalog_v1_catalog: GenFile = /*@__PURE__*/
-  fileDesc("Chtndy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SDWd3LmNhdGFsb2cudjEisAEKDkF6dXJlS2V5Q29uZmlnEhAKCGVuZHBvaW50GAEgASgJEkMKC2RlcGxveW1lbnRzGAIgAygLMi4uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZy5EZXBsb3ltZW50c0VudHJ5EhMKC2FwaV92ZXJzaW9uGAMgASgJGjIKEERlcGxveW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJKChBCZWRyb2NrS2V5Q29uZmlnEhIKCmFjY2Vzc19rZXkYASABKAkSEgoKc2VjcmV0X2tleRgCIAEoCRIOCgZyZWdpb24YAyABKAkiNQoPVmVydGV4S2V5Q29uZmlnEhIKCnByb2plY3RfaWQYASABKAkSDgoGcmVnaW9uGAIgASgJIoYDCgtQcm92aWRlcktleRIPCgJpZBgBIAEoCUID4EECEgwKBG5hbWUYAiABKAkSDQoFdmFsdWUYAyABKAkSDgoGbW9kZWxzGAQgAygJEjgKB2FsaWFzZXMYBSADKAsyJy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyS2V5LkFsaWFzZXNFbnRyeRITCgZ3ZWlnaHQYBiABKAFIAIgBARI3ChBhenVyZV9rZXlfY29uZmlnGAcgASgLMh0uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZxI7ChJiZWRyb2NrX2tleV9jb25maWcYCCABKAsyHy5ndy5jYXRhbG9nLnYxLkJlZHJvY2tLZXlDb25maWcSOQoRdmVydGV4X2tleV9jb25maWcYCSABKAsyHi5ndy5jYXRhbG9nLnYxLlZlcnRleEtleUNvbmZpZxouCgxBbGlhc2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfd2VpZ2h0ImIKDU5ldHdvcmtDb25maWcSEAoIYmFzZV91cmwYASABKAkSKgoiZGVmYXVsdF9yZXF1ZXN0X3RpbWVvdXRfaW5fc2Vjb25kcxgCIAEoBRITCgttYXhfcmV0cmllcxgDIAEoBSKAAQoIUHJvdmlkZXISFAoEbmFtZRgBIAEoCUIG4EEC4EEFEigKBGtleXMYAiADKAsyGi5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyS2V5EjQKDm5ldHdvcmtfY29uZmlnGAMgASgLMhwuZ3cuY2F0YWxvZy52MS5OZXR3b3JrQ29uZmlnIkIKFUNyZWF0ZVByb3ZpZGVyUmVxdWVzdBIpCghwcm92aWRlchgBIAEoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXIiQwoWQ3JlYXRlUHJvdmlkZXJSZXNwb25zZRIpCghwcm92aWRlchgBIAEoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXIigQEKFVVwZGF0ZVByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJEikKCHByb3ZpZGVyGAIgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlchIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siQwoWVXBkYXRlUHJvdmlkZXJSZXNwb25zZRIpCghwcm92aWRlchgBIAEoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXIiFgoUTGlzdFByb3ZpZGVyc1JlcXVlc3QiQwoVTGlzdFByb3ZpZGVyc1Jlc3BvbnNlEioKCXByb3ZpZGVycxgBIAMoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXIiIgoSR2V0UHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiQAoTR2V0UHJvdmlkZXJSZXNwb25zZRIpCghwcm92aWRlchgBIAEoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXIiJQoVRGVsZXRlUHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkiKAoWRGVsZXRlUHJvdmlkZXJSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiJAoUUmVmZXRjaE1vZGVsc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSI9ChVSZWZldGNoTW9kZWxzUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEhQKDG1vZGVsc19jb3VudBgCIAEoBSIiChJDbGVhck1vZGVsc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSIlChNDbGVhck1vZGVsc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSJGCgVNb2RlbBIKCgJpZBgBIAEoCRIOCgZvYmplY3QYAiABKAkSDwoHY3JlYXRlZBgDIAEoAxIQCghvd25lZF9ieRgEIAEoCSIlChFMaXN0TW9kZWxzUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCSJIChJMaXN0TW9kZWxzUmVzcG9uc2USDgoGb2JqZWN0GAEgASgJEiIKBGRhdGEYAiADKAsyFC5ndy5jYXRhbG9nLnYxLk1vZGVsIigKF0xpc3RDb21wYXRNb2RlbHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFIlEKC0NvbXBhdE1vZGVsEgwKBHR5cGUYASABKAkSCgoCaWQYAiABKAkSFAoMZGlzcGxheV9uYW1lGAMgASgJEhIKCmNyZWF0ZWRfYXQYBCABKAkieQoYTGlzdENvbXBhdE1vZGVsc1Jlc3BvbnNlEigKBGRhdGEYASADKAsyGi5ndy5jYXRhbG9nLnYxLkNvbXBhdE1vZGVsEhAKCGhhc19tb3JlGAIgASgIEhAKCGZpcnN0X2lkGAMgASgJEg8KB2xhc3RfaWQYBCABKAkyvQcKD1Byb3ZpZGVyU2VydmljZRKGAQoOQ3JlYXRlUHJvdmlkZXISJC5ndy5jYXRhbG9nLnYxLkNyZWF0ZVByb3ZpZGVyUmVxdWVzdBolLmd3LmNhdGFsb2cudjEuQ3JlYXRlUHJvdmlkZXJSZXNwb25zZSInoLsYAYLT5JMCHToIcHJvdmlkZXIiES9hcGkvdjEvcHJvdmlkZXJzEo0BCg5VcGRhdGVQcm92aWRlchIkLmd3LmNhdGFsb2cudjEuVXBkYXRlUHJvdmlkZXJSZXF1ZXN0GiUuZ3cuY2F0YWxvZy52MS5VcGRhdGVQcm92aWRlclJlc3BvbnNlIi6guxgBgtPkkwIkOghwcm92aWRlchoYL2FwaS92MS9wcm92aWRlcnMve25hbWV9EnkKDUxpc3RQcm92aWRlcnMSIy5ndy5jYXRhbG9nLnYxLkxpc3RQcm92aWRlcnNSZXF1ZXN0GiQuZ3cuY2F0YWxvZy52MS5MaXN0UHJvdmlkZXJzUmVzcG9uc2UiHaC7GAGC0+STAhMSES9hcGkvdjEvcHJvdmlkZXJzEnoKC0dldFByb3ZpZGVyEiEuZ3cuY2F0YWxvZy52MS5HZXRQcm92aWRlclJlcXVlc3QaIi5ndy5jYXRhbG9nLnYxLkdldFByb3ZpZGVyUmVzcG9uc2UiJKC7GAGC0+STAhoSGC9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfRKDAQoORGVsZXRlUHJvdmlkZXISJC5ndy5jYXRhbG9nLnYxLkRlbGV0ZVByb3ZpZGVyUmVxdWVzdBolLmd3LmNhdGFsb2cudjEuRGVsZXRlUHJvdmlkZXJSZXNwb25zZSIkoLsYAYLT5JMCGioYL2FwaS92MS9wcm92aWRlcnMve25hbWV9Eo8BCg1SZWZldGNoTW9kZWxzEiMuZ3cuY2F0YWxvZy52MS5SZWZldGNoTW9kZWxzUmVxdWVzdBokLmd3LmNhdGFsb2cudjEuUmVmZXRjaE1vZGVsc1Jlc3BvbnNlIjOguxgBgtPkkwIpIicvYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0vbW9kZWxzL3JlZmV0Y2gSgQEKC0NsZWFyTW9kZWxzEiEuZ3cuY2F0YWxvZy52MS5DbGVhck1vZGVsc1JlcXVlc3QaIi5ndy5jYXRhbG9nLnYxLkNsZWFyTW9kZWxzUmVzcG9uc2UiK6C7GAGC0+STAiEqHy9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfS9tb2RlbHMygQIKDE1vZGVsU2VydmljZRJpCgpMaXN0TW9kZWxzEiAuZ3cuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVxdWVzdBohLmd3LmNhdGFsb2cudjEuTGlzdE1vZGVsc1Jlc3BvbnNlIhaguxgCgtPkkwIMEgovdjEvbW9kZWxzEoUBChBMaXN0Q29tcGF0TW9kZWxzEiYuZ3cuY2F0YWxvZy52MS5MaXN0Q29tcGF0TW9kZWxzUmVxdWVzdBonLmd3LmNhdGFsb2cudjEuTGlzdENvbXBhdE1vZGVsc1Jlc3BvbnNlIiCguxgCgtPkkwIWEhQvYW50aHJvcGljL3YxL21vZGVsc0J+ChFjb20uZ3cuY2F0YWxvZy52MUIMQ2F0YWxvZ1Byb3RvUAFaIWd3L2dlbi9nby9ndy9jYXRhbG9nL3YxO2NhdGFsb2d2MaICA0dDQaoCDUd3LkNhdGFsb2cuVjHKAg1Hd1xDYXRhbG9nXFYx6gIPR3c6OkNhdGFsb2c6OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_gw_api_v1_access]);
+  fileDesc("Chtndy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SDWd3LmNhdGFsb2cudjEisAEKDkF6dXJlS2V5Q29uZmlnEhAKCGVuZHBvaW50GAEgASgJEkMKC2RlcGxveW1lbnRzGAIgAygLMi4uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZy5EZXBsb3ltZW50c0VudHJ5EhMKC2FwaV92ZXJzaW9uGAMgASgJGjIKEERlcGxveW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJKChBCZWRyb2NrS2V5Q29uZmlnEhIKCmFjY2Vzc19rZXkYASABKAkSEgoKc2VjcmV0X2tleRgCIAEoCRIOCgZyZWdpb24YAyABKAkiNQoPVmVydGV4S2V5Q29uZmlnEhIKCnByb2plY3RfaWQYASABKAkSDgoGcmVnaW9uGAIgASgJIoYDCgtQcm92aWRlcktleRIPCgJpZBgBIAEoCUID4EECEgwKBG5hbWUYAiABKAkSDQoFdmFsdWUYAyABKAkSDgoGbW9kZWxzGAQgAygJEjgKB2FsaWFzZXMYBSADKAsyJy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyS2V5LkFsaWFzZXNFbnRyeRITCgZ3ZWlnaHQYBiABKAFIAIgBARI3ChBhenVyZV9rZXlfY29uZmlnGAcgASgLMh0uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZxI7ChJiZWRyb2NrX2tleV9jb25maWcYCCABKAsyHy5ndy5jYXRhbG9nLnYxLkJlZHJvY2tLZXlDb25maWcSOQoRdmVydGV4X2tleV9jb25maWcYCSABKAsyHi5ndy5jYXRhbG9nLnYxLlZlcnRleEtleUNvbmZpZxouCgxBbGlhc2VzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIJCgdfd2VpZ2h0ImIKDU5ldHdvcmtDb25maWcSEAoIYmFzZV91cmwYASABKAkSKgoiZGVmYXVsdF9yZXF1ZXN0X3RpbWVvdXRfaW5fc2Vjb25kcxgCIAEoBRITCgttYXhfcmV0cmllcxgDIAEoBSLOAQoIUHJvdmlkZXISFAoEbmFtZRgBIAEoCUIG4EEC4EEFEigKBGtleXMYAiADKAsyGi5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyS2V5EjQKDm5ldHdvcmtfY29uZmlnGAMgASgLMhwuZ3cuY2F0YWxvZy52MS5OZXR3b3JrQ29uZmlnEkwKG2NvbmN1cnJlbmN5X2FuZF9idWZmZXJfc2l6ZRgEIAEoCzInLmd3LmNhdGFsb2cudjEuQ29uY3VycmVuY3lBbmRCdWZmZXJTaXplIkQKGENvbmN1cnJlbmN5QW5kQnVmZmVyU2l6ZRITCgtjb25jdXJyZW5jeRgBIAEoBRITCgtidWZmZXJfc2l6ZRgCIAEoBSJCChVDcmVhdGVQcm92aWRlclJlcXVlc3QSKQoIcHJvdmlkZXIYASABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyIkMKFkNyZWF0ZVByb3ZpZGVyUmVzcG9uc2USKQoIcHJvdmlkZXIYASABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyIoEBChVVcGRhdGVQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCRIpCghwcm92aWRlchgCIAEoCzIXLmd3LmNhdGFsb2cudjEuUHJvdmlkZXISLwoLdXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkMKFlVwZGF0ZVByb3ZpZGVyUmVzcG9uc2USKQoIcHJvdmlkZXIYASABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyIhYKFExpc3RQcm92aWRlcnNSZXF1ZXN0IkMKFUxpc3RQcm92aWRlcnNSZXNwb25zZRIqCglwcm92aWRlcnMYASADKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyIiIKEkdldFByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIkAKE0dldFByb3ZpZGVyUmVzcG9uc2USKQoIcHJvdmlkZXIYASABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyIiUKFURlbGV0ZVByb3ZpZGVyUmVxdWVzdBIMCgRuYW1lGAEgASgJIigKFkRlbGV0ZVByb3ZpZGVyUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIiQKFFJlZmV0Y2hNb2RlbHNSZXF1ZXN0EgwKBG5hbWUYASABKAkiPQoVUmVmZXRjaE1vZGVsc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIUCgxtb2RlbHNfY291bnQYAiABKAUiIgoSQ2xlYXJNb2RlbHNSZXF1ZXN0EgwKBG5hbWUYASABKAkiJQoTQ2xlYXJNb2RlbHNSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiRgoFTW9kZWwSCgoCaWQYASABKAkSDgoGb2JqZWN0GAIgASgJEg8KB2NyZWF0ZWQYAyABKAMSEAoIb3duZWRfYnkYBCABKAkiJQoRTGlzdE1vZGVsc1JlcXVlc3QSEAoIcHJvdmlkZXIYASABKAkiSAoSTGlzdE1vZGVsc1Jlc3BvbnNlEg4KBm9iamVjdBgBIAEoCRIiCgRkYXRhGAIgAygLMhQuZ3cuY2F0YWxvZy52MS5Nb2RlbCIoChdMaXN0Q29tcGF0TW9kZWxzUmVxdWVzdBINCgVsaW1pdBgBIAEoBSJRCgtDb21wYXRNb2RlbBIMCgR0eXBlGAEgASgJEgoKAmlkGAIgASgJEhQKDGRpc3BsYXlfbmFtZRgDIAEoCRISCgpjcmVhdGVkX2F0GAQgASgJInkKGExpc3RDb21wYXRNb2RlbHNSZXNwb25zZRIoCgRkYXRhGAEgAygLMhouZ3cuY2F0YWxvZy52MS5Db21wYXRNb2RlbBIQCghoYXNfbW9yZRgCIAEoCBIQCghmaXJzdF9pZBgDIAEoCRIPCgdsYXN0X2lkGAQgASgJMr0HCg9Qcm92aWRlclNlcnZpY2UShgEKDkNyZWF0ZVByb3ZpZGVyEiQuZ3cuY2F0YWxvZy52MS5DcmVhdGVQcm92aWRlclJlcXVlc3QaJS5ndy5jYXRhbG9nLnYxLkNyZWF0ZVByb3ZpZGVyUmVzcG9uc2UiJ6C7GAGC0+STAh06CHByb3ZpZGVyIhEvYXBpL3YxL3Byb3ZpZGVycxKNAQoOVXBkYXRlUHJvdmlkZXISJC5ndy5jYXRhbG9nLnYxLlVwZGF0ZVByb3ZpZGVyUmVxdWVzdBolLmd3LmNhdGFsb2cudjEuVXBkYXRlUHJvdmlkZXJSZXNwb25zZSIuoLsYAYLT5JMCJDoIcHJvdmlkZXIaGC9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfRJ5Cg1MaXN0UHJvdmlkZXJzEiMuZ3cuY2F0YWxvZy52MS5MaXN0UHJvdmlkZXJzUmVxdWVzdBokLmd3LmNhdGFsb2cudjEuTGlzdFByb3ZpZGVyc1Jlc3BvbnNlIh2guxgBgtPkkwITEhEvYXBpL3YxL3Byb3ZpZGVycxJ6CgtHZXRQcm92aWRlchIhLmd3LmNhdGFsb2cudjEuR2V0UHJvdmlkZXJSZXF1ZXN0GiIuZ3cuY2F0YWxvZy52MS5HZXRQcm92aWRlclJlc3BvbnNlIiSguxgBgtPkkwIaEhgvYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0SgwEKDkRlbGV0ZVByb3ZpZGVyEiQuZ3cuY2F0YWxvZy52MS5EZWxldGVQcm92aWRlclJlcXVlc3QaJS5ndy5jYXRhbG9nLnYxLkRlbGV0ZVByb3ZpZGVyUmVzcG9uc2UiJKC7GAGC0+STAhoqGC9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfRKPAQoNUmVmZXRjaE1vZGVscxIjLmd3LmNhdGFsb2cudjEuUmVmZXRjaE1vZGVsc1JlcXVlc3QaJC5ndy5jYXRhbG9nLnYxLlJlZmV0Y2hNb2RlbHNSZXNwb25zZSIzoLsYAYLT5JMCKSInL2FwaS92MS9wcm92aWRlcnMve25hbWV9L21vZGVscy9yZWZldGNoEoEBCgtDbGVhck1vZGVscxIhLmd3LmNhdGFsb2cudjEuQ2xlYXJNb2RlbHNSZXF1ZXN0GiIuZ3cuY2F0YWxvZy52MS5DbGVhck1vZGVsc1Jlc3BvbnNlIiuguxgBgtPkkwIhKh8vYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0vbW9kZWxzMoECCgxNb2RlbFNlcnZpY2USaQoKTGlzdE1vZGVscxIgLmd3LmNhdGFsb2cudjEuTGlzdE1vZGVsc1JlcXVlc3QaIS5ndy5jYXRhbG9nLnYxLkxpc3RNb2RlbHNSZXNwb25zZSIWoLsYAoLT5JMCDBIKL3YxL21vZGVscxKFAQoQTGlzdENvbXBhdE1vZGVscxImLmd3LmNhdGFsb2cudjEuTGlzdENvbXBhdE1vZGVsc1JlcXVlc3QaJy5ndy5jYXRhbG9nLnYxLkxpc3RDb21wYXRNb2RlbHNSZXNwb25zZSIgoLsYAoLT5JMCFhIUL2FudGhyb3BpYy92MS9tb2RlbHNCfgoRY29tLmd3LmNhdGFsb2cudjFCDENhdGFsb2dQcm90b1ABWiFndy9nZW4vZ28vZ3cvY2F0YWxvZy92MTtjYXRhbG9ndjGiAgNHQ0GqAg1Hdy5DYXRhbG9nLlYxygINR3dcQ2F0YWxvZ1xWMeoCD0d3OjpDYXRhbG9nOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_gw_api_v1_access]);
 
 /**
  * AzureKeyConfig holds Azure OpenAI key settings.
@@ -253,6 +253,13 @@ export type Provider = Message<"gw.catalog.v1.Provider"> & {
    * @generated from field: gw.catalog.v1.NetworkConfig network_config = 3;
    */
   networkConfig?: NetworkConfig | undefined;
+
+  /**
+   * concurrency_and_buffer_size bounds the provider's upstream calls; absent means no limit.
+   *
+   * @generated from field: gw.catalog.v1.ConcurrencyAndBufferSize concurrency_and_buffer_size = 4;
+   */
+  concurrencyAndBufferSize?: ConcurrencyAndBufferSize | undefined;
 };
 
 /**
@@ -261,6 +268,34 @@ export type Provider = Message<"gw.catalog.v1.Provider"> & {
  */
 export const ProviderSchema: GenMessage<Provider> = /*@__PURE__*/
   messageDesc(file_gw_catalog_v1_catalog, 5);
+
+/**
+ * ConcurrencyAndBufferSize bounds a provider's upstream calls in flight and the requests waiting for one.
+ *
+ * @generated from message gw.catalog.v1.ConcurrencyAndBufferSize
+ */
+export type ConcurrencyAndBufferSize = Message<"gw.catalog.v1.ConcurrencyAndBufferSize"> & {
+  /**
+   * concurrency is the most upstream calls in flight at once (at least 1).
+   *
+   * @generated from field: int32 concurrency = 1;
+   */
+  concurrency: number;
+
+  /**
+   * buffer_size is how many requests may wait for a slot before client.drop_excess_requests refuses more (at least 0).
+   *
+   * @generated from field: int32 buffer_size = 2;
+   */
+  bufferSize: number;
+};
+
+/**
+ * Describes the message gw.catalog.v1.ConcurrencyAndBufferSize.
+ * Use `create(ConcurrencyAndBufferSizeSchema)` to create a new message.
+ */
+export const ConcurrencyAndBufferSizeSchema: GenMessage<ConcurrencyAndBufferSize> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 6);
 
 /**
  * CreateProviderRequest carries a new provider.
@@ -281,7 +316,7 @@ export type CreateProviderRequest = Message<"gw.catalog.v1.CreateProviderRequest
  * Use `create(CreateProviderRequestSchema)` to create a new message.
  */
 export const CreateProviderRequestSchema: GenMessage<CreateProviderRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 6);
+  messageDesc(file_gw_catalog_v1_catalog, 7);
 
 /**
  * CreateProviderResponse returns the stored provider.
@@ -302,7 +337,7 @@ export type CreateProviderResponse = Message<"gw.catalog.v1.CreateProviderRespon
  * Use `create(CreateProviderResponseSchema)` to create a new message.
  */
 export const CreateProviderResponseSchema: GenMessage<CreateProviderResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 7);
+  messageDesc(file_gw_catalog_v1_catalog, 8);
 
 /**
  * UpdateProviderRequest changes a provider.
@@ -337,7 +372,7 @@ export type UpdateProviderRequest = Message<"gw.catalog.v1.UpdateProviderRequest
  * Use `create(UpdateProviderRequestSchema)` to create a new message.
  */
 export const UpdateProviderRequestSchema: GenMessage<UpdateProviderRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 8);
+  messageDesc(file_gw_catalog_v1_catalog, 9);
 
 /**
  * UpdateProviderResponse returns the stored provider.
@@ -358,7 +393,7 @@ export type UpdateProviderResponse = Message<"gw.catalog.v1.UpdateProviderRespon
  * Use `create(UpdateProviderResponseSchema)` to create a new message.
  */
 export const UpdateProviderResponseSchema: GenMessage<UpdateProviderResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 9);
+  messageDesc(file_gw_catalog_v1_catalog, 10);
 
 /**
  * ListProvidersRequest is empty.
@@ -373,7 +408,7 @@ export type ListProvidersRequest = Message<"gw.catalog.v1.ListProvidersRequest">
  * Use `create(ListProvidersRequestSchema)` to create a new message.
  */
 export const ListProvidersRequestSchema: GenMessage<ListProvidersRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 10);
+  messageDesc(file_gw_catalog_v1_catalog, 11);
 
 /**
  * ListProvidersResponse lists providers.
@@ -394,7 +429,7 @@ export type ListProvidersResponse = Message<"gw.catalog.v1.ListProvidersResponse
  * Use `create(ListProvidersResponseSchema)` to create a new message.
  */
 export const ListProvidersResponseSchema: GenMessage<ListProvidersResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 11);
+  messageDesc(file_gw_catalog_v1_catalog, 12);
 
 /**
  * GetProviderRequest names a provider.
@@ -415,7 +450,7 @@ export type GetProviderRequest = Message<"gw.catalog.v1.GetProviderRequest"> & {
  * Use `create(GetProviderRequestSchema)` to create a new message.
  */
 export const GetProviderRequestSchema: GenMessage<GetProviderRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 12);
+  messageDesc(file_gw_catalog_v1_catalog, 13);
 
 /**
  * GetProviderResponse carries a provider.
@@ -436,7 +471,7 @@ export type GetProviderResponse = Message<"gw.catalog.v1.GetProviderResponse"> &
  * Use `create(GetProviderResponseSchema)` to create a new message.
  */
 export const GetProviderResponseSchema: GenMessage<GetProviderResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 13);
+  messageDesc(file_gw_catalog_v1_catalog, 14);
 
 /**
  * DeleteProviderRequest names a provider.
@@ -457,7 +492,7 @@ export type DeleteProviderRequest = Message<"gw.catalog.v1.DeleteProviderRequest
  * Use `create(DeleteProviderRequestSchema)` to create a new message.
  */
 export const DeleteProviderRequestSchema: GenMessage<DeleteProviderRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 14);
+  messageDesc(file_gw_catalog_v1_catalog, 15);
 
 /**
  * DeleteProviderResponse confirms a deletion.
@@ -478,7 +513,7 @@ export type DeleteProviderResponse = Message<"gw.catalog.v1.DeleteProviderRespon
  * Use `create(DeleteProviderResponseSchema)` to create a new message.
  */
 export const DeleteProviderResponseSchema: GenMessage<DeleteProviderResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 15);
+  messageDesc(file_gw_catalog_v1_catalog, 16);
 
 /**
  * RefetchModelsRequest names a provider.
@@ -499,7 +534,7 @@ export type RefetchModelsRequest = Message<"gw.catalog.v1.RefetchModelsRequest">
  * Use `create(RefetchModelsRequestSchema)` to create a new message.
  */
 export const RefetchModelsRequestSchema: GenMessage<RefetchModelsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 16);
+  messageDesc(file_gw_catalog_v1_catalog, 17);
 
 /**
  * RefetchModelsResponse reports the refetch.
@@ -527,7 +562,7 @@ export type RefetchModelsResponse = Message<"gw.catalog.v1.RefetchModelsResponse
  * Use `create(RefetchModelsResponseSchema)` to create a new message.
  */
 export const RefetchModelsResponseSchema: GenMessage<RefetchModelsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 17);
+  messageDesc(file_gw_catalog_v1_catalog, 18);
 
 /**
  * ClearModelsRequest names a provider.
@@ -548,7 +583,7 @@ export type ClearModelsRequest = Message<"gw.catalog.v1.ClearModelsRequest"> & {
  * Use `create(ClearModelsRequestSchema)` to create a new message.
  */
 export const ClearModelsRequestSchema: GenMessage<ClearModelsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 18);
+  messageDesc(file_gw_catalog_v1_catalog, 19);
 
 /**
  * ClearModelsResponse confirms the clear.
@@ -569,7 +604,7 @@ export type ClearModelsResponse = Message<"gw.catalog.v1.ClearModelsResponse"> &
  * Use `create(ClearModelsResponseSchema)` to create a new message.
  */
 export const ClearModelsResponseSchema: GenMessage<ClearModelsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 19);
+  messageDesc(file_gw_catalog_v1_catalog, 20);
 
 /**
  * Model is one catalog entry in the OpenAI list-models shape.
@@ -611,7 +646,7 @@ export type Model = Message<"gw.catalog.v1.Model"> & {
  * Use `create(ModelSchema)` to create a new message.
  */
 export const ModelSchema: GenMessage<Model> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 20);
+  messageDesc(file_gw_catalog_v1_catalog, 21);
 
 /**
  * ListModelsRequest filters models.
@@ -632,7 +667,7 @@ export type ListModelsRequest = Message<"gw.catalog.v1.ListModelsRequest"> & {
  * Use `create(ListModelsRequestSchema)` to create a new message.
  */
 export const ListModelsRequestSchema: GenMessage<ListModelsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 21);
+  messageDesc(file_gw_catalog_v1_catalog, 22);
 
 /**
  * ListModelsResponse is an OpenAI-style model list.
@@ -660,7 +695,7 @@ export type ListModelsResponse = Message<"gw.catalog.v1.ListModelsResponse"> & {
  * Use `create(ListModelsResponseSchema)` to create a new message.
  */
 export const ListModelsResponseSchema: GenMessage<ListModelsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 22);
+  messageDesc(file_gw_catalog_v1_catalog, 23);
 
 /**
  * ListCompatModelsRequest pages the compatibility listing.
@@ -681,7 +716,7 @@ export type ListCompatModelsRequest = Message<"gw.catalog.v1.ListCompatModelsReq
  * Use `create(ListCompatModelsRequestSchema)` to create a new message.
  */
 export const ListCompatModelsRequestSchema: GenMessage<ListCompatModelsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 23);
+  messageDesc(file_gw_catalog_v1_catalog, 24);
 
 /**
  * CompatModel is one entry of the coding-agent listing, in the Anthropic list-models shape.
@@ -723,7 +758,7 @@ export type CompatModel = Message<"gw.catalog.v1.CompatModel"> & {
  * Use `create(CompatModelSchema)` to create a new message.
  */
 export const CompatModelSchema: GenMessage<CompatModel> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 24);
+  messageDesc(file_gw_catalog_v1_catalog, 25);
 
 /**
  * ListCompatModelsResponse is the compatibility model list.
@@ -765,7 +800,7 @@ export type ListCompatModelsResponse = Message<"gw.catalog.v1.ListCompatModelsRe
  * Use `create(ListCompatModelsResponseSchema)` to create a new message.
  */
 export const ListCompatModelsResponseSchema: GenMessage<ListCompatModelsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_catalog_v1_catalog, 25);
+  messageDesc(file_gw_catalog_v1_catalog, 26);
 
 /**
  * ProviderService manages upstream providers and their keys.
