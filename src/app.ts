@@ -131,6 +131,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     const settings = await loadSettings(store);
     const inferenceOptions = options.inference ?? { providers: {}, virtualKeys: [] };
     const state = new InferenceState({
+      settings,
+      logger,
       ...(inferenceOptions.random ? { random: inferenceOptions.random } : {}),
       ...(inferenceOptions.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: inferenceOptions.upstreamTimeoutMs } : {}),
       ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}),

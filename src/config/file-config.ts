@@ -337,7 +337,7 @@ const authSchema = strict({
 export const clientSchema = strict({
   prometheus_labels: z.array(z.string().min(1)).nullish(),
   drop_excess_requests: z.boolean().nullish(),
-  initial_pool_size: z.int().positive().nullish(),
+  initial_pool_size: z.int().min(0).nullish(),
   allowed_headers: z
     .array(
       z.string().superRefine((entry, ctx) => {
@@ -358,7 +358,8 @@ export const clientSchema = strict({
 }).transform((c) => ({
   prometheusLabels: c.prometheus_labels ?? [],
   dropExcessRequests: c.drop_excess_requests ?? false,
-  initialPoolSize: c.initial_pool_size ?? 300,
+  /** 0: no connection is opened before a request needs one. */
+  initialPoolSize: c.initial_pool_size ?? 0,
   allowedHeaders: c.allowed_headers ?? ["*"],
   mcpEnableTempTokenAuth: c.mcp_enable_temp_token_auth ?? false,
   /** "" when unset; otherwise an http(s) URL. */

@@ -4,6 +4,7 @@
  */
 
 import type { AbortSource } from "../cancellation.js";
+import type { PreconnectFailure } from "./http/upstream-pool.js";
 
 /** A JSON object as received or sent on the wire. */
 export type JsonObject = Record<string, unknown>;
@@ -116,6 +117,11 @@ export interface ProviderAdapter {
   responses(req: ResponsesRequest, options: CallOptions): Promise<ProviderResult>;
   responsesStream(req: ResponsesRequest, options: CallOptions): Promise<ProviderStream>;
   listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
+  /**
+   * Opens `connections` keep-alive connections to each origin the provider calls, ahead of its first
+   * requests; resolves with the attempts that failed and never rejects. A no-op on a shared dispatcher.
+   */
+  preconnect(connections: number): Promise<PreconnectFailure[]>;
   /** Closes the keep-alive pools. */
   close(): Promise<void>;
 }

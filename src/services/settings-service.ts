@@ -122,7 +122,7 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
       }
       case "client.drop_excess_requests": next.dropExcessRequests = src.dropExcessRequests; break;
       case "client.initial_pool_size":
-        if (src.initialPoolSize <= 0) throw invalidField("client.initial_pool_size", "must be a positive integer");
+        if (src.initialPoolSize < 0) throw invalidField("client.initial_pool_size", `must be a whole number >= 0 (0 opens no connection ahead of requests), got ${src.initialPoolSize}`);
         next.initialPoolSize = src.initialPoolSize;
         break;
       case "client.allowed_headers":

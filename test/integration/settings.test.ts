@@ -45,7 +45,21 @@ describe("settings API", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.config.client.prometheus_labels, ["team", "env"]);
     assert.deepEqual(app.settings.client.prometheusLabels, ["team", "env"]);
-    assert.equal(res.body.config.client.initial_pool_size, 300, "other settings unchanged");
+    assert.deepEqual(res.body.config.client.allowed_headers, ["*"], "other settings unchanged");
+  });
+
+  test("PATCH /config accepts an initial_pool_size of 0", async () => {
+    assert.equal((await api(app, "PATCH", "/config", { client: { initial_pool_size: 4 } })).status, 200);
+    const res = await api(app, "PATCH", "/config", { client: { initial_pool_size: 0 } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.config.client.initial_pool_size, 0);
+    assert.equal(app.settings.client.initialPoolSize, 0);
+  });
+
+  test("PATCH /config rejects a negative initial_pool_size", async () => {
+    const res = await api(app, "PATCH", "/config", { client: { initial_pool_size: -1 } });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^client\.initial_pool_size: must be a whole number >= 0/);
   });
 
   test("PATCH /config rejects a reserved label name", async () => {

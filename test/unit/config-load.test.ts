@@ -51,7 +51,7 @@ describe("defaults", () => {
       client: {
         prometheusLabels: [],
         dropExcessRequests: false,
-        initialPoolSize: 300,
+        initialPoolSize: 0,
         allowedHeaders: ["*"],
         mcpEnableTempTokenAuth: false,
         mcpExternalClientUrl: "",
@@ -105,7 +105,7 @@ describe("defaults", () => {
   });
 
   test("fills the defaults of a section given as null", () => {
-    assert.equal(parseConfig({ client: null }, {}).client.initialPoolSize, 300);
+    assert.deepEqual(parseConfig({ client: null }, {}).client.allowedHeaders, ["*"]);
   });
 
   test("keeps explicit values over defaults", () => {
@@ -246,8 +246,12 @@ describe("auth_config", () => {
 });
 
 describe("client", () => {
-  test("rejects an initial_pool_size of zero", () => {
-    assertRejected({ client: { initial_pool_size: 0 } }, "client.initial_pool_size", "must be greater than 0");
+  test("accepts an initial_pool_size of zero", () => {
+    assert.equal(parseConfig({ client: { initial_pool_size: 0 } }, {}).client.initialPoolSize, 0);
+  });
+
+  test("rejects a negative initial_pool_size", () => {
+    assertRejected({ client: { initial_pool_size: -1 } }, "client.initial_pool_size", "must be at least 0");
   });
 
   test("rejects an allowed_headers entry with a star inside it", () => {

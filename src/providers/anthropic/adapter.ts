@@ -4,7 +4,8 @@
  */
 import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
-import { createUpstreamAgent, joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { UpstreamPool } from "../http/upstream-pool.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { toAnthropicRequest } from "./request-translation.js";
@@ -24,10 +25,10 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Creates the Anthropic adapter, with its own keep-alive agent unless one is given. */
+/** Creates the Anthropic adapter, with its own keep-alive pool unless a dispatcher is given. */
 export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Dispatcher): ProviderAdapter {
-  const ownAgent = dispatcher ? null : createUpstreamAgent();
-  const agent: Dispatcher = dispatcher ?? (ownAgent as Dispatcher);
+  const pool = dispatcher ? null : new UpstreamPool();
+  const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
@@ -72,8 +73,12 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
       return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
     },
 
+    async preconnect(connections) {
+      return pool === null ? [] : pool.preconnect([base], connections);
+    },
+
     async close() {
-      await ownAgent?.close();
+      await pool?.close();
     },
   };
   return adapter;

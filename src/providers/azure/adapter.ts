@@ -31,6 +31,7 @@ function azureProfile(config: ProviderConfig): OpenAiCompatibleProfile {
   const name = config.name;
   return {
     name,
+    origins: () => (config.baseUrl ? [config.baseUrl] : config.keys.flatMap((key) => (key.azure ? [key.azure.endpoint] : []))),
     target(operation, model, key) {
       const azure = azureConfig(name, key);
       const base = (config.baseUrl ?? azure.endpoint).replace(/\/+$/, "");

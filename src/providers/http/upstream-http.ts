@@ -1,23 +1,16 @@
 /**
- * HTTP to upstream providers over an undici Agent, which keeps one keep-alive pool per origin.
- * Every failure leaves here as a ProviderError, except the caller's own abort, which is rethrown as is.
+ * HTTP to upstream providers over an undici dispatcher (an adapter's UpstreamPool agent, one keep-alive
+ * pool per origin). Every failure leaves here as a ProviderError, except the caller's own abort, which is
+ * rethrown as is.
  */
 import type { AbortSource } from "../../cancellation.js";
-import { Agent, errors as undiciErrors, request, type Dispatcher } from "undici";
+import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
 import type { JsonObject } from "../types.js";
 
-/** Pool sizing for provider traffic; idle sockets are kept so the hot path skips TCP and TLS set-up. */
-const AGENT_OPTIONS: Agent.Options = { keepAliveTimeout: 30_000, keepAliveMaxTimeout: 600_000, connections: 256, pipelining: 1 };
-
 /** Generous default: a long completion may take minutes before its headers arrive. */
 const DEFAULT_TIMEOUT_MS = 600_000;
-
-/** Creates the keep-alive dispatcher one adapter uses for all its calls. */
-export function createUpstreamAgent(): Agent {
-  return new Agent(AGENT_OPTIONS);
-}
 
 /** One upstream call. */
 export interface UpstreamCall {

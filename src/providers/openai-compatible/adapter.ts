@@ -6,7 +6,8 @@ import type { Dispatcher } from "undici";
 import { ProviderError } from "../provider-error.js";
 import { providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
-import { createUpstreamAgent, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { UpstreamPool } from "../http/upstream-pool.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
 import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
@@ -114,10 +115,10 @@ async function* translateResponsesEvents(state: ResponsesStreamState, events: As
   }
 }
 
-/** Creates the adapter for `profile`, with its own keep-alive agent unless one is given. */
+/** Creates the adapter for `profile`, with its own keep-alive pool unless a dispatcher is given. */
 export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, dispatcher?: Dispatcher): ProviderAdapter {
-  const ownAgent = dispatcher ? null : createUpstreamAgent();
-  const agent: Dispatcher = dispatcher ?? (ownAgent as Dispatcher);
+  const pool = dispatcher ? null : new UpstreamPool();
+  const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
   const name = profile.name;
 
   /** The POST for `operation`: non-streaming when `streaming` is null, else the body as `streaming` makes it. */
@@ -186,8 +187,12 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       return models;
     },
 
+    async preconnect(connections) {
+      return pool === null ? [] : pool.preconnect(profile.origins(), connections);
+    },
+
     async close() {
-      await ownAgent?.close();
+      await pool?.close();
     },
   };
 }

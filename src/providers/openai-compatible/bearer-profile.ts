@@ -20,6 +20,7 @@ export function bearerProfile(name: string, baseUrl: string | null, defaultBaseU
   const urls = base ? { chat: joinUrl(base, PATHS.chat), responses: joinUrl(base, PATHS.responses), models: joinUrl(base, PATHS.models) } : null;
   return {
     name,
+    origins: () => (base ? [base] : []),
     target(operation, _model, key) {
       if (!urls) {
         throw new GatewayError("failed_precondition", `provider ${name} has no base URL: set network_config.base_url`, {

@@ -16,6 +16,8 @@ export interface OpenAiCompatibleProfile {
   name: string;
   /** Resolves the target of an operation; `model` is the upstream model id (null for models). */
   target(operation: OpenAiOperation, model: string | null, key: ProviderKey): OpenAiTarget;
+  /** The URLs its calls go to (only their origins matter), for opening connections ahead of the first call. */
+  origins(): string[];
   /** Lists models without a network call, for providers whose list endpoint does not fit (Azure). */
   staticModels?(key: ProviderKey): ProviderModel[];
 }

@@ -4,7 +4,9 @@
  * update it in place, so a request never awaits the database; readers look fields up per request, never
  * cache them.
  */
+import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { CallLimiter } from "../../providers/call-limiter.js";
+import type { PreconnectFailure } from "../../providers/http/upstream-pool.js";
 import { createProviderAdapter } from "../../providers/registry.js";
 import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
@@ -12,6 +14,7 @@ import { PriceTable } from "../../routing/pricing.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
+import type { Logger } from "../../telemetry/logger.js";
 import type { ParsedProvider } from "./provider-wire.js";
 
 /** One provider as the hot path uses it. */
@@ -46,11 +49,16 @@ export class InferenceState implements Inference {
   readonly prices = new PriceTable();
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
+  /** client.initial_pool_size is read from here when a provider is loaded; without settings nothing is pre-opened. */
+  readonly #settings: RuntimeSettings | undefined;
+  readonly #logger: Logger | undefined;
 
-  constructor(options: { random?: Random; upstreamTimeoutMs?: number; clock?: Clock } = {}) {
+  constructor(options: { random?: Random; upstreamTimeoutMs?: number; clock?: Clock; settings?: RuntimeSettings; logger?: Logger } = {}) {
     this.random = options.random ?? Math.random;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
+    this.#settings = options.settings;
+    this.#logger = options.logger;
   }
 
   get providers(): ReadonlyMap<string, InferenceProvider> {
@@ -62,8 +70,8 @@ export class InferenceState implements Inference {
   }
 
   /**
-   * Adds or replaces a provider; the old adapter's pools close once their requests finish. Requests already
-   * holding or awaiting a slot of the old limit keep it.
+   * Adds or replaces a provider and opens its client.initial_pool_size connections; the old adapter's pools
+   * close once their requests finish. Requests already holding or awaiting a slot of the old limit keep it.
    */
   putProvider(parsed: ParsedProvider): void {
     const name = parsed.setup.name;
@@ -73,6 +81,21 @@ export class InferenceState implements Inference {
     this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, limiter });
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
+    const connections = this.#settings?.client.initialPoolSize ?? 0;
+    if (connections > 0) void adapter.preconnect(connections).then((failures) => this.#reportPreconnect(name, failures));
+  }
+
+  /** A failed pre-open only costs the first requests a connection set-up, so it is worth a debug line at most. */
+  #reportPreconnect(provider: string, failures: readonly PreconnectFailure[]): void {
+    const byOrigin = new Map<string, { failed: number; err: unknown }>();
+    for (const { origin, error } of failures) {
+      const seen = byOrigin.get(origin);
+      if (seen) seen.failed++;
+      else byOrigin.set(origin, { failed: 1, err: error });
+    }
+    for (const [origin, { failed, err }] of byOrigin) {
+      this.#logger?.debug({ provider, origin, failed, err }, "could not pre-open some upstream connections (client.initial_pool_size); requests open their own");
+    }
   }
 
   /** Removes a provider and its listed models. */

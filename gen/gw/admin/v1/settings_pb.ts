@@ -164,7 +164,7 @@ export type ClientSettings = Message<"gw.admin.v1.ClientSettings"> & {
   dropExcessRequests: boolean;
 
   /**
-   * initial_pool_size is the initial size of the request pool.
+   * initial_pool_size is how many keep-alive connections to open to each provider origin when the provider is loaded (0 = none).
    *
    * @generated from field: int32 initial_pool_size = 3;
    */
