@@ -66,12 +66,28 @@ async function markApplied(em: EntityManager, key: string, fileValue: unknown): 
   await saveSetting(em, `seed:${key}`, hashOf(fileValue));
 }
 
-/** Writes a settings row from the file when the file changed or the row is missing; true when written. */
-async function seedSetting(em: EntityManager, key: string, fileValue: unknown): Promise<boolean> {
+/**
+ * What a settings section says beyond the defaults. Its hash marks the section as applied, so a release
+ * that changes a default does not count as a changed file and overwrite settings changed through the API.
+ */
+function beyondDefaults<T extends object>(value: T, defaults: T): Partial<T> {
+  const said: Partial<T> = {};
+  for (const key of Object.keys(value) as (keyof T)[]) {
+    if (JSON.stringify(value[key]) !== JSON.stringify(defaults[key])) said[key] = value[key];
+  }
+  return said;
+}
+
+/**
+ * Writes a settings row from the file when the file's section changed or the row is missing; true when
+ * written. Without the section in a file (`fileValue` undefined) the defaults are written only once.
+ */
+async function seedSetting<T extends object>(em: EntityManager, key: string, fileValue: T | undefined, defaults: T): Promise<boolean> {
   const stored = await em.findOne(SettingRecord, { key });
-  if (stored && !(await fileChanged(em, key, fileValue))) return false;
-  await saveSetting(em, key, fileValue);
-  await markApplied(em, key, fileValue);
+  const said = beyondDefaults(fileValue ?? defaults, defaults);
+  if (stored && (fileValue === undefined || !(await fileChanged(em, key, said)))) return false;
+  await saveSetting(em, key, fileValue ?? defaults);
+  await markApplied(em, key, said);
   return true;
 }
 
@@ -82,8 +98,8 @@ async function seedSetting(em: EntityManager, key: string, fileValue: unknown): 
 export async function seedStore(store: Store, input: SeedInput, logger: Logger): Promise<SeedChanges> {
   const notes: Note[] = [];
   const changes = await store.fork().transactional(async (em): Promise<SeedChanges> => ({
-    toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager ?? DEFAULT_TOOL_MANAGER),
-    client: await seedSetting(em, SETTING_CLIENT, input.client ?? DEFAULT_CLIENT),
+    toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager, DEFAULT_TOOL_MANAGER),
+    client: await seedSetting(em, SETTING_CLIENT, input.client, DEFAULT_CLIENT),
     mcpClients: await seedMcpClients(em, input.mcpClients, logger, notes),
     providers: await seedProviders(em, input.providers, notes),
     virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
