@@ -57,24 +57,21 @@ function applyPath(target: ReflectMessage, source: ReflectMessage | undefined, p
     const field = at.desc.fields.find((f) => f.name === name);
     const prefix = parts.slice(0, i + 1).join(".");
     if (field === undefined) {
-      throw invalidField("update_mask", `"${path}" is not a field of ${i === 0 ? what : `${parts.slice(0, i).join(".")}`}`);
+      throw invalidField("update_mask", `"${path}" is not a field of ${i === 0 ? what : parts.slice(0, i).join(".")}`);
     }
     if (isOutputOnly(field)) return;
+    // An immutable field is compared whole, even under a dotted path into it.
+    if (isImmutable(field)) {
+      if (!sameValue(at, from, field)) throw invalidField(prefix, "is immutable after creation; delete this one and create it again to change it");
+      return;
+    }
     if (i === parts.length - 1) {
-      if (isImmutable(field)) {
-        if (!sameValue(at, from, field)) throw invalidField(prefix, "is immutable after creation; delete this one and create it again to change it");
-        return;
-      }
       if (from !== undefined && from.isSet(field)) at.set(field, from.get(field));
       else at.clear(field);
       return;
     }
     if (field.fieldKind !== "message") {
       throw invalidField("update_mask", `"${path}": ${prefix} is not a message, so it has no field "${parts[i + 1] ?? ""}"`);
-    }
-    if (isImmutable(field)) {
-      if (!sameValue(at, from, field)) throw invalidField(prefix, "is immutable after creation; delete this one and create it again to change it");
-      return;
     }
     if (!at.isSet(field)) at.set(field, reflect(field.message));
     at = at.get(field) as ReflectMessage;

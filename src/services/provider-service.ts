@@ -27,22 +27,14 @@ export interface ProviderServiceDeps {
   listModelsTimeoutMs?: number;
 }
 
-/** Secret fields inside a key's wire JSON, redacted on every read. */
-const SECRET_PATHS: readonly (readonly string[])[] = [["value"], ["bedrock_key_config", "secret_key"]];
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
 }
 
+/** A key as reads show it: its value redacted. */
 function redactKey(key: Wire): Wire {
-  const copy = structuredClone(key);
-  for (const path of SECRET_PATHS) {
-    let at: Wire | undefined = copy;
-    for (const part of path.slice(0, -1)) at = isWire(at?.[part]) ? (at[part] as Wire) : undefined;
-    const last = path[path.length - 1] as string;
-    if (at && typeof at[last] === "string" && at[last] !== "") at[last] = REDACTED;
-  }
-  return copy;
+  return typeof key["value"] === "string" && key["value"] !== "" ? { ...key, value: REDACTED } : key;
 }
 
 function messageOf(rec: ProviderRecord): Provider {
@@ -72,10 +64,6 @@ function keepStoredValues(incoming: unknown, stored: readonly Wire[]): unknown {
     if (old === undefined) return key;
     const merged = { ...key };
     if (merged["value"] === undefined || merged["value"] === "" || merged["value"] === REDACTED) merged["value"] = old["value"];
-    const bedrock = merged["bedrock_key_config"];
-    if (isWire(bedrock) && bedrock["secret_key"] === REDACTED && isWire(old["bedrock_key_config"])) {
-      merged["bedrock_key_config"] = { ...bedrock, secret_key: old["bedrock_key_config"]["secret_key"] };
-    }
     return merged;
   });
 }
