@@ -5,7 +5,7 @@
  * enough never to bite but makes governance run on every request. Env BENCH_VARIANT is the JSON of a
  * variant from run.ts: `{"name": ..., "appOptions": {...}, "logLevel"?, "databaseUrl"?}`: appOptions
  * are merged over the base AppOptions; `logLevel` other than warn writes the log, access lines included,
- * synchronously to a file in the data directory, as the production logger writes to stdout; `databaseUrl`
+ * asynchronously to a file in the data directory, as the production logger writes to stdout; `databaseUrl`
  * runs on that PostgreSQL server in a schema of its own, dropped at the end.
  * Its first stdout line is `{"port": <n>}`; it closes the app and removes its data when its stdin
  * closes or on SIGTERM/SIGINT.
@@ -61,10 +61,10 @@ const inference = inferenceOptionsFromFile(
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
 const schema = variant.databaseUrl ? randomSchemaName() : undefined;
 const logLevel = variant.logLevel ?? "warn";
-// pino's own synchronous destination, as the production logger's stdout is; createLogger's parameter is
+// pino's own asynchronous destination, as the production logger's stdout is; createLogger's parameter is
 // typed as a Node stream, which sonic-boom implements without declaring every stream property.
 const logDestination =
-  logLevel === "warn" ? process.stderr : (pino.destination({ dest: join(dataDir, "gateway.log"), sync: true }) as unknown as NodeJS.WritableStream);
+  logLevel === "warn" ? process.stderr : (pino.destination({ dest: join(dataDir, "gateway.log"), sync: false }) as unknown as NodeJS.WritableStream);
 let app: App | undefined;
 let stopping: Promise<void> | undefined;
 
