@@ -72,9 +72,14 @@ export class McpServerTools {
     return { ...resolved, include, origin: originOfHeaders(headers), owner };
   }
 
-  /** The tools the caller sees, named `<client>-<tool>`. */
+  /**
+   * The tools the caller sees, named `<client>-<tool>`. The key is read again by id, so a session told of a
+   * change sees its key as it is now; a key deleted or switched off since sees nothing.
+   */
   list(caller: McpCaller): ListedTool[] {
-    return visibleTools(this.deps.runtime.offeredTools(), { key: caller.key, ...caller.include }).map((offer) => ({
+    const key = caller.key === null ? null : this.deps.inference.virtualKeys.byId(caller.key.id);
+    if (caller.key !== null && (key === null || !key.isActive)) return [];
+    return visibleTools(this.deps.runtime.offeredTools(), { key, ...caller.include }).map((offer) => ({
       name: offer.name,
       description: offer.tool.description,
       inputSchema: offer.tool.inputSchema,
@@ -109,9 +114,11 @@ export class McpServerTools {
   onToolsChanged(listener: () => void): () => void {
     const offRuntime = this.deps.runtime.onToolsChanged(listener);
     const offSettings = this.deps.settings.onChange(listener);
+    const offKeys = this.deps.inference.virtualKeys.onChange(listener);
     return () => {
       offRuntime();
       offSettings();
+      offKeys();
     };
   }
 }

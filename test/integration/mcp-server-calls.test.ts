@@ -199,6 +199,14 @@ test("another caller posting to an SSE session gets 404", async () => {
   }
 });
 
+test("a /mcp tool call is measured in gw_mcp_client_operation_duration_seconds with its virtual key", async () => {
+  const client = await connect("streamable", { "x-gw-vk": BOB });
+  assert.equal((await client.callTool({ name: "docs-add", arguments: { a: 2, b: 3 } })).isError, false);
+  const metrics = await (await fetch(`${app.url}/metrics`)).text();
+  const line = metrics.split("\n").find((l) => l.startsWith("gw_mcp_client_operation_duration_seconds_count{") && l.includes('mcp_tool_name="add"') && l.includes('virtual_key_name="bob"'));
+  assert.ok(line, "a sample for docs' add called with bob's key");
+});
+
 test("a body that is not JSON is a -32700 parse error", async () => {
   const res = await post("{not json");
   assert.equal(res.status, 400);
@@ -235,4 +243,30 @@ test("refuses a session past the limit with 503, and takes one again once a sess
   } finally {
     await Promise.all(clients.map((c) => closeMcp(c)));
   }
+});
+
+describe("with a short idle timeout", () => {
+  let idleApp: TestApp;
+
+  before(async () => {
+    idleApp = await startApp({ mcpSessions: { idleTimeoutMs: 200 } });
+  });
+
+  after(async () => {
+    await idleApp?.stop();
+  });
+
+  test("closes a session that stays idle, after which its id is unknown", async () => {
+    const client = await connectMcp(idleApp, "streamable");
+    const sessionId = (client.transport as StreamableHTTPClientTransport).sessionId ?? "";
+    const list = JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list" });
+    const headers = { "content-type": "application/json", accept: "application/json, text/event-stream", "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" };
+    // The client's GET stream keeps the session alive; without it the session is idle.
+    await client.close();
+    // Any request on the session would keep it alive: watch the log instead.
+    const closed = () => idleApp.logLines.some((line) => line.includes("closing an idle MCP session"));
+    for (let i = 0; i < 100 && !closed(); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(closed(), "the idle session was closed");
+    assert.equal((await fetch(`${idleApp.url}/mcp`, { method: "POST", headers, body: list })).status, 404);
+  });
 });

@@ -16,6 +16,7 @@ import { closeMcp, connectMcp, MCP_TRANSPORTS, resultText, toolNames } from "../
 const DOCS_KEY = "sk-gw-mcp-docs";
 const ECHO_KEY = "sk-gw-mcp-echo";
 const NONE_KEY = "sk-gw-mcp-none";
+const CHANGING_KEY = "sk-gw-mcp-changing";
 
 let docs: McpFixture;
 let shared: McpFixture;
@@ -38,6 +39,7 @@ before(async () => {
       { id: "vk-docs", name: "docs-team", value: DOCS_KEY, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["*"] }] },
       { id: "vk-echo", name: "echo-only", value: ECHO_KEY, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
       { id: "vk-none", name: "no-tools", value: NONE_KEY, mcp_configs: [] },
+      { id: "vk-changing", name: "changing", value: CHANGING_KEY, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
     ]),
   });
   await createClient("docs", docs);
@@ -135,6 +137,20 @@ for (const kind of MCP_TRANSPORTS) {
       await changed;
       assert.ok((await toolNames(client)).includes(`extra_${kind}-echo`));
       assert.equal((await api(app, "DELETE", `/api/mcp/client/${id}`)).status, 200);
+    });
+
+    test("sends tools/list_changed when the caller's virtual key gets more tools", async () => {
+      const client = await connect(kind, { "x-gw-vk": CHANGING_KEY });
+      assert.deepEqual(await toolNames(client), ["docs-echo", "shared-status"]);
+      const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      const path = "/api/governance/virtual-keys/vk-changing";
+      assert.equal((await api(app, "PUT", path, { mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo", "add"] }] })).status, 200);
+      try {
+        await changed;
+        assert.deepEqual(await toolNames(client), ["docs-add", "docs-echo", "shared-status"]);
+      } finally {
+        assert.equal((await api(app, "PUT", path, { mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] })).status, 200);
+      }
     });
   });
 }
