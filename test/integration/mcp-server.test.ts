@@ -129,6 +129,17 @@ for (const kind of MCP_TRANSPORTS) {
       await assert.rejects(connectMcp(app, kind, { "x-gw-vk": "sk-gw-nobody" }), /401|virtual key/);
     });
 
+    test("with client.enforce_governance on, a caller without a virtual key cannot open a session and one with a key can", async () => {
+      assert.equal((await api(app, "PATCH", "/config", { client: { enforce_governance: true } })).status, 200);
+      try {
+        await assert.rejects(connectMcp(app, kind), /401|virtual key/);
+        const client = await connect(kind, { "x-gw-vk": DOCS_KEY });
+        assert.ok((await toolNames(client)).includes("docs-echo"));
+      } finally {
+        assert.equal((await api(app, "PATCH", "/config", { client: { enforce_governance: false } })).status, 200);
+      }
+    });
+
     test("sends tools/list_changed when a client is added through the API, and the new list has its tools", async () => {
       const client = await connect(kind);
       assert.ok(!(await toolNames(client)).includes(`extra_${kind}-echo`));

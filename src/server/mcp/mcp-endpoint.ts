@@ -105,8 +105,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     }
   }
 
+  /** The ids of the requests whose handlers read their caller (only those take the entry back out). */
   function requestIds(messages: readonly unknown[]): RequestId[] {
-    return messages.filter(isJSONRPCRequest).map((m) => m.id);
+    return messages.filter(isJSONRPCRequest).filter((m) => m.method === "tools/list" || m.method === "tools/call").map((m) => m.id);
   }
 
   function notFound(): Refusal {
