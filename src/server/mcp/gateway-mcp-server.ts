@@ -44,16 +44,18 @@ function paramsOf<T>(schema: { safeParse(value: unknown): { success: true; data:
 export function createGatewayMcpServer(deps: GatewayMcpServerDeps): Server {
   const server = new Server({ name: "gw", version: deps.version }, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
 
+  // callerOf comes first in each handler: it also forgets the request's entry, whatever happens next.
   server.setRequestHandler(anyParams("tools/list"), (raw, extra) => {
+    const caller = deps.callerOf(extra.requestId);
     paramsOf(ListToolsRequestSchema, raw);
-    const tools = deps.tools.list(deps.callerOf(extra.requestId));
+    const tools = deps.tools.list(caller);
     deps.listed(tools);
     return { tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: { type: "object", ...tool.inputSchema } })) };
   });
 
   server.setRequestHandler(anyParams("tools/call"), async (raw, extra) => {
-    const request = paramsOf(CallToolRequestSchema, raw);
     const caller = deps.callerOf(extra.requestId);
+    const request = paramsOf(CallToolRequestSchema, raw);
     const outcome = await deps.tools.call(caller, request.params.name, request.params.arguments ?? {}, { signal: extra.signal });
     if (outcome.authRequired !== null && server.getClientCapabilities()?.elicitation?.url) {
       const payload = outcome.authRequired;
