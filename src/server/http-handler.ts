@@ -1,6 +1,7 @@
 /**
- * The request handler both protocol servers share: /health, /ready, /openapi.json, /metrics, the per-user
- * credential page, POST /v1/chat/completions and POST /v1/responses, then Connect,
+ * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
+ * /openapi.json, /metrics, the per-user credential page, the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
+ * POST /v1/chat/completions and POST /v1/responses, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
@@ -18,6 +19,7 @@ import type { RequestHandler } from "./listener.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
+import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -53,6 +55,10 @@ export interface HttpHandlerOptions {
   responses?: V1Handler;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
+  /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
+  mcp?: McpEndpoint;
+  /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
+  hostGuard?: (req: Req, path: string) => string | null;
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
@@ -100,6 +106,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     observe(req, res, route, dims, opts);
+    const refused = opts.hostGuard?.(req, path) ?? null;
+    if (refused !== null) {
+      sendError(res, 403, "host_not_allowed", refused);
+      return;
+    }
     if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) {
       sendJson(res, 200, { status: "ok" });
       return;
@@ -125,6 +136,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
+      opts.mcp.handle(req, res, path);
+      return;
+    }
     const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
     if (v1 && req.method !== "POST") {
       sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
@@ -145,7 +160,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

@@ -81,6 +81,7 @@ function mcpClientSamples(): Json[] {
       tool_sync_interval: 5,
       needs_session_stickiness: true,
       disabled: true,
+      allow_on_all_virtual_keys: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
@@ -98,6 +99,10 @@ const CLIENT_SETTINGS: Json = {
   mcp_external_client_url: "http://127.0.0.1:1",
   mcp_tool_sync_interval: 15,
   enforce_governance: true,
+  mcp_disable_auto_tool_inject: true,
+  allowed_hosts: ["gw.example.test"],
+  allowed_origins: ["https://app.example.test"],
+  mcp_server_auth_mode: "headers",
 };
 
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */

@@ -50,6 +50,13 @@ describe("buildGatewayOpenApi", () => {
     assert.deepEqual(Object.keys(doc.paths["/metrics"].get.responses["200"].content), ["text/plain"]);
   });
 
+  test("covers the MCP endpoint's two transports", () => {
+    assert.deepEqual(Object.keys(doc.paths["/mcp"]).sort(), ["delete", "get", "post"]);
+    assert.ok(doc.paths["/mcp/sse"].get);
+    assert.ok(doc.paths["/mcp/messages"].post);
+    assert.ok(doc.paths["/mcp"].post.responses["404"], "another caller's session is a 404");
+  });
+
   test("marks REQUIRED fields of the admin messages required", () => {
     assert.deepEqual(schemas["gw.admin.v1.McpClient"].required, ["name", "connection_type"]);
     assert.ok(schemas["gw.routing.v1.VirtualKey"].required.includes("name"));
