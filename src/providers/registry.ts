@@ -3,6 +3,7 @@ import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors.js";
 import { createAnthropicAdapter } from "./anthropic/adapter.js";
 import { createAzureAdapter } from "./azure/adapter.js";
+import { createBedrockAdapter } from "./bedrock/adapter.js";
 import { createCustomAdapter } from "./custom/adapter.js";
 import { createGroqAdapter } from "./groq/adapter.js";
 import { createMistralAdapter } from "./mistral/adapter.js";
@@ -21,6 +22,7 @@ const FACTORIES: Record<string, Factory> = {
   openrouter: createOpenRouterAdapter,
   ollama: createOllamaAdapter,
   anthropic: createAnthropicAdapter,
+  bedrock: createBedrockAdapter,
   custom: createCustomAdapter,
 };
 

@@ -37,6 +37,35 @@ export interface AzureKeyConfig {
   apiVersion: string;
 }
 
+/** AWS credentials of a Bedrock key (bedrock_key_config). */
+export interface BedrockKeyConfig {
+  accessKey: string;
+  secretKey: string;
+  /** Set for temporary credentials; null otherwise. */
+  sessionToken: string | null;
+  /** e.g. us-east-1: picks the default endpoint and signs the requests. */
+  region: string;
+}
+
+/** The fields of a Google service account's JSON key that minting an access token needs. */
+export interface ServiceAccount {
+  clientEmail: string;
+  /** PEM (PKCS#8) RSA private key. */
+  privateKey: string;
+  /** Where the signed assertion is exchanged for an access token. */
+  tokenUri: string;
+  /** The key's id, sent as the assertion's `kid` when known. */
+  privateKeyId: string | null;
+}
+
+/** A Vertex AI key (vertex_key_config). */
+export interface VertexKeyConfig {
+  projectId: string;
+  /** e.g. us-central1, or global. */
+  region: string;
+  credentials: ServiceAccount;
+}
+
 /** One upstream credential of a provider. */
 export interface ProviderKey {
   id: string;
@@ -48,6 +77,10 @@ export interface ProviderKey {
   aliases: Record<string, string>;
   weight: number;
   azure: AzureKeyConfig | null;
+  /** Set for bedrock keys. */
+  bedrock?: BedrockKeyConfig | null;
+  /** Set for vertex keys. */
+  vertex?: VertexKeyConfig | null;
 }
 
 /** A configured provider: its name selects the adapter; baseUrl is network_config.base_url. */

@@ -1,0 +1,88 @@
+/**
+ * AWS Bedrock over the Converse and ConverseStream APIs, SigV4-signed with each key's
+ * bedrock_key_config, speaking OpenAI chat to the gateway. The endpoint is the key region's
+ * bedrock-runtime host unless network_config.base_url replaces it. Responses are bridged onto chat.
+ */
+import type { Dispatcher } from "undici";
+import { GatewayError } from "../../errors.js";
+import { wantsUsage } from "../chat-translation/chat-output.js";
+import { providerStream } from "../http/provider-stream.js";
+import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { UpstreamPool } from "../http/upstream-pool.js";
+import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
+import type { BedrockKeyConfig, CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
+import { toConverseRequest } from "./converse-request.js";
+import { converseUsage, ConverseStreamTranslation, fromConverseResponse } from "./converse-response.js";
+import { decodeEventStream } from "./event-stream.js";
+import { signedHeaders } from "./sigv4.js";
+
+/** The runtime endpoint of a region. */
+export function bedrockRuntimeUrl(region: string): string {
+  return `https://bedrock-runtime.${region}.amazonaws.com`;
+}
+
+function bedrockConfig(provider: string, key: ProviderKey): BedrockKeyConfig {
+  if (!key.bedrock) {
+    throw new GatewayError("failed_precondition", `provider ${provider} key ${key.id} has no bedrock_key_config: set its access_key, secret_key and region`, {
+      type: "gateway_provider_misconfigured",
+      field: `providers.${provider}.keys.${key.id}.bedrock_key_config`,
+    });
+  }
+  return key.bedrock;
+}
+
+/** The models a key serves, as configured: Bedrock's model list lives on another (control-plane) API. */
+export function configuredModels(key: ProviderKey, ownedBy: string): ProviderModel[] {
+  const ids = new Set([...key.models.filter((m) => m !== "*"), ...Object.values(key.aliases)]);
+  return [...ids].map((id) => ({ id, ownedBy }));
+}
+
+/** Creates the Bedrock adapter, with its own keep-alive pool unless a dispatcher is given. */
+export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispatcher): ProviderAdapter {
+  const pool = dispatcher ? null : new UpstreamPool();
+  const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
+  const name = config.name;
+
+  /** A signed POST of `body` to `/model/{model}/{action}`. */
+  async function signedPost(model: string, action: string, body: JsonObject, options: CallOptions, accept: string): Promise<UpstreamCall> {
+    const aws = bedrockConfig(name, options.key);
+    const url = joinUrl(config.baseUrl ?? bedrockRuntimeUrl(aws.region), `/model/${encodeURIComponent(model)}/${action}`);
+    const text = JSON.stringify(body);
+    const headers = await signedHeaders(aws, "POST", url, { "content-type": "application/json", accept }, text);
+    return { method: "POST", url, headers, forwardedHeaders: options.headers, body: text, signal: options.signal, timeoutMs: options.timeoutMs };
+  }
+
+  const adapter: ProviderAdapter = {
+    name,
+
+    async chat(req: ChatRequest, options: CallOptions) {
+      const res = await sendJson(agent, name, await signedPost(req.model, "converse", toConverseRequest(req), options, "application/json"));
+      return { status: res.status, body: fromConverseResponse(res.body, req.model), usage: converseUsage(res.body["usage"]) };
+    },
+
+    async chatStream(req: ChatRequest, options: CallOptions) {
+      const res = await send(agent, name, await signedPost(req.model, "converse-stream", toConverseRequest(req), options, "application/vnd.amazon.eventstream"));
+      const translation = new ConverseStreamTranslation(name, req.model, wantsUsage(req));
+      return providerStream(name, res, options.signal, (events) => translation.translate(events), () => translation.usage(), decodeEventStream);
+    },
+
+    responses: (req, options) => bridgeResponses(adapter, req, options),
+    responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
+
+    async listModels(key) {
+      bedrockConfig(name, key);
+      return configuredModels(key, "bedrock");
+    },
+
+    async preconnect(connections) {
+      if (pool === null) return [];
+      const origins = config.baseUrl ? [config.baseUrl] : [...new Set(config.keys.flatMap((key) => (key.bedrock ? [bedrockRuntimeUrl(key.bedrock.region)] : [])))];
+      return pool.preconnect(origins, connections);
+    },
+
+    async close() {
+      await pool?.close();
+    },
+  };
+  return adapter;
+}
