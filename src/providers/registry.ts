@@ -5,6 +5,7 @@ import { createAnthropicAdapter } from "./anthropic/adapter.js";
 import { createAzureAdapter } from "./azure/adapter.js";
 import { createBedrockAdapter } from "./bedrock/adapter.js";
 import { createCustomAdapter } from "./custom/adapter.js";
+import { createGeminiAdapter } from "./gemini/adapter.js";
 import { createGroqAdapter } from "./groq/adapter.js";
 import { createMistralAdapter } from "./mistral/adapter.js";
 import { createOllamaAdapter } from "./ollama/adapter.js";
@@ -23,6 +24,7 @@ const FACTORIES: Record<string, Factory> = {
   ollama: createOllamaAdapter,
   anthropic: createAnthropicAdapter,
   bedrock: createBedrockAdapter,
+  gemini: createGeminiAdapter,
   custom: createCustomAdapter,
 };
 

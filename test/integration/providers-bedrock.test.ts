@@ -9,7 +9,7 @@ import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { MOCK_BEDROCK_TOOL_INPUT, startMockBedrock, type MockBedrock } from "../fixtures/mock-bedrock.js";
 import { startApp, type TestApp } from "../helpers/app.js";
-import { errorType, refusal, sdk } from "../helpers/inference.js";
+import { errorType, readChatStream, refusal, sdk } from "../helpers/inference.js";
 
 const CREDS = { accessKey: "AKIAMOCKKEY", secretKey: "mock-secret-key", sessionToken: "mock-session-token", region: "eu-west-1" };
 const MODEL = "anthropic.claude-3-5-sonnet-20240620-v1:0";
@@ -84,14 +84,7 @@ describe("bedrock", () => {
       stream: true,
       stream_options: { include_usage: true },
     });
-    let text = "";
-    let finish: string | null = null;
-    let usage: OpenAI.CompletionUsage | null | undefined;
-    for await (const chunk of stream) {
-      text += chunk.choices[0]?.delta.content ?? "";
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-      if (chunk.usage) usage = chunk.usage;
-    }
+    const { text, finish, usage } = await readChatStream(stream);
     assert.equal(text, "echo: one two three");
     assert.equal(finish, "stop");
     assert.equal(usage?.prompt_tokens, 13);
@@ -128,15 +121,7 @@ describe("bedrock", () => {
 
   test("streams a tool call as tool_call deltas", async () => {
     const stream = await client.chat.completions.create({ model: `bedrock/${MODEL}`, messages: [{ role: "user", content: "weather?" }], tools: [WEATHER_TOOL], stream: true });
-    let name = "";
-    let args = "";
-    let finish: string | null = null;
-    for await (const chunk of stream) {
-      const call = chunk.choices[0]?.delta.tool_calls?.[0];
-      name += call?.function?.name ?? "";
-      args += call?.function?.arguments ?? "";
-      finish = chunk.choices[0]?.finish_reason ?? finish;
-    }
+    const { toolName: name, toolArgs: args, finish } = await readChatStream(stream);
     assert.equal(name, "get_weather");
     assert.deepEqual(JSON.parse(args), MOCK_BEDROCK_TOOL_INPUT);
     assert.equal(finish, "tool_calls");

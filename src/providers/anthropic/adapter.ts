@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
-import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
@@ -32,15 +32,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
-  const messages = (body: JsonObject, options: CallOptions): UpstreamCall => ({
-    method: "POST",
-    url: joinUrl(base, "/v1/messages"),
-    headers: headers(options.key),
-    forwardedHeaders: options.headers,
-    body,
-    signal: options.signal,
-    timeoutMs: options.timeoutMs,
-  });
+  const messages = (body: JsonObject, options: CallOptions): UpstreamCall => postCall(joinUrl(base, "/v1/messages"), headers(options.key), body, options);
 
   const adapter: ProviderAdapter = {
     name,
@@ -62,13 +54,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {
-      const { body } = await sendJson(agent, name, {
-        method: "GET",
-        url: joinUrl(base, "/v1/models?limit=1000"),
-        headers: headers(key),
-        signal: options.signal,
-        timeoutMs: options.timeoutMs,
-      });
+      const { body } = await sendJson(agent, name, getCall(joinUrl(base, "/v1/models?limit=1000"), headers(key), options));
       const data = Array.isArray(body["data"]) ? body["data"] : [];
       return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
     },

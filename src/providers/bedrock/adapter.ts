@@ -7,7 +7,7 @@ import type { Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { wantsUsage } from "../chat-translation/chat-output.js";
 import { providerStream } from "../http/provider-stream.js";
-import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { BedrockKeyConfig, CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
@@ -49,7 +49,7 @@ export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispat
     const url = joinUrl(config.baseUrl ?? bedrockRuntimeUrl(aws.region), `/model/${encodeURIComponent(model)}/${action}`);
     const text = JSON.stringify(body);
     const headers = await signedHeaders(aws, "POST", url, { "content-type": "application/json", accept }, text);
-    return { method: "POST", url, headers, forwardedHeaders: options.headers, body: text, signal: options.signal, timeoutMs: options.timeoutMs };
+    return postCall(url, headers, text, options);
   }
 
   const adapter: ProviderAdapter = {

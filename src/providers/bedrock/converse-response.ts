@@ -3,7 +3,7 @@
  * events (messageStart, contentBlockStart/Delta/Stop, messageStop, metadata, exceptions) into chunks.
  */
 import { isObject } from "../chat-translation/chat-input.js";
-import { chatCompletion, ChunkBuilder, completionId, type AnswerToolCall } from "../chat-translation/chat-output.js";
+import { chatCompletion, ChatStreamTranslation, completionId, type AnswerToolCall } from "../chat-translation/chat-output.js";
 import { parseJsonObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import { ProviderError, upstreamErrorMessage, type ProviderErrorType } from "../provider-error.js";
@@ -61,41 +61,21 @@ function exceptionType(name: string): ProviderErrorType {
   return "provider_unavailable";
 }
 
-/**
- * One ConverseStream's translation. A class, so its generators live on the prototype (see
- * UpstreamEventStream in ../http/provider-stream.ts).
- */
-export class ConverseStreamTranslation {
-  private readonly chunks: ChunkBuilder;
-  private usageSeen: TokenUsage | null = null;
+/** One ConverseStream's translation: events named by their event-stream type, exceptions as failures. */
+export class ConverseStreamTranslation extends ChatStreamTranslation {
   /** Converse content block index -> OpenAI tool_calls index. */
   private readonly toolIndexes = new Map<number, number>();
 
-  constructor(
-    private readonly provider: string,
-    model: string,
-    private readonly includeUsage: boolean,
-  ) {
-    this.chunks = new ChunkBuilder(completionId(), model);
-  }
-
-  usage(): TokenUsage | null {
-    return this.usageSeen;
-  }
-
-  async *translate(events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
-    for await (const event of events) {
-      if (event.event.startsWith("exception:") || event.event.startsWith("error:")) {
-        const name = event.event.slice(event.event.indexOf(":") + 1);
-        throw new ProviderError(this.provider, null, exceptionType(name), `${this.provider} failed mid-stream (${name}): ${upstreamErrorMessage(event.data)}`);
-      }
-      const payload = parseJsonObject(event.data);
-      if (payload) yield* this.onEvent(event.event, payload);
+  protected *onEvent(event: SseEvent): Generator<JsonObject> {
+    if (event.event.startsWith("exception:") || event.event.startsWith("error:")) {
+      const name = event.event.slice(event.event.indexOf(":") + 1);
+      throw new ProviderError(this.provider, null, exceptionType(name), `${this.provider} failed mid-stream (${name}): ${upstreamErrorMessage(event.data)}`);
     }
-    if (this.includeUsage && this.usageSeen) yield this.chunks.usageChunk(this.usageSeen);
+    const payload = parseJsonObject(event.data);
+    if (payload) yield* this.onPayload(event.event, payload);
   }
 
-  private *onEvent(name: string, payload: JsonObject): Generator<JsonObject> {
+  private *onPayload(name: string, payload: JsonObject): Generator<JsonObject> {
     const index = typeof payload["contentBlockIndex"] === "number" ? payload["contentBlockIndex"] : -1;
     switch (name) {
       case "messageStart":

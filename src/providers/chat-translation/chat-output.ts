@@ -1,5 +1,6 @@
 /** OpenAI chat.completion and chat.completion.chunk objects built from a translated answer. */
 import { randomUUID } from "node:crypto";
+import type { SseEvent } from "../http/sse.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 
 /** One tool call of an answer, its arguments as JSON text. */
@@ -75,4 +76,35 @@ export class ChunkBuilder {
 export function wantsUsage(req: JsonObject): boolean {
   const options = req["stream_options"];
   return typeof options === "object" && options !== null && (options as JsonObject)["include_usage"] === true;
+}
+
+/**
+ * One translated stream: each upstream event becomes zero or more chunks, and the usage chunk follows the
+ * last one when the caller asked for it. A class, so its generators live on the prototype (see
+ * UpstreamEventStream in ../http/provider-stream.ts).
+ */
+export abstract class ChatStreamTranslation {
+  protected readonly chunks: ChunkBuilder;
+  protected usageSeen: TokenUsage | null = null;
+
+  constructor(
+    protected readonly provider: string,
+    model: string,
+    private readonly includeUsage: boolean,
+  ) {
+    this.chunks = new ChunkBuilder(completionId(), model);
+  }
+
+  /** The usage the stream reported so far; null when it reported none. */
+  usage(): TokenUsage | null {
+    return this.usageSeen;
+  }
+
+  async *translate(events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
+    for await (const event of events) yield* this.onEvent(event);
+    if (this.includeUsage && this.usageSeen) yield this.chunks.usageChunk(this.usageSeen);
+  }
+
+  /** The chunks of one upstream event; throws a ProviderError for a failure the stream reports. */
+  protected abstract onEvent(event: SseEvent): Generator<JsonObject>;
 }
