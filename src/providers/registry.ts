@@ -11,6 +11,7 @@ import { createMistralAdapter } from "./mistral/adapter.js";
 import { createOllamaAdapter } from "./ollama/adapter.js";
 import { createOpenAiAdapter } from "./openai/adapter.js";
 import { createOpenRouterAdapter } from "./openrouter/adapter.js";
+import { createVertexAdapter } from "./vertex/adapter.js";
 import type { ProviderAdapter, ProviderConfig } from "./types.js";
 
 type Factory = (config: ProviderConfig, dispatcher?: Dispatcher) => ProviderAdapter;
@@ -25,6 +26,7 @@ const FACTORIES: Record<string, Factory> = {
   anthropic: createAnthropicAdapter,
   bedrock: createBedrockAdapter,
   gemini: createGeminiAdapter,
+  vertex: createVertexAdapter,
   custom: createCustomAdapter,
 };
 

@@ -8,6 +8,8 @@ import { after, before, describe, test } from "node:test";
 import { parseConfig } from "../../src/config/load-config.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockBedrock, type MockBedrock } from "../fixtures/mock-bedrock.js";
+import { startMockGoogle } from "../fixtures/mock-google.js";
+import { testServiceAccount, withTokenUri } from "../fixtures/service-account.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { sdk } from "../helpers/inference.js";
 
@@ -15,6 +17,12 @@ type Json = Record<string, any /* JSON of any shape */>;
 
 const CREDS = { accessKey: "AKIAKEYS", secretKey: "keys-secret", sessionToken: "keys-token", region: "us-west-2" };
 const BEDROCK_BLOCK = { access_key: CREDS.accessKey, secret_key: CREDS.secretKey, session_token: CREDS.sessionToken, region: CREDS.region };
+
+const ACCOUNT = testServiceAccount("keys");
+
+function vertexKey(overrides: Json): Json {
+  return { id: "k", name: "k", vertex_key_config: { project_id: "p-1", region: "us-central1", auth_credentials: JSON.stringify(ACCOUNT.json), ...overrides } };
+}
 
 let app: TestApp;
 let bedrock: MockBedrock;
@@ -42,6 +50,23 @@ function badProviders(): { why: string; name: string; provider: Json; field: str
     { why: "a bedrock key with a region that is no region name", name: "bedrock", provider: { keys: [bedrockKey({ ...BEDROCK_BLOCK, region: "evil.example.com/x" })] }, field: "keys[0].bedrock_key_config.region" },
     { why: "a bedrock key without bedrock_key_config", name: "bedrock", provider: { keys: [{ id: "k", name: "k", value: "x" }] }, field: "keys[0].bedrock_key_config" },
     { why: "bedrock_key_config on another provider", name: "openai", provider: { keys: [{ id: "k", name: "k", value: "sk", bedrock_key_config: BEDROCK_BLOCK }] }, field: "keys[0].bedrock_key_config" },
+    { why: "a vertex key without a project_id", name: "vertex", provider: { keys: [vertexKey({ project_id: "" })] }, field: "keys[0].vertex_key_config.project_id" },
+    { why: "a vertex key without a region", name: "vertex", provider: { keys: [vertexKey({ region: undefined })] }, field: "keys[0].vertex_key_config.region" },
+    { why: "a vertex key without auth_credentials", name: "vertex", provider: { keys: [vertexKey({ auth_credentials: undefined })] }, field: "keys[0].vertex_key_config.auth_credentials" },
+    { why: "service-account credentials that are not JSON", name: "vertex", provider: { keys: [vertexKey({ auth_credentials: "{not json" })] }, field: "keys[0].vertex_key_config.auth_credentials" },
+    ...(["client_email", "private_key", "token_uri"] as const).map((missing) => ({
+      why: `a service account without ${missing}`,
+      name: "vertex",
+      provider: { keys: [vertexKey({ auth_credentials: JSON.stringify({ ...ACCOUNT.json, [missing]: undefined }) })] },
+      field: `keys[0].vertex_key_config.auth_credentials.${missing}`,
+    })),
+    {
+      why: "a service account whose private_key is not a PEM key",
+      name: "vertex",
+      provider: { keys: [vertexKey({ auth_credentials: JSON.stringify({ ...ACCOUNT.json, private_key: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n" }) })] },
+      field: "keys[0].vertex_key_config.auth_credentials.private_key",
+    },
+    { why: "a vertex key without vertex_key_config", name: "vertex", provider: { keys: [{ id: "k", name: "k", value: "x" }] }, field: "keys[0].vertex_key_config" },
   ];
 }
 
@@ -85,5 +110,35 @@ describe("cloud provider key blocks", () => {
     // The mock verifies the signature with the real secret: the kept secret is the one that signs.
     const answer = await sdk(app, "sk-gw-keys").chat.completions.create({ model: "bedrock/amazon.nova-micro-v1:0", messages: [{ role: "user", content: "still signed" }] });
     assert.equal(answer.choices[0]?.message.content, "echo: still signed");
+  });
+
+  test("redacts the service account on reads and keeps it when the read is written back", async () => {
+    const google = await startMockGoogle({ apiKey: "unused", serviceAccount: { clientEmail: ACCOUNT.clientEmail, publicKey: ACCOUNT.publicKey } });
+    try {
+      const account = withTokenUri(ACCOUNT, google.tokenUri);
+      const created = await api(app, "POST", "/api/v1/providers", {
+        name: "vertex",
+        keys: [{ id: "vx", name: "vx", models: ["gemini-2.5-flash"], vertex_key_config: { project_id: "p-1", region: "us-central1", auth_credentials: account.json } }],
+        network_config: { base_url: google.url },
+      });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      const read = (await api(app, "GET", "/api/v1/providers/vertex")).body.provider as Json;
+      assert.deepEqual(read["keys"][0]["vertex_key_config"], { project_id: "p-1", region: "us-central1", auth_credentials: "<redacted>" });
+      assert.ok(!JSON.stringify(read).includes("PRIVATE KEY"));
+      const put = await api(app, "PUT", "/api/v1/providers/vertex", { keys: read["keys"] });
+      assert.equal(put.status, 200, JSON.stringify(put.body));
+      const vk = await api(app, "POST", "/api/governance/virtual-keys", {
+        id: "vk-vertex",
+        name: "vertex",
+        value: "sk-gw-vertex-keys",
+        provider_configs: [{ provider: "vertex", allowed_models: ["*"], key_ids: ["*"], weight: 1 }],
+      });
+      assert.equal(vk.status, 200, JSON.stringify(vk.body));
+      // The token endpoint verifies the assertion with the account's key: the kept key is the one that signs.
+      const answer = await sdk(app, "sk-gw-vertex-keys").chat.completions.create({ model: "vertex/gemini-2.5-flash", messages: [{ role: "user", content: "kept" }] });
+      assert.equal(answer.choices[0]?.message.content, "echo: kept");
+    } finally {
+      await google.close();
+    }
   });
 });

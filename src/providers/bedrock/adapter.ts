@@ -4,13 +4,12 @@
  * bedrock-runtime host unless network_config.base_url replaces it. Responses are bridged onto chat.
  */
 import type { Dispatcher } from "undici";
-import { GatewayError } from "../../errors.js";
 import { wantsUsage } from "../chat-translation/chat-output.js";
+import { configuredModels } from "../configured-models.js";
 import { providerStream } from "../http/provider-stream.js";
 import { joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
-import { UpstreamPool } from "../http/upstream-pool.js";
-import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
-import type { BedrockKeyConfig, CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
+import { adapterTransport, keyBlock, translatedAdapter, type TranslatedCalls } from "../translated-adapter.js";
+import type { BedrockKeyConfig, CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey } from "../types.js";
 import { toConverseRequest } from "./converse-request.js";
 import { converseUsage, ConverseStreamTranslation, fromConverseResponse } from "./converse-response.js";
 import { decodeEventStream } from "./event-stream.js";
@@ -22,25 +21,13 @@ export function bedrockRuntimeUrl(region: string): string {
 }
 
 function bedrockConfig(provider: string, key: ProviderKey): BedrockKeyConfig {
-  if (!key.bedrock) {
-    throw new GatewayError("failed_precondition", `provider ${provider} key ${key.id} has no bedrock_key_config: set its access_key, secret_key and region`, {
-      type: "gateway_provider_misconfigured",
-      field: `providers.${provider}.keys.${key.id}.bedrock_key_config`,
-    });
-  }
-  return key.bedrock;
-}
-
-/** The models a key serves, as configured: Bedrock's model list lives on another (control-plane) API. */
-export function configuredModels(key: ProviderKey, ownedBy: string): ProviderModel[] {
-  const ids = new Set([...key.models.filter((m) => m !== "*"), ...Object.values(key.aliases)]);
-  return [...ids].map((id) => ({ id, ownedBy }));
+  return keyBlock(provider, key, "bedrock_key_config", key.bedrock, "access_key, secret_key and region");
 }
 
 /** Creates the Bedrock adapter, with its own keep-alive pool unless a dispatcher is given. */
 export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispatcher): ProviderAdapter {
-  const pool = dispatcher ? null : new UpstreamPool();
-  const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
+  const transport = adapterTransport(dispatcher);
+  const agent = transport.agent;
   const name = config.name;
 
   /** A signed POST of `body` to `/model/{model}/{action}`. */
@@ -52,9 +39,7 @@ export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispat
     return postCall(url, headers, text, options);
   }
 
-  const adapter: ProviderAdapter = {
-    name,
-
+  const calls: TranslatedCalls = {
     async chat(req: ChatRequest, options: CallOptions) {
       const res = await sendJson(agent, name, await signedPost(req.model, "converse", toConverseRequest(req), options, "application/json"));
       return { status: res.status, body: fromConverseResponse(res.body, req.model), usage: converseUsage(res.body["usage"]) };
@@ -66,23 +51,13 @@ export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispat
       return providerStream(name, res, options.signal, (events) => translation.translate(events), () => translation.usage(), decodeEventStream);
     },
 
-    responses: (req, options) => bridgeResponses(adapter, req, options),
-    responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
-
+    // Bedrock's model list lives on another (control-plane) API: the keys' configuration is the list.
     async listModels(key) {
       bedrockConfig(name, key);
       return configuredModels(key, "bedrock");
     },
-
-    async preconnect(connections) {
-      if (pool === null) return [];
-      const origins = config.baseUrl ? [config.baseUrl] : [...new Set(config.keys.flatMap((key) => (key.bedrock ? [bedrockRuntimeUrl(key.bedrock.region)] : [])))];
-      return pool.preconnect(origins, connections);
-    },
-
-    async close() {
-      await pool?.close();
-    },
   };
-  return adapter;
+  const origins = (): string[] =>
+    config.baseUrl ? [config.baseUrl] : [...new Set(config.keys.flatMap((key) => (key.bedrock ? [bedrockRuntimeUrl(key.bedrock.region)] : [])))];
+  return translatedAdapter(name, transport, calls, origins);
 }

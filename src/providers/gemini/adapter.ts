@@ -7,9 +7,8 @@ import { isObject } from "../chat-translation/chat-input.js";
 import { wantsUsage } from "../chat-translation/chat-output.js";
 import { providerStream } from "../http/provider-stream.js";
 import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
-import { UpstreamPool } from "../http/upstream-pool.js";
 import { ProviderError } from "../provider-error.js";
-import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
+import { adapterTransport, translatedAdapter, type TranslatedCalls } from "../translated-adapter.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { fromGenerateContentResponse, GenerateContentStreamTranslation, geminiUsage, toGenerateContentRequest } from "./generate-content.js";
 
@@ -31,8 +30,8 @@ function keyRejected(err: unknown): unknown {
 
 /** Creates the Gemini adapter, with its own keep-alive pool unless a dispatcher is given. */
 export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatcher): ProviderAdapter {
-  const pool = dispatcher ? null : new UpstreamPool();
-  const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
+  const transport = adapterTransport(dispatcher);
+  const agent = transport.agent;
   const name = config.name;
   const base = config.baseUrl ?? GEMINI_BASE_URL;
   const headers = (key: ProviderKey): Record<string, string> => ({ "x-goog-api-key": key.value });
@@ -40,9 +39,7 @@ export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatc
   const post = (model: string, method: string, body: JsonObject, options: CallOptions): UpstreamCall =>
     postCall(joinUrl(base, `/v1beta/models/${geminiModelPath(model)}:${method}`), headers(options.key), body, options);
 
-  const adapter: ProviderAdapter = {
-    name,
-
+  const calls: TranslatedCalls = {
     async chat(req: ChatRequest, options: CallOptions) {
       const res = await sendJson(agent, name, post(req.model, "generateContent", toGenerateContentRequest(req), options)).catch((err: unknown) => {
         throw keyRejected(err);
@@ -58,9 +55,6 @@ export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatc
       return providerStream(name, res, options.signal, (events) => translation.translate(events), () => translation.usage());
     },
 
-    responses: (req, options) => bridgeResponses(adapter, req, options),
-    responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
-
     async listModels(key, options = {}): Promise<ProviderModel[]> {
       const { body } = await sendJson(agent, name, getCall(joinUrl(base, "/v1beta/models?pageSize=1000"), headers(key), options));
       const models = Array.isArray(body["models"]) ? body["models"] : [];
@@ -68,14 +62,6 @@ export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatc
         .filter((m): m is JsonObject => isObject(m) && typeof m["name"] === "string")
         .map((m) => ({ id: (m["name"] as string).replace(/^models\//, ""), ownedBy: "google" }));
     },
-
-    async preconnect(connections) {
-      return pool === null ? [] : pool.preconnect([base], connections);
-    },
-
-    async close() {
-      await pool?.close();
-    },
   };
-  return adapter;
+  return translatedAdapter(name, transport, calls, () => [base]);
 }

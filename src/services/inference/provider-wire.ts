@@ -6,7 +6,7 @@
 import { invalidField } from "../../errors.js";
 import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
 import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
-import { bedrockOf, bedrockWire, isEmptyBlock, vertexWire } from "./cloud-key-wire.js";
+import { bedrockOf, bedrockWire, vertexOf, vertexWire } from "./cloud-key-wire.js";
 import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "./wire-fields.js";
 
 /** Provider names: they are the prefix of `provider/model`, so no slash and nothing exotic. */
@@ -54,6 +54,7 @@ function azureOf(raw: unknown, path: string): AzureKeyConfig | null {
   return { endpoint, deployments, apiVersion };
 }
 
+const VERTEX_EXAMPLE = `{"project_id": "my-project", "region": "us-central1", "auth_credentials": "<the service account's JSON key>"}`;
 const BEDROCK_EXAMPLE = `{"access_key": "AKIA...", "secret_key": "...", "region": "us-east-1"}`;
 
 /**
@@ -76,11 +77,7 @@ function keyOf(provider: string, raw: unknown, path: string): ParsedKey {
   const value = raw["value"] ?? "";
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
   const bedrock = blockFor(provider, "bedrock", bedrockOf(raw["bedrock_key_config"], `${path}.bedrock_key_config`), `${path}.bedrock_key_config`, BEDROCK_EXAMPLE);
-  if (!isEmptyBlock(raw["vertex_key_config"])) {
-    // Stored but unused, such a key would look configured and send nothing: refuse it until the adapter exists.
-    throw invalidField(`${path}.vertex_key_config`, "is not supported yet: this gateway has no Vertex adapter; leave it out");
-  }
-  const vertex = null;
+  const vertex = blockFor(provider, "vertex", vertexOf(raw["vertex_key_config"], `${path}.vertex_key_config`), `${path}.vertex_key_config`, VERTEX_EXAMPLE);
   // A local Ollama has no API key, and the cloud providers authenticate with their key blocks; every
   // other provider needs one to be reachable at all.
   if (value === "" && provider !== "ollama" && provider !== "bedrock" && provider !== "vertex") throw invalidField(`${path}.value`, "is required: the provider's API key");
