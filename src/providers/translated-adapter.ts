@@ -10,7 +10,7 @@ import { GatewayError } from "../errors.js";
 import type { ProviderAdapter, ProviderKey } from "./types.js";
 
 /** What a translating adapter implements itself. */
-export type TranslatedCalls = Pick<ProviderAdapter, "chat" | "chatStream" | "listModels">;
+export type TranslatedCalls = Pick<ProviderAdapter, "chat" | "chatStream" | "embeddings" | "listModels">;
 
 /** The dispatcher an adapter sends through: the shared one, or its own pool's. */
 export interface AdapterTransport {
@@ -33,6 +33,7 @@ export function translatedAdapter(name: string, transport: AdapterTransport, cal
     name,
     chat: calls.chat,
     chatStream: calls.chatStream,
+    embeddings: calls.embeddings,
     listModels: calls.listModels,
     responses: (req, options) => bridgeResponses(adapter, req, options),
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),

@@ -27,6 +27,15 @@ export interface ResponsesRequest extends JsonObject {
   stream?: boolean;
 }
 
+/**
+ * An OpenAI embeddings request (as received, model resolved): `input` a string or a list of strings (or
+ * token arrays, which only OpenAI-compatible upstreams take), optional `encoding_format` and `dimensions`.
+ */
+export interface EmbeddingsRequest extends JsonObject {
+  model: string;
+  input: unknown;
+}
+
 /** Azure's per-key block (azure_key_config). */
 export interface AzureKeyConfig {
   /** e.g. https://my-resource.openai.azure.com */
@@ -116,7 +125,7 @@ export interface CallOptions {
 export interface ProviderResult {
   /** The upstream's HTTP status (2xx; other statuses throw ProviderError). */
   status: number;
-  /** OpenAI JSON: a chat.completion or a response object. */
+  /** OpenAI JSON: a chat.completion, a response object or an embeddings list. */
   body: JsonObject;
   /** The body exactly as the upstream sent it, when `body` is that JSON unchanged. */
   raw?: string;
@@ -149,6 +158,8 @@ export interface ProviderAdapter {
   chatStream(req: ChatRequest, options: CallOptions): Promise<ProviderStream>;
   responses(req: ResponsesRequest, options: CallOptions): Promise<ProviderResult>;
   responsesStream(req: ResponsesRequest, options: CallOptions): Promise<ProviderStream>;
+  /** Embeds the inputs; answers OpenAI's embeddings list. */
+  embeddings(req: EmbeddingsRequest, options: CallOptions): Promise<ProviderResult>;
   listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
   /**
    * Opens `connections` keep-alive connections to each origin the provider calls, ahead of its first

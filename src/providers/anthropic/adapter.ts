@@ -6,6 +6,7 @@ import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
 import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
+import { noEmbeddings } from "../embeddings/embeddings-io.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { toAnthropicRequest } from "./request-translation.js";
@@ -52,6 +53,10 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
 
     responses: (req, options) => bridgeResponses(adapter, req, options),
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
+
+    embeddings: async () => {
+      throw noEmbeddings(name);
+    },
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {
       const { body } = await sendJson(agent, name, getCall(joinUrl(base, "/v1/models?limit=1000"), headers(key), options));

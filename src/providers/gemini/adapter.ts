@@ -5,11 +5,12 @@
 import type { Dispatcher } from "undici";
 import { isObject } from "../chat-translation/chat-input.js";
 import { wantsUsage } from "../chat-translation/chat-output.js";
+import { embeddingDimensions, embeddingsResult, embeddingTexts, vectorOf } from "../embeddings/embeddings-io.js";
 import { providerStream } from "../http/provider-stream.js";
 import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { ProviderError } from "../provider-error.js";
 import { adapterTransport, translatedAdapter, type TranslatedCalls } from "../translated-adapter.js";
-import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
+import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { fromGenerateContentResponse, GenerateContentStreamTranslation, geminiUsage, toGenerateContentRequest } from "./generate-content.js";
 
 /** The default upstream when network_config.base_url is not set. */
@@ -53,6 +54,19 @@ export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatc
       });
       const translation = new GenerateContentStreamTranslation(name, req.model, wantsUsage(req));
       return providerStream(name, res, options.signal, (events) => translation.translate(events), () => translation.usage());
+    },
+
+    async embeddings(req: EmbeddingsRequest, options: CallOptions) {
+      const texts = embeddingTexts(req, name);
+      const dimensions = embeddingDimensions(req);
+      const model = `models/${req.model.replace(/^models\//, "")}`;
+      const requests = texts.map((text) => ({ model, content: { parts: [{ text }] }, ...(dimensions !== null ? { outputDimensionality: dimensions } : {}) }));
+      const res = await sendJson(agent, name, post(req.model, "batchEmbedContents", { requests }, options)).catch((err: unknown) => {
+        throw keyRejected(err);
+      });
+      const embeddings = Array.isArray(res.body["embeddings"]) ? res.body["embeddings"] : [];
+      // The API reports no token counts for embeddings.
+      return embeddingsResult(req, embeddings.map((e) => vectorOf(isObject(e) ? e["values"] : undefined, name)), 0);
     },
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {

@@ -8,13 +8,16 @@ import type { Dispatcher } from "undici";
 import { anthropicUsage, toChatCompletion } from "../anthropic/response-translation.js";
 import { toAnthropicRequest } from "../anthropic/request-translation.js";
 import { createChunkTranslator } from "../anthropic/stream-translation.js";
+import { isObject } from "../chat-translation/chat-input.js";
 import { configuredModels } from "../configured-models.js";
+import { embeddingDimensions, embeddingsResult, embeddingTexts, vectorOf } from "../embeddings/embeddings-io.js";
+import { count } from "../usage.js";
 import { wantsUsage } from "../chat-translation/chat-output.js";
 import { fromGenerateContentResponse, GenerateContentStreamTranslation, geminiUsage, toGenerateContentRequest } from "../gemini/generate-content.js";
 import { providerStream } from "../http/provider-stream.js";
 import { joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { adapterTransport, keyBlock, translatedAdapter } from "../translated-adapter.js";
-import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel, ProviderResult, ProviderStream, VertexKeyConfig } from "../types.js";
+import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel, ProviderResult, ProviderStream, VertexKeyConfig } from "../types.js";
 import { AccessTokens } from "./access-tokens.js";
 
 /** The anthropic_version Claude on Vertex requires in the body. */
@@ -75,6 +78,21 @@ export function createVertexAdapter(config: ProviderConfig, dispatcher?: Dispatc
     return providerStream(name, res, options.signal, (events) => translation.translate(events), () => translation.usage());
   }
 
+  async function embeddings(req: EmbeddingsRequest, options: CallOptions): Promise<ProviderResult> {
+    const texts = embeddingTexts(req, name);
+    const dimensions = embeddingDimensions(req);
+    const body = { instances: texts.map((content) => ({ content })), ...(dimensions !== null ? { parameters: { outputDimensionality: dimensions } } : {}) };
+    const res = await sendJson(agent, name, await modelCall(req.model, "predict", body, options));
+    const predictions = Array.isArray(res.body["predictions"]) ? res.body["predictions"] : [];
+    let tokens = 0;
+    const vectors = predictions.map((prediction) => {
+      const embedding = isObject(prediction) && isObject(prediction["embeddings"]) ? prediction["embeddings"] : {};
+      if (isObject(embedding["statistics"])) tokens += count(embedding["statistics"]["token_count"]);
+      return vectorOf(embedding["values"], name);
+    });
+    return embeddingsResult(req, vectors, tokens);
+  }
+
   async function listModels(key: ProviderKey): Promise<ProviderModel[]> {
     vertexConfig(name, key);
     return configuredModels(key, "vertex");
@@ -82,5 +100,5 @@ export function createVertexAdapter(config: ProviderConfig, dispatcher?: Dispatc
 
   const origins = (): string[] =>
     config.baseUrl ? [config.baseUrl] : [...new Set(config.keys.flatMap((key) => (key.vertex ? [vertexBaseUrl(key.vertex.region)] : [])))];
-  return translatedAdapter(name, transport, { chat, chatStream, listModels }, origins);
+  return translatedAdapter(name, transport, { chat, chatStream, embeddings, listModels }, origins);
 }
