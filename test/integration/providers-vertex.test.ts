@@ -116,6 +116,26 @@ describe("vertex", () => {
     assert.match(mock.last().path, /:streamRawPredict$/);
   });
 
+  test("concurrent first requests share one token fetch", async () => {
+    const other = await startApp({ inference: inferenceOptionsFromFile({ vertex: vertexProvider(JSON.stringify(account.json)) }, VIRTUAL_KEYS) });
+    const before = mock.issuedTokens.length;
+    // Slow answers keep the three requests' token waits overlapping.
+    mock.latencyMs = 50;
+    try {
+      const answers = await Promise.all(
+        ["one", "two", "three"].map((text) => sdk(other, VK).chat.completions.create({ model: "vertex/gemini-2.5-flash", messages: [{ role: "user", content: text }] })),
+      );
+      assert.deepEqual(
+        answers.map((a) => a.choices[0]?.message.content),
+        ["echo: one", "echo: two", "echo: three"],
+      );
+      assert.equal(mock.issuedTokens.length - before, 1);
+    } finally {
+      mock.latencyMs = 0;
+      await other.stop();
+    }
+  });
+
   test("accepts the service account's JSON key as an object", async () => {
     const other = await startApp({ inference: inferenceOptionsFromFile({ vertex: vertexProvider(account.json) }, VIRTUAL_KEYS) });
     try {
