@@ -66,6 +66,8 @@ function badProviders(): { why: string; name: string; provider: Json; field: str
       provider: { keys: [vertexKey({ auth_credentials: JSON.stringify({ ...ACCOUNT.json, private_key: "-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----\n" }) })] },
       field: "keys[0].vertex_key_config.auth_credentials.private_key",
     },
+    { why: "a bedrock key with a value it would never send", name: "bedrock", provider: { keys: [{ ...bedrockKey(BEDROCK_BLOCK), value: "sk-unused" }] }, field: "keys[0].value" },
+    { why: "a vertex key with a value it would never send", name: "vertex", provider: { keys: [{ ...vertexKey({}), value: "sk-unused" }] }, field: "keys[0].value" },
     { why: "a vertex key without vertex_key_config", name: "vertex", provider: { keys: [{ id: "k", name: "k", value: "x" }] }, field: "keys[0].vertex_key_config" },
   ];
 }

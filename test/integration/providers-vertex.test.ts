@@ -34,7 +34,7 @@ function vertexProvider(credentials: unknown): Record<string, unknown> {
       {
         id: "v1",
         name: "v1",
-        models: ["gemini-2.5-flash", "claude-sonnet-4-5", "flash"],
+        models: ["gemini-2.5-flash", "claude-sonnet-4-5", "claude-sonnet-4-5@20250929", "flash"],
         aliases: { flash: "gemini-2.5-flash" },
         vertex_key_config: { project_id: PROJECT, region: REGION, auth_credentials: credentials },
       },
@@ -93,7 +93,7 @@ describe("vertex", () => {
 
   test("calls a Claude model's rawPredict with an Anthropic body, Vertex's anthropic_version and no model", async () => {
     const answer = await client.chat.completions.create({
-      model: "vertex/claude-sonnet-4-5",
+      model: "vertex/claude-sonnet-4-5@20250929",
       messages: [
         { role: "system", content: "Be brief." },
         { role: "user", content: "hello claude" },
@@ -101,7 +101,7 @@ describe("vertex", () => {
     });
     assert.equal(answer.choices[0]?.message.content, "echo: hello claude");
     const req = mock.last();
-    assert.equal(req.path, `/v1/projects/${PROJECT}/locations/${REGION}/publishers/anthropic/models/claude-sonnet-4-5:rawPredict`);
+    assert.equal(req.path, `/v1/projects/${PROJECT}/locations/${REGION}/publishers/anthropic/models/claude-sonnet-4-5@20250929:rawPredict`);
     assert.equal(req.body?.["anthropic_version"], "vertex-2023-10-16");
     assert.equal(req.body?.["system"], "Be brief.");
     assert.ok(!("model" in (req.body ?? {})));

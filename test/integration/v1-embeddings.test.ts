@@ -1,6 +1,6 @@
 /**
  * POST /v1/embeddings through the real app and the official `openai` SDK: passed through to an
- * OpenAI-compatible mock (token arrays and dimensions included), translated to Bedrock Titan (a mock that
+ * OpenAI-compatible mock (token arrays and dimensions included, Azure's deployments too), translated to Bedrock Titan (a mock that
  * verifies the SigV4 signature), Gemini's batchEmbedContents and Vertex's predict; floats and base64; body
  * checks; a provider without embeddings; and the `embedding` method label of the upstream metrics.
  */
@@ -45,6 +45,9 @@ before(async () => {
   const inference = inferenceOptionsFromFile(
     {
       openai: { keys: [{ id: "oa", name: "oa", value: "sk-openai", models: ["text-embedding-3-small"] }], network_config: { base_url: openai.url } },
+      azure: {
+        keys: [{ id: "az", name: "az", value: "sk-azure", models: ["embed-small"], azure_key_config: { endpoint: openai.url, deployments: { "embed-small": "dep-embed" }, api_version: "2024-10-21" } }],
+      },
       anthropic: { keys: [{ id: "an", name: "an", value: "sk-ant", models: ["claude-sonnet-4-5"] }], network_config: { base_url: anthropic.url } },
       bedrock: {
         keys: [{ id: "br", name: "br", models: [TITAN, "titan"], aliases: { titan: TITAN }, bedrock_key_config: { access_key: AWS.accessKey, secret_key: AWS.secretKey, region: AWS.region } }],
@@ -56,7 +59,7 @@ before(async () => {
         network_config: { base_url: google.url },
       },
     },
-    [{ id: "vk", name: "vk", value: VK, is_active: true, provider_configs: ["openai", "anthropic", "bedrock", "gemini", "vertex"].map(all) }],
+    [{ id: "vk", name: "vk", value: VK, is_active: true, provider_configs: ["openai", "azure", "anthropic", "bedrock", "gemini", "vertex"].map(all) }],
   );
   app = await startApp({ inference });
   client = sdk(app, VK);
@@ -84,6 +87,15 @@ describe("/v1/embeddings", () => {
     const res = await client.embeddings.create({ model: "openai/text-embedding-3-small", input: [[1, 2, 3]], encoding_format: "float" });
     assert.deepEqual(res.data[0]?.embedding, mockVector("1 2 3", MOCK_EMBEDDING_DIMENSIONS));
     assert.deepEqual(openai.last().body?.["input"], [[1, 2, 3]]);
+  });
+
+  test("sends Azure embeddings to the model's deployment", async () => {
+    const res = await client.embeddings.create({ model: "azure/embed-small", input: "azure text", encoding_format: "float" });
+    assert.deepEqual(res.data[0]?.embedding, mockVector("azure text", MOCK_EMBEDDING_DIMENSIONS));
+    const req = openai.last();
+    assert.equal(req.path, "/openai/deployments/dep-embed/embeddings");
+    assert.equal(req.query["api-version"], "2024-10-21");
+    assert.equal(req.headers["api-key"], "sk-azure");
   });
 
   test("translates to Bedrock Titan invoke calls, one per input, signed", async () => {

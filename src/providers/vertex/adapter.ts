@@ -33,6 +33,11 @@ export function vertexPublisher(model: string): "anthropic" | "google" {
   return /^claude/.test(model) ? "anthropic" : "google";
 }
 
+/** A model id as a path segment; `@` (Claude versions: `claude-sonnet-4-5@20250929`) stays as Vertex documents it. */
+function modelSegment(model: string): string {
+  return encodeURIComponent(model).replace(/%40/g, "@");
+}
+
 function vertexConfig(provider: string, key: ProviderKey): VertexKeyConfig {
   return keyBlock(provider, key, "vertex_key_config", key.vertex, "project_id, region and auth_credentials");
 }
@@ -54,7 +59,7 @@ export function createVertexAdapter(config: ProviderConfig, dispatcher?: Dispatc
   async function modelCall(model: string, method: string, body: JsonObject, options: CallOptions): Promise<UpstreamCall> {
     const vertex = vertexConfig(name, options.key);
     const token = await tokens.token(vertex.credentials, options);
-    const path = `/v1/projects/${encodeURIComponent(vertex.projectId)}/locations/${vertex.region}/publishers/${vertexPublisher(model)}/models/${encodeURIComponent(model)}:${method}`;
+    const path = `/v1/projects/${encodeURIComponent(vertex.projectId)}/locations/${vertex.region}/publishers/${vertexPublisher(model)}/models/${modelSegment(model)}:${method}`;
     return postCall(joinUrl(config.baseUrl ?? vertexBaseUrl(vertex.region), path), { authorization: `Bearer ${token}` }, body, options);
   }
 

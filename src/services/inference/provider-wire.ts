@@ -78,9 +78,11 @@ function keyOf(provider: string, raw: unknown, path: string): ParsedKey {
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
   const bedrock = blockFor(provider, "bedrock", bedrockOf(raw["bedrock_key_config"], `${path}.bedrock_key_config`), `${path}.bedrock_key_config`, BEDROCK_EXAMPLE);
   const vertex = blockFor(provider, "vertex", vertexOf(raw["vertex_key_config"], `${path}.vertex_key_config`), `${path}.vertex_key_config`, VERTEX_EXAMPLE);
-  // A local Ollama has no API key, and the cloud providers authenticate with their key blocks; every
-  // other provider needs one to be reachable at all.
-  if (value === "" && provider !== "ollama" && provider !== "bedrock" && provider !== "vertex") throw invalidField(`${path}.value`, "is required: the provider's API key");
+  // A local Ollama has no API key, and the cloud providers authenticate with their key blocks (where a
+  // value would be stored and never sent); every other provider needs one to be reachable at all.
+  const block = provider === "bedrock" ? "bedrock_key_config" : provider === "vertex" ? "vertex_key_config" : null;
+  if (block !== null && value !== "") throw invalidField(`${path}.value`, `is not used by ${provider}, whose keys authenticate with ${block}: leave value empty`);
+  if (value === "" && block === null && provider !== "ollama") throw invalidField(`${path}.value`, "is required: the provider's API key");
   const azure = azureOf(raw["azure_key_config"], `${path}.azure_key_config`);
   if (provider === "azure" && azure === null) {
     throw invalidField(`${path}.azure_key_config`, "is required for azure: {\"endpoint\": \"https://<resource>.openai.azure.com\", \"deployments\": {...}}");
