@@ -147,6 +147,20 @@ describe("gemini", () => {
     assert.match(down.message, /overloaded/);
   });
 
+  test("maps an upstream that does not answer in time to provider_timeout", async () => {
+    const slow = { ...geminiProvider(), network_config: { base_url: mock.url, default_request_timeout_in_seconds: 1 } };
+    const other = await startApp({ inference: inferenceOptionsFromFile({ gemini: slow }, VIRTUAL_KEYS) });
+    mock.latencyMs = 3000;
+    try {
+      const err = await refusal(sdk(other, VK).chat.completions.create({ model: "gemini/gemini-2.5-flash", messages: [{ role: "user", content: "hi" }] }));
+      assert.equal(err.status, 504);
+      assert.equal(errorType(err), "provider_timeout");
+    } finally {
+      mock.latencyMs = 0;
+      await other.stop();
+    }
+  });
+
   test("a key the API rejects fails as provider_auth", async () => {
     const other = await startApp({ inference: inferenceOptionsFromFile({ gemini: geminiProvider({ value: "AIza-wrong", models: ["gemini-2.5-flash"] }) }, VIRTUAL_KEYS) });
     try {

@@ -136,6 +136,22 @@ describe("vertex", () => {
     }
   });
 
+  test("fetches a new token when the cached one is about to expire", async () => {
+    const other = await startApp({ inference: inferenceOptionsFromFile({ vertex: vertexProvider(JSON.stringify(account.json)) }, VIRTUAL_KEYS) });
+    const before = mock.issuedTokens.length;
+    // A token valid for less than the refresh margin is never reused.
+    mock.tokenLifetimeSeconds = 30;
+    try {
+      for (const text of ["first", "second"]) {
+        await sdk(other, VK).chat.completions.create({ model: "vertex/gemini-2.5-flash", messages: [{ role: "user", content: text }] });
+      }
+      assert.equal(mock.issuedTokens.length - before, 2);
+    } finally {
+      mock.tokenLifetimeSeconds = 3599;
+      await other.stop();
+    }
+  });
+
   test("accepts the service account's JSON key as an object", async () => {
     const other = await startApp({ inference: inferenceOptionsFromFile({ vertex: vertexProvider(account.json) }, VIRTUAL_KEYS) });
     try {
