@@ -141,6 +141,12 @@ describe("bedrock", () => {
     assert.match(err.message, /inline only/);
   });
 
+  test("serves the Responses API through the chat translation", async () => {
+    const response = await client.responses.create({ model: `bedrock/${MODEL}`, input: "via responses" });
+    assert.equal(response.output_text, "echo: via responses");
+    assert.equal(mock.last().rawPath, `/model/${encodeURIComponent(MODEL)}/converse`);
+  });
+
   test("maps a 429 to provider_rate_limited", async () => {
     mock.failNext(429, "Too many requests");
     const err = await refusal(client.chat.completions.create({ model: `bedrock/${MODEL}`, messages: [{ role: "user", content: "hi" }] }));
