@@ -21,6 +21,7 @@ import { McpServerTools } from "./services/mcp-server-tools.js";
 import { createOnePortServer, type RequestHandler } from "./server/listener.js";
 import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
+import { createEmbeddingsHandler } from "./server/v1/embeddings.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
@@ -194,6 +195,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
+      // Embeddings have no tools to inject: they go to the single-call service directly.
+      embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,
       mcp: mcpEndpoint,
       hostGuard: createHostGuard(host, () => settings.client),

@@ -1,7 +1,7 @@
 /**
  * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
  * /openapi.json, /metrics, the per-user credential page, the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
- * POST /v1/chat/completions and POST /v1/responses, then Connect,
+ * POST /v1/chat/completions, /v1/responses and /v1/embeddings, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
@@ -31,6 +31,7 @@ import { sendError, sendJson, type Req, type Res } from "./node-http.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
+const EMBEDDINGS_PATH = "/v1/embeddings";
 
 /** A /v1 inference handler; `scope` is what the HTTP layer read from the request. */
 export type V1Handler = (req: Req, res: Res, scope: RequestScope) => Promise<void>;
@@ -53,6 +54,8 @@ export interface HttpHandlerOptions {
   chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
   responses?: V1Handler;
+  /** Serves POST /v1/embeddings. */
+  embeddings?: V1Handler;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
   /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
@@ -140,7 +143,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       opts.mcp.handle(req, res, path);
       return;
     }
-    const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
+    const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : path === EMBEDDINGS_PATH ? opts.embeddings : undefined;
     if (v1 && req.method !== "POST") {
       sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
       return;
@@ -160,7 +163,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

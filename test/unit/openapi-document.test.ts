@@ -33,6 +33,13 @@ describe("buildGatewayOpenApi", () => {
     assert.equal(schemas.ChatCompletionRequest.properties.stream.type, "boolean");
   });
 
+  test("covers POST /v1/embeddings with a JSON-only answer", () => {
+    const op = doc.paths["/v1/embeddings"].post;
+    assert.deepEqual(op.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/EmbeddingsRequest" });
+    assert.deepEqual(Object.keys(op.responses["200"].content), ["application/json"]);
+    assert.deepEqual(schemas.EmbeddingsRequest.required, ["model", "input"]);
+  });
+
   test("marks the fields the inference paths require", () => {
     assert.deepEqual(schemas.ChatCompletionRequest.required, ["model", "messages"]);
     assert.deepEqual(schemas.ResponsesRequest.required, ["model", "input"]);

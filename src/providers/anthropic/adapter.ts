@@ -4,8 +4,9 @@
  */
 import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
-import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
+import { noEmbeddings } from "../embeddings/embeddings-io.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { toAnthropicRequest } from "./request-translation.js";
@@ -32,15 +33,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
-  const messages = (body: JsonObject, options: CallOptions): UpstreamCall => ({
-    method: "POST",
-    url: joinUrl(base, "/v1/messages"),
-    headers: headers(options.key),
-    forwardedHeaders: options.headers,
-    body,
-    signal: options.signal,
-    timeoutMs: options.timeoutMs,
-  });
+  const messages = (body: JsonObject, options: CallOptions): UpstreamCall => postCall(joinUrl(base, "/v1/messages"), headers(options.key), body, options);
 
   const adapter: ProviderAdapter = {
     name,
@@ -61,14 +54,12 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
     responses: (req, options) => bridgeResponses(adapter, req, options),
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
 
+    embeddings: async () => {
+      throw noEmbeddings(name);
+    },
+
     async listModels(key, options = {}): Promise<ProviderModel[]> {
-      const { body } = await sendJson(agent, name, {
-        method: "GET",
-        url: joinUrl(base, "/v1/models?limit=1000"),
-        headers: headers(key),
-        signal: options.signal,
-        timeoutMs: options.timeoutMs,
-      });
+      const { body } = await sendJson(agent, name, getCall(joinUrl(base, "/v1/models?limit=1000"), headers(key), options));
       const data = Array.isArray(body["data"]) ? body["data"] : [];
       return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
     },

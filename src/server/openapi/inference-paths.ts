@@ -1,10 +1,11 @@
 /**
- * The OpenAPI operations of the hand-written /v1 inference endpoints, POST /v1/chat/completions and
- * POST /v1/responses: OpenAI request and answer schemas, the SSE answer of `stream: true`, the
- * OpenAI error envelope and the statuses governance and body checks give.
+ * The OpenAPI operations of the hand-written /v1 inference endpoints, POST /v1/chat/completions,
+ * POST /v1/responses and POST /v1/embeddings: OpenAI request and answer schemas, the SSE answer of
+ * `stream: true`, the OpenAI error envelope and the statuses governance and body checks give.
  */
 import { errorResponse, ref, type Schema } from "../rest/openapi.js";
 import { CHAT_SCHEMAS } from "./chat-completions-schemas.js";
+import { EMBEDDINGS_SCHEMAS } from "./embeddings-schemas.js";
 import { RESPONSES_SCHEMAS } from "./responses-schemas.js";
 import { IDENTIFIED_CALLER } from "./security-schemes.js";
 
@@ -60,24 +61,28 @@ const ERRORS: Readonly<Record<number, string>> = {
   429: "Every eligible provider of the virtual key is at its token rate limit (policy_rate_limited).",
 };
 
+/** An inference operation; `stream` describes its event stream, absent for one that never streams. */
 function inferenceOperation(op: {
   operationId: string;
   summary: string;
   description: string;
   request: string;
   answer: string;
-  event: string;
-  streamDescription: string;
+  stream?: { event: string; description: string };
 }): Schema {
   const responses: Schema = {
     "200": {
-      description: "The answer: JSON, or with `stream: true` server-sent events.",
+      description: op.stream ? "The answer: JSON, or with `stream: true` server-sent events." : "The answer, as JSON.",
       content: {
         "application/json": { schema: ref(op.answer) },
-        "text/event-stream": {
-          // OpenAPI 3.1 cannot type the events of a stream, so the schema of one event's data rides along in $defs.
-          schema: { type: "string", description: op.streamDescription, $defs: { event: ref(op.event) } },
-        },
+        ...(op.stream
+          ? {
+              "text/event-stream": {
+                // OpenAPI 3.1 cannot type the events of a stream, so the schema of one event's data rides along in $defs.
+                schema: { type: "string", description: op.stream.description, $defs: { event: ref(op.stream.event) } },
+              },
+            }
+          : {}),
       },
     },
   };
@@ -92,7 +97,8 @@ function inferenceOperation(op: {
     summary: op.summary,
     description: op.description,
     security: IDENTIFIED_CALLER,
-    parameters: INCLUDE_HEADERS,
+    // Only streaming endpoints run agent mode, whose tools the include headers pick.
+    ...(op.stream ? { parameters: INCLUDE_HEADERS } : {}),
     requestBody: { required: true, content: { "application/json": { schema: ref(op.request) } } },
     responses,
   };
@@ -108,9 +114,11 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "OpenAI chat completions through the gateway's routing, governance and agent mode. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
       request: "ChatCompletionRequest",
       answer: "ChatCompletion",
-      event: "ChatCompletionChunk",
-      streamDescription:
-        "`data:` events holding a ChatCompletionChunk (`$defs/event`), ending in `data: [DONE]`. A failure after the first event is one more `data:` event holding the OpenAI error envelope.",
+      stream: {
+        event: "ChatCompletionChunk",
+        description:
+          "`data:` events holding a ChatCompletionChunk (`$defs/event`), ending in `data: [DONE]`. A failure after the first event is one more `data:` event holding the OpenAI error envelope.",
+      },
     }),
   },
   "/v1/responses": {
@@ -121,9 +129,21 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "The OpenAI Responses API through the gateway's routing, governance and agent mode. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
       request: "ResponsesRequest",
       answer: "Response",
-      event: "ResponseStreamEvent",
-      streamDescription:
-        "`event: <type>` and a `data:` line holding a ResponseStreamEvent (`$defs/event`) per event, with no `[DONE]`. A failure after the first event is an `error` event carrying `code`, `message`, `param` and the envelope's `error` object.",
+      stream: {
+        event: "ResponseStreamEvent",
+        description:
+          "`event: <type>` and a `data:` line holding a ResponseStreamEvent (`$defs/event`) per event, with no `[DONE]`. A failure after the first event is an `error` event carrying `code`, `message`, `param` and the envelope's `error` object.",
+      },
+    }),
+  },
+  "/v1/embeddings": {
+    post: inferenceOperation({
+      operationId: "Inference.Embeddings",
+      summary: "Create embeddings",
+      description:
+        "OpenAI embeddings through the gateway's routing and governance: passed through to OpenAI-compatible providers, translated for bedrock, vertex and gemini. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
+      request: "EmbeddingsRequest",
+      answer: "EmbeddingsList",
     }),
   },
 };
@@ -132,5 +152,6 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
 export const INFERENCE_SCHEMAS: Readonly<Record<string, Schema>> = {
   ...CHAT_SCHEMAS,
   ...RESPONSES_SCHEMAS,
+  ...EMBEDDINGS_SCHEMAS,
   [OPENAI_ERROR_SCHEMA]: OPENAI_ERROR,
 };

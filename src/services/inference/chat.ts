@@ -1,6 +1,6 @@
 /**
- * Inference orchestration for chat completions and the Responses API, entirely in memory (the database is
- * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
+ * Inference orchestration for chat completions, the Responses API and embeddings, entirely in memory (the
+ * database is never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
  * fallbacks). A target whose provider has a call limit first takes one of its slots (waiting, or refused
  * when the buffer is full and client.drop_excess_requests is on). Within a target the keys are tried in
  * their weighted order while the upstream answers with a status that rotates keys; any other failure moves
@@ -18,6 +18,7 @@ import { ProviderError } from "../../providers/provider-error.js";
 import type {
   CallOptions,
   ChatRequest,
+  EmbeddingsRequest,
   JsonObject,
   ProviderAdapter,
   ProviderResult,
@@ -37,8 +38,8 @@ import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { Inference, InferenceProvider } from "./state.js";
 
-/** The inference APIs the service runs: chat completions, or the Responses API. */
-export type CallMethod = "chat" | "responses";
+/** The inference APIs the service runs: chat completions, the Responses API, or embeddings. */
+export type CallMethod = "chat" | "responses" | "embedding";
 
 /** A validated request body with its method; a call without a method is a chat completion. */
 export type MethodBody =
@@ -51,6 +52,11 @@ export type MethodBody =
       method: "responses";
       /** The request JSON; `model` is a non-empty string and `input` a string or an array. */
       body: ResponsesRequest;
+    }
+  | {
+      method: "embedding";
+      /** The request JSON; `model` is a non-empty string, `input` checked, never streamed. */
+      body: EmbeddingsRequest;
     };
 
 /** One validated request as a /v1 handler hands it over. */
@@ -113,11 +119,13 @@ export function virtualKeyCredential(headers: IncomingHttpHeaders): string | nul
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
 function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderResult> {
   if (call.method === "responses") return adapter.responses({ ...call.body, model }, options);
+  if (call.method === "embedding") return adapter.embeddings({ ...call.body, model }, options);
   return adapter.chat({ ...call.body, model }, options);
 }
 
 /** The adapter's streaming call for the method, with the target's upstream model. */
 function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderStream> {
+  if (call.method === "embedding") throw new GatewayError("invalid_argument", "embeddings do not stream", { type: "caller_invalid_request", httpStatus: 400, field: "stream" });
   if (call.method === "responses") return adapter.responsesStream({ ...call.body, model }, options);
   return adapter.chatStream({ ...call.body, model }, options);
 }
@@ -212,7 +220,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
-    const mode = base.method === "responses" ? "responses" : "chat";
+    const mode = base.method === "responses" || base.method === "embedding" ? base.method : "chat";
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
