@@ -9,8 +9,10 @@ import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { CustomLabelValues, GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
+import { needsVerification } from "./client-spec.js";
 import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
 import { afterSchemaChange } from "./credentials/status.js";
+import { OauthTokens } from "./oauth/oauth-tokens.js";
 import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
@@ -78,7 +80,7 @@ function applyDiscoverySchema(rec: McpClientRecord): void {
 
 /** States that refuse tool calls, with the reason given to the caller. */
 const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
-  needs_reauth: "its upstream credential was rejected; update the client's headers to reauthorize it",
+  needs_reauth: "its upstream credential was rejected; update the client's headers, or for an oauth client POST /api/mcp/client/{id}/reauthorize",
   disabled: "it is disabled",
   pending_verification: "its one-time verification is not done (POST /api/mcp/client/{id}/verify-headers)",
   error: "it is not running in this instance",
@@ -95,6 +97,8 @@ export class McpRuntime implements RuntimeStateSource {
   private firstConnections: Promise<void> = Promise.resolve();
   /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
+  /** The OAuth tokens of the oauth clients, cached in memory for the call path. */
+  readonly oauth: OauthTokens;
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
@@ -108,6 +112,12 @@ export class McpRuntime implements RuntimeStateSource {
         const client = this.clients.get(id);
         return client ? { id, spec: client.spec } : undefined;
       },
+    });
+    this.oauth = new OauthTokens({
+      store: deps.store,
+      logger: deps.logger,
+      now: this.timing.now,
+      onDead: (id, message) => this.clients.get(id)?.credentialDied(message),
     });
   }
 
@@ -126,6 +136,7 @@ export class McpRuntime implements RuntimeStateSource {
     await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
+    await this.oauth.load(records.filter((rec) => rec.authType === "oauth").map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
     const firsts = records.map((rec) => {
       this.connectingAtStart.set(rec.id, rec.name);
       return this.add(snapshotOf(rec))
@@ -179,6 +190,7 @@ export class McpRuntime implements RuntimeStateSource {
       timing: this.timing,
       globalSyncMinutes: () => this.deps.settings.client.mcpToolSyncIntervalMinutes,
       persistTools: (id, tools) => this.persistTools(id, tools),
+      bearer: (id) => this.oauth.source(id),
       discoveryRejected: async (id) => {
         await this.deps.store.fork().nativeUpdate(McpClientRecord, { id }, { discoveryStatus: "needs_update", updatedAt: new Date() });
       },
@@ -220,6 +232,16 @@ export class McpRuntime implements RuntimeStateSource {
   /** Re-dials a sticky client; rejects with the upstream's error when the new connection fails. */
   async reconnect(clientId: string): Promise<void> {
     await this.held(clientId).reconnect();
+  }
+
+  /** An admin revoked a client's OAuth credential: the client goes to needs_reauth. */
+  credentialRevoked(clientId: string, message: string): void {
+    this.clients.get(clientId)?.credentialDied(message);
+  }
+
+  /** Puts a client on its newly authorized OAuth credential: re-dial (make-before-break) or start again. */
+  async credentialRenewed(clientId: string): Promise<void> {
+    await this.clients.get(clientId)?.credentialRenewed();
   }
 
   /** Closes a sticky client's connection until the next reconnect. */
@@ -306,7 +328,7 @@ export class McpRuntime implements RuntimeStateSource {
       throw new GatewayError("permission_denied", `tool "${tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
     }
     if (client.spec.disabled) throw this.refusal(client.spec.name, "disabled");
-    if (client.spec.authType === "per_user_headers" && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
+    if (needsVerification(client.spec.authType) && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
     // From memory: the per-user lookup never waits on the database.

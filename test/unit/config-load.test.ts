@@ -84,6 +84,7 @@ describe("defaults", () => {
       toolsToAutoExecute: [],
       toolSyncInterval: 0,
       needsSessionStickiness: null,
+      oauthConfig: null,
       disabled: false,
     });
   });

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/mcp_client.proto.
  */
 export const file_gw_admin_v1_mcp_client: GenFile = /*@__PURE__*/
-  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSK1CAoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBpDCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuZ3cuYWRtaW4udjEuRW52VmFyOgI4ARpJCg9Ob2RlU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZ3cuYWRtaW4udjEuTm9kZVN0YXRlOgI4ARoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCGwoZX25lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcyJAChZDcmVhdGVNY3BDbGllbnRSZXF1ZXN0EiYKBmNsaWVudBgBIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudCJNChdDcmVhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkihAEKFlVwZGF0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiYKBmNsaWVudBgCIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYgoXVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGY2xpZW50GAMgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50IisKFkRlbGV0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjoKF0RlbGV0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkYKFUxpc3RNY3BDbGllbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZvZmZzZXQYAiABKAUSDgoGc2VhcmNoGAMgASgJImUKFkxpc3RNY3BDbGllbnRzUmVzcG9uc2USJwoHY2xpZW50cxgBIAMoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBINCgVjb3VudBgCIAEoBRITCgt0b3RhbF9jb3VudBgDIAEoBSIoChNHZXRNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI+ChRHZXRNY3BDbGllbnRSZXNwb25zZRImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTQoTUmVhdXRob3JpemVSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIVCg1hdXRob3JpemVfdXJsGAMgASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIlYKHEluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiOAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJKn8KDkNvbm5lY3Rpb25UeXBlEh8KG0NPTk5FQ1RJT05fVFlQRV9VTlNQRUNJRklFRBAAEhgKFENPTk5FQ1RJT05fVFlQRV9IVFRQEAESFwoTQ09OTkVDVElPTl9UWVBFX1NTRRACEhkKFUNPTk5FQ1RJT05fVFlQRV9TVERJTxADKsEBCghBdXRoVHlwZRIZChVBVVRIX1RZUEVfVU5TUEVDSUZJRUQQABISCg5BVVRIX1RZUEVfTk9ORRABEhUKEUFVVEhfVFlQRV9IRUFERVJTEAISEwoPQVVUSF9UWVBFX09BVVRIEAMSHgoaQVVUSF9UWVBFX1BFUl9VU0VSX0hFQURFUlMQBBIcChhBVVRIX1RZUEVfUEVSX1VTRVJfT0FVVEgQBRIcChhBVVRIX1RZUEVfVE9LRU5fRVhDSEFOR0UQBir0AQoLQ2xpZW50U3RhdGUSHAoYQ0xJRU5UX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQ0xJRU5UX1NUQVRFX0hFQUxUSFkQARIZChVDTElFTlRfU1RBVEVfVU5TVEFCTEUQAhIdChlDTElFTlRfU1RBVEVfTkVFRFNfUkVBVVRIEAMSJQohQ0xJRU5UX1NUQVRFX1BFTkRJTkdfVkVSSUZJQ0FUSU9OEAQSGQoVQ0xJRU5UX1NUQVRFX0RJU0FCTEVEEAUSFgoSQ0xJRU5UX1NUQVRFX0VSUk9SEAYSGQoVQ0xJRU5UX1NUQVRFX0RFR1JBREVEEAcq4AEKDEZhaWx1cmVTdGFnZRIdChlGQUlMVVJFX1NUQUdFX1VOU1BFQ0lGSUVEEAASGQoVRkFJTFVSRV9TVEFHRV9DT05ORUNUEAESFgoSRkFJTFVSRV9TVEFHRV9QSU5HEAISHAoYRkFJTFVSRV9TVEFHRV9MSVNUX1RPT0xTEAMSIAocRkFJTFVSRV9TVEFHRV9UT09MX0RJU0NPVkVSWRAEEiAKHEZBSUxVUkVfU1RBR0VfVFJBTlNQT1JUX0xPU1QQBRIcChhGQUlMVVJFX1NUQUdFX0NSRURFTlRJQUwQBjLADQoQTWNwQ2xpZW50U2VydmljZRKBAQoPQ3JlYXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkNyZWF0ZU1jcENsaWVudFJlc3BvbnNlIiOguxgBgtPkkwIZOgZjbGllbnQiDy9hcGkvbWNwL2NsaWVudBKNAQoPVXBkYXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuVXBkYXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlc3BvbnNlIi+guxgBgtPkkwIlOgZjbGllbnQaGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKFAQoPRGVsZXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlc3BvbnNlIieguxgBgtPkkwIdKhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0SdwoOTGlzdE1jcENsaWVudHMSIi5ndy5hZG1pbi52MS5MaXN0TWNwQ2xpZW50c1JlcXVlc3QaIy5ndy5hZG1pbi52MS5MaXN0TWNwQ2xpZW50c1Jlc3BvbnNlIhyguxgBgtPkkwISEhAvYXBpL21jcC9jbGllbnRzEnwKDEdldE1jcENsaWVudBIgLmd3LmFkbWluLnYxLkdldE1jcENsaWVudFJlcXVlc3QaIS5ndy5hZG1pbi52MS5HZXRNY3BDbGllbnRSZXNwb25zZSInoLsYAYLT5JMCHRIbL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EpgBChJSZWNvbm5lY3RNY3BDbGllbnQSJi5ndy5hZG1pbi52MS5SZWNvbm5lY3RNY3BDbGllbnRSZXF1ZXN0GicuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2UiMaC7GAGC0+STAiciJS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWNvbm5lY3QSiAEKDkNsb3NlTWNwQ2xpZW50EiIuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXNwb25zZSItoLsYAYLT5JMCIyIhL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L2Nsb3NlEpEBCg1WZXJpZnlIZWFkZXJzEiEuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QaIi5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVzcG9uc2UiOaC7GAGC0+STAi86ASoiKi9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktaGVhZGVycxKFAQoLUmVhdXRob3JpemUSHy5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlcXVlc3QaIC5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlc3BvbnNlIjOguxgBgtPkkwIpIicvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vcmVhdXRob3JpemUSkgEKDlZlcmlmeUV4Y2hhbmdlEiIuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZSI3oLsYAYLT5JMCLSIrL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3ZlcmlmeS1leGNoYW5nZRKqAQoUSW5pdGlhdGVWZXJpZmljYXRpb24SKC5ndy5hZG1pbi52MS5Jbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QaKS5ndy5hZG1pbi52MS5Jbml0aWF0ZVZlcmlmaWNhdGlvblJlc3BvbnNlIj2guxgBgtPkkwIzIjEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vaW5pdGlhdGUtdmVyaWZpY2F0aW9uEpQBCg1Db21wbGV0ZU9hdXRoEiEuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlcXVlc3QaIi5ndy5hZG1pbi52MS5Db21wbGV0ZU9hdXRoUmVzcG9uc2UiPKC7GAGC0+STAjIiMC9hcGkvbWNwL2NsaWVudC97b2F1dGhfY29uZmlnX2lkfS9jb21wbGV0ZS1vYXV0aEJ0Cg9jb20uZ3cuYWRtaW4udjFCDk1jcENsaWVudFByb3RvUAFaHWd3L2dlbi9nby9ndy9hZG1pbi92MTthZG1pbnYxogIDR0FEqgILR3cuQWRtaW4uVjHKAgtHd1xBZG1pblxWMeoCDUd3OjpBZG1pbjo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSLlCAoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBIuCgxvYXV0aF9jb25maWcYFSABKAsyGC5ndy5hZG1pbi52MS5PYXV0aENvbmZpZxpDCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuZ3cuYWRtaW4udjEuRW52VmFyOgI4ARpJCg9Ob2RlU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZ3cuYWRtaW4udjEuTm9kZVN0YXRlOgI4ARoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCGwoZX25lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcyK1AQoLT2F1dGhDb25maWcSEQoJY2xpZW50X2lkGAEgASgJEhUKDWNsaWVudF9zZWNyZXQYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCRIRCgl0b2tlbl91cmwYBCABKAkSGAoQcmVnaXN0cmF0aW9uX3VybBgFIAEoCRIWCg5yZXZvY2F0aW9uX3VybBgGIAEoCRIOCgZzY29wZXMYByADKAkSEAoIcmVzb3VyY2UYCCABKAkiQAoWQ3JlYXRlTWNwQ2xpZW50UmVxdWVzdBImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQi1wEKF0NyZWF0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRIXCg9vYXV0aF9jb25maWdfaWQYBCABKAkSFQoNYXV0aG9yaXplX3VybBgFIAEoCRIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb21wbGV0ZV91cmwYByABKAkSEgoKc3RhdHVzX3VybBgIIAEoCSKEAQoWVXBkYXRlTWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSJgoGY2xpZW50GAIgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50Ei8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJiChdVcGRhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRImCgZjbGllbnQYAyABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiKwoWRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiOgoXRGVsZXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiRgoVTGlzdE1jcENsaWVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBm9mZnNldBgCIAEoBRIOCgZzZWFyY2gYAyABKAkiZQoWTGlzdE1jcENsaWVudHNSZXNwb25zZRInCgdjbGllbnRzGAEgAygLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50Eg0KBWNvdW50GAIgASgFEhMKC3RvdGFsX2NvdW50GAMgASgFIigKE0dldE1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIj4KFEdldE1jcENsaWVudFJlc3BvbnNlEiYKBmNsaWVudBgBIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudCIuChlSZWNvbm5lY3RNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI9ChpSZWNvbm5lY3RNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCSIqChVDbG9zZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjkKFkNsb3NlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkipwEKFFZlcmlmeUhlYWRlcnNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRJICgx1c2VyX2hlYWRlcnMYAiADKAsyMi5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVxdWVzdC5Vc2VySGVhZGVyc0VudHJ5GjIKEFVzZXJIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJNChVWZXJpZnlIZWFkZXJzUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEwoLdG9vbHNfY291bnQYAyABKAUiJwoSUmVhdXRob3JpemVSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSLTAQoTUmVhdXRob3JpemVSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIVCg1hdXRob3JpemVfdXJsGAMgASgJEhEKCWNsaWVudF9pZBgEIAEoCRIXCg9vYXV0aF9jb25maWdfaWQYBSABKAkSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY29tcGxldGVfdXJsGAcgASgJEhIKCnN0YXR1c191cmwYCCABKAkiKgoVVmVyaWZ5RXhjaGFuZ2VSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSJOChZWZXJpZnlFeGNoYW5nZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIjAKG0luaXRpYXRlVmVyaWZpY2F0aW9uUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAki3AEKHEluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAUgASgJEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbXBsZXRlX3VybBgHIAEoCRISCgpzdGF0dXNfdXJsGAggASgJIi8KFENvbXBsZXRlT2F1dGhSZXF1ZXN0EhcKD29hdXRoX2NvbmZpZ19pZBgBIAEoCSJgChVDb21wbGV0ZU9hdXRoUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEQoJY2xpZW50X2lkGAMgASgJEhMKC3Rvb2xzX2NvdW50GAQgASgFKn8KDkNvbm5lY3Rpb25UeXBlEh8KG0NPTk5FQ1RJT05fVFlQRV9VTlNQRUNJRklFRBAAEhgKFENPTk5FQ1RJT05fVFlQRV9IVFRQEAESFwoTQ09OTkVDVElPTl9UWVBFX1NTRRACEhkKFUNPTk5FQ1RJT05fVFlQRV9TVERJTxADKsEBCghBdXRoVHlwZRIZChVBVVRIX1RZUEVfVU5TUEVDSUZJRUQQABISCg5BVVRIX1RZUEVfTk9ORRABEhUKEUFVVEhfVFlQRV9IRUFERVJTEAISEwoPQVVUSF9UWVBFX09BVVRIEAMSHgoaQVVUSF9UWVBFX1BFUl9VU0VSX0hFQURFUlMQBBIcChhBVVRIX1RZUEVfUEVSX1VTRVJfT0FVVEgQBRIcChhBVVRIX1RZUEVfVE9LRU5fRVhDSEFOR0UQBir0AQoLQ2xpZW50U3RhdGUSHAoYQ0xJRU5UX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQ0xJRU5UX1NUQVRFX0hFQUxUSFkQARIZChVDTElFTlRfU1RBVEVfVU5TVEFCTEUQAhIdChlDTElFTlRfU1RBVEVfTkVFRFNfUkVBVVRIEAMSJQohQ0xJRU5UX1NUQVRFX1BFTkRJTkdfVkVSSUZJQ0FUSU9OEAQSGQoVQ0xJRU5UX1NUQVRFX0RJU0FCTEVEEAUSFgoSQ0xJRU5UX1NUQVRFX0VSUk9SEAYSGQoVQ0xJRU5UX1NUQVRFX0RFR1JBREVEEAcq4AEKDEZhaWx1cmVTdGFnZRIdChlGQUlMVVJFX1NUQUdFX1VOU1BFQ0lGSUVEEAASGQoVRkFJTFVSRV9TVEFHRV9DT05ORUNUEAESFgoSRkFJTFVSRV9TVEFHRV9QSU5HEAISHAoYRkFJTFVSRV9TVEFHRV9MSVNUX1RPT0xTEAMSIAocRkFJTFVSRV9TVEFHRV9UT09MX0RJU0NPVkVSWRAEEiAKHEZBSUxVUkVfU1RBR0VfVFJBTlNQT1JUX0xPU1QQBRIcChhGQUlMVVJFX1NUQUdFX0NSRURFTlRJQUwQBjLADQoQTWNwQ2xpZW50U2VydmljZRKBAQoPQ3JlYXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkNyZWF0ZU1jcENsaWVudFJlc3BvbnNlIiOguxgBgtPkkwIZOgZjbGllbnQiDy9hcGkvbWNwL2NsaWVudBKNAQoPVXBkYXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuVXBkYXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlc3BvbnNlIi+guxgBgtPkkwIlOgZjbGllbnQaGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKFAQoPRGVsZXRlTWNwQ2xpZW50EiMuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBokLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlc3BvbnNlIieguxgBgtPkkwIdKhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0SdwoOTGlzdE1jcENsaWVudHMSIi5ndy5hZG1pbi52MS5MaXN0TWNwQ2xpZW50c1JlcXVlc3QaIy5ndy5hZG1pbi52MS5MaXN0TWNwQ2xpZW50c1Jlc3BvbnNlIhyguxgBgtPkkwISEhAvYXBpL21jcC9jbGllbnRzEnwKDEdldE1jcENsaWVudBIgLmd3LmFkbWluLnYxLkdldE1jcENsaWVudFJlcXVlc3QaIS5ndy5hZG1pbi52MS5HZXRNY3BDbGllbnRSZXNwb25zZSInoLsYAYLT5JMCHRIbL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EpgBChJSZWNvbm5lY3RNY3BDbGllbnQSJi5ndy5hZG1pbi52MS5SZWNvbm5lY3RNY3BDbGllbnRSZXF1ZXN0GicuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2UiMaC7GAGC0+STAiciJS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWNvbm5lY3QSiAEKDkNsb3NlTWNwQ2xpZW50EiIuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuQ2xvc2VNY3BDbGllbnRSZXNwb25zZSItoLsYAYLT5JMCIyIhL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L2Nsb3NlEpEBCg1WZXJpZnlIZWFkZXJzEiEuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QaIi5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVzcG9uc2UiOaC7GAGC0+STAi86ASoiKi9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktaGVhZGVycxKFAQoLUmVhdXRob3JpemUSHy5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlcXVlc3QaIC5ndy5hZG1pbi52MS5SZWF1dGhvcml6ZVJlc3BvbnNlIjOguxgBgtPkkwIpIicvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vcmVhdXRob3JpemUSkgEKDlZlcmlmeUV4Y2hhbmdlEiIuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZSI3oLsYAYLT5JMCLSIrL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3ZlcmlmeS1leGNoYW5nZRKqAQoUSW5pdGlhdGVWZXJpZmljYXRpb24SKC5ndy5hZG1pbi52MS5Jbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QaKS5ndy5hZG1pbi52MS5Jbml0aWF0ZVZlcmlmaWNhdGlvblJlc3BvbnNlIj2guxgBgtPkkwIzIjEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vaW5pdGlhdGUtdmVyaWZpY2F0aW9uEpQBCg1Db21wbGV0ZU9hdXRoEiEuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlcXVlc3QaIi5ndy5hZG1pbi52MS5Db21wbGV0ZU9hdXRoUmVzcG9uc2UiPKC7GAGC0+STAjIiMC9hcGkvbWNwL2NsaWVudC97b2F1dGhfY29uZmlnX2lkfS9jb21wbGV0ZS1vYXV0aEJ0Cg9jb20uZ3cuYWRtaW4udjFCDk1jcENsaWVudFByb3RvUAFaHWd3L2dlbi9nby9ndy9hZG1pbi92MTthZG1pbnYxogIDR0FEqgILR3cuQWRtaW4uVjHKAgtHd1xBZG1pblxWMeoCDUd3OjpBZG1pbjo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * EnvVar is one header value; on reads the value is always redacted.
@@ -324,6 +324,13 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
    * @generated from field: map<string, string> user_headers = 20;
    */
   userHeaders: { [key: string]: string };
+
+  /**
+   * oauth_config is how an oauth client authorizes upstream (oauth only; every field optional, empty means discovery).
+   *
+   * @generated from field: gw.admin.v1.OauthConfig oauth_config = 21;
+   */
+  oauthConfig?: OauthConfig | undefined;
 };
 
 /**
@@ -332,6 +339,76 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
  */
 export const McpClientSchema: GenMessage<McpClient> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_mcp_client, 5);
+
+/**
+ * OauthConfig says how the gateway obtains an upstream OAuth token; empty fields are discovered from the MCP server URL.
+ *
+ * @generated from message gw.admin.v1.OauthConfig
+ */
+export type OauthConfig = Message<"gw.admin.v1.OauthConfig"> & {
+  /**
+   * client_id is a pre-registered client id; empty means dynamic client registration (RFC 7591).
+   *
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * client_secret is the pre-registered client's secret, stored encrypted and read back as "<redacted>" (sent back, it keeps the stored value).
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * authorize_url overrides the discovered authorization endpoint (its query parameters are kept).
+   *
+   * @generated from field: string authorize_url = 3;
+   */
+  authorizeUrl: string;
+
+  /**
+   * token_url overrides the discovered token endpoint.
+   *
+   * @generated from field: string token_url = 4;
+   */
+  tokenUrl: string;
+
+  /**
+   * registration_url overrides the discovered dynamic registration endpoint.
+   *
+   * @generated from field: string registration_url = 5;
+   */
+  registrationUrl: string;
+
+  /**
+   * revocation_url overrides the discovered token revocation endpoint (RFC 7009).
+   *
+   * @generated from field: string revocation_url = 6;
+   */
+  revocationUrl: string;
+
+  /**
+   * scopes requested; empty means the scopes the server advertises.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * resource is the RFC 8707 resource indicator; empty means the MCP server URL.
+   *
+   * @generated from field: string resource = 8;
+   */
+  resource: string;
+};
+
+/**
+ * Describes the message gw.admin.v1.OauthConfig.
+ * Use `create(OauthConfigSchema)` to create a new message.
+ */
+export const OauthConfigSchema: GenMessage<OauthConfig> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_mcp_client, 6);
 
 /**
  * CreateMcpClientRequest carries the configuration of a new client.
@@ -352,7 +429,7 @@ export type CreateMcpClientRequest = Message<"gw.admin.v1.CreateMcpClientRequest
  * Use `create(CreateMcpClientRequestSchema)` to create a new message.
  */
 export const CreateMcpClientRequestSchema: GenMessage<CreateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 6);
+  messageDesc(file_gw_admin_v1_mcp_client, 7);
 
 /**
  * CreateMcpClientResponse confirms a creation.
@@ -380,6 +457,41 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
    * @generated from field: string client_id = 3;
    */
   clientId: string;
+
+  /**
+   * oauth_config_id identifies the OAuth authorization attempt an oauth client waits for (status "pending_oauth").
+   *
+   * @generated from field: string oauth_config_id = 4;
+   */
+  oauthConfigId: string;
+
+  /**
+   * authorize_url is where an admin gives consent (status "pending_oauth").
+   *
+   * @generated from field: string authorize_url = 5;
+   */
+  authorizeUrl: string;
+
+  /**
+   * expires_at is when the authorization attempt expires (status "pending_oauth").
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given (status "pending_oauth").
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status (status "pending_oauth").
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -387,7 +499,7 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
  * Use `create(CreateMcpClientResponseSchema)` to create a new message.
  */
 export const CreateMcpClientResponseSchema: GenMessage<CreateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 7);
+  messageDesc(file_gw_admin_v1_mcp_client, 8);
 
 /**
  * UpdateMcpClientRequest changes the fields named in update_mask.
@@ -422,7 +534,7 @@ export type UpdateMcpClientRequest = Message<"gw.admin.v1.UpdateMcpClientRequest
  * Use `create(UpdateMcpClientRequestSchema)` to create a new message.
  */
 export const UpdateMcpClientRequestSchema: GenMessage<UpdateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 8);
+  messageDesc(file_gw_admin_v1_mcp_client, 9);
 
 /**
  * UpdateMcpClientResponse returns the updated client.
@@ -457,7 +569,7 @@ export type UpdateMcpClientResponse = Message<"gw.admin.v1.UpdateMcpClientRespon
  * Use `create(UpdateMcpClientResponseSchema)` to create a new message.
  */
 export const UpdateMcpClientResponseSchema: GenMessage<UpdateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 9);
+  messageDesc(file_gw_admin_v1_mcp_client, 10);
 
 /**
  * DeleteMcpClientRequest names the client to delete.
@@ -478,7 +590,7 @@ export type DeleteMcpClientRequest = Message<"gw.admin.v1.DeleteMcpClientRequest
  * Use `create(DeleteMcpClientRequestSchema)` to create a new message.
  */
 export const DeleteMcpClientRequestSchema: GenMessage<DeleteMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 10);
+  messageDesc(file_gw_admin_v1_mcp_client, 11);
 
 /**
  * DeleteMcpClientResponse confirms a deletion.
@@ -506,7 +618,7 @@ export type DeleteMcpClientResponse = Message<"gw.admin.v1.DeleteMcpClientRespon
  * Use `create(DeleteMcpClientResponseSchema)` to create a new message.
  */
 export const DeleteMcpClientResponseSchema: GenMessage<DeleteMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 11);
+  messageDesc(file_gw_admin_v1_mcp_client, 12);
 
 /**
  * ListMcpClientsRequest pages through clients.
@@ -541,7 +653,7 @@ export type ListMcpClientsRequest = Message<"gw.admin.v1.ListMcpClientsRequest">
  * Use `create(ListMcpClientsRequestSchema)` to create a new message.
  */
 export const ListMcpClientsRequestSchema: GenMessage<ListMcpClientsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 12);
+  messageDesc(file_gw_admin_v1_mcp_client, 13);
 
 /**
  * ListMcpClientsResponse is one page of clients.
@@ -576,7 +688,7 @@ export type ListMcpClientsResponse = Message<"gw.admin.v1.ListMcpClientsResponse
  * Use `create(ListMcpClientsResponseSchema)` to create a new message.
  */
 export const ListMcpClientsResponseSchema: GenMessage<ListMcpClientsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 13);
+  messageDesc(file_gw_admin_v1_mcp_client, 14);
 
 /**
  * GetMcpClientRequest names the client to read.
@@ -597,7 +709,7 @@ export type GetMcpClientRequest = Message<"gw.admin.v1.GetMcpClientRequest"> & {
  * Use `create(GetMcpClientRequestSchema)` to create a new message.
  */
 export const GetMcpClientRequestSchema: GenMessage<GetMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 14);
+  messageDesc(file_gw_admin_v1_mcp_client, 15);
 
 /**
  * GetMcpClientResponse carries the client.
@@ -618,7 +730,7 @@ export type GetMcpClientResponse = Message<"gw.admin.v1.GetMcpClientResponse"> &
  * Use `create(GetMcpClientResponseSchema)` to create a new message.
  */
 export const GetMcpClientResponseSchema: GenMessage<GetMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 15);
+  messageDesc(file_gw_admin_v1_mcp_client, 16);
 
 /**
  * ReconnectMcpClientRequest names the client to re-dial.
@@ -639,7 +751,7 @@ export type ReconnectMcpClientRequest = Message<"gw.admin.v1.ReconnectMcpClientR
  * Use `create(ReconnectMcpClientRequestSchema)` to create a new message.
  */
 export const ReconnectMcpClientRequestSchema: GenMessage<ReconnectMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 16);
+  messageDesc(file_gw_admin_v1_mcp_client, 17);
 
 /**
  * ReconnectMcpClientResponse confirms a reconnect.
@@ -667,7 +779,7 @@ export type ReconnectMcpClientResponse = Message<"gw.admin.v1.ReconnectMcpClient
  * Use `create(ReconnectMcpClientResponseSchema)` to create a new message.
  */
 export const ReconnectMcpClientResponseSchema: GenMessage<ReconnectMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 17);
+  messageDesc(file_gw_admin_v1_mcp_client, 18);
 
 /**
  * CloseMcpClientRequest names the client whose connection to close.
@@ -688,7 +800,7 @@ export type CloseMcpClientRequest = Message<"gw.admin.v1.CloseMcpClientRequest">
  * Use `create(CloseMcpClientRequestSchema)` to create a new message.
  */
 export const CloseMcpClientRequestSchema: GenMessage<CloseMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 18);
+  messageDesc(file_gw_admin_v1_mcp_client, 19);
 
 /**
  * CloseMcpClientResponse confirms a close.
@@ -716,7 +828,7 @@ export type CloseMcpClientResponse = Message<"gw.admin.v1.CloseMcpClientResponse
  * Use `create(CloseMcpClientResponseSchema)` to create a new message.
  */
 export const CloseMcpClientResponseSchema: GenMessage<CloseMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 19);
+  messageDesc(file_gw_admin_v1_mcp_client, 20);
 
 /**
  * VerifyHeadersRequest carries admin sample values for a per_user_headers client.
@@ -744,7 +856,7 @@ export type VerifyHeadersRequest = Message<"gw.admin.v1.VerifyHeadersRequest"> &
  * Use `create(VerifyHeadersRequestSchema)` to create a new message.
  */
 export const VerifyHeadersRequestSchema: GenMessage<VerifyHeadersRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 20);
+  messageDesc(file_gw_admin_v1_mcp_client, 21);
 
 /**
  * VerifyHeadersResponse reports a successful verify.
@@ -779,7 +891,7 @@ export type VerifyHeadersResponse = Message<"gw.admin.v1.VerifyHeadersResponse">
  * Use `create(VerifyHeadersResponseSchema)` to create a new message.
  */
 export const VerifyHeadersResponseSchema: GenMessage<VerifyHeadersResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 21);
+  messageDesc(file_gw_admin_v1_mcp_client, 22);
 
 /**
  * ReauthorizeRequest names the OAuth client to reauthorize.
@@ -800,7 +912,7 @@ export type ReauthorizeRequest = Message<"gw.admin.v1.ReauthorizeRequest"> & {
  * Use `create(ReauthorizeRequestSchema)` to create a new message.
  */
 export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 22);
+  messageDesc(file_gw_admin_v1_mcp_client, 23);
 
 /**
  * ReauthorizeResponse reports where to continue the OAuth flow.
@@ -809,7 +921,7 @@ export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PUR
  */
 export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
   /**
-   * status is "success" or "pending".
+   * status is "pending_oauth".
    *
    * @generated from field: string status = 1;
    */
@@ -823,11 +935,46 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
   message: string;
 
   /**
-   * authorize_url is where an admin completes the OAuth consent, when one is needed.
+   * authorize_url is where an admin completes the OAuth consent.
    *
    * @generated from field: string authorize_url = 3;
    */
   authorizeUrl: string;
+
+  /**
+   * client_id identifies the client.
+   *
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+
+  /**
+   * oauth_config_id identifies the new authorization attempt.
+   *
+   * @generated from field: string oauth_config_id = 5;
+   */
+  oauthConfigId: string;
+
+  /**
+   * expires_at is when the attempt expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given.
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status.
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -835,7 +982,7 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
  * Use `create(ReauthorizeResponseSchema)` to create a new message.
  */
 export const ReauthorizeResponseSchema: GenMessage<ReauthorizeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 23);
+  messageDesc(file_gw_admin_v1_mcp_client, 24);
 
 /**
  * VerifyExchangeRequest names the token_exchange client to bootstrap.
@@ -856,7 +1003,7 @@ export type VerifyExchangeRequest = Message<"gw.admin.v1.VerifyExchangeRequest">
  * Use `create(VerifyExchangeRequestSchema)` to create a new message.
  */
 export const VerifyExchangeRequestSchema: GenMessage<VerifyExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 24);
+  messageDesc(file_gw_admin_v1_mcp_client, 25);
 
 /**
  * VerifyExchangeResponse reports the bootstrap outcome.
@@ -891,7 +1038,7 @@ export type VerifyExchangeResponse = Message<"gw.admin.v1.VerifyExchangeResponse
  * Use `create(VerifyExchangeResponseSchema)` to create a new message.
  */
 export const VerifyExchangeResponseSchema: GenMessage<VerifyExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 25);
+  messageDesc(file_gw_admin_v1_mcp_client, 26);
 
 /**
  * InitiateVerificationRequest names the OAuth client to verify.
@@ -912,7 +1059,7 @@ export type InitiateVerificationRequest = Message<"gw.admin.v1.InitiateVerificat
  * Use `create(InitiateVerificationRequestSchema)` to create a new message.
  */
 export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 26);
+  messageDesc(file_gw_admin_v1_mcp_client, 27);
 
 /**
  * InitiateVerificationResponse reports where to continue the OAuth flow.
@@ -921,7 +1068,7 @@ export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationR
  */
 export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerificationResponse"> & {
   /**
-   * status is "pending".
+   * status is "pending_oauth".
    *
    * @generated from field: string status = 1;
    */
@@ -940,6 +1087,41 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
    * @generated from field: string authorize_url = 3;
    */
   authorizeUrl: string;
+
+  /**
+   * client_id identifies the client.
+   *
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+
+  /**
+   * oauth_config_id identifies the new authorization attempt.
+   *
+   * @generated from field: string oauth_config_id = 5;
+   */
+  oauthConfigId: string;
+
+  /**
+   * expires_at is when the attempt expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given.
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status.
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -947,7 +1129,7 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
  * Use `create(InitiateVerificationResponseSchema)` to create a new message.
  */
 export const InitiateVerificationResponseSchema: GenMessage<InitiateVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 27);
+  messageDesc(file_gw_admin_v1_mcp_client, 28);
 
 /**
  * CompleteOauthRequest names the OAuth configuration to complete.
@@ -968,7 +1150,7 @@ export type CompleteOauthRequest = Message<"gw.admin.v1.CompleteOauthRequest"> &
  * Use `create(CompleteOauthRequestSchema)` to create a new message.
  */
 export const CompleteOauthRequestSchema: GenMessage<CompleteOauthRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 28);
+  messageDesc(file_gw_admin_v1_mcp_client, 29);
 
 /**
  * CompleteOauthResponse reports the completion.
@@ -989,6 +1171,20 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
    * @generated from field: string message = 2;
    */
   message: string;
+
+  /**
+   * client_id identifies the client now connected.
+   *
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * tools_count is the number of tools discovered upstream.
+   *
+   * @generated from field: int32 tools_count = 4;
+   */
+  toolsCount: number;
 };
 
 /**
@@ -996,7 +1192,7 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
  * Use `create(CompleteOauthResponseSchema)` to create a new message.
  */
 export const CompleteOauthResponseSchema: GenMessage<CompleteOauthResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 29);
+  messageDesc(file_gw_admin_v1_mcp_client, 30);
 
 /**
  * ConnectionType is the transport to the upstream MCP server.
