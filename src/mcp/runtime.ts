@@ -121,6 +121,11 @@ export class McpRuntime implements RuntimeStateSource {
     });
   }
 
+  /** The clock flows and tokens expire by (tests move it). */
+  now(): number {
+    return this.timing.now();
+  }
+
   /** The live state of a client, or undefined when the runtime does not hold it. */
   stateOf(clientId: string): RuntimeClientView | undefined {
     return this.clients.has(clientId) ? this.deps.states.stateOf(clientId) : undefined;

@@ -110,7 +110,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
   /** Starts another authorization attempt for an oauth client and answers the pending_oauth payload. */
   async function newAttempt(em: EntityManager, rec: McpClientRecord, origin: string | null, message: string): Promise<PendingOauthPayload> {
     const started = await prepareFlow(recordToSpec(rec), oauthPublicBase(origin, deps.settings));
-    const flow = flowRecord(em, rec.id, started, Date.now());
+    const flow = flowRecord(em, rec.id, started, runtime.now());
     await em.flush();
     deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: flow.id }, "upstream OAuth authorization started");
     return pendingOauthPayload(rec, flow, started.authorizeUrl, message);
@@ -153,7 +153,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin, deps.settings));
         const { rec, flow } = await em.transactional(async (tx) => {
           const created = await insertClient(tx, spec, { source: "api", verified: false, tools: [] });
-          const attempt = flowRecord(tx, created.id, started, Date.now());
+          const attempt = flowRecord(tx, created.id, started, runtime.now());
           await tx.flush();
           return { rec: created, flow: attempt };
         });
@@ -302,7 +302,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     async completeOauth(req, ctx) {
       const em = emOf(ctx, store);
       const attempt = await findAttempt(em, req.oauthConfigId);
-      if (expireIfDue(attempt, Date.now())) await em.flush();
+      if (expireIfDue(attempt, runtime.now())) await em.flush();
       if (attempt.status === "failed" && attempt.error === FLOW_EXPIRED) {
         throw new GatewayError("failed_precondition", `${FLOW_EXPIRED} (15 minutes); start a new one with initiate-verification or reauthorize`, { type: "oauth_flow_expired", httpStatus: 410 });
       }

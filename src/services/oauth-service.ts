@@ -25,9 +25,9 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
 }
 
 /** An attempt, with a pending one past its expiry moved to failed first. */
-async function currentAttempt(em: EntityManager, id: string): Promise<McpOauthCredentialRecord> {
+async function currentAttempt(em: EntityManager, id: string, now: number): Promise<McpOauthCredentialRecord> {
   const rec = await findAttempt(em, id);
-  if (expireIfDue(rec, Date.now())) await em.flush();
+  if (expireIfDue(rec, now)) await em.flush();
   return rec;
 }
 
@@ -55,7 +55,7 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
 
   return {
     async getOauthConfigStatus(req, ctx) {
-      const rec = await currentAttempt(emOf(ctx, store), req.id);
+      const rec = await currentAttempt(emOf(ctx, store), req.id, runtime.now());
       return {
         id: rec.id,
         status: rec.status,
@@ -70,7 +70,7 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
 
     async getOauthFlow(req, ctx) {
       const em = emOf(ctx, store);
-      const rec = await currentAttempt(em, req.id);
+      const rec = await currentAttempt(em, req.id, runtime.now());
       const client = await em.findOne(McpClientRecord, { id: rec.clientId });
       return {
         id: rec.id,
@@ -86,7 +86,7 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
 
     async revokeOauthConfig(req, ctx) {
       const em = emOf(ctx, store);
-      const rec = await currentAttempt(em, req.id);
+      const rec = await currentAttempt(em, req.id, runtime.now());
       const client = await getClient(em, rec.clientId);
       const where = rec.status === "authorized" ? await revokeUpstream(rec, client.connectionString ?? "") : "";
       const was = rec.status;
@@ -104,7 +104,7 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
     },
 
     async oauthCallback(req, ctx) {
-      const outcome = await handleCallback(emOf(ctx, store), { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription }, Date.now(), deps.logger);
+      const outcome = await handleCallback(emOf(ctx, store), { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription }, runtime.now(), deps.logger);
       return { oauthConfigId: outcome.flowId, status: outcome.status, message: outcome.message, clientId: outcome.clientId, clientName: outcome.clientName };
     },
   };
