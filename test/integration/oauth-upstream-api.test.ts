@@ -5,26 +5,16 @@
 import assert from "node:assert/strict";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
-import { after, before, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { ConnectError } from "@connectrpc/connect";
-import { api, startApp, type TestApp } from "../helpers/app.js";
+import { api, startApp } from "../helpers/app.js";
 import { clientFor } from "../helpers/clients.js";
-import { startOauthFixture, type OauthFixture } from "../fixtures/oauth-server.js";
+import { startOauthFixture } from "../fixtures/oauth-server.js";
+import { connectOauthClient, executeTool, oauthSuite } from "../helpers/oauth-clients.js";
 import { AuthType, ConnectionType, McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 
-function execute(app: TestApp, name: string) {
-  return api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name, arguments: "{}" } });
-}
 
-async function connect(app: TestApp, oauth: OauthFixture, name: string, extra: Record<string, unknown> = {}) {
-  const created = await api(app, "POST", "/api/mcp/client", { name, connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"], ...extra });
-  assert.equal(created.status, 200, JSON.stringify(created.body));
-  await oauth.approve(created.body.authorize_url);
-  const done = await api(app, "POST", created.body.complete_url);
-  assert.equal(done.status, 200, JSON.stringify(done.body));
-  return created.body;
-}
 
 /** A server answering every request with `body` (an authorization server that answers garbage). */
 async function garbageServer(): Promise<{ url: string; close(): Promise<void> }> {
@@ -38,85 +28,67 @@ async function garbageServer(): Promise<{ url: string; close(): Promise<void> }>
 }
 
 describe("upstream OAuth over Connect and gRPC", () => {
-  let app: TestApp;
-  let oauth: OauthFixture;
-  before(async () => {
-    app = await startApp();
-    oauth = await startOauthFixture();
-  });
-  after(async () => {
-    await app.stop();
-    await oauth.close();
-  });
+  const suite = oauthSuite();
 
   test("creation, status and complete-oauth work over Connect", async () => {
-    const clients = clientFor(McpClientService, app.url, "connect");
+    const clients = clientFor(McpClientService, suite.app.url, "connect");
     const created = await clients.createMcpClient({
-      client: { name: "over_connect", connectionType: ConnectionType.HTTP, connectionString: oauth.mcpUrl, authType: AuthType.OAUTH, toolsToExecute: ["*"] },
+      client: { name: "over_connect", connectionType: ConnectionType.HTTP, connectionString: suite.oauth.mcpUrl, authType: AuthType.OAUTH, toolsToExecute: ["*"] },
     });
     assert.equal(created.status, "pending_oauth");
-    assert.ok(created.authorizeUrl.startsWith(oauth.issuer));
-    const status = clientFor(OauthService, app.url, "connect");
+    assert.ok(created.authorizeUrl.startsWith(suite.oauth.issuer));
+    const status = clientFor(OauthService, suite.app.url, "connect");
     assert.equal((await status.getOauthConfigStatus({ id: created.oauthConfigId })).status, "pending");
     await assert.rejects(clients.completeOauth({ oauthConfigId: created.oauthConfigId }), (err: unknown) => err instanceof ConnectError && /no token was obtained yet/.test(err.rawMessage));
-    await oauth.approve(created.authorizeUrl);
+    await suite.oauth.approve(created.authorizeUrl);
     const done = await clients.completeOauth({ oauthConfigId: created.oauthConfigId });
     assert.equal(done.toolsCount, 1);
     assert.equal((await status.getOauthConfigStatus({ id: created.oauthConfigId })).status, "authorized");
   });
 
   test("reauthorize and status work over gRPC", async () => {
-    const created = await connect(app, oauth, "over_grpc");
-    const clients = clientFor(McpClientService, app.url, "grpc");
+    const created = await connectOauthClient(suite.app, suite.oauth, "over_grpc");
+    const clients = clientFor(McpClientService, suite.app.url, "grpc");
     const again = await clients.reauthorize({ clientId: created.client_id });
     assert.equal(again.status, "pending_oauth");
     assert.notEqual(again.oauthConfigId, created.oauth_config_id);
-    const status = await clientFor(OauthService, app.url, "grpc").getOauthConfigStatus({ id: again.oauthConfigId });
+    const status = await clientFor(OauthService, suite.app.url, "grpc").getOauthConfigStatus({ id: again.oauthConfigId });
     assert.equal(status.status, "pending");
     assert.equal(status.clientId, created.client_id);
   });
 
   test("the callback is public over Connect and refuses a forged state", async () => {
     await assert.rejects(
-      clientFor(OauthService, app.url, "connect").oauthCallback({ code: "x", state: "forged" }),
+      clientFor(OauthService, suite.app.url, "connect").oauthCallback({ code: "x", state: "forged" }),
       (err: unknown) => err instanceof ConnectError && /unknown or already used/.test(err.rawMessage),
     );
   });
 
   test("concurrent calls with a rejected token share one refresh", async () => {
-    await connect(app, oauth, "shared");
-    const before = oauth.tokenRequests.filter((g) => g === "refresh_token").length;
-    oauth.rejectSeenTokens();
-    const calls = await Promise.all([1, 2, 3, 4].map(() => execute(app, "shared-whoami")));
+    await connectOauthClient(suite.app, suite.oauth, "shared");
+    const before = suite.oauth.tokenRequests.filter((g) => g === "refresh_token").length;
+    suite.oauth.rejectSeenTokens();
+    const calls = await Promise.all([1, 2, 3, 4].map(() => executeTool(suite.app, "shared-whoami")));
     for (const call of calls) assert.equal(call.body.content, "subject alice", JSON.stringify(call.body));
-    assert.equal(oauth.tokenRequests.filter((g) => g === "refresh_token").length, before + 1);
+    assert.equal(suite.oauth.tokenRequests.filter((g) => g === "refresh_token").length, before + 1);
   });
 
   test("a sticky client switches to the new token on reauthorize and stays healthy", async () => {
-    const created = await connect(app, oauth, "sticky", { needs_session_stickiness: true });
-    const used = oauth.acceptedTokens.at(-1);
-    const again = await api(app, "POST", `/api/mcp/client/${created.client_id}/reauthorize`);
-    await oauth.approve(again.body.authorize_url);
-    assert.equal((await api(app, "POST", again.body.complete_url)).status, 200);
-    assert.equal((await execute(app, "sticky-whoami")).body.content, "subject alice");
-    assert.notEqual(oauth.acceptedTokens.at(-1), used);
-    assert.equal((await api(app, "GET", `/api/mcp/client/${created.client_id}`)).body.client.state, "healthy");
+    const created = await connectOauthClient(suite.app, suite.oauth, "sticky", { needs_session_stickiness: true });
+    const used = suite.oauth.acceptedTokens.at(-1);
+    const again = await api(suite.app, "POST", `/api/mcp/client/${created.client_id}/reauthorize`);
+    await suite.oauth.approve(again.body.authorize_url);
+    assert.equal((await api(suite.app, "POST", again.body.complete_url)).status, 200);
+    assert.equal((await executeTool(suite.app, "sticky-whoami")).body.content, "subject alice");
+    assert.notEqual(suite.oauth.acceptedTokens.at(-1), used);
+    assert.equal((await api(suite.app, "GET", `/api/mcp/client/${created.client_id}`)).body.client.state, "healthy");
   });
 });
 
 describe("bad oauth input", () => {
-  let app: TestApp;
-  let oauth: OauthFixture;
-  before(async () => {
-    app = await startApp();
-    oauth = await startOauthFixture();
-  });
-  after(async () => {
-    await app.stop();
-    await oauth.close();
-  });
+  const suite = oauthSuite();
 
-  const create = (body: Record<string, unknown>) => api(app, "POST", "/api/mcp/client", { connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth", ...body });
+  const create = (body: Record<string, unknown>) => api(suite.app, "POST", "/api/mcp/client", { connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth", ...body });
 
   test("an unknown oauth_config field is a 400 naming it", async () => {
     const res = await create({ name: "unknown_field", oauth_config: { client_id: "x", scope: "a" } });
@@ -152,7 +124,7 @@ describe("bad oauth input", () => {
     const res = await create({ name: "down", connection_string: "http://127.0.0.1:9/mcp" });
     assert.equal(res.status, 422, JSON.stringify(res.body));
     assert.equal(res.body.error.type, "upstream_oauth_failed");
-    assert.equal((await api(app, "GET", "/api/mcp/clients?search=down")).body.count, 0);
+    assert.equal((await api(suite.app, "GET", "/api/mcp/clients?search=down")).body.count, 0);
   });
 
   test("an authorization server that answers garbage is a 422, and nothing is stored", async () => {
@@ -161,20 +133,20 @@ describe("bad oauth input", () => {
       const res = await create({ name: "garbage", connection_string: garbage.url });
       assert.equal(res.status, 422, JSON.stringify(res.body));
       assert.match(res.body.error.message, /authorization server metadata|OAuth discovery/);
-      assert.equal((await api(app, "GET", "/api/mcp/clients?search=garbage")).body.count, 0);
+      assert.equal((await api(suite.app, "GET", "/api/mcp/clients?search=garbage")).body.count, 0);
     } finally {
       await garbage.close();
     }
   });
 
   test("complete-oauth and status of an unknown attempt are 404", async () => {
-    assert.equal((await api(app, "POST", "/api/mcp/client/00000000-0000-4000-8000-000000000000/complete-oauth")).status, 404);
-    assert.equal((await api(app, "GET", "/api/oauth/config/nope/status")).status, 404);
+    assert.equal((await api(suite.app, "POST", "/api/mcp/client/00000000-0000-4000-8000-000000000000/complete-oauth")).status, 404);
+    assert.equal((await api(suite.app, "GET", "/api/oauth/config/nope/status")).status, 404);
   });
 
   test("reauthorize on a client of another auth type is a 400", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "plain", connection_type: "http", connection_string: oauth.mcpUrl, disabled: true });
-    const res = await api(app, "POST", `/api/mcp/client/${created.body.client_id}/reauthorize`);
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "plain", connection_type: "http", connection_string: suite.oauth.mcpUrl, disabled: true });
+    const res = await api(suite.app, "POST", `/api/mcp/client/${created.body.client_id}/reauthorize`);
     assert.equal(res.status, 400);
     assert.equal(res.body.error.type, "not_applicable");
   });
@@ -185,12 +157,12 @@ describe("an oauth client across a restart", () => {
     const oauth = await startOauthFixture();
     let app = await startApp();
     try {
-      await connect(app, oauth, "durable");
+      await connectOauthClient(app, oauth, "durable");
       const options = app.restartOptions;
       await app.stop({ keepData: true });
       app = await startApp(options);
       await app.runtime.firstConnectionsDone();
-      assert.equal((await execute(app, "durable-whoami")).body.content, "subject alice");
+      assert.equal((await executeTool(app, "durable-whoami")).body.content, "subject alice");
     } finally {
       await app.stop();
       await oauth.close();

@@ -8,75 +8,54 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { startOauthFixture, type OauthFixture } from "../fixtures/oauth-server.js";
+import { connectOauthClient, executeTool, oauthSuite } from "../helpers/oauth-clients.js";
 
-function execute(app: TestApp, name: string) {
-  return api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name, arguments: "{}" } });
-}
 
 async function clientOf(app: TestApp, id: string) {
   return (await api(app, "GET", `/api/mcp/client/${id}`)).body.client;
 }
 
-/** Creates an oauth client, gives consent and completes; returns the creation answer. */
-async function connect(app: TestApp, oauth: OauthFixture, name: string, extra: Record<string, unknown> = {}) {
-  const created = await api(app, "POST", "/api/mcp/client", { name, connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"], ...extra });
-  assert.equal(created.status, 200, JSON.stringify(created.body));
-  const callback = await oauth.approve(created.body.authorize_url);
-  assert.equal(callback.status, 302);
-  const done = await api(app, "POST", created.body.complete_url);
-  assert.equal(done.status, 200, JSON.stringify(done.body));
-  return created.body;
-}
 
 describe("an oauth client declared with only its URL", () => {
-  let app: TestApp;
-  let oauth: OauthFixture;
-  before(async () => {
-    app = await startApp();
-    oauth = await startOauthFixture();
-  });
-  after(async () => {
-    await app.stop();
-    await oauth.close();
-  });
+  const suite = oauthSuite();
 
   test("creation answers pending_oauth, consent and complete-oauth connect it, and tool calls carry the token", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "remote", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"] });
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "remote", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"] });
     assert.equal(created.status, 200, JSON.stringify(created.body));
     assert.equal(created.body.status, "pending_oauth");
     const authorizeUrl = new URL(created.body.authorize_url);
-    assert.equal(authorizeUrl.origin, oauth.issuer);
+    assert.equal(authorizeUrl.origin, suite.oauth.issuer);
     assert.equal(authorizeUrl.searchParams.get("code_challenge_method"), "S256");
-    assert.equal(authorizeUrl.searchParams.get("resource"), oauth.mcpUrl);
+    assert.equal(authorizeUrl.searchParams.get("resource"), suite.oauth.mcpUrl);
     assert.equal(authorizeUrl.searchParams.get("scope"), "mcp:tools");
-    assert.equal(authorizeUrl.searchParams.get("redirect_uri"), `${app.url}/api/oauth/callback`);
-    assert.equal(oauth.registrations, 1);
+    assert.equal(authorizeUrl.searchParams.get("redirect_uri"), `${suite.app.url}/api/oauth/callback`);
+    assert.equal(suite.oauth.registrations, 1);
     const id = created.body.client_id;
-    assert.equal((await clientOf(app, id)).state, "pending_verification");
-    assert.equal(oauth.acceptedTokens.length, 0);
+    assert.equal((await clientOf(suite.app, id)).state, "pending_verification");
+    assert.equal(suite.oauth.acceptedTokens.length, 0);
 
-    const callback = await oauth.approve(created.body.authorize_url);
+    const callback = await suite.oauth.approve(created.body.authorize_url);
     assert.equal(callback.status, 302);
     assert.equal(callback.headers.get("location"), `/workspace/mcp-sessions/auth?flow=${created.body.oauth_config_id}&kind=oauth`);
-    const status = await api(app, "GET", created.body.status_url);
+    const status = await api(suite.app, "GET", created.body.status_url);
     assert.equal(status.body.status, "authorized");
     assert.deepEqual(status.body.token_scopes, ["mcp:tools"]);
     assert.ok(Date.parse(status.body.token_expires_at) > Date.now());
 
-    const done = await api(app, "POST", created.body.complete_url);
+    const done = await api(suite.app, "POST", created.body.complete_url);
     assert.equal(done.status, 200, JSON.stringify(done.body));
     assert.deepEqual({ ...done.body, message: undefined }, { status: "success", message: undefined, client_id: id, tools_count: 1 });
-    assert.equal((await clientOf(app, id)).state, "healthy");
+    assert.equal((await clientOf(suite.app, id)).state, "healthy");
 
-    const call = await execute(app, "remote-whoami");
+    const call = await executeTool(suite.app, "remote-whoami");
     assert.equal(call.status, 200, JSON.stringify(call.body));
     assert.equal(call.body.content, "subject alice");
   });
 
   test("the result page shows the outcome of the authorization", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "paged", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
-    const callback = await oauth.approve(created.body.authorize_url);
-    const page = await fetch(`${app.url}${callback.headers.get("location") ?? ""}`);
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "paged", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
+    const callback = await suite.oauth.approve(created.body.authorize_url);
+    const page = await fetch(`${suite.app.url}${callback.headers.get("location") ?? ""}`);
     const html = await page.text();
     assert.equal(page.status, 200);
     assert.match(html, /id="oauth-authorized"/);
@@ -84,74 +63,74 @@ describe("an oauth client declared with only its URL", () => {
   });
 
   test("a denied consent shows the authorization server's error and complete-oauth answers 409", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "denied", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
-    const callback = await oauth.deny(created.body.authorize_url);
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "denied", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
+    const callback = await suite.oauth.deny(created.body.authorize_url);
     assert.equal(callback.status, 302);
-    const html = await (await fetch(`${app.url}${callback.headers.get("location") ?? ""}`)).text();
+    const html = await (await fetch(`${suite.app.url}${callback.headers.get("location") ?? ""}`)).text();
     assert.match(html, /id="oauth-failed"/);
     assert.match(html, /access_denied/);
-    assert.equal((await api(app, "GET", created.body.status_url)).body.status, "failed");
-    const done = await api(app, "POST", created.body.complete_url);
+    assert.equal((await api(suite.app, "GET", created.body.status_url)).body.status, "failed");
+    const done = await api(suite.app, "POST", created.body.complete_url);
     assert.equal(done.status, 409);
-    assert.equal((await clientOf(app, created.body.client_id)).state, "pending_verification");
+    assert.equal((await clientOf(suite.app, created.body.client_id)).state, "pending_verification");
   });
 
   test("complete-oauth before consent answers 409", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "early", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
-    const done = await api(app, "POST", created.body.complete_url);
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "early", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
+    const done = await api(suite.app, "POST", created.body.complete_url);
     assert.equal(done.status, 409);
     assert.equal(done.body.error.type, "oauth_not_authorized");
   });
 
   test("a replayed state is refused and changes nothing", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "replayed", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "replayed", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
     let callbackUrl = "";
-    const first = await oauth.approve(created.body.authorize_url, (url) => {
+    const first = await suite.oauth.approve(created.body.authorize_url, (url) => {
       callbackUrl = url;
     });
     assert.equal(first.status, 302);
     const again = await fetch(callbackUrl, { redirect: "manual" });
     assert.equal(again.status, 400);
     assert.match(await again.text(), /unknown or already used/);
-    assert.equal((await api(app, "GET", created.body.status_url)).body.status, "authorized");
+    assert.equal((await api(suite.app, "GET", created.body.status_url)).body.status, "authorized");
   });
 
   test("a state no attempt holds is refused", async () => {
-    const res = await fetch(`${app.url}/api/oauth/callback?code=abc&state=forged`, { redirect: "manual" });
+    const res = await fetch(`${suite.app.url}/api/oauth/callback?code=abc&state=forged`, { redirect: "manual" });
     assert.equal(res.status, 400);
     assert.match(await res.text(), /unknown or already used/);
-    const missing = await fetch(`${app.url}/api/oauth/callback?code=abc`, { redirect: "manual" });
+    const missing = await fetch(`${suite.app.url}/api/oauth/callback?code=abc`, { redirect: "manual" });
     assert.equal(missing.status, 400);
   });
 
   test("initiate-verification hands out a fresh attempt and refuses a verified client", async () => {
-    const created = await api(app, "POST", "/api/mcp/client", { name: "again", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
-    const fresh = await api(app, "POST", `/api/mcp/client/${created.body.client_id}/initiate-verification`);
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "again", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
+    const fresh = await api(suite.app, "POST", `/api/mcp/client/${created.body.client_id}/initiate-verification`);
     assert.equal(fresh.status, 200, JSON.stringify(fresh.body));
     assert.equal(fresh.body.status, "pending_oauth");
     assert.notEqual(fresh.body.oauth_config_id, created.body.oauth_config_id);
-    await oauth.approve(fresh.body.authorize_url);
-    assert.equal((await api(app, "POST", fresh.body.complete_url)).status, 200);
-    const refused = await api(app, "POST", `/api/mcp/client/${created.body.client_id}/initiate-verification`);
+    await suite.oauth.approve(fresh.body.authorize_url);
+    assert.equal((await api(suite.app, "POST", fresh.body.complete_url)).status, 200);
+    const refused = await api(suite.app, "POST", `/api/mcp/client/${created.body.client_id}/initiate-verification`);
     assert.equal(refused.status, 409);
   });
 
   test("revoking the credential revokes it at the authorization server and refuses tool calls", async () => {
-    const created = await connect(app, oauth, "revoked");
-    const before = oauth.revocations;
-    const res = await api(app, "DELETE", `/api/oauth/config/${created.oauth_config_id}`);
+    const created = await connectOauthClient(suite.app, suite.oauth, "revoked");
+    const before = suite.oauth.revocations;
+    const res = await api(suite.app, "DELETE", `/api/oauth/config/${created.oauth_config_id}`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.ok(oauth.revocations > before);
-    assert.equal((await api(app, "GET", created.status_url)).body.status, "revoked");
-    const client = await clientOf(app, created.client_id);
+    assert.ok(suite.oauth.revocations > before);
+    assert.equal((await api(suite.app, "GET", created.status_url)).body.status, "revoked");
+    const client = await clientOf(suite.app, created.client_id);
     assert.equal(client.state, "needs_reauth");
     assert.equal(client.last_failure.stage, "credential");
-    assert.equal((await execute(app, "revoked-whoami")).status, 409);
+    assert.equal((await executeTool(suite.app, "revoked-whoami")).status, 409);
   });
 
   test("no token, code, verifier or client secret reaches the log", async () => {
-    const log = app.logLines.join("\n");
-    for (const token of oauth.acceptedTokens) assert.ok(!log.includes(token), "an access token was logged");
+    const log = suite.app.logLines.join("\n");
+    for (const token of suite.oauth.acceptedTokens) assert.ok(!log.includes(token), "an access token was logged");
     assert.doesNotMatch(log, /code_verifier|refresh_token"\s*:\s*"[^"]/);
   });
 });
@@ -170,11 +149,11 @@ describe("refresh and reauthorization", () => {
   });
 
   test("a token is refreshed a minute before it expires", async () => {
-    const created = await connect(app, oauth, "ahead");
+    const created = await connectOauthClient(app, oauth, "ahead");
     const before = (await api(app, "GET", created.status_url)).body.token_expires_at;
     const used = oauth.acceptedTokens.at(-1);
     now += 3600_000 - 30_000;
-    const call = await execute(app, "ahead-whoami");
+    const call = await executeTool(app, "ahead-whoami");
     assert.equal(call.body.content, "subject alice");
     assert.ok(oauth.tokenRequests.includes("refresh_token"));
     assert.notEqual(oauth.acceptedTokens.at(-1), used);
@@ -182,25 +161,25 @@ describe("refresh and reauthorization", () => {
   });
 
   test("a token the upstream rejects is refreshed once and the call retried", async () => {
-    await connect(app, oauth, "retried");
+    await connectOauthClient(app, oauth, "retried");
     const refreshes = oauth.tokenRequests.filter((g) => g === "refresh_token").length;
     oauth.rejectSeenTokens();
-    const call = await execute(app, "retried-whoami");
+    const call = await executeTool(app, "retried-whoami");
     assert.equal(call.body.content, "subject alice", JSON.stringify(call.body));
     assert.equal(oauth.tokenRequests.filter((g) => g === "refresh_token").length, refreshes + 1);
   });
 
   test("a refused refresh moves the client to needs_reauth, and reauthorize brings it back", async () => {
-    const created = await connect(app, oauth, "dying");
+    const created = await connectOauthClient(app, oauth, "dying");
     oauth.rejectSeenTokens();
     oauth.dropRefreshTokens();
-    const failed = await execute(app, "dying-whoami");
+    const failed = await executeTool(app, "dying-whoami");
     assert.match(JSON.stringify(failed.body), /invalid_grant|reauthorize/);
     const client = await clientOf(app, created.client_id);
     assert.equal(client.state, "needs_reauth");
     assert.equal(client.last_failure.stage, "credential");
     assert.match(client.last_failure.message, /invalid_grant/);
-    const refused = await execute(app, "dying-whoami");
+    const refused = await executeTool(app, "dying-whoami");
     assert.equal(refused.status, 409);
 
     const again = await api(app, "POST", `/api/mcp/client/${created.client_id}/reauthorize`);
@@ -209,7 +188,7 @@ describe("refresh and reauthorization", () => {
     await oauth.approve(again.body.authorize_url);
     assert.equal((await api(app, "POST", again.body.complete_url)).status, 200);
     assert.equal((await clientOf(app, created.client_id)).state, "healthy");
-    assert.equal((await execute(app, "dying-whoami")).body.content, "subject alice");
+    assert.equal((await executeTool(app, "dying-whoami")).body.content, "subject alice");
     assert.equal((await api(app, "GET", created.status_url)).body.status, "revoked");
   });
 
@@ -242,10 +221,10 @@ describe("a pre-registered client", () => {
   });
 
   test("connects with the configured client_id and secret without registering", async () => {
-    const created = await connect(app, oauth, "static", { oauth_config: { client_id: "gw-static", client_secret: "static-secret-value" } });
+    const created = await connectOauthClient(app, oauth, "static", { oauth_config: { client_id: "gw-static", client_secret: "static-secret-value" } });
     assert.equal(oauth.registrations, 0);
     assert.equal(new URL(created.authorize_url).searchParams.get("client_id"), "gw-static");
-    assert.equal((await execute(app, "static-whoami")).body.content, "subject alice");
+    assert.equal((await executeTool(app, "static-whoami")).body.content, "subject alice");
   });
 
   test("reads redact the client secret and a read sent back keeps it", async () => {
