@@ -12,6 +12,7 @@ import { allClients, recordToSpec } from "./client-repository.js";
 import { needsVerification } from "./client-spec.js";
 import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
 import { afterSchemaChange } from "./credentials/status.js";
+import { sweepExpired } from "./oauth/flows.js";
 import { OauthTokens } from "./oauth/oauth-tokens.js";
 import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
@@ -142,6 +143,7 @@ export class McpRuntime implements RuntimeStateSource {
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
     await this.oauth.load(records.filter((rec) => rec.authType === "oauth").map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
+    await sweepExpired(em, this.timing.now());
     const firsts = records.map((rec) => {
       this.connectingAtStart.set(rec.id, rec.name);
       return this.add(snapshotOf(rec))

@@ -15,7 +15,7 @@ import { applyFieldMask } from "../proto-json/field-mask.js";
 import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { kAdmin, kEntityManager, kRequestScope } from "./context.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
-import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow } from "../mcp/oauth/flows.js";
+import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow, sweepExpired } from "../mcp/oauth/flows.js";
 import { McpOauthCredentialRecord } from "../store/index.js";
 import { virtualKeyAccess } from "./credential-service.js";
 import type { Inference } from "./inference/state.js";
@@ -110,6 +110,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
   /** Starts another authorization attempt for an oauth client and answers the pending_oauth payload. */
   async function newAttempt(em: EntityManager, rec: McpClientRecord, origin: string | null, message: string): Promise<PendingOauthPayload> {
     const started = await prepareFlow(recordToSpec(rec), oauthPublicBase(origin, deps.settings));
+    await sweepExpired(em, runtime.now());
     const flow = flowRecord(em, rec.id, started, runtime.now());
     await em.flush();
     deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: flow.id }, "upstream OAuth authorization started");

@@ -11,6 +11,8 @@ import { api, startApp } from "../helpers/app.js";
 import { clientFor } from "../helpers/clients.js";
 import { startOauthFixture } from "../fixtures/oauth-server.js";
 import { connectOauthClient, executeTool, oauthSuite } from "../helpers/oauth-clients.js";
+import { appOptionsFromConfig } from "../../src/app.js";
+import { parseConfig } from "../../src/config/load-config.js";
 import { AuthType, ConnectionType, McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 
@@ -163,6 +165,28 @@ describe("an oauth client across a restart", () => {
       app = await startApp(options);
       await app.runtime.firstConnectionsDone();
       assert.equal((await executeTool(app, "durable-whoami")).body.content, "subject alice");
+    } finally {
+      await app.stop();
+      await oauth.close();
+    }
+  });
+});
+
+describe("an oauth client declared in the config file", () => {
+  test("starts in pending_verification, and initiate-verification leads to a connection", async () => {
+    const oauth = await startOauthFixture();
+    const file = parseConfig({ mcp: { client_configs: [{ name: "filed", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"], oauth_config: { scopes: ["mcp:tools"] } }] } }, {});
+    const app = await startApp(appOptionsFromConfig(file));
+    try {
+      const listed = (await api(app, "GET", "/api/mcp/clients")).body.clients[0];
+      assert.equal(listed.state, "pending_verification");
+      assert.deepEqual(listed.oauth_config.scopes, ["mcp:tools"]);
+      assert.equal((await executeTool(app, "filed-whoami")).status, 409);
+      const started = await api(app, "POST", `/api/mcp/client/${listed.client_id}/initiate-verification`);
+      assert.equal(started.status, 200, JSON.stringify(started.body));
+      await oauth.approve(started.body.authorize_url);
+      assert.equal((await api(app, "POST", started.body.complete_url)).status, 200);
+      assert.equal((await executeTool(app, "filed-whoami")).body.content, "subject alice");
     } finally {
       await app.stop();
       await oauth.close();

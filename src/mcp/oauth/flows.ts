@@ -70,12 +70,20 @@ export async function findAttempt(em: EntityManager, id: string): Promise<McpOau
 /** Moves a pending attempt past its expiry to failed; true when it did. */
 export function expireIfDue(rec: McpOauthCredentialRecord, now: number): boolean {
   if (rec.status !== "pending" || rec.expiresAt.getTime() > now) return false;
+  // The state hash stays, so a late callback is told the attempt expired rather than that its state is unknown.
   rec.status = "failed";
   rec.error = FLOW_EXPIRED;
-  rec.stateHash = null;
   rec.secrets = {};
   rec.updatedAt = new Date(now);
   return true;
+}
+
+/** Moves every attempt left pending past its expiry to failed, dropping its verifier and state. */
+export async function sweepExpired(em: EntityManager, now: number): Promise<number> {
+  const due = await em.find(McpOauthCredentialRecord, { status: "pending", expiresAt: { $lte: new Date(now) } });
+  for (const rec of due) expireIfDue(rec, now);
+  await em.flush();
+  return due.length;
 }
 
 /** What the callback reports to the page. */
@@ -116,7 +124,7 @@ export async function handleCallback(em: EntityManager, query: CallbackQuery, no
   const client = await em.findOne(McpClientRecord, { id: rec.clientId });
   const clientName = client?.name ?? "";
   const outcome = (status: "authorized" | "failed", message: string): CallbackOutcome => ({ flowId: rec.id, status, message, clientId: rec.clientId, clientName });
-  if (expireIfDue(rec, now)) {
+  if (expireIfDue(rec, now) || (rec.status === "failed" && rec.error === FLOW_EXPIRED)) {
     await em.flush();
     throw new GatewayError("failed_precondition", `${FLOW_EXPIRED} (15 minutes); start a new one (initiate-verification or reauthorize)`, { type: "oauth_flow_expired", httpStatus: 410 });
   }
