@@ -75,6 +75,19 @@ describe("upstream OAuth over Connect and gRPC", () => {
     assert.equal(suite.oauth.tokenRequests.filter((g) => g === "refresh_token").length, before + 1);
   });
 
+  test("an sse client carries the token on its stream and on its posts", async () => {
+    const created = await api(suite.app, "POST", "/api/mcp/client", {
+      name: "over_sse", connection_type: "sse", connection_string: suite.oauth.sseUrl, auth_type: "oauth", tools_to_execute: ["*"], oauth_config: { resource: suite.oauth.mcpUrl },
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    assert.equal(new URL(created.body.authorize_url).searchParams.get("resource"), suite.oauth.mcpUrl);
+    await suite.oauth.approve(created.body.authorize_url);
+    const done = await api(suite.app, "POST", created.body.complete_url);
+    assert.equal(done.status, 200, JSON.stringify(done.body));
+    assert.equal((await api(suite.app, "GET", `/api/mcp/client/${created.body.client_id}`)).body.client.state, "healthy");
+    assert.equal((await executeTool(suite.app, "over_sse-whoami")).body.content, "subject alice");
+  });
+
   test("a sticky client switches to the new token on reauthorize and stays healthy", async () => {
     const created = await connectOauthClient(suite.app, suite.oauth, "sticky", { needs_session_stickiness: true });
     const used = suite.oauth.acceptedTokens.at(-1);
