@@ -104,6 +104,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       toolSyncInterval: merged.toolSyncInterval,
       needsSessionStickiness: merged.needsSessionStickiness,
       disabled: merged.disabled,
+      oauthConfig: merged.oauthConfig,
     });
   }
 

@@ -154,6 +154,22 @@ describe("bad oauth input", () => {
     }
   });
 
+  test("an update replaces oauth_config, keeps a secret sent back redacted, and checks the new one", async () => {
+    const created = await create({ name: "updated", oauth_config: { client_id: "gw", client_secret: "first-secret", scopes: ["a"] } });
+    const id = created.body.client_id;
+    const put = await api(suite.app, "PUT", `/api/mcp/client/${id}`, { oauth_config: { client_id: "gw", client_secret: "<redacted>", scopes: ["b", "c"] } });
+    assert.equal(put.status, 200, JSON.stringify(put.body));
+    assert.deepEqual(put.body.client.oauth_config.scopes, ["b", "c"]);
+    assert.equal(put.body.client.oauth_config.client_secret, "<redacted>");
+    const bad = await api(suite.app, "PUT", `/api/mcp/client/${id}`, { oauth_config: { token_url: "http://auth.example.com/token" } });
+    assert.equal(bad.status, 400);
+    assert.match(bad.body.error.message, /^oauth_config\.token_url/);
+    const cleared = await api(suite.app, "PUT", `/api/mcp/client/${id}`, { oauth_config: { scopes: ["d"] } });
+    assert.equal(cleared.status, 200, JSON.stringify(cleared.body));
+    assert.equal(cleared.body.client.oauth_config.client_secret, "");
+    assert.equal(cleared.body.client.oauth_config.client_id, "");
+  });
+
   test("complete-oauth and status of an unknown attempt are 404", async () => {
     assert.equal((await api(suite.app, "POST", "/api/mcp/client/00000000-0000-4000-8000-000000000000/complete-oauth")).status, 404);
     assert.equal((await api(suite.app, "GET", "/api/oauth/config/nope/status")).status, 404);
