@@ -7,7 +7,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, test } from "node:test";
 import { ConnectError } from "@connectrpc/connect";
-import { api, startApp } from "../helpers/app.js";
+import { api, startApp, testDatabaseUrl } from "../helpers/app.js";
 import { clientFor } from "../helpers/clients.js";
 import { startOauthFixture } from "../fixtures/oauth-server.js";
 import { connectOauthClient, executeTool, oauthSuite } from "../helpers/oauth-clients.js";
@@ -218,6 +218,30 @@ describe("an oauth client declared in the config file", () => {
       assert.equal((await executeTool(app, "filed-whoami")).body.content, "subject alice");
     } finally {
       await app.stop();
+      await oauth.close();
+    }
+  });
+});
+
+describe("two instances sharing one PostgreSQL database", () => {
+  test("refresh a rejected token once between them: the second adopts the first's token", { skip: testDatabaseUrl ? false : "needs GW_TEST_DATABASE_URL (the embedded database serves one instance)" }, async () => {
+    const oauth = await startOauthFixture();
+    const first = await startApp();
+    let second: Awaited<ReturnType<typeof startApp>> | undefined;
+    try {
+      await connectOauthClient(first, oauth, "shared_db");
+      // The same schema and the same data directory (its encryption key): a second node of one deployment.
+      second = await startApp(first.restartOptions);
+      await second.runtime.firstConnectionsDone();
+      const before = oauth.tokenRequests.filter((g) => g === "refresh_token").length;
+      oauth.rejectSeenTokens();
+      const [a, b] = await Promise.all([executeTool(first, "shared_db-whoami"), executeTool(second, "shared_db-whoami")]);
+      assert.equal(a.body.content, "subject alice", JSON.stringify(a.body));
+      assert.equal(b.body.content, "subject alice", JSON.stringify(b.body));
+      assert.equal(oauth.tokenRequests.filter((g) => g === "refresh_token").length, before + 1);
+    } finally {
+      await second?.stop({ keepData: true });
+      await first.stop();
       await oauth.close();
     }
   });
