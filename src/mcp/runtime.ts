@@ -83,7 +83,7 @@ function applyDiscoverySchema(rec: McpClientRecord): void {
 const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
   needs_reauth: "its upstream credential was rejected; update the client's headers, or for an oauth client POST /api/mcp/client/{id}/reauthorize",
   disabled: "it is disabled",
-  pending_verification: "its one-time verification is not done (POST /api/mcp/client/{id}/verify-headers)",
+  pending_verification: "its one-time verification is not done (per_user_headers: POST /api/mcp/client/{id}/verify-headers; oauth: initiate-verification, consent, then complete-oauth)",
   error: "it is not running in this instance",
 };
 
