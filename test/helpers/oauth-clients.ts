@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before } from "node:test";
 import { api, startApp, type TestApp, type TestAppOptions } from "./app.js";
-import { startOauthFixture, type OauthFixture } from "../fixtures/oauth-server.js";
+import { startOauthFixture, type OauthFixture, type OauthFixtureOptions } from "../fixtures/oauth-server.js";
 
 /** Runs a tool with no arguments through POST /v1/mcp/tool/execute. */
 export function executeTool(app: TestApp, name: string) {
@@ -21,11 +21,11 @@ export async function connectOauthClient(app: TestApp, oauth: OauthFixture, name
 }
 
 /** Starts an app and an OAuth fixture before a suite's tests and stops both after them. */
-export function oauthSuite(appOptions: TestAppOptions = {}): { readonly app: TestApp; readonly oauth: OauthFixture } {
+export function oauthSuite(appOptions: TestAppOptions = {}, fixtureOptions: OauthFixtureOptions = {}): { readonly app: TestApp; readonly oauth: OauthFixture } {
   const held: { app?: TestApp; oauth?: OauthFixture } = {};
   before(async () => {
     held.app = await startApp(appOptions);
-    held.oauth = await startOauthFixture();
+    held.oauth = await startOauthFixture(fixtureOptions);
   });
   after(async () => {
     await held.app?.stop();

@@ -246,3 +246,18 @@ describe("a pre-registered client", () => {
     assert.equal((await api(app, "GET", "/api/mcp/clients?search=noreg")).body.count, 0);
   });
 });
+
+describe("an authorization server that issues no refresh tokens", () => {
+  const suite = oauthSuite({}, { noRefreshTokens: true });
+
+  test("a rejected token moves the client to needs_reauth at once", async () => {
+    const created = await connectOauthClient(suite.app, suite.oauth, "norefresh");
+    suite.oauth.rejectSeenTokens();
+    const failed = await executeTool(suite.app, "norefresh-whoami");
+    assert.match(JSON.stringify(failed.body), /no refresh token/);
+    const client = await clientOf(suite.app, created.client_id);
+    assert.equal(client.state, "needs_reauth");
+    assert.equal(client.last_failure.stage, "credential");
+    assert.ok(!suite.oauth.tokenRequests.includes("refresh_token"));
+  });
+});
