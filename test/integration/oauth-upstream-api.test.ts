@@ -246,3 +246,23 @@ describe("two instances sharing one PostgreSQL database", () => {
     }
   });
 });
+
+describe("upstream OAuth with admin authentication on", () => {
+  const suite = oauthSuite({ auth: { enabled: true, username: "admin", password: "pw-oauth", sessionTtlMs: 3_600_000 } });
+
+  test("the callback and the result page need no session; creation, status and complete-oauth need the admin's", async () => {
+    const anonymous = await api(suite.app, "POST", "/api/mcp/client", { name: "guarded", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth" });
+    assert.equal(anonymous.status, 401);
+    const token = (await api(suite.app, "POST", "/api/session/login", { username: "admin", password: "pw-oauth" })).body.token as string;
+    const admin = { authorization: `Bearer ${token}` };
+    const created = await api(suite.app, "POST", "/api/mcp/client", { name: "guarded", connection_type: "http", connection_string: suite.oauth.mcpUrl, auth_type: "oauth", tools_to_execute: ["*"] }, admin);
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const callback = await suite.oauth.approve(created.body.authorize_url);
+    assert.equal(callback.status, 302);
+    const page = await fetch(`${suite.app.url}${callback.headers.get("location") ?? ""}`);
+    assert.match(await page.text(), /id="oauth-authorized"/);
+    assert.equal((await api(suite.app, "GET", created.body.status_url)).status, 401);
+    assert.equal((await api(suite.app, "POST", created.body.complete_url)).status, 401);
+    assert.equal((await api(suite.app, "POST", created.body.complete_url, undefined, admin)).status, 200);
+  });
+});
