@@ -36,6 +36,17 @@ export interface McpClientFileConfig {
   needsSessionStickiness: boolean | null;
   disabled: boolean;
   allowOnAllVirtualKeys: boolean;
+  /** oauth_config, for oauth clients (every field optional); null when absent. */
+  oauthConfig: {
+    clientId: string;
+    clientSecret: string;
+    authorizeUrl: string;
+    tokenUrl: string;
+    registrationUrl: string;
+    revocationUrl: string;
+    scopes: string[];
+    resource: string;
+  } | null;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -264,8 +275,27 @@ const mcpClientSchema = z.looseObject({
       needsSessionStickiness: (raw["needs_session_stickiness"] as boolean | null | undefined) ?? null,
       disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
       allowOnAllVirtualKeys: (raw["allow_on_all_virtual_keys"] as boolean | null | undefined) ?? false,
+      oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth"),
     };
   });
+
+/** A file entry's oauth_config (already checked against the API's schema); an oauth client without one discovers everything. */
+function oauthConfigOf(value: unknown, oauth: boolean): McpClientFileConfig["oauthConfig"] {
+  if (!isRecord(value)) {
+    return oauth ? { clientId: "", clientSecret: "", authorizeUrl: "", tokenUrl: "", registrationUrl: "", revocationUrl: "", scopes: [], resource: "" } : null;
+  }
+  const text = (key: string): string => (typeof value[key] === "string" ? (value[key] as string) : "");
+  return {
+    clientId: text("client_id"),
+    clientSecret: text("client_secret"),
+    authorizeUrl: text("authorize_url"),
+    tokenUrl: text("token_url"),
+    registrationUrl: text("registration_url"),
+    revocationUrl: text("revocation_url"),
+    scopes: Array.isArray(value["scopes"]) ? (value["scopes"] as string[]) : [],
+    resource: text("resource"),
+  };
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);

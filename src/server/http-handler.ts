@@ -20,6 +20,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { createOauthCallback, OAUTH_CALLBACK_PAGE_PATH } from "./pages/oauth-callback.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -94,6 +95,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
   const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
+  const oauthCallback = createOauthCallback({ transport: opts.restTransport, logger: opts.logger });
   const routeOf = routeTemplates(opts.services, table);
 
   return (req, res) => {
@@ -139,6 +141,14 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (path === OAUTH_CALLBACK_PAGE_PATH) {
+      oauthCallback(req, res).catch((err: unknown) => {
+        opts.logger.error({ err, path }, "the OAuth callback failed");
+        if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
+        else res.end();
+      });
+      return;
+    }
     if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
       opts.mcp.handle(req, res, path);
       return;
@@ -163,7 +173,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MCP_AUTH_PAGE_PATH, OAUTH_CALLBACK_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

@@ -9,6 +9,7 @@ import type { McpRuntime } from "../mcp/runtime.js";
 import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
@@ -26,6 +27,7 @@ import { createCredentialService, virtualKeyChangedHook } from "./credential-ser
 import { errorInterceptor } from "./connect-errors.js";
 import { createMcpClientService } from "./mcp-client-service.js";
 import { createMcpToolService } from "./mcp-tool-service.js";
+import { createOauthService } from "./oauth-service.js";
 import { createSessionService } from "./session-service.js";
 import { createSettingsService } from "./settings-service.js";
 import { requestScopeInterceptor } from "./request-scope-interceptor.js";
@@ -45,6 +47,7 @@ export interface ServiceDeps {
 /** Registers the implemented services. */
 export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
   router.service(McpClientService, createMcpClientService(deps));
+  router.service(OauthService, createOauthService(deps));
   router.service(SettingsService, createSettingsService(deps));
   router.service(SessionService, createSessionService(deps.auth));
   router.service(McpToolService, createMcpToolService(deps));

@@ -117,6 +117,23 @@ function mcpClientSamples(): Json[] {
       allow_on_all_virtual_keys: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
+    {
+      name: "walk_oauth",
+      connection_type: "http",
+      connection_string: fixture.httpUrl,
+      auth_type: "oauth",
+      oauth_config: {
+        client_id: "gw",
+        client_secret: "walk-oauth-secret",
+        authorize_url: "https://auth.example.com/authorize?audience=mcp",
+        token_url: "https://auth.example.com/token",
+        registration_url: "https://auth.example.com/register",
+        revocation_url: "https://auth.example.com/revoke",
+        scopes: ["mcp:tools", "offline_access"],
+        resource: "https://mcp.example.com/mcp",
+      },
+      disabled: true,
+    },
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
   ];
 }
@@ -200,6 +217,7 @@ function asRead(sample: Json): Json {
     }
   }
   for (const header of Object.values((copy["headers"] ?? {}) as Json)) header.value = "<redacted>";
+  if (copy["oauth_config"]?.client_secret) copy["oauth_config"].client_secret = "<redacted>";
   return copy;
 }
 
@@ -295,6 +313,7 @@ describe("every writable field of every entity", () => {
           // An auth type's required fields come with the create; the PUTs below send them again.
           ...(fields["headers"] ? { headers: { "X-Key": { value: "first" } } } : {}),
           ...(per_user_header_keys ? { per_user_header_keys, user_headers: { "X-User": "sample" } } : {}),
+          ...(fields["oauth_config"] ? { oauth_config: fields["oauth_config"] } : {}),
         });
         assert.equal(created.status, 200, JSON.stringify(created.body));
         for (const [key, value] of Object.entries({ per_user_header_keys, ...fields })) {

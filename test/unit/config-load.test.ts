@@ -88,6 +88,7 @@ describe("defaults", () => {
       toolsToAutoExecute: [],
       toolSyncInterval: 0,
       needsSessionStickiness: null,
+      oauthConfig: null,
       disabled: false,
       allowOnAllVirtualKeys: false,
     });

@@ -29,6 +29,17 @@ export interface McpStdioConfig {
   envs: string[];
 }
 
+/** The non-secret fields of an oauth client's oauth_config (the client secret is a column of its own, encrypted). */
+export interface McpOauthConfig {
+  clientId: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  registrationUrl: string;
+  revocationUrl: string;
+  scopes: string[];
+  resource: string;
+}
+
 /** One tool as last listed by the upstream server. */
 export interface McpToolRecord {
   name: string;
@@ -55,6 +66,8 @@ export class McpClientRecord {
     | "verified"
     | "discoveryHeaders"
     | "discoveryStatus"
+    | "oauthConfig"
+    | "oauthClientSecret"
     | "createdAt"
     | "updatedAt";
 
@@ -82,6 +95,10 @@ export class McpClientRecord {
   declare discoveryHeaders: Record<string, string> | null;
   /** Status of the admin discovery credential: null when there is none. */
   declare discoveryStatus: McpDiscoveryStatus | null;
+  /** How an oauth client authorizes (null for other auth types). */
+  declare oauthConfig: McpOauthConfig | null;
+  /** oauth_config.client_secret, encrypted; null when none is configured. */
+  declare oauthClientSecret: string | null;
   declare createdAt: Date;
   declare updatedAt: Date;
 }
@@ -110,6 +127,8 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     verified: { type: "boolean", onCreate: () => false },
     discoveryHeaders: { type: new EncryptedJsonType<Record<string, string>>(), nullable: true, onCreate: () => null },
     discoveryStatus: { enum: true, items: [...MCP_DISCOVERY_STATUSES], nullable: true, onCreate: () => null },
+    oauthConfig: { type: "json", nullable: true, onCreate: () => null },
+    oauthClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },
   },
