@@ -27,6 +27,7 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     needsSessionStickiness: rec.needsSessionStickiness,
     disabled: rec.disabled,
     allowOnAllVirtualKeys: rec.allowOnAllVirtualKeys,
+    isCodeModeClient: rec.isCodeModeClient,
   };
 }
 
@@ -45,6 +46,7 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.needsSessionStickiness = spec.needsSessionStickiness;
   rec.disabled = spec.disabled;
   rec.allowOnAllVirtualKeys = spec.allowOnAllVirtualKeys;
+  rec.isCodeModeClient = spec.isCodeModeClient;
   rec.updatedAt = new Date();
 }
 

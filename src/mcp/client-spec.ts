@@ -46,6 +46,8 @@ export interface McpClientSpec {
   disabled: boolean;
   /** Callers whose virtual key's mcp_configs do not name this client still see its tools. */
   allowOnAllVirtualKeys: boolean;
+  /** Models and /mcp callers reach the client's tools only through the code-mode meta-tools. */
+  isCodeModeClient: boolean;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -202,7 +204,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "isCodeModeClient"
   >
 >;
 
@@ -246,6 +248,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.needsSessionStickiness !== undefined) next.needsSessionStickiness = patch.needsSessionStickiness;
   if (patch.disabled !== undefined) next.disabled = patch.disabled;
   if (patch.allowOnAllVirtualKeys !== undefined) next.allowOnAllVirtualKeys = patch.allowOnAllVirtualKeys;
+  if (patch.isCodeModeClient !== undefined) next.isCodeModeClient = patch.isCodeModeClient;
   validateSpec(next);
   return next;
 }

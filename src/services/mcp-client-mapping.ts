@@ -64,6 +64,7 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     needsSessionStickiness: cfg.needsSessionStickiness ?? null,
     disabled: cfg.disabled,
     allowOnAllVirtualKeys: cfg.allowOnAllVirtualKeys,
+    isCodeModeClient: cfg.isCodeModeClient,
   };
 }
 
@@ -94,6 +95,7 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
     needsSessionStickiness: effectiveStickiness(spec),
     disabled: spec.disabled,
     allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys,
+    isCodeModeClient: spec.isCodeModeClient,
     tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),

@@ -99,6 +99,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       needsSessionStickiness: merged.needsSessionStickiness,
       disabled: merged.disabled,
       allowOnAllVirtualKeys: merged.allowOnAllVirtualKeys,
+      isCodeModeClient: merged.isCodeModeClient,
     });
   }
 

@@ -17,5 +17,6 @@ export function stdioClient(name: string, command: string, args: string[], envs:
     needsSessionStickiness: null,
     disabled: false,
     allowOnAllVirtualKeys: false,
+    isCodeModeClient: false,
   };
 }

@@ -82,6 +82,7 @@ function mcpClientSamples(): Json[] {
       needs_session_stickiness: true,
       disabled: true,
       allow_on_all_virtual_keys: true,
+      is_code_mode_client: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
