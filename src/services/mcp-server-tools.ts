@@ -119,7 +119,7 @@ export class McpServerTools {
       ...(options.signal ? { signal: options.signal } : {}),
       invoke: (tool, toolArgs, signal) => this.deps.runtime.execute(tool, toolArgs, { ...base, signal }),
     });
-    return { raw: null, text: outcome.content, isError: outcome.isError, authRequired: outcome.authRequired };
+    return { raw: null, text: outcome.content, isError: outcome.isError, authRequired: outcome.authRequired?.payload ?? null };
   }
 
   /** Calls `<client>-<tool>` for the caller; every failure is an error result, never a throw. */

@@ -47,6 +47,12 @@ async function runCode(code: string): Promise<{ status: number; text: string }> 
   return { status: res.status, text: String(res.body.choices?.[0]?.message?.content ?? JSON.stringify(res.body)) };
 }
 
+/** Runs `code` the way an application runs a pending executeToolCode call. */
+function executeTool(code: string) {
+  const body = { id: "call_code", type: "function", function: { name: "executeToolCode", arguments: JSON.stringify({ code }) } };
+  return api(app, "POST", "/v1/mcp/tool/execute", body, { authorization: `Bearer ${KEY}` });
+}
+
 async function setBindingLevel(level: string): Promise<void> {
   const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", { code_mode_binding_level: level });
   assert.equal(res.status, 200, JSON.stringify(res.body));
@@ -205,12 +211,33 @@ test("agent mode returns code calling a tool that is not auto-executable as a pe
   assert.equal(manual.callCount("add"), adds);
 });
 
+test("the application runs a pending executeToolCode with POST /v1/mcp/tool/execute", async () => {
+  const adds = manual.callCount("add");
+  const res = await executeTool("await manual.add({ a: 1, b: 2 })");
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.deepEqual(res.body, { role: "tool", tool_call_id: "call_code", content: "3" });
+  assert.equal(manual.callCount("add"), adds + 1);
+});
+
+test("POST /v1/mcp/tool/execute answers a code-mode call without a per-user credential with the mcp_auth_required 401", async () => {
+  const res = await executeTool("await crm.echo({ text: 'x' })");
+  assert.equal(res.status, 401, JSON.stringify(res.body));
+  assert.equal(res.body.mcp_auth_required?.kind, "headers");
+});
+
 test("agent mode does not run code that reaches a client's tools dynamically", async () => {
   const adds = docs.callCount("add");
   model.script({ calls: [call("executeToolCode", { code: 'const name = "add";\nawait docs[name]({ a: 1, b: 2 })' }, "call_code")] });
   const res = await chat();
   assert.equal(res.status, 200, JSON.stringify(res.body));
   assert.equal(res.body.choices[0].message.tool_calls?.[0]?.function?.name, "executeToolCode");
+  assert.equal(docs.callCount("add"), adds);
+});
+
+test("code that reaches a tool without naming it runs, but that call is refused", async () => {
+  const adds = docs.callCount("add");
+  const run = await runCode('const client = globalThis["do" + "cs"];\nawait client.add({ a: 1, b: 2 })');
+  assert.match(run.text, /^Error: ToolError: docs\.add is not called by name in the code, so it was not approved to run \(line 2\)$/);
   assert.equal(docs.callCount("add"), adds);
 });
 

@@ -4,7 +4,7 @@
  * tools in the sandbox. Every tool call the code makes goes through the caller's `invoke` (the runtime's
  * execute, with its credentials, timeouts and metrics); the meta-tools themselves are not tool executions.
  */
-import { McpAuthRequiredError, type AuthRequiredPayload } from "../credentials/index.js";
+import { McpAuthRequiredError } from "../credentials/index.js";
 import type { OfferedTool } from "../runtime.js";
 import { prefixedToolName } from "../tool-names.js";
 import type { ToolCallResult } from "../upstream-session.js";
@@ -87,7 +87,7 @@ export interface MetaOutcome {
   content: string;
   isError: boolean;
   /** Set when a call in the code needs a per-user credential first; `content` is then the mcp_auth_required JSON. */
-  authRequired: AuthRequiredPayload | null;
+  authRequired: McpAuthRequiredError | null;
 }
 
 function ok(content: string): MetaOutcome {
@@ -182,7 +182,7 @@ async function executeToolCode(args: Record<string, unknown>, scope: CodeModeSco
   if (outcome.kind === "value") return ok(outcome.json);
   if (outcome.kind === "error") return failed(outcome.message);
   const auth = outcome.outcome as McpAuthRequiredError;
-  return { content: auth.toolResult, isError: true, authRequired: auth.payload };
+  return { content: auth.toolResult, isError: true, authRequired: auth };
 }
 
 /** Runs a meta-tool for the caller of `scope`; every failure is an error result, never a throw. */
