@@ -5,8 +5,10 @@
  * (`servers/<client>/<tool>.d.ts`, binding level `tool`). Compiled declarations are cached per client
  * and recompiled only when that client's tool list changes.
  */
-import { compile } from "json-schema-to-typescript";
 import type { DiscoveredTool } from "../discover.js";
+
+/** The compiler, loaded on first use: a gateway without code-mode clients never pays for it at start. */
+let compiler: Promise<typeof import("json-schema-to-typescript")> | null = null;
 
 /** How tool files are laid out. */
 export type BindingLevel = "server" | "tool";
@@ -60,6 +62,8 @@ async function declare(client: string, tool: DiscoveredTool): Promise<ToolDeclar
   const name = typeName(client, tool.name);
   // The root type takes the name given, not the schema's title.
   const { title: _title, ...schema }: Record<string, unknown> = { type: "object", ...tool.inputSchema };
+  compiler ??= import("json-schema-to-typescript");
+  const { compile } = await compiler;
   let types: string;
   try {
     types = await compile(schema as Parameters<typeof compile>[0], name, {

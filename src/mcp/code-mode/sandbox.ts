@@ -5,7 +5,7 @@
  * pending at the deadline are aborted). Each run gets its own WebAssembly instance, so nothing a run does
  * (even exhausting its memory) can reach the next one.
  */
-import { newQuickJSWASMModule, RELEASE_SYNC, shouldInterruptAfterDeadline, type QuickJSContext, type QuickJSDeferredPromise, type QuickJSHandle } from "quickjs-emscripten";
+import type { QuickJSContext, QuickJSDeferredPromise, QuickJSHandle } from "quickjs-emscripten";
 import { prepareCode, SANDBOX_FILE } from "./code-source.js";
 
 /** One tool binding: `await <client>.<tool>(args)` in the code calls `host(client, tool, args)`. */
@@ -31,6 +31,9 @@ export type SandboxOutcome = { kind: "value"; json: string } | { kind: "error"; 
 export const DEFAULT_SANDBOX_MEMORY_BYTES = 64 * 1024 * 1024;
 
 const STACK_BYTES = 512 * 1024;
+
+/** QuickJS, loaded on first use: a gateway without code-mode clients never pays for it at start. */
+let quickjs: Promise<typeof import("quickjs-emscripten")> | null = null;
 
 /** A host error as the code sees it: a tool failure is thrown into the code, which may catch it. */
 function describe(err: unknown): string {
@@ -75,6 +78,8 @@ function errorText(vm: QuickJSContext, handle: QuickJSHandle, timedOut: boolean,
 export async function runSandboxed(code: string, tools: ReadonlyMap<string, readonly string[]>, host: HostCall, limits: SandboxLimits, outer?: AbortSignal): Promise<SandboxOutcome> {
   const prepared = prepareCode(code);
   if (prepared.kind === "error") return { kind: "error", message: prepared.message };
+  quickjs ??= import("quickjs-emscripten");
+  const { newQuickJSWASMModule, RELEASE_SYNC, shouldInterruptAfterDeadline } = await quickjs;
   const module = await newQuickJSWASMModule(RELEASE_SYNC);
   const deadline = Date.now() + limits.timeoutMs;
   const runtime = module.newRuntime();
