@@ -234,6 +234,16 @@ test("agent mode does not run code that reaches a client's tools dynamically", a
   assert.equal(docs.callCount("add"), adds);
 });
 
+test("a request's own tool named executeToolCode stays the caller's to run", async () => {
+  const adds = docs.callCount("add");
+  const own = { type: "function", function: { name: "executeToolCode", description: "The application's own", parameters: { type: "object", properties: {} } } };
+  model.script({ calls: [call("executeToolCode", { code: "await docs.add({ a: 1, b: 2 })" }, "call_own")] });
+  const res = await api(app, "POST", "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "go" }], tools: [own] }, { authorization: `Bearer ${KEY}` });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  assert.equal(res.body.choices[0].message.tool_calls?.[0]?.id, "call_own");
+  assert.equal(docs.callCount("add"), adds);
+});
+
 test("code that reaches a tool without naming it runs, but that call is refused", async () => {
   const adds = docs.callCount("add");
   const run = await runCode('const client = globalThis["do" + "cs"];\nawait client.add({ a: 1, b: 2 })');

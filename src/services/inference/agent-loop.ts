@@ -42,6 +42,8 @@ interface LoopCaller extends ToolCaller {
   custom: CustomLabelValues | undefined;
   /** The visible tools of code-mode clients, which the meta-tools reach. */
   codeMode: readonly OfferedTool[];
+  /** The meta-tools injected (a request tool of the same name is the caller's own to run). */
+  metaTools: ReadonlySet<string>;
 }
 
 /** The tools the runtime offers right now. */
@@ -209,7 +211,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
    */
   function runnable(call: ModelCall, auto: ReadonlySet<string>, caller: LoopCaller): { allowedCalls?: ReadonlySet<string> } | null {
     if (auto.has(call.name)) return {};
-    if (call.name !== EXECUTE_TOOL_CODE || caller.codeMode.length === 0) return null;
+    if (call.name !== EXECUTE_TOOL_CODE || !caller.metaTools.has(call.name)) return null;
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return {};
     const allowedCalls = autoRunnableCalls(args, caller.codeMode);
@@ -223,7 +225,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     let failure: unknown = null;
     let executed: ExecutedCall;
     try {
-      if (caller.codeMode.length > 0 && isMetaTool(call.name)) {
+      if (caller.metaTools.has(call.name)) {
         const options = executeOptions(caller, timeoutMs, signal);
         const outcome = await runMetaTool(call.name, args, {
           tools: caller.codeMode,
@@ -329,9 +331,8 @@ export function createAgentService(deps: AgentDeps): ChatService {
       countRefusal(call, refusal);
       throw refusal;
     }
-    // The meta-tools run only when they survived injection (a request tool of the same name is the caller's).
-    const metaInjected = injected.some((tool) => isMetaTool(tool.name));
-    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues, codeMode: metaInjected ? codeMode : [] });
+    const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
+    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
 
   /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
