@@ -35,7 +35,7 @@ export function prepareCode(code: string): { kind: "source"; source: string } | 
     body = `${code.slice(0, last.start)}return (${code.slice(last.expression.start, last.expression.end)});${code.slice(last.end)}`;
   }
   // Starts on the code's first line and adds none before the code's own, so lines in errors are the code's.
-  const source = `(async () => { ${body}\n;return typeof result === "undefined" ? undefined : result; })().then((value) => JSON.stringify(value === undefined ? null : value))`;
+  const source = `(async () => { ${body}\n;return typeof result === "undefined" ? undefined : result; })().then((value) => JSON.stringify(value === undefined ? null : value) ?? "null")`;
   return { kind: "source", source };
 }
 

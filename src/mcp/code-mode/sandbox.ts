@@ -95,6 +95,9 @@ export async function runSandboxed(code: string, tools: ReadonlyMap<string, read
   // Only a run that settled with nothing in flight is torn down by hand; any other leaves objects QuickJS
   // would abort on, and its instance is simply dropped for the garbage collector.
   let finished = false;
+  // Runs the jobs a settled host call or the first evaluation queued; a failure there rejects the code's
+  // promise, which the run reports, so only its handle is let go of here.
+  const pump = (): void => runtime.executePendingJobs().dispose();
   try {
     // One host function, wrapped per client and tool in the sandbox: arguments and results cross as JSON text.
     const call = vm.newFunction("__gwCall", (clientH, toolH, argsH) => {
@@ -124,7 +127,7 @@ export async function runSandboxed(code: string, tools: ReadonlyMap<string, read
         else deferred.reject(handle);
         handle.dispose();
         deferred.dispose();
-        runtime.executePendingJobs();
+        pump();
       })();
       return deferred.handle;
     });
@@ -139,7 +142,7 @@ export async function runSandboxed(code: string, tools: ReadonlyMap<string, read
     const promiseHandle = evaluated.value;
     const settled = vm.resolvePromise(promiseHandle);
     promiseHandle.dispose();
-    runtime.executePendingJobs();
+    pump();
     const timeout = new Promise<"timeout">((resolve) => {
       timer = setTimeout(() => resolve("timeout"), Math.max(0, deadline - Date.now()));
     });
