@@ -30,14 +30,21 @@ let plain: McpFixture;
 let crm: McpFixture;
 let app: TestApp;
 let open: Client[] = [];
+const clientIds = new Map<string, string>();
 
 async function createClient(body: Record<string, unknown>): Promise<void> {
   const res = await api(app, "POST", "/api/mcp/client", { connection_type: "http", tools_to_execute: ["*"], ...body });
   assert.equal(res.status, 200, JSON.stringify(res.body));
+  clientIds.set(String(body["name"]), res.body.client_id as string);
 }
 
 function chat(headers: Record<string, string> = {}) {
   return api(app, "POST", "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "go" }] }, { authorization: `Bearer ${KEY}`, ...headers });
+}
+
+/** The sorted names of the function tools the model received in its last request. */
+function offeredNames(): string[] {
+  return ((model.bodies().at(-1)?.["tools"] ?? []) as { function: { name: string } }[]).map((t) => t.function.name).sort();
 }
 
 /** Has the model run `code` through executeToolCode and answer with the result it got. */
@@ -97,8 +104,18 @@ afterEach(async () => {
 
 test("a code-mode client's tools are replaced by the four meta-tools, offered once, next to ordinary clients' tools", async () => {
   assert.equal((await chat()).status, 200);
-  const names = ((model.bodies().at(-1)?.["tools"] ?? []) as { function: { name: string } }[]).map((t) => t.function.name).sort();
-  assert.deepEqual(names, [...META, "plain-add", "plain-echo", "plain-slow"].sort());
+  assert.deepEqual(offeredNames(), [...META, "plain-add", "plain-echo", "plain-slow"].sort());
+});
+
+test("turning is_code_mode_client on for a client by update moves its tools behind the meta-tools", async () => {
+  const path = `/api/mcp/client/${clientIds.get("plain") ?? ""}`;
+  assert.equal((await api(app, "PUT", path, { is_code_mode_client: true })).status, 200);
+  try {
+    assert.equal((await chat()).status, 200);
+      assert.deepEqual(offeredNames(), META);
+  } finally {
+    assert.equal((await api(app, "PUT", path, { is_code_mode_client: false })).status, 200);
+  }
 });
 
 test("the model lists the tool files, reads one and runs code calling two tools in one step", async () => {
