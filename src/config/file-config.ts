@@ -47,6 +47,7 @@ export interface McpClientFileConfig {
     scopes: string[];
     resource: string;
   } | null;
+  isCodeModeClient: boolean;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -276,6 +277,7 @@ const mcpClientSchema = z.looseObject({
       disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
       allowOnAllVirtualKeys: (raw["allow_on_all_virtual_keys"] as boolean | null | undefined) ?? false,
       oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth"),
+      isCodeModeClient: (raw["is_code_mode_client"] as boolean | null | undefined) ?? false,
     };
   });
 
@@ -316,15 +318,18 @@ const mcpClientListSchema = z.array(mcpClientSchema).superRefine(
   { when: (payload) => Array.isArray(payload.value) },
 );
 
+/** How code mode lays out tool declarations: one file per client, or one per tool. */
+export const CODE_MODE_BINDING_LEVELS = ["server", "tool"] as const;
+
 /** `mcp.tool_manager_config`; its defaults are the gateway's (see runtime-settings.ts). */
 export const toolManagerSchema = strict({
   max_agent_depth: z.int().min(1).max(50).nullish(),
   tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, "30s", true),
-  code_mode_binding_level: z.literal("tool").nullish(),
+  code_mode_binding_level: z.enum(CODE_MODE_BINDING_LEVELS).nullish(),
 }).transform((t) => ({
   maxAgentDepth: t.max_agent_depth ?? 10,
   toolExecutionTimeoutMs: t.tool_execution_timeout,
-  codeModeBindingLevel: t.code_mode_binding_level ?? "tool",
+  codeModeBindingLevel: t.code_mode_binding_level ?? "server",
 }));
 
 /** The `mcp` section; its global sync interval default is the gateway's. */

@@ -29,6 +29,7 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     disabled: rec.disabled,
     allowOnAllVirtualKeys: rec.allowOnAllVirtualKeys,
     oauthConfig: rec.oauthConfig ? { ...rec.oauthConfig, scopes: [...rec.oauthConfig.scopes], clientSecret: rec.oauthClientSecret ?? "" } : null,
+    isCodeModeClient: rec.isCodeModeClient,
   };
 }
 
@@ -49,6 +50,7 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.allowOnAllVirtualKeys = spec.allowOnAllVirtualKeys;
   rec.oauthConfig = spec.oauthConfig ? oauthColumns(spec.oauthConfig) : null;
   rec.oauthClientSecret = spec.oauthConfig && spec.oauthConfig.clientSecret !== "" ? spec.oauthConfig.clientSecret : null;
+  rec.isCodeModeClient = spec.isCodeModeClient;
   rec.updatedAt = new Date();
 }
 

@@ -52,6 +52,8 @@ export interface McpClientSpec {
   allowOnAllVirtualKeys: boolean;
   /** How an oauth client authorizes upstream; null for other auth types. */
   oauthConfig: OauthConfigSpec | null;
+  /** Models and /mcp callers reach the client's tools only through the code-mode meta-tools. */
+  isCodeModeClient: boolean;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -215,7 +217,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient"
   >
 >;
 
@@ -260,6 +262,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.disabled !== undefined) next.disabled = patch.disabled;
   if (patch.allowOnAllVirtualKeys !== undefined) next.allowOnAllVirtualKeys = patch.allowOnAllVirtualKeys;
   if (patch.oauthConfig !== undefined) next.oauthConfig = applyOauthPatch(current.oauthConfig, patch.oauthConfig, REDACTED);
+  if (patch.isCodeModeClient !== undefined) next.isCodeModeClient = patch.isCodeModeClient;
   validateSpec(next);
   return next;
 }

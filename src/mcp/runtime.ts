@@ -44,6 +44,8 @@ export interface OfferedTool {
   autoExecute: boolean;
   /** The client's allow_on_all_virtual_keys: keys whose mcp_configs do not name it still see it. */
   allowOnAllVirtualKeys: boolean;
+  /** The client's is_code_mode_client: callers reach the tool only through the code-mode meta-tools. */
+  codeMode: boolean;
 }
 
 /** Options of one tool execution. */
@@ -315,6 +317,7 @@ export class McpRuntime implements RuntimeStateSource {
           tool,
           autoExecute: toolAutoExecutable(client.spec, tool.name),
           allowOnAllVirtualKeys: client.spec.allowOnAllVirtualKeys,
+          codeMode: client.spec.isCodeModeClient,
         });
       }
     }

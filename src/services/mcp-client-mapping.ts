@@ -66,6 +66,7 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     disabled: cfg.disabled,
     allowOnAllVirtualKeys: cfg.allowOnAllVirtualKeys,
     oauthConfig: oauthConfigOf(cfg),
+    isCodeModeClient: cfg.isCodeModeClient,
   };
 }
 
@@ -113,6 +114,7 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
     disabled: spec.disabled,
     allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys,
     ...(spec.oauthConfig ? { oauthConfig: { ...spec.oauthConfig, clientSecret: spec.oauthConfig.clientSecret === "" ? "" : REDACTED } } : {}),
+    isCodeModeClient: spec.isCodeModeClient,
     tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),

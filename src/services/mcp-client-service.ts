@@ -106,6 +106,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       disabled: merged.disabled,
       allowOnAllVirtualKeys: merged.allowOnAllVirtualKeys,
       oauthConfig: merged.oauthConfig,
+      isCodeModeClient: merged.isCodeModeClient,
     });
   }
 

@@ -90,10 +90,10 @@ export function applyToolManager(current: ToolManagerSettings, paths: readonly s
         break;
       }
       case "code_mode_binding_level":
-        if (cfg.codeModeBindingLevel !== "tool") {
-          throw invalidField("code_mode_binding_level", `only "tool" is supported, got "${cfg.codeModeBindingLevel}"`);
+        if (cfg.codeModeBindingLevel !== "server" && cfg.codeModeBindingLevel !== "tool") {
+          throw invalidField("code_mode_binding_level", `must be "server" or "tool", got "${cfg.codeModeBindingLevel}"`);
         }
-        next.codeModeBindingLevel = "tool";
+        next.codeModeBindingLevel = cfg.codeModeBindingLevel;
         break;
       default:
         throw invalidField("update_mask", `unknown field "${path}"`);

@@ -18,5 +18,6 @@ export function stdioClient(name: string, command: string, args: string[], envs:
     disabled: false,
     allowOnAllVirtualKeys: false,
     oauthConfig: null,
+    isCodeModeClient: false,
   };
 }

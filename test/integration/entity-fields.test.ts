@@ -115,6 +115,7 @@ function mcpClientSamples(): Json[] {
       needs_session_stickiness: true,
       disabled: true,
       allow_on_all_virtual_keys: true,
+      is_code_mode_client: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
     {

@@ -67,7 +67,7 @@ describe("defaults", () => {
       governance: { virtualKeys: [], routingRules: [] },
       mcp: {
         clientConfigs: [],
-        toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "tool" },
+        toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "server" },
         toolSyncIntervalMinutes: 10,
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
@@ -91,6 +91,7 @@ describe("defaults", () => {
       oauthConfig: null,
       disabled: false,
       allowOnAllVirtualKeys: false,
+      isCodeModeClient: false,
     });
   });
 
@@ -521,8 +522,8 @@ describe("mcp settings", () => {
     );
   });
 
-  test("rejects a code_mode_binding_level other than tool", () => {
-    assertRejected({ mcp: { tool_manager_config: { code_mode_binding_level: "server" } } }, "mcp.tool_manager_config.code_mode_binding_level", 'must be "tool" (got "server")');
+  test("rejects a code_mode_binding_level other than server or tool", () => {
+    assertRejected({ mcp: { tool_manager_config: { code_mode_binding_level: "module" } } }, "mcp.tool_manager_config.code_mode_binding_level", 'must be one of "server", "tool" (got "module")');
   });
 });
 

@@ -10,7 +10,8 @@ import { randomBytes } from "node:crypto";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
-import type { McpRuntime } from "../../mcp/runtime.js";
+import { autoRunnableCalls, EXECUTE_TOOL_CODE, isMetaTool, runMetaTool } from "../../mcp/code-mode/meta-tools.js";
+import type { McpRuntime, OfferedTool } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
@@ -39,6 +40,10 @@ export interface AgentDeps {
 interface LoopCaller extends ToolCaller {
   origin: string | null;
   custom: CustomLabelValues | undefined;
+  /** The visible tools of code-mode clients, which the meta-tools reach. */
+  codeMode: readonly OfferedTool[];
+  /** The meta-tools injected (a request tool of the same name is the caller's own to run). */
+  metaTools: ReadonlySet<string>;
 }
 
 /** The tools the runtime offers right now. */
@@ -187,23 +192,54 @@ function streamRefusal(): GatewayError {
 export function createAgentService(deps: AgentDeps): ChatService {
   const { chat, runtime, settings, observer } = deps;
 
-  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
+  /** The options of one tool execution for the loop's caller. */
+  function executeOptions(caller: LoopCaller, timeoutMs: number, signal: AbortSignal) {
     const { key } = caller;
+    return {
+      timeoutMs,
+      signal,
+      identity: caller.identity,
+      origin: caller.origin,
+      ...(caller.custom ? { custom: caller.custom } : {}),
+      ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+    };
+  }
+
+  /**
+   * Whether the loop runs this call itself: an auto-executable tool, or executeToolCode whose code calls
+   * only auto-executable tools by name (then the names it may call; read before the code runs).
+   */
+  function runnable(call: ModelCall, auto: ReadonlySet<string>, caller: LoopCaller): { allowedCalls?: ReadonlySet<string> } | null {
+    if (auto.has(call.name)) return {};
+    if (call.name !== EXECUTE_TOOL_CODE || !caller.metaTools.has(call.name)) return null;
+    const args = parseArguments(call.arguments);
+    if (typeof args === "string") return {};
+    const allowedCalls = autoRunnableCalls(args, caller.codeMode);
+    return allowedCalls === null ? null : { allowedCalls };
+  }
+
+  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
     let failure: unknown = null;
     let executed: ExecutedCall;
     try {
-      const result = await runtime.execute(call.name, args, {
-        timeoutMs,
-        signal,
-        identity: caller.identity,
-        origin: caller.origin,
-        ...(caller.custom ? { custom: caller.custom } : {}),
-        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
-      });
-      executed = done(result.content, result.isError);
+      if (caller.metaTools.has(call.name)) {
+        const options = executeOptions(caller, timeoutMs, signal);
+        const outcome = await runMetaTool(call.name, args, {
+          tools: caller.codeMode,
+          bindingLevel: settings.toolManager.codeModeBindingLevel,
+          timeoutMs,
+          signal,
+          invoke: (name, toolArgs, inner) => runtime.execute(name, toolArgs, { ...options, signal: inner }),
+          ...(allowedCalls ? { allowedCalls } : {}),
+        });
+        executed = done(outcome.content, outcome.isError);
+      } else {
+        const result = await runtime.execute(call.name, args, executeOptions(caller, timeoutMs, signal));
+        executed = done(result.content, result.isError);
+      }
     } catch (err) {
       // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
       // payload) reaches the model verbatim, so the application can show the user where to go.
@@ -238,13 +274,14 @@ export function createAgentService(deps: AgentDeps): ChatService {
       const calls = format.calls(answer);
       if (calls.length === 0) return finish(answer);
       depth++;
-      const runnable = calls.filter((c) => auto.has(c.name));
-      if (runnable.length === 0 || depth >= maxAgentDepth) {
+      const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
+      const runs = decided.filter((d) => d.run !== null);
+      if (runs.length === 0 || depth >= maxAgentDepth) {
         observer.toolCallsReturned(depth, calls.length);
         return finish(answer);
       }
-      const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal)));
-      const pending = calls.filter((c) => !auto.has(c.name));
+      const executed = await Promise.all(runs.map((d) => execute(d.call, caller, toolExecutionTimeoutMs, signal, d.run?.allowedCalls)));
+      const pending = decided.filter((d) => d.run === null).map((d) => d.call);
       if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
       next = format.followUp(next, answer, executed);
     }
@@ -281,7 +318,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       return chat.complete(call);
     }
     const { key } = caller;
-    const offered = toolsForCaller(available, { key, clients, tools });
+    const { tools: offered, codeMode } = toolsForCaller(available, { key, clients, tools });
     if (offered.length === 0) return chat.complete(call);
     const wire: AgentWire = call.method === "responses" ? "responses" : "chat";
     const { tools: wireTools, injected } = injectTools(call.body, offered, wire);
@@ -294,7 +331,8 @@ export function createAgentService(deps: AgentDeps): ChatService {
       countRefusal(call, refusal);
       throw refusal;
     }
-    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues });
+    const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
+    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
 
   /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */

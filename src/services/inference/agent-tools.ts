@@ -4,6 +4,7 @@
  * tools the request already carries.
  */
 import { GatewayError } from "../../errors.js";
+import { META_TOOLS } from "../../mcp/code-mode/meta-tools.js";
 import type { OfferedTool } from "../../mcp/runtime.js";
 import type { JsonObject } from "../../providers/types.js";
 import { visibleTools, type ToolScope } from "./tool-visibility.js";
@@ -18,15 +19,35 @@ export interface InjectedTool {
   autoExecute: boolean;
 }
 
-/** The offered tools the caller of `scope` sees, each marked auto-executable or not. */
-export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope): InjectedTool[] {
-  return visibleTools(offered, scope).map((offer) => ({
-    name: offer.name,
-    clientName: offer.clientName,
-    description: offer.tool.description,
-    parameters: offer.tool.inputSchema,
-    autoExecute: offer.autoExecute,
-  }));
+/** The tools one caller is offered. */
+export interface CallerTools {
+  /** What the model is given: the visible tools of ordinary clients, then the code-mode meta-tools if any. */
+  tools: InjectedTool[];
+  /** The visible tools of code-mode clients, reached only through the meta-tools. */
+  codeMode: OfferedTool[];
+}
+
+/**
+ * The offered tools the caller of `scope` sees, each marked auto-executable or not; the tools of code-mode
+ * clients give way to the meta-tools, offered once (the read-only ones auto-executable; executeToolCode
+ * is decided per call from its code).
+ */
+export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope): CallerTools {
+  const visible = visibleTools(offered, scope);
+  const codeMode = visible.filter((offer) => offer.codeMode);
+  const tools: InjectedTool[] = visible
+    .filter((offer) => !offer.codeMode)
+    .map((offer) => ({
+      name: offer.name,
+      clientName: offer.clientName,
+      description: offer.tool.description,
+      parameters: offer.tool.inputSchema,
+      autoExecute: offer.autoExecute,
+    }));
+  if (codeMode.length > 0) {
+    for (const meta of META_TOOLS) tools.push({ name: meta.name, clientName: "", description: meta.description, parameters: meta.inputSchema, autoExecute: meta.readOnly });
+  }
+  return { tools, codeMode };
 }
 
 /** The wire format a request body is in. */

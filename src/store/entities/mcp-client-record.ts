@@ -61,6 +61,7 @@ export class McpClientRecord {
     | "needsSessionStickiness"
     | "disabled"
     | "allowOnAllVirtualKeys"
+    | "isCodeModeClient"
     | "tools"
     | "source"
     | "verified"
@@ -87,6 +88,8 @@ export class McpClientRecord {
   declare disabled: boolean;
   /** Virtual keys that do not name the client in their mcp_configs still see its tools. */
   declare allowOnAllVirtualKeys: boolean;
+  /** Models reach the client's tools only through the code-mode meta-tools. */
+  declare isCodeModeClient: boolean;
   declare tools: McpToolRecord[];
   declare source: McpClientSource;
   /** Whether the one-time verification of a per_user_headers client has been done. */
@@ -122,6 +125,7 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     needsSessionStickiness: { type: "boolean", nullable: true, onCreate: () => null },
     disabled: { type: "boolean", onCreate: () => false },
     allowOnAllVirtualKeys: { type: "boolean", onCreate: () => false },
+    isCodeModeClient: { type: "boolean", onCreate: () => false },
     tools: { type: "json", onCreate: () => [] },
     source: { enum: true, items: [...MCP_CLIENT_SOURCES], onCreate: () => "api" },
     verified: { type: "boolean", onCreate: () => false },
