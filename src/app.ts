@@ -18,6 +18,7 @@ import { createOnePortServer, type RequestHandler } from "./server/listener.js";
 import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
+import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
@@ -181,6 +182,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
+      messages: createMessagesHandler({ chat: agent, maxBodyBytes, logger }),
+      countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
       readiness,
     });
     serve = handler;

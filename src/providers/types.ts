@@ -27,6 +27,23 @@ export interface ResponsesRequest extends JsonObject {
   stream?: boolean;
 }
 
+/**
+ * An Anthropic Messages API request (as received, model resolved): `max_tokens` and `messages` checked,
+ * everything else kept for an Anthropic upstream, translated for any other.
+ */
+export interface MessagesRequest extends JsonObject {
+  model: string;
+  max_tokens: number;
+  messages: unknown[];
+  stream?: boolean;
+}
+
+/** An Anthropic count_tokens request: a Messages request without max_tokens (model resolved). */
+export interface CountTokensRequest extends JsonObject {
+  model: string;
+  messages: unknown[];
+}
+
 /** Azure's per-key block (azure_key_config). */
 export interface AzureKeyConfig {
   /** e.g. https://my-resource.openai.azure.com */
@@ -83,7 +100,7 @@ export interface CallOptions {
 export interface ProviderResult {
   /** The upstream's HTTP status (2xx; other statuses throw ProviderError). */
   status: number;
-  /** OpenAI JSON: a chat.completion or a response object. */
+  /** OpenAI JSON (a chat.completion or a response object), or an Anthropic message for `messages`. */
   body: JsonObject;
   /** The body exactly as the upstream sent it, when `body` is that JSON unchanged. */
   raw?: string;
@@ -116,6 +133,14 @@ export interface ProviderAdapter {
   chatStream(req: ChatRequest, options: CallOptions): Promise<ProviderStream>;
   responses(req: ResponsesRequest, options: CallOptions): Promise<ProviderResult>;
   responsesStream(req: ResponsesRequest, options: CallOptions): Promise<ProviderStream>;
+  /**
+   * The Anthropic Messages API natively (the answer is an Anthropic message, the stream yields Anthropic
+   * events); absent, the gateway serves it through `chat` and `chatStream`.
+   */
+  messages?(req: MessagesRequest, options: CallOptions): Promise<ProviderResult>;
+  messagesStream?(req: MessagesRequest, options: CallOptions): Promise<ProviderStream>;
+  /** Anthropic's token counting for a Messages request (`{input_tokens}`); absent, the gateway estimates. */
+  countTokens?(req: CountTokensRequest, options: CallOptions): Promise<JsonObject>;
   listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
   /**
    * Opens `connections` keep-alive connections to each origin the provider calls, ahead of its first

@@ -30,6 +30,16 @@ export function imageBlock(url: string, field: string): Block {
   throw callerError(field, "an image_url must be a base64 data URL (data:<media type>;base64,...) or an http(s) URL");
 }
 
+/** The way back: an Anthropic image block's source as an OpenAI image URL (base64 data become a data URL). */
+export function imageUrl(block: Block, field: string): string {
+  const source = block["source"];
+  if (isObject(source) && source["type"] === "base64" && typeof source["media_type"] === "string" && typeof source["data"] === "string") {
+    return `data:${source["media_type"]};base64,${source["data"]}`;
+  }
+  if (isObject(source) && source["type"] === "url" && typeof source["url"] === "string" && /^https?:\/\//i.test(source["url"])) return source["url"];
+  throw callerError(`${field}.source`, "an image source must be {type: \"base64\", media_type, data} or {type: \"url\", url} with an http(s) URL");
+}
+
 /** Message content (a string or an array of parts) as Anthropic content blocks. */
 function contentBlocks(content: unknown, field: string): Block[] {
   if (content === null || content === undefined) return [];
@@ -101,6 +111,41 @@ function translateTools(tools: unknown): Block[] | undefined {
     if (typeof fn["description"] === "string") out["description"] = fn["description"];
     return out;
   });
+}
+
+/** The way back: Anthropic tools as OpenAI function tools; server tools have no OpenAI equivalent. */
+export function chatTools(tools: unknown): Block[] | undefined {
+  if (tools === undefined || tools === null) return undefined;
+  if (!Array.isArray(tools)) throw callerError("tools", "tools must be an array");
+  return tools.map((tool, i) => {
+    if (!isObject(tool) || typeof tool["name"] !== "string") throw callerError(`tools[${i}]`, "each tool must be {name, description?, input_schema}");
+    if (tool["type"] !== undefined && tool["type"] !== null && tool["type"] !== "custom") {
+      throw callerError(`tools[${i}].type`, `tool type ${JSON.stringify(tool["type"])} is a server tool that only Anthropic runs; route this request to an anthropic provider or leave the tool out`);
+    }
+    const fn: Block = { name: tool["name"], parameters: isObject(tool["input_schema"]) ? tool["input_schema"] : { type: "object", properties: {} } };
+    if (typeof tool["description"] === "string") fn["description"] = tool["description"];
+    return { type: "function", function: fn };
+  });
+}
+
+/** The way back: Anthropic tool_choice as OpenAI tool_choice and parallel_tool_calls. */
+export function chatToolChoice(choice: unknown): { toolChoice?: unknown; parallel?: false } {
+  if (choice === undefined || choice === null) return {};
+  if (!isObject(choice)) throw callerError("tool_choice", "tool_choice must be an object {type: auto|any|tool|none}");
+  const parallel = choice["disable_parallel_tool_use"] === true ? { parallel: false as const } : {};
+  switch (choice["type"]) {
+    case "auto":
+      return { toolChoice: "auto", ...parallel };
+    case "any":
+      return { toolChoice: "required", ...parallel };
+    case "none":
+      return { toolChoice: "none" };
+    case "tool":
+      if (typeof choice["name"] !== "string") throw callerError("tool_choice.name", "a tool choice of type tool names the tool");
+      return { toolChoice: { type: "function", function: { name: choice["name"] } }, ...parallel };
+    default:
+      throw callerError("tool_choice.type", `tool_choice type ${JSON.stringify(choice["type"])} is not one of auto, any, tool, none`);
+  }
 }
 
 function translateToolChoice(choice: unknown, parallel: unknown): Block | undefined {

@@ -1,7 +1,7 @@
 /**
- * Tool injection for agent mode: which MCP tools a /v1 request sees (every offered tool, narrowed by the
- * caller's virtual key and the x-gw-mcp-include-* headers), and how they are written into a chat
- * completions or Responses request next to the tools the request already carries.
+ * Tool injection for agent mode: which MCP tools an inference request sees (every offered tool, narrowed
+ * by the caller's virtual key and the x-gw-mcp-include-* headers), and how they are written into a chat
+ * completions, Responses or Anthropic Messages request next to the tools the request already carries.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import { GatewayError } from "../../errors.js";
@@ -87,7 +87,7 @@ export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope
 }
 
 /** The wire format a request body is in. */
-export type AgentWire = "chat" | "responses";
+export type AgentWire = "chat" | "responses" | "messages";
 
 /** The names of the function tools a request already carries, in either wire format. */
 function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<string> {
@@ -101,8 +101,9 @@ function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<strin
   return names;
 }
 
-/** One injected tool as an OpenAI function tool of the wire format. */
+/** One injected tool as a function tool of the wire format. */
 function wireTool(tool: InjectedTool, wire: AgentWire): JsonObject {
+  if (wire === "messages") return { name: tool.name, description: tool.description, input_schema: tool.parameters };
   if (wire === "chat") return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
   // The Responses API defaults `strict` to true, which most MCP input schemas do not satisfy.
   return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters, strict: false };

@@ -1,0 +1,113 @@
+/**
+ * Anthropic Messages request -> OpenAI chat-completions request, for providers that only speak chat:
+ * the system prompt becomes a system message, tool_result blocks become `role: tool` messages (ahead of
+ * the rest of their user turn, as OpenAI wants results right after the calls), tool_use blocks become
+ * tool_calls, images become image_url parts. top_k and thinking have no chat equivalent and are left out.
+ */
+import { GatewayError } from "../../errors.js";
+import { chatToolChoice, chatTools, imageUrl } from "../anthropic/request-translation.js";
+import type { ChatRequest, JsonObject, MessagesRequest } from "../types.js";
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function callerError(field: string, message: string): GatewayError {
+  return new GatewayError("invalid_argument", `${field}: ${message}`, { type: "caller_invalid_request", field, httpStatus: 400 });
+}
+
+/** Content as blocks: a string is one text block. */
+function blocksOf(content: unknown): JsonObject[] {
+  if (typeof content === "string") return content === "" ? [] : [{ type: "text", text: content }];
+  return Array.isArray(content) ? content.filter(isObject) : [];
+}
+
+/** The text of a system prompt or a tool result (a string, or text blocks). */
+function plainText(content: unknown, field: string): string {
+  return blocksOf(content)
+    .map((block, i) => {
+      if (block["type"] !== "text" || typeof block["text"] !== "string") {
+        throw callerError(`${field}[${i}]`, `only text blocks can be sent here to this provider, not ${JSON.stringify(block["type"])}`);
+      }
+      return block["text"];
+    })
+    .join("\n");
+}
+
+function userMessages(content: unknown, field: string): JsonObject[] {
+  const results: JsonObject[] = [];
+  const parts: JsonObject[] = [];
+  blocksOf(content).forEach((block, i) => {
+    const at = `${field}[${i}]`;
+    switch (block["type"]) {
+      case "text":
+        parts.push({ type: "text", text: block["text"] });
+        return;
+      case "image":
+        parts.push({ type: "image_url", image_url: { url: imageUrl(block, at) } });
+        return;
+      case "tool_result": {
+        const text = plainText(block["content"], `${at}.content`);
+        results.push({ role: "tool", tool_call_id: block["tool_use_id"], content: block["is_error"] === true && text === "" ? "error" : text });
+        return;
+      }
+      default:
+        throw callerError(`${at}.type`, `content block type ${JSON.stringify(block["type"])} cannot be sent to this provider (text, image and tool_result can)`);
+    }
+  });
+  if (parts.length === 0) return results;
+  // A plain-text turn stays a string, the form every OpenAI-compatible upstream takes.
+  const onlyText = parts.every((part) => part["type"] === "text");
+  const userContent = onlyText ? parts.map((part) => part["text"] as string).join("") : parts;
+  return [...results, { role: "user", content: userContent }];
+}
+
+function assistantMessage(content: unknown, field: string): JsonObject {
+  let text = "";
+  const toolCalls: JsonObject[] = [];
+  blocksOf(content).forEach((block, i) => {
+    switch (block["type"]) {
+      case "text":
+        text += String(block["text"] ?? "");
+        return;
+      case "tool_use":
+        toolCalls.push({ id: block["id"], type: "function", function: { name: block["name"], arguments: JSON.stringify(block["input"] ?? {}) } });
+        return;
+      case "thinking":
+      case "redacted_thinking":
+        // Reasoning of an earlier turn: chat has no field to send it back in.
+        return;
+      default:
+        throw callerError(`${field}[${i}].type`, `content block type ${JSON.stringify(block["type"])} cannot be sent to this provider (text, tool_use and thinking can)`);
+    }
+  });
+  const message: JsonObject = { role: "assistant", content: text === "" && toolCalls.length > 0 ? null : text };
+  if (toolCalls.length > 0) message["tool_calls"] = toolCalls;
+  return message;
+}
+
+/** The chat request equivalent to a Messages request (stream set by the caller). */
+export function toChatRequest(req: MessagesRequest): ChatRequest {
+  const messages: JsonObject[] = [];
+  if (req["system"] !== undefined && req["system"] !== null) {
+    const system = plainText(req["system"], "system");
+    if (system !== "") messages.push({ role: "system", content: system });
+  }
+  req.messages.forEach((message, i) => {
+    if (!isObject(message)) return;
+    const at = `messages[${i}].content`;
+    if (message["role"] === "assistant") messages.push(assistantMessage(message["content"], at));
+    else messages.push(...userMessages(message["content"], at));
+  });
+  const chat: ChatRequest = { model: req.model, messages, max_tokens: req.max_tokens };
+  for (const field of ["temperature", "top_p"]) if (typeof req[field] === "number") chat[field] = req[field];
+  if (Array.isArray(req["stop_sequences"]) && req["stop_sequences"].length > 0) chat["stop"] = req["stop_sequences"];
+  const tools = chatTools(req["tools"]);
+  if (tools) chat["tools"] = tools;
+  const { toolChoice, parallel } = chatToolChoice(req["tool_choice"]);
+  if (toolChoice !== undefined) chat["tool_choice"] = toolChoice;
+  if (parallel === false) chat["parallel_tool_calls"] = false;
+  const metadata = req["metadata"];
+  if (isObject(metadata) && typeof metadata["user_id"] === "string") chat["user"] = metadata["user_id"];
+  return chat;
+}
