@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { call, scriptedInference, startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model.js";
+import { createMcpClient } from "../helpers/agent-app.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 
 const KEY = "sk-gw-agent";
@@ -22,17 +23,6 @@ let docs: McpFixture;
 /** Client `manual`: every tool offered, none auto-executed. */
 let manual: McpFixture;
 let app: TestApp;
-
-async function createClient(name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<void> {
-  const res = await api(app, "POST", "/api/mcp/client", {
-    name,
-    connection_type: "http",
-    connection_string: fixture.httpUrl,
-    tools_to_execute: ["*"],
-    tools_to_auto_execute: toolsToAutoExecute,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-}
 
 function chat(body: Record<string, unknown>, headers: Record<string, string> = {}, key: string | null = KEY) {
   return api(app, "POST", "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "go" }], ...body }, { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers });
@@ -65,8 +55,8 @@ before(async () => {
       { id: "vk-echo", name: "echo-only", value: ECHO_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
     ]),
   });
-  await createClient("docs", docs, ["*"]);
-  await createClient("manual", manual, []);
+  await createMcpClient(app, "docs", docs, ["*"]);
+  await createMcpClient(app, "manual", manual, []);
 });
 
 after(async () => {

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
+import { ANTHROPIC_VERSION } from "../../src/providers/anthropic/adapter.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { MOCK_TOOL_INPUT, startMockAnthropic } from "../fixtures/mock-anthropic.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
@@ -189,6 +190,19 @@ describe("forwarded to anthropic", () => {
   });
 });
 
+describe("fallbacks", () => {
+  test("a failed openai call falls back to anthropic, which gets the request without the gateway's fallbacks field", async () => {
+    openai.failNext(500, "upstream broke");
+    // `fallbacks` is a gateway field the SDK's types do not know; a variable skips the excess-property check.
+    const params = { model: "openai/gpt-4o-mini", fallbacks: ["anthropic/claude-sonnet-4-5"], max_tokens: 10, messages: [{ role: "user" as const, content: "rescue me" }] };
+    const message = await client().messages.create(params);
+    assert.equal(textOf(message), "echo: rescue me");
+    const body = anthropic.last().body!;
+    assert.equal(body["model"], "claude-sonnet-4-5");
+    assert.equal("fallbacks" in body, false);
+  });
+});
+
 describe("translated for openai", () => {
   test("sends the OpenAI chat shape: system, stop, sampling, tools and tool choice", async () => {
     const params = {
@@ -355,5 +369,55 @@ describe("refusals in Anthropic's error envelope", () => {
     assert.equal(res.status, 405);
     assert.equal(res.body.type, "error");
     assert.equal(res.body.error.type, "invalid_request_error");
+  });
+});
+
+describe("client.allowed_headers", () => {
+  async function setAllowedHeaders(allowed: string[]): Promise<void> {
+    const res = await api(app, "PATCH", "/config", { client: { allowed_headers: allowed } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  }
+
+  function withHeaders(): Anthropic {
+    return new Anthropic({
+      apiKey: KEY,
+      baseURL: `${app.url}/anthropic`,
+      maxRetries: 0,
+      defaultHeaders: { "anthropic-version": "2099-01-01", "anthropic-beta": "future-feature-2099", "x-team": "search" },
+    });
+  }
+
+  after(() => setAllowedHeaders(["*"]));
+
+  for (const stream of [false, true]) {
+    test(`passes the caller's anthropic-version and anthropic-beta through to Anthropic when allowed${stream ? ", streamed" : ""}`, async () => {
+      await setAllowedHeaders(["anthropic-version", "anthropic-beta"]);
+      const params = { model: "anthropic/claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user" as const, content: "hi" }] };
+      if (stream) await withHeaders().messages.stream(params).finalMessage();
+      else await withHeaders().messages.create(params);
+      const seen = anthropic.last().headers;
+      assert.equal(seen["anthropic-version"], "2099-01-01");
+      assert.equal(seen["anthropic-beta"], "future-feature-2099");
+      assert.equal(seen["x-team"], undefined);
+      assert.equal(seen["x-api-key"], "sk-an", "the provider's key replaces the caller's virtual key");
+    });
+  }
+
+  test("drops headers outside the list and sends the gateway's own anthropic-version", async () => {
+    await setAllowedHeaders(["x-team"]);
+    await withHeaders().messages.create({ model: "anthropic/claude-sonnet-4-5", max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+    const seen = anthropic.last().headers;
+    assert.equal(seen["anthropic-version"], ANTHROPIC_VERSION);
+    assert.equal(seen["anthropic-beta"], undefined);
+    assert.equal(seen["x-team"], "search");
+  });
+
+  test("forwards allowed headers to a translated provider too, and to count_tokens", async () => {
+    await setAllowedHeaders(["x-team"]);
+    await withHeaders().messages.create({ model: "openai/gpt-4o-mini", max_tokens: 10, messages: [{ role: "user", content: "hi" }] });
+    assert.equal(openai.last().headers["x-team"], "search");
+    assert.equal(openai.last().headers["anthropic-beta"], undefined);
+    await withHeaders().messages.countTokens({ model: "anthropic/claude-sonnet-4-5", messages: [{ role: "user", content: "hi" }] });
+    assert.equal(anthropic.last().headers["x-team"], "search");
   });
 });
