@@ -62,6 +62,18 @@ describe("buildGatewayOpenApi", () => {
     assert.deepEqual(schemas.OpenAIError.properties.error.properties.param.type, ["string", "null"]);
   });
 
+  test("covers the Anthropic Messages endpoints with Anthropic schemas and error envelope", () => {
+    const messages = doc.paths["/anthropic/v1/messages"].post;
+    assert.deepEqual(messages.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/MessagesRequest" });
+    assert.deepEqual(Object.keys(messages.responses["200"].content), ["application/json", "text/event-stream"]);
+    assert.deepEqual(schemas.MessagesRequest.required, ["model", "max_tokens", "messages"]);
+    assert.equal(errorSchemaOf(messages, "401"), "#/components/schemas/AnthropicError");
+    const count = doc.paths["/anthropic/v1/messages/count_tokens"].post;
+    assert.deepEqual(count.responses["200"].content["application/json"].schema, { $ref: "#/components/schemas/CountTokensResponse" });
+    assert.equal(errorSchemaOf(count, "400"), "#/components/schemas/AnthropicError");
+    assert.deepEqual(schemas.CountTokensRequest.required, ["model", "messages"]);
+  });
+
   test("gives the bridged paths the /api error envelope for each 4xx they can answer", () => {
     const op = doc.paths["/api/mcp/client"].post;
     assert.deepEqual(Object.keys(op.responses).filter((s) => s.startsWith("4")), ["400", "401", "403", "409", "413", "415", "422"]);

@@ -21,7 +21,7 @@ export function buildGatewayOpenApi(services: readonly DescService[], version: s
     info: {
       ...rest.info,
       description:
-        "Admin APIs under /api (generated from the Protobuf services, which Connect, gRPC and gRPC-Web serve on the same port), OpenAI-compatible inference under /v1, and the gateway's health, readiness and metrics.",
+        "Admin APIs under /api (generated from the Protobuf services, which Connect, gRPC and gRPC-Web serve on the same port), OpenAI-compatible inference under /v1, the Anthropic Messages API for coding agents under /anthropic, and the gateway's health, readiness and metrics.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     // Relative: the document is served by the gateway it describes, at whatever address it was reached by.

@@ -1,10 +1,12 @@
 /**
- * The OpenAPI operations of the hand-written /v1 inference endpoints, POST /v1/chat/completions and
- * POST /v1/responses: OpenAI request and answer schemas, the SSE answer of `stream: true`, the
- * OpenAI error envelope and the statuses governance and body checks give.
+ * The OpenAPI operations of the hand-written inference endpoints, POST /v1/chat/completions, POST
+ * /v1/responses, POST /anthropic/v1/messages and POST /anthropic/v1/messages/count_tokens: request and
+ * answer schemas, the SSE answer of `stream: true`, the error envelope of each API and the statuses
+ * governance and body checks give.
  */
 import { errorResponse, ref, type Schema } from "../rest/openapi.js";
 import { CHAT_SCHEMAS } from "./chat-completions-schemas.js";
+import { ANTHROPIC_ERROR_SCHEMA, MESSAGES_SCHEMAS } from "./messages-schemas.js";
 import { RESPONSES_SCHEMAS } from "./responses-schemas.js";
 import { IDENTIFIED_CALLER } from "./security-schemes.js";
 
@@ -60,6 +62,43 @@ const ERRORS: Readonly<Record<number, string>> = {
   429: "Every eligible provider of the virtual key is at its token rate limit (policy_rate_limited).",
 };
 
+/** The same statuses on the /anthropic endpoints, with the Anthropic error type each carries. */
+const ANTHROPIC_ERRORS: Readonly<Record<number, string>> = {
+  400: "invalid_request_error: a missing or malformed field (max_tokens, messages, roles, content block types, a tool_result answering no tool_use), a model or provider the virtual key does not allow, `stream` in agent mode, or a bad include header.",
+  401: "authentication_error: an unknown virtual key, or none while client.enforce_governance is on.",
+  402: "permission_error: every eligible provider of the virtual key is over budget.",
+  403: "permission_error: the virtual key is inactive, or every key of its providers is blocked.",
+  413: "invalid_request_error: the body is larger than client.max_request_body_bytes.",
+  415: "invalid_request_error: the body is not UTF-8 JSON (content-type application/json).",
+  429: "rate_limit_error: every eligible provider of the virtual key is at its token rate limit.",
+};
+
+/** How an API reports errors: its envelope and the statuses with their causes. */
+interface ErrorFacts {
+  schema: string;
+  statuses: Readonly<Record<number, string>>;
+  upstream: string;
+}
+
+const OPENAI_ERRORS: ErrorFacts = {
+  schema: OPENAI_ERROR_SCHEMA,
+  statuses: ERRORS,
+  upstream: "The upstream failed on every attempt: the primary provider's error (provider_*, 502, 503, 504, or the upstream's own 4xx), or a gateway error.",
+};
+
+const MESSAGES_ERRORS: ErrorFacts = {
+  schema: ANTHROPIC_ERROR_SCHEMA,
+  statuses: ANTHROPIC_ERRORS,
+  upstream: "The upstream failed on every attempt (api_error, overloaded_error, or the upstream's own 4xx), or a gateway error (api_error).",
+};
+
+function errorResponses(facts: ErrorFacts): Schema {
+  const responses: Schema = {};
+  for (const [status, description] of Object.entries(facts.statuses)) responses[status] = errorResponse(description, facts.schema);
+  responses["default"] = errorResponse(facts.upstream, facts.schema);
+  return responses;
+}
+
 function inferenceOperation(op: {
   operationId: string;
   summary: string;
@@ -68,6 +107,7 @@ function inferenceOperation(op: {
   answer: string;
   event: string;
   streamDescription: string;
+  errors?: ErrorFacts;
 }): Schema {
   const responses: Schema = {
     "200": {
@@ -80,12 +120,8 @@ function inferenceOperation(op: {
         },
       },
     },
+    ...errorResponses(op.errors ?? OPENAI_ERRORS),
   };
-  for (const [status, description] of Object.entries(ERRORS)) responses[status] = errorResponse(description, OPENAI_ERROR_SCHEMA);
-  responses["default"] = errorResponse(
-    "The upstream failed on every attempt: the primary provider's error (provider_*, 502, 503, 504, or the upstream's own 4xx), or a gateway error.",
-    OPENAI_ERROR_SCHEMA,
-  );
   return {
     operationId: op.operationId,
     tags: ["Inference"],
@@ -98,7 +134,7 @@ function inferenceOperation(op: {
   };
 }
 
-/** The /v1 inference path items, by path. */
+/** The inference path items, by path. */
 export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> = {
   "/v1/chat/completions": {
     post: inferenceOperation({
@@ -126,11 +162,41 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "`event: <type>` and a `data:` line holding a ResponseStreamEvent (`$defs/event`) per event, with no `[DONE]`. A failure after the first event is an `error` event carrying `code`, `message`, `param` and the envelope's `error` object.",
     }),
   },
+  "/anthropic/v1/messages": {
+    post: inferenceOperation({
+      operationId: "Inference.Messages",
+      summary: "Create a message (Anthropic Messages API)",
+      description:
+        "The Anthropic Messages API for coding agents, through the same routing, governance, fallbacks, budgets and agent mode as /v1: forwarded as is to Anthropic providers, translated to chat completions and back for the others. `anthropic-version` and `anthropic-beta` reach an Anthropic upstream when client.allowed_headers lets them through.",
+      request: "MessagesRequest",
+      answer: "Message",
+      event: "MessageStreamEvent",
+      streamDescription:
+        "`event: <type>` and a `data:` line holding a MessageStreamEvent (`$defs/event`) per event: message_start, ping, content_block_start / content_block_delta / content_block_stop per block, message_delta, message_stop. A failure after the first event is an `error` event holding Anthropic's error envelope.",
+      errors: MESSAGES_ERRORS,
+    }),
+  },
+  "/anthropic/v1/messages/count_tokens": {
+    post: {
+      operationId: "Inference.CountTokens",
+      tags: ["Inference"],
+      summary: "Count the input tokens of a message",
+      description:
+        "Routed like a message: an Anthropic provider counts with its own count_tokens endpoint; for other providers the gateway estimates (characters of the text, tool inputs and results and the tools' JSON divided by 4 and rounded up, plus 1,600 per image and 3 per message). No budget is charged.",
+      security: IDENTIFIED_CALLER,
+      requestBody: { required: true, content: { "application/json": { schema: ref("CountTokensRequest") } } },
+      responses: {
+        "200": { description: "The count.", content: { "application/json": { schema: ref("CountTokensResponse") } } },
+        ...errorResponses(MESSAGES_ERRORS),
+      },
+    },
+  },
 };
 
 /** The component schemas the inference paths refer to. */
 export const INFERENCE_SCHEMAS: Readonly<Record<string, Schema>> = {
   ...CHAT_SCHEMAS,
   ...RESPONSES_SCHEMAS,
+  ...MESSAGES_SCHEMAS,
   [OPENAI_ERROR_SCHEMA]: OPENAI_ERROR,
 };
