@@ -1,7 +1,7 @@
 /**
  * The request handler both protocol servers share: /health, /ready, /openapi.json, /metrics, the per-user
- * credential page, POST /v1/chat/completions, POST /v1/responses and the Anthropic Messages endpoints
- * under /anthropic/v1, then Connect,
+ * credential page, POST /v1/chat/completions, POST /v1/responses, GET /v1/models/{id} and the Anthropic
+ * Messages endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
@@ -28,6 +28,7 @@ import { REFLECTION_SERVICES } from "./reflection.js";
 import { sendReadiness, type Readiness } from "./readiness.js";
 import { buildGatewayOpenApi } from "./openapi/gateway-document.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
+import { createModelHandler, MODEL_PATH_PREFIX, type ModelLookup } from "./v1/model.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
@@ -66,6 +67,8 @@ export interface HttpHandlerOptions {
   messages?: V1Handler;
   /** Serves POST /anthropic/v1/messages/count_tokens. */
   countTokens?: V1Handler;
+  /** Finds the model of GET /v1/models/{id} (absent: no such route). */
+  modelLookup?: ModelLookup;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
 }
@@ -101,6 +104,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
   const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
   const routeOf = routeTemplates(opts.services, table);
+  const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
   const inference = new Map<string, V1Handler>();
   for (const [path, handler] of [
     [CHAT_COMPLETIONS_PATH, opts.chatCompletions],
@@ -149,6 +153,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (serveModel !== null && path.startsWith(MODEL_PATH_PREFIX)) {
+      serveModel(req, res, path);
+      return;
+    }
     const v1 = inference.get(path);
     if (v1 && req.method !== "POST") {
       sendJson(res, 405, methodNotAllowed(path, req.method ?? ""), { allow: "POST" });
@@ -174,6 +182,7 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
     if (fixed.has(path) || procedures.has(path)) return path;
+    if (path.startsWith(MODEL_PATH_PREFIX)) return `${MODEL_PATH_PREFIX}{id}`;
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";
   };

@@ -7,7 +7,7 @@ import { after, before, test } from "node:test";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
-import { fileKey, sdk } from "../helpers/inference.js";
+import { errorType, fileKey, refusal, sdk } from "../helpers/inference.js";
 
 let upstream: MockUpstream;
 let app: TestApp;
@@ -87,4 +87,46 @@ test("the compatibility listing refuses an unknown key with a 401 and a bad limi
   const bad = await api(app, "GET", "/anthropic/v1/models?limit=-5", undefined, { "x-api-key": "sk-gw-two" });
   assert.equal(bad.status, 400);
   assert.match(bad.body.error.message, /limit/);
+});
+
+test("the compatibility listing answers every entry in the Anthropic model shape, ids first to last", async () => {
+  const res = await api(app, "GET", "/anthropic/v1/models?limit=2", undefined, { "x-api-key": "sk-gw-two" });
+  assert.equal(res.status, 200);
+  assert.deepEqual(Object.keys(res.body).sort(), ["data", "first_id", "has_more", "last_id"]);
+  for (const model of res.body.data) {
+    assert.deepEqual(Object.keys(model).sort(), ["created_at", "display_name", "id", "type"]);
+    assert.equal(model.type, "model");
+    assert.ok(!Number.isNaN(Date.parse(model.created_at)));
+  }
+  assert.equal(res.body.first_id, res.body.data[0].id);
+  assert.equal(res.body.last_id, res.body.data[1].id);
+});
+
+test("GET /v1/models/{id} answers a model the key may use in the OpenAI shape, by provider/model or bare name", async () => {
+  const client = sdk(app, "sk-gw-two");
+  const prefixed = await client.models.retrieve("openai/gpt-4o-mini");
+  assert.equal(prefixed.id, "openai/gpt-4o-mini");
+  assert.equal(prefixed.object, "model");
+  assert.equal(prefixed.owned_by, "openai");
+  assert.equal(typeof prefixed.created, "number");
+  const raw = await api(app, "GET", "/v1/models/llama-3.1-8b-instant", undefined, { authorization: "Bearer sk-gw-two" });
+  assert.equal(raw.status, 200);
+  assert.deepEqual(raw.body, { id: "llama-3.1-8b-instant", object: "model", created: prefixed.created, owned_by: "groq" });
+});
+
+test("GET /v1/models/{id} is a 404 in the OpenAI envelope for a model the key may not use", async () => {
+  const err = await refusal(sdk(app, "sk-gw-two").models.retrieve("openai/o3"));
+  assert.equal(err.status, 404);
+  assert.equal(errorType(err), "caller_model_not_found");
+  const res = await api(app, "GET", "/v1/models/openai/o3", undefined, { authorization: "Bearer sk-gw-two" });
+  assert.equal(res.status, 404);
+  assert.equal(res.body.error.param, "model");
+  assert.match(res.body.error.message, /"openai\/o3" does not exist or this caller may not use it/);
+});
+
+test("GET /v1/models/{id} without a key looks in the catalog, and refuses an unknown key with a 401", async () => {
+  assert.equal((await sdk(app, null).models.retrieve("groq/llama-3.1-8b-instant")).owned_by, "groq");
+  assert.equal((await api(app, "GET", "/v1/models/no-such-model")).status, 404);
+  const err = await refusal(sdk(app, "sk-gw-nope").models.retrieve("openai/gpt-4o-mini"));
+  assert.equal(err.status, 401);
 });

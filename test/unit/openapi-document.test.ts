@@ -41,6 +41,7 @@ describe("buildGatewayOpenApi", () => {
   test("covers the bridged caller paths", () => {
     assert.ok(doc.paths["/v1/models"].get);
     assert.ok(doc.paths["/anthropic/v1/models"].get);
+    assert.equal(errorSchemaOf(doc.paths["/v1/models/{id}"].get, "404"), "#/components/schemas/OpenAIError");
     assert.ok(doc.paths["/v1/mcp/tool/execute"].post);
   });
 

@@ -8,7 +8,8 @@ import { errorResponse, ref, type Schema } from "../rest/openapi.js";
 import { CHAT_SCHEMAS } from "./chat-completions-schemas.js";
 import { ANTHROPIC_ERROR_SCHEMA, MESSAGES_SCHEMAS } from "./messages-schemas.js";
 import { RESPONSES_SCHEMAS } from "./responses-schemas.js";
-import { IDENTIFIED_CALLER } from "./security-schemes.js";
+import { constant, INTEGER, openObject, text } from "./json-schema.js";
+import { CALLER, IDENTIFIED_CALLER } from "./security-schemes.js";
 
 /** The name of the OpenAI error envelope among the component schemas. */
 export const OPENAI_ERROR_SCHEMA = "OpenAIError";
@@ -191,6 +192,23 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
       },
     },
   },
+  "/v1/models/{id}": {
+    get: {
+      operationId: "Inference.GetModel",
+      tags: ["Inference"],
+      summary: "Retrieve a model the caller may use",
+      description:
+        "`id` is `provider/model` (its slash sent as is or percent-encoded) or a bare name. With a virtual key: a model its provider configs allow and a permitted key serves; without one: any configured provider's catalog model.",
+      security: CALLER,
+      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+      responses: {
+        "200": { description: "The model.", content: { "application/json": { schema: ref("OpenAIModel") } } },
+        "401": errorResponse("An unknown virtual key, or none while client.enforce_governance is on.", OPENAI_ERROR_SCHEMA),
+        "403": errorResponse("The virtual key is inactive.", OPENAI_ERROR_SCHEMA),
+        "404": errorResponse("No such model, or the caller may not use it (caller_model_not_found).", OPENAI_ERROR_SCHEMA),
+      },
+    },
+  },
 };
 
 /** The component schemas the inference paths refer to. */
@@ -198,5 +216,6 @@ export const INFERENCE_SCHEMAS: Readonly<Record<string, Schema>> = {
   ...CHAT_SCHEMAS,
   ...RESPONSES_SCHEMAS,
   ...MESSAGES_SCHEMAS,
+  OpenAIModel: openObject({ id: text(), object: constant("model"), created: INTEGER, owned_by: text("The provider.") }, ["id", "object", "created", "owned_by"]),
   [OPENAI_ERROR_SCHEMA]: OPENAI_ERROR,
 };
