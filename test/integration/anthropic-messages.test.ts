@@ -10,7 +10,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import { ANTHROPIC_VERSION } from "../../src/providers/anthropic/adapter.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { MOCK_TOOL_INPUT, startMockAnthropic } from "../fixtures/mock-anthropic.js";
-import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { MOCK_REASONING, startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { parseExposition, total, type Sample } from "../helpers/exposition.js";
 import { fileKey, rejection } from "../helpers/inference.js";
@@ -287,6 +287,29 @@ describe("translated for openai", () => {
     assert.deepEqual(openai.last().body!["stream_options"], { include_usage: true });
     assert.equal(final.usage.input_tokens, 11);
     assert.equal(final.usage.output_tokens, 3);
+  });
+
+  test("answers upstream reasoning as a thinking block before the text", async () => {
+    const message = await client().messages.create({ model: "openai/gpt-4o-mini", max_tokens: 64, messages: [{ role: "user", content: "think: hard" }] });
+    assert.deepEqual(
+      message.content.map((block) => block.type),
+      ["thinking", "text"],
+    );
+    assert.equal(message.content[0]?.type === "thinking" ? message.content[0].thinking : null, MOCK_REASONING);
+  });
+
+  test("streams upstream reasoning as thinking_delta events in their own block, then the text block", async () => {
+    const stream = client().messages.stream({ model: "openai/gpt-4o-mini", max_tokens: 64, messages: [{ role: "user", content: "think: hard" }] });
+    const blocks: string[] = [];
+    const thinking: string[] = [];
+    stream.on("streamEvent", (event) => {
+      if (event.type === "content_block_start") blocks.push(`${event.index}:${event.content_block.type}`);
+      if (event.type === "content_block_delta" && event.delta.type === "thinking_delta") thinking.push(event.delta.thinking);
+    });
+    const final = await stream.finalMessage();
+    assert.deepEqual(blocks, ["0:thinking", "1:text"]);
+    assert.equal(thinking.join(""), MOCK_REASONING);
+    assert.equal(textOf(final), "echo: think: hard");
   });
 
   test("estimates count_tokens without calling the provider", async () => {
