@@ -30,7 +30,7 @@ import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
-import { createModelLookup } from "./services/model-service.js";
+import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
@@ -186,6 +186,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       messages: createMessagesHandler({ chat: agent, maxBodyBytes, logger }),
       countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
       modelLookup: createModelLookup({ inference: state, settings }),
+      compatModelNames: createCompatModelNames({ inference: state, settings }),
       readiness,
     });
     serve = handler;

@@ -1,7 +1,7 @@
 /**
  * The request handler both protocol servers share: /health, /ready, /openapi.json, /metrics, the per-user
  * credential page, POST /v1/chat/completions, POST /v1/responses, GET /v1/models/{id} and the Anthropic
- * Messages endpoints under /anthropic/v1, then Connect,
+ * Messages and Models endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
@@ -29,6 +29,8 @@ import { sendReadiness, type Readiness } from "./readiness.js";
 import { buildGatewayOpenApi } from "./openapi/gateway-document.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
 import { createModelHandler, MODEL_PATH_PREFIX, type ModelLookup } from "./v1/model.js";
+import { createAnthropicModelsHandler, MODELS_PATH } from "./anthropic/models.js";
+import type { CompatModelNames } from "../services/model-service.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
@@ -69,6 +71,8 @@ export interface HttpHandlerOptions {
   countTokens?: V1Handler;
   /** Finds the model of GET /v1/models/{id} (absent: no such route). */
   modelLookup?: ModelLookup;
+  /** The names of GET /anthropic/v1/models[/{id}] (absent: the REST bridge serves the listing). */
+  compatModelNames?: CompatModelNames;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
 }
@@ -105,6 +109,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
   const routeOf = routeTemplates(opts.services, table);
   const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
+  const serveAnthropicModels = opts.compatModelNames ? createAnthropicModelsHandler(opts.compatModelNames) : null;
   const inference = new Map<string, V1Handler>();
   for (const [path, handler] of [
     [CHAT_COMPLETIONS_PATH, opts.chatCompletions],
@@ -153,6 +158,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (serveAnthropicModels !== null && (path === MODELS_PATH || path.startsWith(`${MODELS_PATH}/`))) {
+      serveAnthropicModels(req, res, path, (req.url ?? "").slice(path.length + 1));
+      return;
+    }
     if (serveModel !== null && path.startsWith(MODEL_PATH_PREFIX)) {
       serveModel(req, res, path);
       return;
@@ -177,12 +186,13 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MCP_AUTH_PAGE_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
     if (fixed.has(path) || procedures.has(path)) return path;
     if (path.startsWith(MODEL_PATH_PREFIX)) return `${MODEL_PATH_PREFIX}{id}`;
+    if (path.startsWith(`${MODELS_PATH}/`)) return `${MODELS_PATH}/{id}`;
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";
   };

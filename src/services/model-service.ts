@@ -47,6 +47,20 @@ function usableModels(inference: Inference, key: VirtualKey | null): UsableModel
   });
 }
 
+/** The bare names of the models the caller (read from its headers) may use, in listing order, each once. */
+export type CompatModelNames = (header: (name: string) => string | null | undefined) => string[];
+
+/** The creation time every compatibility-listing entry reports (RFC 3339). */
+export const COMPAT_CREATED_AT = createdAt;
+
+/** Creates the name source of the coding-agent listing; throws like a request for a missing or inactive key. */
+export function createCompatModelNames(deps: ModelServiceDeps): CompatModelNames {
+  return (header) => {
+    const key = callerVirtualKey(header, deps.inference, deps.settings);
+    return [...new Set(usableModels(deps.inference, key).map(({ model }) => model))];
+  };
+}
+
 /** A model in the OpenAI shape, as GET /v1/models/{id} answers. */
 export interface OpenAiModel {
   id: string;
@@ -71,6 +85,7 @@ export function createModelLookup(deps: ModelServiceDeps): (id: string, header: 
 /** Creates the service implementation. */
 export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof ModelService> {
   const { inference } = deps;
+  const compatNames = createCompatModelNames(deps);
 
   return {
     listModels(req) {
@@ -87,8 +102,7 @@ export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof M
     listCompatModels(req, ctx) {
       if (req.limit < 0) throw invalidField("limit", `must be a whole number from 1 to ${MAX_COMPAT_LIMIT}, got ${req.limit}`);
       const limit = Math.min(req.limit === 0 ? MAX_COMPAT_LIMIT : req.limit, MAX_COMPAT_LIMIT);
-      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), inference, deps.settings);
-      const all = [...new Set(usableModels(inference, key).map(({ model }) => model))];
+      const all = compatNames((name) => ctx.requestHeader.get(name));
       const page = all.slice(0, limit);
       return {
         data: page.map((id) => ({ type: "model", id, displayName: id, createdAt })),

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
@@ -129,4 +130,35 @@ test("GET /v1/models/{id} without a key looks in the catalog, and refuses an unk
   assert.equal((await api(app, "GET", "/v1/models/no-such-model")).status, 404);
   const err = await refusal(sdk(app, "sk-gw-nope").models.retrieve("openai/gpt-4o-mini"));
   assert.equal(err.status, 401);
+});
+
+test("the compatibility listing pages with after_id and before_id, as the Anthropic SDK's auto-pagination does", async () => {
+  const client = new Anthropic({ apiKey: "sk-gw-two", baseURL: `${app.url}/anthropic`, maxRetries: 0 });
+  const all = (await api(app, "GET", "/anthropic/v1/models", undefined, { "x-api-key": "sk-gw-two" })).body.data.map((m: { id: string }) => m.id);
+  assert.ok(all.length >= 3);
+  const paged: string[] = [];
+  for await (const model of client.models.list({ limit: 1 })) paged.push(model.id);
+  assert.deepEqual(paged, all);
+  const before = await api(app, "GET", `/anthropic/v1/models?limit=1&before_id=${encodeURIComponent(all[2])}`, undefined, { "x-api-key": "sk-gw-two" });
+  assert.deepEqual(before.body.data.map((m: { id: string }) => m.id), [all[1]]);
+  assert.equal(before.body.has_more, true);
+});
+
+test("the compatibility listing answers one model, and a model the key may not use with not_found_error", async () => {
+  const client = new Anthropic({ apiKey: "sk-gw-two", baseURL: `${app.url}/anthropic`, maxRetries: 0 });
+  const model = await client.models.retrieve("gpt-4o-mini");
+  assert.deepEqual({ type: model.type, id: model.id, display_name: model.display_name }, { type: "model", id: "gpt-4o-mini", display_name: "gpt-4o-mini" });
+  const res = await api(app, "GET", "/anthropic/v1/models/o3", undefined, { "x-api-key": "sk-gw-two" });
+  assert.equal(res.status, 404);
+  assert.deepEqual(res.body.type, "error");
+  assert.equal(res.body.error.type, "not_found_error");
+});
+
+test("the compatibility listing refuses in Anthropic's envelope, and an empty listing has null first and last ids", async () => {
+  const unknown = await api(app, "GET", "/anthropic/v1/models", undefined, { "x-api-key": "sk-gw-nope" });
+  assert.deepEqual([unknown.body.type, unknown.body.error.type], ["error", "authentication_error"]);
+  const tooMany = await api(app, "GET", "/anthropic/v1/models?limit=1001", undefined, { "x-api-key": "sk-gw-two" });
+  assert.deepEqual([tooMany.status, tooMany.body.error.type], [400, "invalid_request_error"]);
+  const empty = await api(app, "GET", "/anthropic/v1/models", undefined, { "x-api-key": "sk-gw-blocked" });
+  assert.deepEqual(empty.body, { data: [], has_more: false, first_id: null, last_id: null });
 });

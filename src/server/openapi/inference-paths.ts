@@ -192,6 +192,42 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
       },
     },
   },
+  "/anthropic/v1/models": {
+    get: {
+      operationId: "Inference.ListAnthropicModels",
+      tags: ["Inference"],
+      summary: "List the models the caller may use (Anthropic Models API)",
+      description:
+        "The models the caller's virtual key may use (without a key: every configured provider's catalog models), without their `<provider>/` prefix, in Anthropic's list shape. Coding agents send `limit=1000`.",
+      security: CALLER,
+      parameters: [
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 1000, default: 1000 } },
+        { name: "after_id", in: "query", required: false, schema: { type: "string" }, description: "The page after this model id." },
+        { name: "before_id", in: "query", required: false, schema: { type: "string" }, description: "The page before this model id." },
+      ],
+      responses: {
+        "200": { description: "One page of models.", content: { "application/json": { schema: ref("AnthropicModelList") } } },
+        "400": errorResponse("invalid_request_error: a bad limit, an unknown after_id or before_id, or both.", ANTHROPIC_ERROR_SCHEMA),
+        "401": errorResponse(ANTHROPIC_ERRORS[401] ?? "", ANTHROPIC_ERROR_SCHEMA),
+        "403": errorResponse("permission_error: the virtual key is inactive.", ANTHROPIC_ERROR_SCHEMA),
+      },
+    },
+  },
+  "/anthropic/v1/models/{id}": {
+    get: {
+      operationId: "Inference.GetAnthropicModel",
+      tags: ["Inference"],
+      summary: "Retrieve a model the caller may use (Anthropic Models API)",
+      security: CALLER,
+      parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }],
+      responses: {
+        "200": { description: "The model.", content: { "application/json": { schema: ref("AnthropicModel") } } },
+        "401": errorResponse(ANTHROPIC_ERRORS[401] ?? "", ANTHROPIC_ERROR_SCHEMA),
+        "403": errorResponse("permission_error: the virtual key is inactive.", ANTHROPIC_ERROR_SCHEMA),
+        "404": errorResponse("not_found_error: no such model among those the caller may use.", ANTHROPIC_ERROR_SCHEMA),
+      },
+    },
+  },
   "/v1/models/{id}": {
     get: {
       operationId: "Inference.GetModel",

@@ -1,7 +1,7 @@
 /**
  * JSON Schemas of the Anthropic Messages wire format of the /anthropic endpoints, as far as the gateway
  * reads or writes it: the fields it checks or translates, content blocks, usage, the stream's events,
- * count_tokens and Anthropic's error envelope. Every object stays open, as on the OpenAI endpoints.
+ * count_tokens, the model listing and Anthropic's error envelope. Every object stays open, as on the OpenAI endpoints.
  */
 import { ref, type Schema } from "../rest/openapi.js";
 import { FALLBACKS, MODEL, STREAM, TOKENS } from "./chat-completions-schemas.js";
@@ -113,6 +113,13 @@ const ERROR = openObject(
   "Anthropic's error envelope; the status is the one /v1 gives the same error.",
 );
 
+const MODEL_ENTRY = openObject({ type: constant("model"), id: text("The model name without its provider prefix."), display_name: text(), created_at: text("RFC 3339.") }, ["type", "id", "display_name", "created_at"]);
+
+const MODEL_LIST = openObject(
+  { data: arrayOf(ref("AnthropicModel")), has_more: BOOLEAN, first_id: { type: ["string", "null"] }, last_id: { type: ["string", "null"] } },
+  ["data", "has_more", "first_id", "last_id"],
+);
+
 /** The Messages component schemas, by name. */
 export const MESSAGES_SCHEMAS: Readonly<Record<string, Schema>> = {
   MessagesRequest: REQUEST,
@@ -124,5 +131,7 @@ export const MESSAGES_SCHEMAS: Readonly<Record<string, Schema>> = {
   MessageStreamEvent: STREAM_EVENT,
   CountTokensRequest: COUNT_REQUEST,
   CountTokensResponse: COUNT_RESPONSE,
+  AnthropicModel: MODEL_ENTRY,
+  AnthropicModelList: MODEL_LIST,
   [ANTHROPIC_ERROR_SCHEMA]: ERROR,
 };
