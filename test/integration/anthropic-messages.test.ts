@@ -225,7 +225,8 @@ describe("translated for openai", () => {
       { role: "system", content: "Be brief." },
       { role: "user", content: "hi" },
     ]);
-    assert.equal(body["max_tokens"], 64);
+    assert.equal(body["max_completion_tokens"], 64, "OpenAI's reasoning models refuse max_tokens");
+    assert.equal(body["max_tokens"], undefined);
     assert.equal(body["temperature"], 0.3);
     assert.equal(body["top_p"], 0.9);
     assert.equal(body["top_k"], undefined);

@@ -21,13 +21,13 @@ function chatOptions(options: CallOptions): CallOptions {
 
 /** A non-streaming Messages call over `adapter.chat`. */
 export async function bridgeMessages(adapter: ProviderAdapter, req: MessagesRequest, options: CallOptions): Promise<ProviderResult> {
-  const result = await adapter.chat(toChatRequest(req), chatOptions(options));
+  const result = await adapter.chat(toChatRequest(req, adapter.name), chatOptions(options));
   return { status: result.status, body: toMessage(result.body, result.usage, req.model), usage: result.usage };
 }
 
 /** A streaming Messages call over `adapter.chatStream`. */
 export async function bridgeMessagesStream(adapter: ProviderAdapter, req: MessagesRequest, options: CallOptions): Promise<ProviderStream> {
-  const chat = await adapter.chatStream({ ...toChatRequest(req), stream: true, stream_options: { include_usage: true } }, chatOptions(options));
+  const chat = await adapter.chatStream({ ...toChatRequest(req, adapter.name), stream: true, stream_options: { include_usage: true } }, chatOptions(options));
   return new BridgedMessagesStream(chat, req.model);
 }
 

@@ -2,7 +2,8 @@
  * Anthropic Messages request -> OpenAI chat-completions request, for providers that only speak chat:
  * the system prompt becomes a system message, tool_result blocks become `role: tool` messages (ahead of
  * the rest of their user turn, as OpenAI wants results right after the calls), tool_use blocks become
- * tool_calls, images become image_url parts. top_k and thinking have no chat equivalent and are left out.
+ * tool_calls, images become image_url parts, max_tokens the output limit. top_k and thinking have no chat
+ * equivalent and are left out.
  */
 import { GatewayError } from "../../errors.js";
 import { chatToolChoice, chatTools, imageUrl } from "../anthropic/request-translation.js";
@@ -86,8 +87,14 @@ function assistantMessage(content: unknown, field: string): JsonObject {
   return message;
 }
 
-/** The chat request equivalent to a Messages request (stream set by the caller). */
-export function toChatRequest(req: MessagesRequest): ChatRequest {
+/**
+ * Providers whose chat API takes the output limit as max_completion_tokens (OpenAI's reasoning models refuse
+ * max_tokens); the others get max_tokens, which every OpenAI-compatible API takes.
+ */
+const COMPLETION_TOKENS_PROVIDERS: ReadonlySet<string> = new Set(["openai", "azure"]);
+
+/** The chat request equivalent to a Messages request for `provider` (stream set by the caller). */
+export function toChatRequest(req: MessagesRequest, provider: string): ChatRequest {
   const messages: JsonObject[] = [];
   if (req["system"] !== undefined && req["system"] !== null) {
     const system = plainText(req["system"], "system");
@@ -99,7 +106,8 @@ export function toChatRequest(req: MessagesRequest): ChatRequest {
     if (message["role"] === "assistant") messages.push(assistantMessage(message["content"], at));
     else messages.push(...userMessages(message["content"], at));
   });
-  const chat: ChatRequest = { model: req.model, messages, max_tokens: req.max_tokens };
+  const chat: ChatRequest = { model: req.model, messages };
+  chat[COMPLETION_TOKENS_PROVIDERS.has(provider) ? "max_completion_tokens" : "max_tokens"] = req.max_tokens;
   for (const field of ["temperature", "top_p"]) if (typeof req[field] === "number") chat[field] = req[field];
   if (Array.isArray(req["stop_sequences"]) && req["stop_sequences"].length > 0) chat["stop"] = req["stop_sequences"];
   const tools = chatTools(req["tools"]);

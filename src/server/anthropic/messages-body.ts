@@ -26,7 +26,7 @@ function requireModel(body: JsonObject): string {
   return model;
 }
 
-/** Checks one block of a message; `toolUses` are the ids of the previous assistant turn. */
+/** Checks one block of a message; `toolUses` are the tool_use ids of the latest assistant message. */
 function checkBlock(block: unknown, role: "user" | "assistant", field: string, toolUses: ReadonlySet<string>, ids: Set<string>): void {
   if (!isObject(block) || typeof block["type"] !== "string") throw badRequest(`${field}: a content block must be an object with a string type`, field);
   const type = block["type"];
@@ -68,7 +68,8 @@ export function checkConversation(body: JsonObject): unknown[] {
     const ids = new Set<string>();
     if (Array.isArray(content)) content.forEach((block, j) => checkBlock(block, role, `${at}.content[${j}]`, previousToolUses, ids));
     else if (typeof content !== "string") throw badRequest(`${at}.content: must be a string or a list of content blocks`, `${at}.content`);
-    previousToolUses = role === "assistant" ? ids : new Set();
+    // Consecutive user messages are one turn to the API, so a result may follow other user content.
+    if (role === "assistant") previousToolUses = ids;
   });
   const system = body["system"];
   if (system !== undefined && typeof system !== "string") {

@@ -231,7 +231,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   function resolveKey(headers: IncomingHttpHeaders): VirtualKey | null {
     const key = inference.virtualKeys.resolve(virtualKeyCredential(headers));
     if (key === null && deps.settings.client.enforceGovernance) {
-      throw new GatewayError("unauthenticated", "this gateway requires a virtual key on /v1 (client.enforce_governance); send it as x-gw-vk or Authorization: Bearer", {
+      throw new GatewayError("unauthenticated", "this gateway requires a virtual key for inference (client.enforce_governance); send it as x-gw-vk, Authorization: Bearer or x-api-key", {
         type: "caller_virtual_key_required",
         httpStatus: 401,
       });
