@@ -14,6 +14,7 @@ import { MOCK_REASONING, startMockOpenAi, type MockUpstream } from "../fixtures/
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { parseExposition, total, type Sample } from "../helpers/exposition.js";
 import { fileKey, rejection } from "../helpers/inference.js";
+import { eventually } from "../helpers/provider-keys.js";
 
 const KEY = "sk-gw-coder";
 const BROKE = "sk-gw-broke";
@@ -53,34 +54,37 @@ async function scrape(): Promise<Sample[]> {
   return parseExposition(await res.text());
 }
 
+/** Both mocks as providers, and the keys: `coder` allowed both, `broke` with a budget spent by one request. */
+function inferenceOptions() {
+  return inferenceOptionsFromFile(
+    {
+      openai: { keys: [fileKey("oa")], network_config: { base_url: openai.url } },
+      anthropic: { keys: [fileKey("an")], network_config: { base_url: anthropic.url } },
+    },
+    [
+      {
+        id: "vk-coder",
+        name: "coder",
+        value: KEY,
+        provider_configs: [
+          { provider: "anthropic", allowed_models: ["claude-sonnet-4-5"], key_ids: ["*"], weight: 1 },
+          { provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 },
+        ],
+      },
+      {
+        id: "vk-broke",
+        name: "broke",
+        value: BROKE,
+        provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1, budgets: [{ max_limit: 0.000000001, reset_duration: "1h" }] }],
+      },
+    ],
+  );
+}
+
 before(async () => {
   openai = await startMockOpenAi();
   anthropic = await startMockAnthropic();
-  app = await startApp({
-    inference: inferenceOptionsFromFile(
-      {
-        openai: { keys: [fileKey("oa")], network_config: { base_url: openai.url } },
-        anthropic: { keys: [fileKey("an")], network_config: { base_url: anthropic.url } },
-      },
-      [
-        {
-          id: "vk-coder",
-          name: "coder",
-          value: KEY,
-          provider_configs: [
-            { provider: "anthropic", allowed_models: ["claude-sonnet-4-5"], key_ids: ["*"], weight: 1 },
-            { provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 },
-          ],
-        },
-        {
-          id: "vk-broke",
-          name: "broke",
-          value: BROKE,
-          provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1, budgets: [{ max_limit: 0.000000001, reset_duration: "1h" }] }],
-        },
-      ],
-    ),
-  });
+  app = await startApp({ inference: inferenceOptions() });
 });
 
 after(async () => {
@@ -444,4 +448,55 @@ describe("client.allowed_headers", () => {
     await withHeaders().messages.countTokens({ model: "anthropic/claude-sonnet-4-5", messages: [{ role: "user", content: "hi" }] });
     assert.equal(anthropic.last().headers["x-team"], "search");
   });
+});
+
+describe("streams that end early", () => {
+  let stalling: TestApp;
+
+  before(async () => {
+    // A short upstream timeout turns a mock's held-open stream into a failure after the headers went out.
+    stalling = await startApp({ inference: { ...inferenceOptions(), upstreamTimeoutMs: 300 } });
+  });
+
+  after(async () => {
+    openai.hangStreams = false;
+    anthropic.hangStreams = false;
+    await stalling?.stop();
+  });
+
+  for (const [provider, model] of [
+    ["anthropic", "anthropic/claude-sonnet-4-5"],
+    ["openai", "openai/gpt-4o-mini"],
+  ] as const) {
+    const upstream = (): MockUpstream => (provider === "anthropic" ? anthropic : openai);
+
+    test(`a client that leaves mid-stream frees the ${provider} upstream stream`, async () => {
+      upstream().hangStreams = true;
+      const aborted = upstream().abortedStreams;
+      const stream = client().messages.stream({ model, max_tokens: 100, messages: [{ role: "user", content: "never ending" }] });
+      for await (const event of stream) if (event.type === "content_block_delta") break;
+      assert.ok(await eventually(() => upstream().openStreams === 0), "the upstream stream is still open");
+      assert.equal(upstream().abortedStreams, aborted + 1);
+      upstream().hangStreams = false;
+    });
+
+    test(`a ${provider} stream that stalls ends in an error event the SDK raises`, async () => {
+      upstream().hangStreams = true;
+      const stream = new Anthropic({ apiKey: KEY, baseURL: `${stalling.url}/anthropic`, maxRetries: 0 }).messages.stream({
+        model,
+        max_tokens: 100,
+        messages: [{ role: "user", content: "stall here" }],
+      });
+      const seen: string[] = [];
+      const failure = await rejection(
+        (async () => {
+          for await (const event of stream) seen.push(event.type);
+        })(),
+        Anthropic.APIError,
+      );
+      upstream().hangStreams = false;
+      assert.ok(seen.includes("content_block_delta"), seen.join(","));
+      assert.equal((failure.error as { type?: unknown; error?: { type?: unknown } }).error?.type, "api_error");
+    });
+  }
 });
