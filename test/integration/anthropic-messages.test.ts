@@ -18,6 +18,7 @@ import { eventually } from "../helpers/provider-keys.js";
 
 const KEY = "sk-gw-coder";
 const BROKE = "sk-gw-broke";
+const SLOW = "sk-gw-slow";
 const WEATHER_TOOL = {
   name: "get_weather",
   description: "Weather of a city",
@@ -54,7 +55,7 @@ async function scrape(): Promise<Sample[]> {
   return parseExposition(await res.text());
 }
 
-/** Both mocks as providers, and the keys: `coder` allowed both, `broke` with a budget spent by one request. */
+/** Both mocks as providers, and the keys: `coder` allowed both, `broke` and `slow` with a budget and a token limit one request spends. */
 function inferenceOptions() {
   return inferenceOptionsFromFile(
     {
@@ -76,6 +77,12 @@ function inferenceOptions() {
         name: "broke",
         value: BROKE,
         provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1, budgets: [{ max_limit: 0.000000001, reset_duration: "1h" }] }],
+      },
+      {
+        id: "vk-slow",
+        name: "slow",
+        value: SLOW,
+        provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1, rate_limit: { token_max_limit: 1, token_reset_duration: "1h" } }],
       },
     ],
   );
@@ -350,6 +357,20 @@ describe("refusals in Anthropic's error envelope", () => {
     assert.equal(err.status, 402);
     assert.equal(errorType(err), "permission_error");
     assert.match(err.message, /budget/);
+  });
+
+  test("a spent token limit is a rate_limit_error with status 429", async () => {
+    const slow = client({ apiKey: SLOW });
+    await slow.messages.create({ model: "openai/gpt-4o-mini", max_tokens: 10, messages: [{ role: "user", content: "spend" }] });
+    const err = await refusal(slow.messages.create({ model: "openai/gpt-4o-mini", max_tokens: 10, messages: [{ role: "user", content: "again" }] }));
+    assert.equal(err.status, 429);
+    assert.equal(errorType(err), "rate_limit_error");
+  });
+
+  test("count_tokens refuses an unknown virtual key with an authentication_error", async () => {
+    const err = await refusal(client({ apiKey: "sk-gw-nobody" }).messages.countTokens({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }));
+    assert.equal(err.status, 401);
+    assert.equal(errorType(err), "authentication_error");
   });
 
   test("a model the key does not allow is refused before any upstream call", async () => {
