@@ -1,6 +1,7 @@
 /**
- * The provider-neutral contract the /v1 handlers call. Requests and responses are OpenAI wire JSON;
- * each adapter translates to and from its upstream's own format.
+ * The provider-neutral contract the inference handlers call. Requests and responses are OpenAI wire JSON
+ * (Anthropic's for the optional Messages methods); each adapter translates to and from its upstream's own
+ * format.
  */
 
 import type { AbortSource } from "../cancellation.js";
@@ -111,7 +112,8 @@ export interface ProviderResult {
  * A streaming answer. The promise that yields it settles once the upstream has answered with headers,
  * so an upstream error (429, 401, ...) is thrown before the caller has written a byte and a fallback is
  * still possible. Iterating yields OpenAI JSON events: chat.completion.chunk objects for chat, Responses
- * events (each with a `type`) for responses. Breaking out of the loop frees the upstream connection.
+ * events (each with a `type`) for responses; Anthropic events (each with a `type`) for messages. Breaking
+ * out of the loop frees the upstream connection.
  */
 export interface ProviderStream extends AsyncIterable<JsonObject> {
   readonly status: number;
