@@ -1,13 +1,14 @@
 /**
- * Inference orchestration for chat completions and the Responses API, entirely in memory (the database is
- * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
+ * Inference orchestration for chat completions, the Responses API and Anthropic's Messages API, entirely
+ * in memory (the database is never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
  * fallbacks). A target whose provider has a call limit first takes one of its slots (waiting, or refused
  * when the buffer is full and client.drop_excess_requests is on). Within a target the keys are tried in
  * their weighted order while the upstream answers with a status that rotates keys; any other failure moves
  * on to the next target. When every target fails the primary's error is the answer. The caller's headers
  * that client.allowed_headers lets through go along on every upstream call. The call's method only picks
- * the adapter call and the `method` metric label, so routing, rotation, fallbacks and metrics are one code
- * path for both APIs.
+ * the adapter call (a provider without a Messages API of its own is served it through its chat calls) and
+ * the `method` metric label (Messages counts as chat), so routing, rotation, fallbacks and metrics are one
+ * code path for every API.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
@@ -219,7 +220,7 @@ export function asGatewayError(err: unknown): GatewayError {
   return new GatewayError("internal", "internal error: the gateway log has the details", { type: "gateway_internal", httpStatus: 500, cause: err });
 }
 
-/** Creates the inference service (chat and responses) over the in-memory inference state. */
+/** Creates the inference service (chat, responses and messages) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
   const { inference, observer } = deps;
   // Compiled once per settings change, not per request.
