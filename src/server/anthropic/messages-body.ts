@@ -1,8 +1,8 @@
 /**
  * Checks of an Anthropic Messages request body before anything goes upstream: the fields the Messages
  * API requires (model, an integer max_tokens, messages with user/assistant roles), the content block
- * types each role may send, and tool_result blocks that answer a tool_use of the assistant turn just
- * before. Fields the gateway does not read pass through unchanged.
+ * types each role may send, and tool_result blocks that answer a tool_use of the latest assistant
+ * message before them. Fields the gateway does not read pass through unchanged.
  */
 import type { JsonObject } from "../../providers/types.js";
 import { badRequest, checkStreamAndFallbacks } from "../v1/chat-completions.js";
@@ -45,7 +45,7 @@ function checkBlock(block: unknown, role: "user" | "assistant", field: string, t
     const id = block["tool_use_id"];
     if (typeof id !== "string") throw badRequest(`${field}.tool_use_id: a tool_result block needs the tool_use_id it answers`, `${field}.tool_use_id`);
     if (!toolUses.has(id)) {
-      throw badRequest(`${field}.tool_use_id: ${JSON.stringify(id)} answers no tool_use block of the assistant message just before it`, `${field}.tool_use_id`);
+      throw badRequest(`${field}.tool_use_id: ${JSON.stringify(id)} answers no tool_use block of the latest assistant message before it`, `${field}.tool_use_id`);
     }
   }
 }

@@ -18,7 +18,7 @@ const BLOCK = openObject(
     id: text(),
     name: text(),
     input: ANY_OBJECT,
-    tool_use_id: text("A tool_result's: the id of a tool_use block of the assistant message just before."),
+    tool_use_id: text("A tool_result's: the id of a tool_use block of the latest assistant message before it."),
     content: { anyOf: [text(), arrayOf(ANY_OBJECT)] },
     is_error: BOOLEAN,
     thinking: text(),
