@@ -46,6 +46,11 @@ function errorType(err: InstanceType<typeof Anthropic.APIError>): unknown {
   return body?.error?.type;
 }
 
+/** Event types with each run of content_block_delta folded into one. */
+function folded(types: readonly string[]): string[] {
+  return types.filter((type, i) => type !== "content_block_delta" || types[i - 1] !== "content_block_delta");
+}
+
 function textOf(message: Anthropic.Message): string {
   return message.content.map((block) => (block.type === "text" ? block.text : "")).join("");
 }
@@ -125,10 +130,25 @@ for (const [provider, model] of [
       assert.equal(textOf(final), "echo: one two three");
       assert.equal(final.stop_reason, "end_turn");
       assert.ok(final.usage.output_tokens > 0);
-      assert.equal(types[0], "message_start");
-      assert.equal(types.at(-1), "message_stop");
-      assert.equal(types.at(-2), "message_delta");
-      assert.ok(types.includes("content_block_start") && types.includes("content_block_delta") && types.includes("content_block_stop"));
+      // The SDK hands out every event but ping; consecutive deltas folded into one entry.
+      assert.deepEqual(folded(types), ["message_start", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
+    });
+
+    test("sends every SSE event under an event line naming its type, ping included", async () => {
+      const res = await fetch(`${app.url}/anthropic/v1/messages`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-api-key": KEY },
+        body: JSON.stringify({ model, max_tokens: 100, stream: true, messages: [{ role: "user", content: "raw events" }] }),
+      });
+      assert.equal(res.headers.get("content-type"), "text/event-stream");
+      const events = (await res.text()).split("\n\n").filter((frame) => frame !== "");
+      const types = events.map((frame) => {
+        const [eventLine, dataLine] = frame.split("\n");
+        const type = eventLine?.replace(/^event: /, "");
+        assert.equal((JSON.parse(dataLine?.replace(/^data: /, "") ?? "") as { type?: string }).type, type);
+        return type ?? "";
+      });
+      assert.deepEqual(folded(types), ["message_start", "ping", "content_block_start", "content_block_delta", "content_block_stop", "message_delta", "message_stop"]);
     });
 
     test("round-trips a tool: tool_use first, then the answer to the tool_result", async () => {
