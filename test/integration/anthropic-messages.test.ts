@@ -313,6 +313,29 @@ describe("translated for openai", () => {
     ]);
   });
 
+  test("sends the images of a tool result after the tool message, in a user message", async () => {
+    await client().messages.create({
+      model: "openai/gpt-4o-mini",
+      max_tokens: 64,
+      messages: [
+        { role: "user", content: "screenshot?" },
+        { role: "assistant", content: [{ type: "tool_use", id: "toolu_s", name: "screenshot", input: {} }] },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "toolu_s", content: [{ type: "text", text: "taken" }, { type: "image", source: { type: "base64", media_type: "image/png", data: PNG_BASE64 } }] },
+          ],
+        },
+      ],
+    });
+    assert.deepEqual(openai.last().body!["messages"], [
+      { role: "user", content: "screenshot?" },
+      { role: "assistant", content: null, tool_calls: [{ id: "toolu_s", type: "function", function: { name: "screenshot", arguments: "{}" } }] },
+      { role: "tool", tool_call_id: "toolu_s", content: "taken" },
+      { role: "user", content: [{ type: "image_url", image_url: { url: `data:image/png;base64,${PNG_BASE64}` } }] },
+    ]);
+  });
+
   test("asks the upstream for usage on a stream and reports it in message_delta", async () => {
     const stream = client().messages.stream({ model: "openai/gpt-4o-mini", max_tokens: 100, messages: [{ role: "user", content: "usage please" }] });
     const final = await stream.finalMessage();

@@ -48,7 +48,12 @@ function userMessages(content: unknown, field: string): JsonObject[] {
         parts.push({ type: "image_url", image_url: { url: imageUrl(block, at) } });
         return;
       case "tool_result": {
-        const text = plainText(block["content"], `${at}.content`);
+        // A tool message holds text only: images of the result follow in the user message after the results.
+        const content = blocksOf(block["content"]);
+        content.forEach((part, j) => {
+          if (part["type"] === "image") parts.push({ type: "image_url", image_url: { url: imageUrl(part, `${at}.content[${j}]`) } });
+        });
+        const text = plainText(content.filter((part) => part["type"] !== "image"), `${at}.content`);
         results.push({ role: "tool", tool_call_id: block["tool_use_id"], content: block["is_error"] === true && text === "" ? "error" : text });
         return;
       }
