@@ -3,7 +3,10 @@
  * the embedded database, logging at "warn" to stderr, with provider openai (two keys) pointing at the
  * mock upstream (env BENCH_UPSTREAM_URL) and one virtual key, `sk-gw-bench`, whose rate limit is high
  * enough never to bite but makes governance run on every request. Env BENCH_VARIANT is the JSON of a
- * variant from run.ts: `{"name": ..., "appOptions": {...}}`, merged over the base AppOptions.
+ * variant from run.ts: `{"name": ..., "appOptions": {...}, "logLevel"?, "databaseUrl"?}`: appOptions
+ * are merged over the base AppOptions; `logLevel` other than warn writes the log, access lines included,
+ * asynchronously to a file in the data directory, as the production logger writes to stdout; `databaseUrl`
+ * runs on that PostgreSQL server in a schema of its own, dropped at the end.
  * Its first stdout line is `{"port": <n>}`; it closes the app and removes its data when its stdin
  * closes or on SIGTERM/SIGINT.
  */
@@ -11,7 +14,9 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import pino from "pino";
 import { createApp, type App, type AppOptions } from "../src/app.js";
+import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
 import { createLogger } from "../src/telemetry/logger.js";
 
@@ -21,6 +26,8 @@ const BENCH_VIRTUAL_KEY = "sk-gw-bench";
 interface Variant {
   name: string;
   appOptions: Partial<AppOptions>;
+  logLevel?: string;
+  databaseUrl?: string;
 }
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
@@ -52,6 +59,12 @@ const inference = inferenceOptionsFromFile(
 );
 
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
+const schema = variant.databaseUrl ? randomSchemaName() : undefined;
+const logLevel = variant.logLevel ?? "warn";
+// pino's own asynchronous destination, as the production logger's stdout is; createLogger's parameter is
+// typed as a Node stream, which sonic-boom implements without declaring every stream property.
+const logDestination =
+  logLevel === "warn" ? process.stderr : (pino.destination({ dest: join(dataDir, "gateway.log"), sync: false }) as unknown as NodeJS.WritableStream);
 let app: App | undefined;
 let stopping: Promise<void> | undefined;
 
@@ -62,6 +75,7 @@ function stop(): Promise<void> {
     try {
       await app?.close();
     } finally {
+      if (variant.databaseUrl && schema) await dropSchema(variant.databaseUrl, schema).catch(() => undefined);
       await rm(dataDir, { recursive: true, force: true });
     }
     process.exit(0);
@@ -81,8 +95,9 @@ try {
     port: 0,
     // A fixed key keeps the "generated encryption key" warning out of the bench output.
     encryptionKey: randomBytes(32).toString("hex"),
-    logger: createLogger({ level: "warn", destination: process.stderr }),
+    logger: createLogger({ level: logLevel, destination: logDestination }),
     inference,
+    ...(variant.databaseUrl ? { databaseUrl: variant.databaseUrl, databaseSchema: schema } : {}),
     ...variant.appOptions,
   });
 } catch (err) {

@@ -3,9 +3,10 @@
  * it prints figures and asserts nothing.
  *
  * Process tree (loopback only): this parent is the load generator; it spawns `upstream.ts` (a mock
- * OpenAI upstream answering at once), `floor.ts` (a minimal undici pass-through proxy, the least any
- * proxy can cost) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real app, governance on every
- * request through the virtual key `sk-gw-bench`). Each child runs bundled by esbuild, as `npm start` runs
+ * OpenAI upstream answering at once), `floor.ts` twice (a minimal undici pass-through proxy, the least any
+ * proxy can cost: `floor` only pipes, `floor-json` also parses the request JSON as any gateway must, and
+ * is the floor every ratio is taken against) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real
+ * app, governance on every request through the virtual key `sk-gw-bench`). Each child runs bundled by esbuild, as `npm start` runs
  * the gateway, not under tsx, whose per-closure function naming production does not pay. Every target gets the same POST /v1/chat/completions
  * (model "gpt-4o-mini") and is measured in turn, alone, as:
  *
@@ -16,10 +17,13 @@
  *    warm-up, then 500 x BENCH_SECONDS requests: p50/p99 from each request's send to its last body byte.
  *    "Added" latency is the target's figure minus direct's. `max lag` is how late the generator sent
  *    behind schedule: a large one means the generator itself was saturated.
- * 3. streaming: sequential `"stream": true` requests (1000 warm-up, 1000 counted): p50/p99 time to the
- *    first body byte.
- * 4. memory: peak RSS (VmHWM of /proc/<pid>/status) of each target process, read at the end (the direct
- *    target's process is the mock upstream).
+ * 3. streaming: sequential `"stream": true` requests of 50 chunks (1000 warm-up, 1000 counted): p50/p99
+ *    time to the first body byte.
+ * 4. concurrent streaming: STREAM_CONNECTIONS (8) connections each streaming one answer after another,
+ *    2 s warm-up then BENCH_SECONDS: time to first byte p50/p99 and streams completed per second.
+ * 5. memory: peak RSS of each target's whole process tree (the process and every descendant, their
+ *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
+ *    the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
  *
  * Every response must be a 200 with a complete body; anything else is counted as an error and a run
@@ -27,11 +31,12 @@
  * The machine has 2 cores shared by the generator, the upstream and the target, so compare ratios
  * between targets of one run rather than absolute figures between machines.
  *
- * Env: BENCH_SECONDS (default 10), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
+ * Env: BENCH_SECONDS (default 10), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
+ * schema of its own), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
  * writing into bench/profiles/<variant>/ (one file per thread; the main thread's is the largest).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
@@ -40,18 +45,28 @@ import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Pool } from "undici";
 
-/** A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions. */
+/**
+ * A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions,
+ * `logLevel` (default warn) and `databaseUrl` are read by gateway.ts.
+ */
 interface GatewayVariant {
   name: string;
   description: string;
   appOptions: Record<string, unknown>;
+  logLevel?: string;
+  databaseUrl?: string;
 }
 
-/** Every gateway configuration measured, each in its own child (e.g. later: metrics recording off). */
+const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+
+/** Every gateway configuration measured, each in its own child. */
 const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   { name: "gateway", description: "defaults: governance, metrics recording, logs at warn", appOptions: {} },
+  // The default log level writes an access line per request: what a deployment left at its defaults pays.
+  { name: "gateway-info", description: "the same with the access log at info (to a file)", appOptions: {}, logLevel: "info" },
   // The same gateway with metric samples dropped before they are queued: the difference is what recording costs.
   { name: "no-metrics", description: "metrics recording off (telemetry.recording false)", appOptions: { telemetry: { recording: false } } },
+  ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 
 const SECONDS = positiveNumber("BENCH_SECONDS", 10);
@@ -65,6 +80,8 @@ const LATENCY_COUNT = Math.round(RATE * SECONDS);
 // thousand streams had a p99 three times the steady one, the floor's too), not the steady state.
 const STREAM_WARMUP = 1_000;
 const STREAM_COUNT = 1_000;
+const STREAM_CONNECTIONS = 8;
+const RSS_SAMPLE_MS = 100;
 const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
 
@@ -124,6 +141,8 @@ async function startChild(name: string, file: string, env: Record<string, string
     stdio: ["pipe", "pipe", "inherit"],
   });
   children.push(child);
+  // Watched from the moment it exists, so start-up peaks count too.
+  peaks.watch(child.pid);
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`${name} did not report its port within ${START_TIMEOUT_MS / 1000} s`)), START_TIMEOUT_MS);
     const onExit = (code: number | null, signal: string | null) => {
@@ -188,16 +207,76 @@ function cpuMs(pid: number | undefined): number {
   }
 }
 
-/** Peak resident set (VmHWM) of a live process, in MiB. */
-function peakRssMiB(pid: number | undefined): number | null {
-  if (pid === undefined) return null;
-  try {
-    const match = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-    return match?.[1] === undefined ? null : Number(match[1]) / 1024;
-  } catch {
-    return null;
+/** A process and all its descendants, from /proc/<pid>/task/<tid>/children. */
+function processTree(pid: number): number[] {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) {
+    const current = tree[i] as number;
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${current}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tasks) {
+      try {
+        for (const child of readFileSync(`/proc/${current}/task/${tid}/children`, "utf8").split(" ")) if (child.trim()) tree.push(Number(child));
+      } catch {
+        // The task ended while we read it.
+      }
+    }
+  }
+  return tree;
+}
+
+/** The summed resident set (VmRSS) of a process tree now, in MiB; null when the root is gone. */
+function treeRssMiB(pid: number): number | null {
+  let kib = 0;
+  let found = false;
+  for (const member of processTree(pid)) {
+    try {
+      const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${member}/status`, "utf8"));
+      if (match?.[1] !== undefined) {
+        kib += Number(match[1]);
+        found = true;
+      }
+    } catch {
+      // The process ended while we read it.
+    }
+  }
+  return found ? kib / 1024 : null;
+}
+
+/** Samples each watched process tree's RSS every RSS_SAMPLE_MS and keeps its peak. */
+class TreeRssPeaks {
+  private readonly peaks = new Map<number, number>();
+  private readonly timer = setInterval(() => this.sample(), RSS_SAMPLE_MS).unref();
+
+  watch(pid: number | undefined): void {
+    if (pid !== undefined && !this.peaks.has(pid)) this.peaks.set(pid, 0);
+    this.sample();
+  }
+
+  peakOf(pid: number | undefined): number | null {
+    const peak = pid === undefined ? undefined : this.peaks.get(pid);
+    return peak === undefined || peak === 0 ? null : peak;
+  }
+
+  stop(): void {
+    this.sample();
+    clearInterval(this.timer);
+  }
+
+  private sample(): void {
+    for (const [pid, peak] of this.peaks) {
+      const rss = treeRssMiB(pid);
+      if (rss !== null && rss > peak) this.peaks.set(pid, rss);
+    }
   }
 }
+
+/** The process trees of every child, sampled for the whole run. */
+const peaks = new TreeRssPeaks();
 
 // ---------------------------------------------------------------------------------------------------
 // Measurements
@@ -327,17 +406,46 @@ async function streaming(url: string, errors: Errors): Promise<{ p50: number; p9
   }
 }
 
+/** STREAM_CONNECTIONS workers streaming one answer after another: first-byte times and streams per second. */
+async function concurrentStreaming(url: string, errors: Errors): Promise<{ p50: number; p99: number; streamsPerSecond: number; requests: number }> {
+  const pool = new Pool(url, { connections: STREAM_CONNECTIONS, pipelining: 1 });
+  const loop = async (until: number, samples: number[] | null): Promise<void> => {
+    await Promise.all(
+      Array.from({ length: STREAM_CONNECTIONS }, async () => {
+        while (performance.now() < until) {
+          const ttfb = await streamOnce(pool, errors);
+          if (ttfb !== null) samples?.push(ttfb);
+        }
+      }),
+    );
+  };
+  try {
+    await loop(performance.now() + WARMUP_MS, null);
+    const samples: number[] = [];
+    const started = performance.now();
+    await loop(started + SECONDS * 1000, samples);
+    const elapsed = performance.now() - started;
+    const sorted = Float64Array.from(samples).sort();
+    return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), streamsPerSecond: (sorted.length * 1000) / elapsed, requests: sorted.length };
+  } finally {
+    await pool.close();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------
 // Run and report
 
 interface TargetResult {
   name: string;
-  kind: "direct" | "floor" | "gateway";
+  /** `floor` is the JSON-parsing floor every ratio is taken against; `pipe` the floor that only pipes. */
+  kind: "direct" | "pipe" | "floor" | "gateway";
   description: string;
   /** cpuUsPerRequest: CPU the target process (alone, not the upstream behind it) spent per counted request. */
   throughput: { rps: number; requests: number; cpuUsPerRequest: number };
   latencyMs: { p50: number; p99: number; maxLagMs: number; requests: number };
   streamTtfbMs: { p50: number; p99: number; requests: number };
+  concurrentStreams: { p50: number; p99: number; streamsPerSecond: number; requests: number };
+  /** Peak RSS of the target's whole process tree. */
   peakRssMiB: number | null;
   errors: number;
   errorSamples: string[];
@@ -353,6 +461,9 @@ async function measure(target: { name: string; kind: TargetResult["kind"]; descr
   await sleep(500);
   process.stderr.write(`${target.name}: streaming time to first byte (${STREAM_WARMUP} warm-up + ${STREAM_COUNT})...\n`);
   const ttfb = await streaming(target.url, errors);
+  await sleep(500);
+  process.stderr.write(`${target.name}: ${STREAM_CONNECTIONS} concurrent streams (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)...\n`);
+  const concurrent = await concurrentStreaming(target.url, errors);
   return {
     name: target.name,
     kind: target.kind,
@@ -360,6 +471,7 @@ async function measure(target: { name: string; kind: TargetResult["kind"]; descr
     throughput: rps,
     latencyMs: lat,
     streamTtfbMs: ttfb,
+    concurrentStreams: concurrent,
     peakRssMiB: null,
     errors: errors.count,
     errorSamples: [...errors.samples],
@@ -384,7 +496,10 @@ function report(results: TargetResult[], loadAtStart: number): void {
   const direct = results.find((r) => r.kind === "direct");
   const floor = results.find((r) => r.kind === "floor");
   if (!direct || !floor) throw new Error("direct and floor results are required");
-  console.log(`\nnode ${process.version}, ${SECONDS} s per phase, ${CONNECTIONS} connections closed loop, ${RATE} req/s open loop, ${STREAM_COUNT} sequential streams`);
+  console.log(
+    `\nnode ${process.version}, ${SECONDS} s per phase, ${CONNECTIONS} connections closed loop, ${RATE} req/s open loop, ` +
+      `${STREAM_COUNT} sequential streams, ${STREAM_CONNECTIONS} concurrent streams; ratios are to floor-json (the floor that parses the request JSON)`,
+  );
   const busy = loadAtStart > 0.5 ? "  <- the machine was busy before the bench: figures are skewed" : "";
   console.log(`${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}\n`);
   // One row per figure, one column per target, so more gateway variants only widen it a little.
@@ -405,6 +520,9 @@ function report(results: TargetResult[], loadAtStart: number): void {
   const p99 = (r: TargetResult): number => r.latencyMs.p99;
   const ttfb50 = (r: TargetResult): number => r.streamTtfbMs.p50;
   const ttfb99 = (r: TargetResult): number => r.streamTtfbMs.p99;
+  const cttfb50 = (r: TargetResult): number => r.concurrentStreams.p50;
+  const cttfb99 = (r: TargetResult): number => r.concurrentStreams.p99;
+  const streamsPerSecond = (r: TargetResult): number => r.concurrentStreams.streamsPerSecond;
   console.log(
     table(
       ["figure", ...results.map((r) => r.name)],
@@ -427,7 +545,13 @@ function report(results: TargetResult[], loadAtStart: number): void {
         row("stream first byte p99 ms", (r) => fmt(ttfb99(r), 3)),
         ...ratios(ttfb99),
         ...differences(ttfb99),
-        row("peak RSS MiB", (r) => fmt(r.peakRssMiB, 0)),
+        row(`${STREAM_CONNECTIONS} streams: first byte p50 ms`, (r) => fmt(cttfb50(r), 3)),
+        ...ratios(cttfb50),
+        row(`${STREAM_CONNECTIONS} streams: first byte p99 ms`, (r) => fmt(cttfb99(r), 3)),
+        ...ratios(cttfb99),
+        row(`${STREAM_CONNECTIONS} streams: streams/s`, (r) => fmt(streamsPerSecond(r), 0)),
+        row("  ÷ floor", (r) => pct(streamsPerSecond(r) / streamsPerSecond(floor))),
+        row("peak RSS MiB (process tree)", (r) => fmt(r.peakRssMiB, 0)),
         ...ratios((r) => r.peakRssMiB),
         row("errors", (r) => String(r.errors)),
       ],
@@ -438,7 +562,9 @@ function report(results: TargetResult[], loadAtStart: number): void {
     console.log(
       `${r.name}: throughput ${pct(r.throughput.rps / floor.throughput.rps)} of floor, ` +
         `${(r.throughput.cpuUsPerRequest / floor.throughput.cpuUsPerRequest).toFixed(1)}x the floor's CPU per request; added p50 ${signed(r.latencyMs.p50 - direct.latencyMs.p50, 3)} ms ` +
-        `(${signed(r.latencyMs.p50 - floor.latencyMs.p50, 3)} ms over floor); peak RSS ${fmt(r.peakRssMiB, 0)} MiB`,
+        `(${signed(r.latencyMs.p50 - floor.latencyMs.p50, 3)} ms over floor); ${STREAM_CONNECTIONS} streams: first byte p50 ` +
+        `${times(cttfb50(r), cttfb50(floor))} the floor's, ${pct(streamsPerSecond(r) / streamsPerSecond(floor))} of its streams/s; ` +
+        `peak RSS ${fmt(r.peakRssMiB, 0)} MiB`,
     );
   }
   const errors = results.reduce((sum, r) => sum + r.errors, 0);
@@ -451,23 +577,26 @@ async function main(): Promise<void> {
   if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
   const upstream = await startChild("upstream", "./upstream.ts", {});
   const env = { BENCH_UPSTREAM_URL: upstream.url };
-  process.stderr.write(`starting the floor and ${GATEWAY_VARIANTS.length} gateway variant(s) (the embedded database takes a few seconds)...\n`);
-  const [floor, ...gateways] = await Promise.all([
+  process.stderr.write(`starting the floors and ${GATEWAY_VARIANTS.length} gateway variant(s) (the embedded database takes a few seconds)...\n`);
+  const starting = [
     startChild("floor", "./floor.ts", env),
+    startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }),
     ...GATEWAY_VARIANTS.map((variant) =>
       startChild(
         variant.name,
         "./gateway.ts",
-        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions }) },
+        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions, logLevel: variant.logLevel, databaseUrl: variant.databaseUrl }) },
         // One directory per variant: node writes one profile per thread.
         PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/${variant.name}`] : [],
       ),
     ),
-  ]);
-  if (!floor) throw new Error("the floor did not start");
+  ];
+  const [pipe, floor, ...gateways] = await Promise.all(starting);
+  if (!pipe || !floor) throw new Error("the floors did not start");
   const targets = [
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
-    { name: "floor", kind: "floor" as const, description: "minimal undici pass-through proxy", url: floor.url, pid: floor.process.pid },
+    { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid },
+    { name: "floor-json", kind: "floor" as const, description: "the same, parsing the request JSON first", url: floor.url, pid: floor.process.pid },
     ...gateways.map((g, i) => ({ name: g.name, kind: "gateway" as const, description: GATEWAY_VARIANTS[i]?.description ?? "", url: g.url, pid: g.process.pid })),
   ];
   const results: TargetResult[] = [];
@@ -475,10 +604,11 @@ async function main(): Promise<void> {
     results.push(await measure(target));
     await sleep(1_000);
   }
+  peaks.stop();
   for (const [i, target] of targets.entries()) {
     const result = results[i];
     // The direct target's process is the mock upstream: its RSS is what no proxy at all costs.
-    if (result) result.peakRssMiB = peakRssMiB(target.pid);
+    if (result) result.peakRssMiB = peaks.peakOf(target.pid);
   }
   report(results, loadAtStart);
   const errors = results.reduce((sum, r) => sum + r.errors, 0);
@@ -490,7 +620,7 @@ async function main(): Promise<void> {
         node: process.version,
         cores: availableParallelism(),
         loadAverage: { atStart: loadAtStart, atEnd: load() },
-        settings: { seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT },
+        settings: { seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
         results,
         errors,
         valid: errors === 0,

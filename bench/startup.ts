@@ -2,7 +2,7 @@
  * Start-up time and memory of the compiled gateway, `node dist/main.js` as `npm start` runs it (run
  * `npm run build` first): the time from spawning it to its first 200 on GET /ready, and its RSS then and
  * after 5 s idle, plus its peak RSS (VmHWM). Scenarios: a first start in an empty data directory (the
- * embedded database runs initdb, in a child process whose memory is not counted), a restart on that
+ * embedded database is copied from the build's dist/pglite-template), a restart on that
  * directory, and, when BENCH_DATABASE_URL is set, starts on that PostgreSQL server (its first run applies
  * the migrations if the database is empty). BENCH_RUNS (default 3) runs of each; one JSON line per run.
  * BENCH_DEV=1 adds restarts under `node --import tsx src/main.ts` (`npm run dev`) for comparison.

@@ -1,7 +1,7 @@
 /**
  * Bench child: a mock OpenAI upstream on 127.0.0.1 (port 0) that answers POST /v1/chat/completions
  * at once with a fixed, realistic chat.completion, or with a whole SSE stream of chunks when the body
- * asks for `"stream": true`. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
+ * asks for `"stream": true` (50 content chunks, one write each). Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
  * so it never outlives the bench.
  */
 import * as http from "node:http";
@@ -48,20 +48,22 @@ function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage
   return `data: ${JSON.stringify(chunk)}\n\n`;
 }
 
-/** The streamed answer: a role chunk, eight content chunks and a finish chunk (10 events). */
-function streamEvents(): string {
+/** Content chunks per streamed answer, one word or so each, as a model sends tokens. */
+const STREAM_CHUNKS = 50;
+
+/** The streamed answer as its events: a role chunk, STREAM_CHUNKS content chunks and a finish chunk. */
+function streamEvents(): Buffer[] {
   const words = ANSWER.split(" ");
-  const parts = 8;
-  const per = Math.ceil(words.length / parts);
-  let text = chunkEvent({ role: "assistant", content: "", refusal: null }, null);
-  for (let i = 0; i < parts; i++) {
-    const piece = words.slice(i * per, (i + 1) * per).join(" ");
-    text += chunkEvent({ content: i === 0 ? piece : ` ${piece}` }, null);
+  const events = [chunkEvent({ role: "assistant", content: "", refusal: null }, null)];
+  for (let i = 0; i < STREAM_CHUNKS; i++) {
+    const word = words[i % words.length] ?? "";
+    events.push(chunkEvent({ content: i === 0 ? word : ` ${word}` }, null));
   }
-  return text + chunkEvent({}, "stop");
+  events.push(chunkEvent({}, "stop"));
+  return events.map((event) => Buffer.from(event));
 }
 
-const STREAM = Buffer.from(streamEvents());
+const STREAM = streamEvents();
 const STREAM_USAGE = Buffer.from(chunkEvent({}, null, USAGE));
 const DONE = Buffer.from("data: [DONE]\n\n");
 
@@ -95,8 +97,11 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     const options = body["stream_options"] as Record<string, unknown> | undefined;
     const withUsage = options?.["include_usage"] === true;
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
-    // All events in one write: the bench measures the proxies, not a model's pacing.
-    res.end(withUsage ? Buffer.concat([STREAM, STREAM_USAGE, DONE]) : Buffer.concat([STREAM, DONE]));
+    // One write per event, as a model streams them, but no pause between them: the bench measures the
+    // proxies, not a model's pacing.
+    for (const event of STREAM) res.write(event);
+    if (withUsage) res.write(STREAM_USAGE);
+    res.end(DONE);
   });
 });
 server.headersTimeout = 0;

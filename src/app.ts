@@ -14,9 +14,14 @@ import { createSessionFactory } from "./mcp/upstream-session.js";
 import { GatewayError } from "./errors.js";
 import { unauthenticatedExposure } from "./server/exposure.js";
 import { createHttpHandler } from "./server/http-handler.js";
+import { createHostGuard } from "./server/host-guard.js";
+import { createMcpEndpoint } from "./server/mcp/mcp-endpoint.js";
+import type { McpSessionLimits } from "./server/mcp/mcp-sessions.js";
+import { McpServerTools } from "./services/mcp-server-tools.js";
 import { createOnePortServer, type RequestHandler } from "./server/listener.js";
 import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
+import { createEmbeddingsHandler } from "./server/v1/embeddings.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
 import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
@@ -67,6 +72,8 @@ export interface AppOptions {
   telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number; recording?: boolean };
   /** Providers and virtual keys of the /v1 inference path (none: every /v1 model names no provider). */
   inference?: InferenceOptions;
+  /** Limits of the /mcp session table (defaults: 1000 sessions, 30 minutes idle). */
+  mcpSessions?: Partial<McpSessionLimits>;
 }
 
 /** A running gateway. */
@@ -171,6 +178,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     const chat = createChatService({ inference: state, observer, settings });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
+    const mcpEndpoint = createMcpEndpoint({
+      tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth }),
+      logger,
+      version: VERSION,
+      maxBodyBytes,
+      ...(options.mcpSessions ? { limits: options.mcpSessions } : {}),
+    });
     const handler = createHttpHandler({
       routes,
       interceptors,
@@ -187,7 +201,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
       modelLookup: createModelLookup({ inference: state, settings }),
       compatModelNames: createCompatModelNames({ inference: state, settings }),
+      // Embeddings have no tools to inject: they go to the single-call service directly.
+      embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,
+      mcp: mcpEndpoint,
+      hostGuard: createHostGuard(host, () => settings.client),
     });
     serve = handler;
     logger.info({ url, embedded_database: store.embedded }, "gateway listening");
@@ -226,6 +244,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       close() {
         closing ??= (async () => {
           unwatchLabels();
+          // Open MCP streams would otherwise hold the server's close until its grace period ends.
+          await mcpEndpoint.close();
           await server.close();
           await flusher.stop();
           await state.close();

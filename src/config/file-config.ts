@@ -13,6 +13,7 @@ import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { allowedHeaderProblem } from "./allowed-headers.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -34,6 +35,7 @@ export interface McpClientFileConfig {
   toolSyncInterval: number;
   needsSessionStickiness: boolean | null;
   disabled: boolean;
+  allowOnAllVirtualKeys: boolean;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -261,6 +263,7 @@ const mcpClientSchema = z.looseObject({
       toolSyncInterval: c.tool_sync_interval,
       needsSessionStickiness: (raw["needs_session_stickiness"] as boolean | null | undefined) ?? null,
       disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
+      allowOnAllVirtualKeys: (raw["allow_on_all_virtual_keys"] as boolean | null | undefined) ?? false,
     };
   });
 
@@ -333,6 +336,14 @@ const authSchema = strict({
     sessionTtlMs: a.session_ttl,
   }));
 
+/** A zod refinement from a "why is this wrong, or null" rule. */
+function problemCheck(problem: (value: string) => string | null) {
+  return (value: string, ctx: z.RefinementCtx): void => {
+    const found = problem(value);
+    if (found !== null) ctx.addIssue({ code: "custom", message: found });
+  };
+}
+
 /** The `client` section; its defaults are the gateway's (see runtime-settings.ts). */
 export const clientSchema = strict({
   prometheus_labels: z.array(z.string().min(1)).nullish(),
@@ -349,6 +360,10 @@ export const clientSchema = strict({
   mcp_enable_temp_token_auth: z.boolean().nullish(),
   mcp_external_client_url: url(HTTP, HTTP_URL, true).nullish(),
   enforce_governance: z.boolean().nullish(),
+  mcp_disable_auto_tool_inject: z.boolean().nullish(),
+  allowed_hosts: z.array(z.string().superRefine(problemCheck(allowedHostProblem))).nullish(),
+  allowed_origins: z.array(z.string().superRefine(problemCheck(allowedOriginProblem))).nullish(),
+  mcp_server_auth_mode: z.string().superRefine(problemCheck(mcpServerAuthModeProblem)).nullish(),
   max_request_body_bytes: z.int().positive().nullish(),
   // As GET /config shows it (minutes; negative disables), so the API's settings paste into the file.
   mcp_tool_sync_interval: z
@@ -365,6 +380,13 @@ export const clientSchema = strict({
   /** "" when unset; otherwise an http(s) URL. */
   mcpExternalClientUrl: c.mcp_external_client_url ?? "",
   enforceGovernance: c.enforce_governance ?? false,
+  /** /v1 requests get MCP tools only when they send an x-gw-mcp-include-* header. */
+  mcpDisableAutoToolInject: c.mcp_disable_auto_tool_inject ?? false,
+  /** Host names answered besides localhost, 127.0.0.1 and [::1] while bound to a loopback address. */
+  allowedHosts: c.allowed_hosts ?? [],
+  /** Browser origins allowed besides the gateway's own. */
+  allowedOrigins: c.allowed_origins ?? [],
+  mcpServerAuthMode: "headers" as const,
   maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
   /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
   mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,

@@ -26,6 +26,7 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     toolSyncInterval: rec.toolSyncInterval,
     needsSessionStickiness: rec.needsSessionStickiness,
     disabled: rec.disabled,
+    allowOnAllVirtualKeys: rec.allowOnAllVirtualKeys,
   };
 }
 
@@ -43,6 +44,7 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.toolSyncInterval = spec.toolSyncInterval;
   rec.needsSessionStickiness = spec.needsSessionStickiness;
   rec.disabled = spec.disabled;
+  rec.allowOnAllVirtualKeys = spec.allowOnAllVirtualKeys;
   rec.updatedAt = new Date();
 }
 

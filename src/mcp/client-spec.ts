@@ -44,6 +44,8 @@ export interface McpClientSpec {
   toolSyncInterval: number;
   needsSessionStickiness: boolean | null;
   disabled: boolean;
+  /** Callers whose virtual key's mcp_configs do not name this client still see its tools. */
+  allowOnAllVirtualKeys: boolean;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -200,7 +202,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys"
   >
 >;
 
@@ -243,6 +245,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.toolSyncInterval !== undefined) next.toolSyncInterval = patch.toolSyncInterval;
   if (patch.needsSessionStickiness !== undefined) next.needsSessionStickiness = patch.needsSessionStickiness;
   if (patch.disabled !== undefined) next.disabled = patch.disabled;
+  if (patch.allowOnAllVirtualKeys !== undefined) next.allowOnAllVirtualKeys = patch.allowOnAllVirtualKeys;
   validateSpec(next);
   return next;
 }

@@ -39,6 +39,8 @@ export interface OfferedTool {
   tool: DiscoveredTool;
   /** In tools_to_auto_execute as well as tools_to_execute: agent mode runs it without approval. */
   autoExecute: boolean;
+  /** The client's allow_on_all_virtual_keys: keys whose mcp_configs do not name it still see it. */
+  allowOnAllVirtualKeys: boolean;
 }
 
 /** Options of one tool execution. */
@@ -95,9 +97,12 @@ export class McpRuntime implements RuntimeStateSource {
   private firstConnections: Promise<void> = Promise.resolve();
   /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
+  private readonly toolListeners = new Set<() => void>();
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
+    // A client entering or leaving a refusing state adds or removes its tools from offeredTools().
+    deps.states.onStateChange(() => this.toolsMayHaveChanged());
     this.credentials = new PerUserCredentials({
       store: deps.store,
       logger: deps.logger,
@@ -114,6 +119,25 @@ export class McpRuntime implements RuntimeStateSource {
   /** The live state of a client, or undefined when the runtime does not hold it. */
   stateOf(clientId: string): RuntimeClientView | undefined {
     return this.clients.has(clientId) ? this.deps.states.stateOf(clientId) : undefined;
+  }
+
+  /**
+   * Calls `listener` (synchronously, with no argument) after anything that may change offeredTools():
+   * a client added, updated or removed, a tool list re-synced, a state change. Returns the unsubscribe.
+   */
+  onToolsChanged(listener: () => void): () => void {
+    this.toolListeners.add(listener);
+    return () => this.toolListeners.delete(listener);
+  }
+
+  private toolsMayHaveChanged(): void {
+    for (const listener of this.toolListeners) {
+      try {
+        listener();
+      } catch (err) {
+        this.deps.logger.error({ err }, "a tool-list listener failed");
+      }
+    }
   }
 
   /** Loads every stored client and brings each up in the background (see firstConnectionsDone). */
@@ -185,7 +209,11 @@ export class McpRuntime implements RuntimeStateSource {
     });
     this.clients.set(snapshot.id, client);
     this.idsByName.set(snapshot.spec.name, snapshot.id);
-    await client.start();
+    try {
+      await client.start();
+    } finally {
+      this.toolsMayHaveChanged();
+    }
     return client;
   }
 
@@ -198,7 +226,11 @@ export class McpRuntime implements RuntimeStateSource {
     }
     if (client.spec.name !== snapshot.spec.name) this.idsByName.delete(client.spec.name);
     this.idsByName.set(snapshot.spec.name, snapshot.id);
-    await client.update(snapshot);
+    try {
+      await client.update(snapshot);
+    } finally {
+      this.toolsMayHaveChanged();
+    }
   }
 
   /** Stops and forgets a deleted client. */
@@ -209,6 +241,7 @@ export class McpRuntime implements RuntimeStateSource {
     this.idsByName.delete(client.spec.name);
     await client.stop();
     this.deps.states.remove(clientId);
+    this.toolsMayHaveChanged();
   }
 
   private held(clientId: string): ClientRuntime {
@@ -232,6 +265,12 @@ export class McpRuntime implements RuntimeStateSource {
     await this.held(clientId).check();
   }
 
+  /** Whether the client of this name shows its tools to keys whose mcp_configs do not name it (false when unknown). */
+  allowsAllVirtualKeys(clientName: string): boolean {
+    const id = this.idsByName.get(clientName);
+    return (id === undefined ? undefined : this.clients.get(id))?.spec.allowOnAllVirtualKeys ?? false;
+  }
+
   /** The tools of every running client, filtered by its tools_to_execute, named `<client>-<tool>`. */
   offeredTools(): OfferedTool[] {
     const out: OfferedTool[] = [];
@@ -246,6 +285,7 @@ export class McpRuntime implements RuntimeStateSource {
           clientName: client.spec.name,
           tool,
           autoExecute: toolAutoExecutable(client.spec, tool.name),
+          allowOnAllVirtualKeys: client.spec.allowOnAllVirtualKeys,
         });
       }
     }
@@ -333,6 +373,7 @@ export class McpRuntime implements RuntimeStateSource {
   }
 
   private async persistTools(clientId: string, tools: DiscoveredTool[]): Promise<void> {
+    this.toolsMayHaveChanged();
     const em = this.deps.store.fork();
     await em.nativeUpdate(McpClientRecord, { id: clientId }, { tools, updatedAt: new Date() });
   }

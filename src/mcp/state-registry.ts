@@ -9,6 +9,20 @@ import { upstreamMessage } from "./discover.js";
 /** Mutable per-client states with the last_failure rules of the spec. */
 export class StateRegistry implements RuntimeStateSource {
   private readonly states = new Map<string, RuntimeClientView>();
+  private readonly listeners = new Set<(clientId: string) => void>();
+
+  /** Calls `listener` with the client's id whenever a client's state name changes; returns the unsubscribe. */
+  onStateChange(listener: (clientId: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private set(clientId: string, view: RuntimeClientView | undefined): void {
+    const before = this.states.get(clientId)?.state;
+    if (view === undefined) this.states.delete(clientId);
+    else this.states.set(clientId, view);
+    if (before !== view?.state) for (const listener of this.listeners) listener(clientId);
+  }
 
   /** What this instance knows of a client, if anything. */
   stateOf(clientId: string): RuntimeClientView | undefined {
@@ -17,7 +31,7 @@ export class StateRegistry implements RuntimeStateSource {
 
   /** A passing connect or check: the state becomes healthy and last_failure is cleared. */
   succeeded(clientId: string): void {
-    this.states.set(clientId, { state: "healthy" });
+    this.set(clientId, { state: "healthy" });
   }
 
   /**
@@ -28,12 +42,12 @@ export class StateRegistry implements RuntimeStateSource {
     const now = new Date();
     const previous = this.states.get(clientId)?.lastFailure;
     const lastFailure: LastFailureView = { stage, message: upstreamMessage(err), at: now, since: previous?.since ?? now };
-    this.states.set(clientId, { state, lastFailure });
+    this.set(clientId, { state, lastFailure });
     return lastFailure;
   }
 
   /** Forgets a deleted client. */
   remove(clientId: string): void {
-    this.states.delete(clientId);
+    this.set(clientId, undefined);
   }
 }

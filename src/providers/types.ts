@@ -45,6 +45,15 @@ export interface CountTokensRequest extends JsonObject {
   messages: unknown[];
 }
 
+/**
+ * An OpenAI embeddings request (as received, model resolved): `input` a string or a list of strings (or
+ * token arrays, which only OpenAI-compatible upstreams take), optional `encoding_format` and `dimensions`.
+ */
+export interface EmbeddingsRequest extends JsonObject {
+  model: string;
+  input: unknown;
+}
+
 /** Azure's per-key block (azure_key_config). */
 export interface AzureKeyConfig {
   /** e.g. https://my-resource.openai.azure.com */
@@ -53,6 +62,35 @@ export interface AzureKeyConfig {
   deployments: Record<string, string>;
   /** The `api-version` query value. */
   apiVersion: string;
+}
+
+/** AWS credentials of a Bedrock key (bedrock_key_config). */
+export interface BedrockKeyConfig {
+  accessKey: string;
+  secretKey: string;
+  /** Set for temporary credentials; null otherwise. */
+  sessionToken: string | null;
+  /** e.g. us-east-1: picks the default endpoint and signs the requests. */
+  region: string;
+}
+
+/** The fields of a Google service account's JSON key that minting an access token needs. */
+export interface ServiceAccount {
+  clientEmail: string;
+  /** PEM (PKCS#8) RSA private key. */
+  privateKey: string;
+  /** Where the signed assertion is exchanged for an access token. */
+  tokenUri: string;
+  /** The key's id, sent as the assertion's `kid` when known. */
+  privateKeyId: string | null;
+}
+
+/** A Vertex AI key (vertex_key_config). */
+export interface VertexKeyConfig {
+  projectId: string;
+  /** e.g. us-central1, or global. */
+  region: string;
+  credentials: ServiceAccount;
 }
 
 /** One upstream credential of a provider. */
@@ -66,6 +104,10 @@ export interface ProviderKey {
   aliases: Record<string, string>;
   weight: number;
   azure: AzureKeyConfig | null;
+  /** Set for bedrock keys. */
+  bedrock?: BedrockKeyConfig | null;
+  /** Set for vertex keys. */
+  vertex?: VertexKeyConfig | null;
 }
 
 /** A configured provider: its name selects the adapter; baseUrl is network_config.base_url. */
@@ -101,7 +143,7 @@ export interface CallOptions {
 export interface ProviderResult {
   /** The upstream's HTTP status (2xx; other statuses throw ProviderError). */
   status: number;
-  /** OpenAI JSON (a chat.completion or a response object), or an Anthropic message for `messages`. */
+  /** OpenAI JSON (a chat.completion, a response object or an embeddings list), or an Anthropic message for `messages`. */
   body: JsonObject;
   /** The body exactly as the upstream sent it, when `body` is that JSON unchanged. */
   raw?: string;
@@ -143,6 +185,8 @@ export interface ProviderAdapter {
   messagesStream?(req: MessagesRequest, options: CallOptions): Promise<ProviderStream>;
   /** Anthropic's token counting for a Messages request (`{input_tokens}`); absent, the gateway estimates. */
   countTokens?(req: CountTokensRequest, options: CallOptions): Promise<JsonObject>;
+  /** Embeds the inputs; answers OpenAI's embeddings list. */
+  embeddings(req: EmbeddingsRequest, options: CallOptions): Promise<ProviderResult>;
   listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
   /**
    * Opens `connections` keep-alive connections to each origin the provider calls, ahead of its first

@@ -9,27 +9,48 @@ import type { VirtualKey } from "./types.js";
 export class VirtualKeyRegistry {
   readonly #byValue = new Map<string, VirtualKey>();
   readonly #byId = new Map<string, VirtualKey>();
+  readonly #listeners = new Set<() => void>();
+
+  /** Calls `listener` after every change of the keys; returns the unsubscribe. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #changed(): void {
+    for (const listener of this.#listeners) listener();
+  }
 
   /** Adds or replaces a key (matched by id; a changed value drops the old one). */
   put(key: VirtualKey): void {
-    this.remove(key.id);
+    this.#drop(key.id);
     this.#byValue.set(key.value, key);
     this.#byId.set(key.id, key);
+    this.#changed();
   }
 
   /** Removes a key by id; unknown ids are ignored. */
   remove(id: string): void {
+    if (this.#drop(id)) this.#changed();
+  }
+
+  #drop(id: string): boolean {
     const old = this.#byId.get(id);
-    if (old === undefined) return;
+    if (old === undefined) return false;
     this.#byId.delete(id);
     this.#byValue.delete(old.value);
+    return true;
   }
 
   /** Replaces every key at once (initial load). */
   replaceAll(keys: readonly VirtualKey[]): void {
     this.#byValue.clear();
     this.#byId.clear();
-    for (const key of keys) this.put(key);
+    for (const key of keys) {
+      this.#byValue.set(key.value, key);
+      this.#byId.set(key.id, key);
+    }
+    this.#changed();
   }
 
   /** The key with this id, or null. */

@@ -1,6 +1,7 @@
 /**
- * The request handler both protocol servers share: /health, /ready, /openapi.json, /metrics, the per-user
- * credential page, POST /v1/chat/completions, POST /v1/responses, GET /v1/models/{id} and the Anthropic
+ * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
+ * /openapi.json, /metrics, the per-user credential page, the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
+ * POST /v1/chat/completions, /v1/responses and /v1/embeddings, GET /v1/models/{id} and the Anthropic
  * Messages and Models endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
@@ -20,6 +21,7 @@ import type { RequestHandler } from "./listener.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
+import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -34,6 +36,7 @@ import type { CompatModelNames } from "../services/model-service.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
+const EMBEDDINGS_PATH = "/v1/embeddings";
 const MESSAGES_PATH = "/anthropic/v1/messages";
 const COUNT_TOKENS_PATH = "/anthropic/v1/messages/count_tokens";
 
@@ -65,6 +68,8 @@ export interface HttpHandlerOptions {
   chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
   responses?: V1Handler;
+  /** Serves POST /v1/embeddings. */
+  embeddings?: V1Handler;
   /** Serves POST /anthropic/v1/messages. */
   messages?: V1Handler;
   /** Serves POST /anthropic/v1/messages/count_tokens. */
@@ -75,6 +80,10 @@ export interface HttpHandlerOptions {
   compatModelNames?: CompatModelNames;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
+  /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
+  mcp?: McpEndpoint;
+  /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
+  hostGuard?: (req: Req, path: string) => string | null;
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
@@ -114,6 +123,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   for (const [path, handler] of [
     [CHAT_COMPLETIONS_PATH, opts.chatCompletions],
     [RESPONSES_PATH, opts.responses],
+    [EMBEDDINGS_PATH, opts.embeddings],
     [MESSAGES_PATH, opts.messages],
     [COUNT_TOKENS_PATH, opts.countTokens],
   ] as const) {
@@ -133,6 +143,11 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     observe(req, res, route, dims, opts);
+    const refused = opts.hostGuard?.(req, path) ?? null;
+    if (refused !== null) {
+      sendError(res, 403, "host_not_allowed", refused);
+      return;
+    }
     if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) {
       sendJson(res, 200, { status: "ok" });
       return;
@@ -156,6 +171,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
         if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
         else res.end();
       });
+      return;
+    }
+    if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
+      opts.mcp.handle(req, res, path);
       return;
     }
     if (serveAnthropicModels !== null && (path === MODELS_PATH || path.startsWith(`${MODELS_PATH}/`))) {
@@ -186,7 +205,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {

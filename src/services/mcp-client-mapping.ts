@@ -63,6 +63,7 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     toolSyncInterval: cfg.toolSyncInterval,
     needsSessionStickiness: cfg.needsSessionStickiness ?? null,
     disabled: cfg.disabled,
+    allowOnAllVirtualKeys: cfg.allowOnAllVirtualKeys,
   };
 }
 
@@ -92,6 +93,7 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
     toolSyncInterval: spec.toolSyncInterval,
     needsSessionStickiness: effectiveStickiness(spec),
     disabled: spec.disabled,
+    allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys,
     tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),

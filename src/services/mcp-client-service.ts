@@ -98,6 +98,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       toolSyncInterval: merged.toolSyncInterval,
       needsSessionStickiness: merged.needsSessionStickiness,
       disabled: merged.disabled,
+      allowOnAllVirtualKeys: merged.allowOnAllVirtualKeys,
     });
   }
 

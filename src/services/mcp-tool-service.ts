@@ -16,7 +16,8 @@ import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { kRequestScope } from "./context.js";
 import { errorWithFields } from "./connect-errors.js";
-import { keyAllowsTool, resolveToolCaller } from "./inference/caller.js";
+import { resolveToolCaller } from "./inference/caller.js";
+import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, toolVisible } from "./inference/tool-visibility.js";
 import type { Inference } from "./inference/state.js";
 
 /** What the tool service needs. */
@@ -51,8 +52,11 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
       if (!req.function || req.function.name === "") throw invalidField("function.name", "is required");
       const { key, identity } = await resolveToolCaller((name) => ctx.requestHeader.get(name), deps);
       const parts = splitToolName(req.function.name);
-      if (key !== null && parts !== null && !keyAllowsTool(key, parts.client, parts.tool)) {
-        throw new GatewayError("permission_denied", `virtual key "${key.name}" may not run tool "${parts.tool}" of MCP client "${parts.client}": add it to the key's mcp_configs`, {
+      const include = parseInclude(Object.fromEntries(ctx.requestHeader));
+      const ref = parts && { clientName: parts.client, toolName: parts.tool, allowOnAllVirtualKeys: runtime.allowsAllVirtualKeys(parts.client) };
+      if (ref && !toolVisible({ key, ...include }, ref)) {
+        const who = key === null ? "this request" : `virtual key "${key.name}"`;
+        throw new GatewayError("permission_denied", `${who} may not run tool "${ref.toolName}" of MCP client "${ref.clientName}": add it to the key's mcp_configs (and to the ${INCLUDE_CLIENTS_HEADER} / ${INCLUDE_TOOLS_HEADER} headers when sent)`, {
           type: "tool_not_allowed",
         });
       }

@@ -5,6 +5,7 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
 import { formatDuration, parseDuration } from "../config/duration.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
@@ -58,6 +59,10 @@ function clientMessage(s: ClientSettings) {
     mcpExternalClientUrl: s.mcpExternalClientUrl,
     mcpToolSyncInterval: s.mcpToolSyncIntervalMinutes,
     enforceGovernance: s.enforceGovernance,
+    mcpDisableAutoToolInject: s.mcpDisableAutoToolInject,
+    allowedHosts: s.allowedHosts,
+    allowedOrigins: s.allowedOrigins,
+    mcpServerAuthMode: s.mcpServerAuthMode,
   };
 }
 
@@ -97,6 +102,15 @@ export function applyToolManager(current: ToolManagerSettings, paths: readonly s
   return next;
 }
 
+/** A copy of a list setting whose every entry passes `problem`; a 400 names the first bad entry. */
+function checkedList(field: string, entries: readonly string[], problem: (entry: string) => string | null): string[] {
+  entries.forEach((entry, i) => {
+    const found = problem(entry);
+    if (found !== null) throw invalidField(`${field}[${i}]`, found);
+  });
+  return [...entries];
+}
+
 /** Validates and applies the masked client settings (paths relative to GatewayConfig, e.g. client.prometheus_labels). */
 export function applyClientSettings(current: ClientSettings, paths: readonly string[], msg: ClientSettingsMessage | undefined): ClientSettings {
   if (paths.length === 0) throw invalidField("update_mask", "names no field: send at least one field to change");
@@ -104,7 +118,7 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
   const src = msg ?? create(ClientSettingsSchema);
   const expanded = paths.flatMap((p) =>
     p === "client"
-      ? ["prometheus_labels", "drop_excess_requests", "initial_pool_size", "allowed_headers", "mcp_enable_temp_token_auth", "mcp_external_client_url", "mcp_tool_sync_interval", "enforce_governance"].map((f) => `client.${f}`)
+      ? ["prometheus_labels", "drop_excess_requests", "initial_pool_size", "allowed_headers", "mcp_enable_temp_token_auth", "mcp_external_client_url", "mcp_tool_sync_interval", "enforce_governance", "mcp_disable_auto_tool_inject", "allowed_hosts", "allowed_origins", "mcp_server_auth_mode"].map((f) => `client.${f}`)
       : [p],
   );
   for (const path of expanded) {
@@ -146,6 +160,19 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
         next.mcpToolSyncIntervalMinutes = src.mcpToolSyncInterval;
         break;
       case "client.enforce_governance": next.enforceGovernance = src.enforceGovernance; break;
+      case "client.mcp_disable_auto_tool_inject": next.mcpDisableAutoToolInject = src.mcpDisableAutoToolInject; break;
+      case "client.allowed_hosts":
+        next.allowedHosts = checkedList("client.allowed_hosts", src.allowedHosts, allowedHostProblem);
+        break;
+      case "client.allowed_origins":
+        next.allowedOrigins = checkedList("client.allowed_origins", src.allowedOrigins, allowedOriginProblem);
+        break;
+      case "client.mcp_server_auth_mode": {
+        const problem = mcpServerAuthModeProblem(src.mcpServerAuthMode);
+        if (problem !== null) throw invalidField("client.mcp_server_auth_mode", problem);
+        next.mcpServerAuthMode = "headers";
+        break;
+      }
       default:
         throw invalidField("update_mask", `unknown or read-only field "${path}"`);
     }

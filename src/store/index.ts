@@ -7,3 +7,4 @@ export { SecretBox } from "./secret-box.js";
 export { openStore, type Store, type StoreOptions } from "./store.js";
 export { dropSchema, randomSchemaName } from "./test-support.js";
 export { isUniqueViolation } from "./unique-violation.js";
+export { createEmbeddedTemplate } from "./embedded-template.js";

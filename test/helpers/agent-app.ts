@@ -17,8 +17,8 @@ export interface AgentApp {
   close(): Promise<void>;
 }
 
-/** Registers `fixture` as HTTP MCP client `name`, every tool executable, `toolsToAutoExecute` auto-executed. */
-export async function createMcpClient(app: TestApp, name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<void> {
+/** Registers `fixture` as HTTP MCP client `name`, every tool executable, `toolsToAutoExecute` auto-executed; answers its client_id. */
+export async function createMcpClient(app: TestApp, name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<string> {
   const res = await api(app, "POST", "/api/mcp/client", {
     name,
     connection_type: "http",
@@ -27,6 +27,7 @@ export async function createMcpClient(app: TestApp, name: string, fixture: McpFi
     tools_to_auto_execute: toolsToAutoExecute,
   });
   assert.equal(res.status, 200, JSON.stringify(res.body));
+  return res.body.client_id as string;
 }
 
 /** Starts the model, the MCP servers and the app with virtual key `key` (model gpt-4o-mini on openai). */

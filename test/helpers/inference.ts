@@ -32,3 +32,27 @@ export function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof 
 export function errorType(err: InstanceType<typeof OpenAI.APIError>): unknown {
   return (err.error as { type?: unknown } | undefined)?.type;
 }
+
+/** What a chat stream added up to: its text, its first tool call, its last finish reason and its usage chunk. */
+export interface ChatStreamSummary {
+  text: string;
+  toolName: string;
+  toolArgs: string;
+  finish: string | null;
+  usage: OpenAI.CompletionUsage | null;
+}
+
+/** Reads a chat stream of the SDK to its end. */
+export async function readChatStream(stream: AsyncIterable<OpenAI.ChatCompletionChunk>): Promise<ChatStreamSummary> {
+  const out: ChatStreamSummary = { text: "", toolName: "", toolArgs: "", finish: null, usage: null };
+  for await (const chunk of stream) {
+    const choice = chunk.choices[0];
+    out.text += choice?.delta.content ?? "";
+    const call = choice?.delta.tool_calls?.[0];
+    out.toolName += call?.function?.name ?? "";
+    out.toolArgs += call?.function?.arguments ?? "";
+    out.finish = choice?.finish_reason ?? out.finish;
+    if (chunk.usage) out.usage = chunk.usage;
+  }
+  return out;
+}

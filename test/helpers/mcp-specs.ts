@@ -16,5 +16,6 @@ export function stdioClient(name: string, command: string, args: string[], envs:
     toolSyncInterval: 0,
     needsSessionStickiness: null,
     disabled: false,
+    allowOnAllVirtualKeys: false,
   };
 }

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { cp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { openStore } from "../../src/store/index.js";
+import { createEmbeddedTemplate } from "../../src/store/index.js";
 import { createLogger } from "../../src/telemetry/logger.js";
 
 const MIGRATIONS = new URL("../../src/store/migrations/", import.meta.url);
@@ -27,12 +27,10 @@ async function exists(path: string): Promise<boolean> {
 }
 
 async function buildTemplate(): Promise<string> {
-  const dir = join(tmpdir(), `gw-pglite-template-${await templateKey()}`);
-  if (await exists(join(dir, "pglite"))) return dir;
+  const dir = join(tmpdir(), `gw-pglite-cluster-${await templateKey()}`);
+  if (await exists(join(dir, "PG_VERSION"))) return dir;
   const building = `${dir}.${randomBytes(4).toString("hex")}`;
-  const store = await openStore({ dataDir: building, logger: createLogger({ level: "error" }) });
-  await store.close();
-  await rm(join(building, "encryption.key"), { force: true });
+  await createEmbeddedTemplate(building, createLogger({ level: "error" }));
   // Another test process may have won the race; either copy is as good.
   await rename(building, dir).catch(async () => rm(building, { recursive: true, force: true }));
   return dir;
@@ -41,5 +39,5 @@ async function buildTemplate(): Promise<string> {
 /** Copies the migrated embedded database into `dataDir`. */
 export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
   template ??= buildTemplate();
-  await cp(join(await template, "pglite"), join(dataDir, "pglite"), { recursive: true });
+  await cp(await template, join(dataDir, "pglite"), { recursive: true });
 }

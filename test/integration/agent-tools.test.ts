@@ -14,6 +14,8 @@ import { api, startApp, type TestApp } from "../helpers/app.js";
 const KEY = "sk-gw-agent";
 /** A key whose mcp_configs grant only docs' echo. */
 const ECHO_KEY = "sk-gw-echo-only";
+/** A key whose mcp_configs is []. */
+const NONE_KEY = "sk-gw-no-tools";
 const MODEL = "openai/gpt-4o-mini";
 const PROVIDER_CONFIGS = [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 }];
 
@@ -23,6 +25,19 @@ let docs: McpFixture;
 /** Client `manual`: every tool offered, none auto-executed. */
 let manual: McpFixture;
 let app: TestApp;
+
+const clientIds = new Map<string, string>();
+
+/** Runs `body` with a client's fields changed, then puts them back. */
+async function withClient(name: string, fields: Record<string, unknown>, restore: Record<string, unknown>, body: () => Promise<void>): Promise<void> {
+  const path = `/api/mcp/client/${clientIds.get(name) ?? ""}`;
+  assert.equal((await api(app, "PUT", path, fields)).status, 200);
+  try {
+    await body();
+  } finally {
+    assert.equal((await api(app, "PUT", path, restore)).status, 200);
+  }
+}
 
 function chat(body: Record<string, unknown>, headers: Record<string, string> = {}, key: string | null = KEY) {
   return api(app, "POST", "/v1/chat/completions", { model: MODEL, messages: [{ role: "user", content: "go" }], ...body }, { ...(key === null ? {} : { authorization: `Bearer ${key}` }), ...headers });
@@ -53,10 +68,11 @@ before(async () => {
         ],
       },
       { id: "vk-echo", name: "echo-only", value: ECHO_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
+      { id: "vk-none", name: "no-tools", value: NONE_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [] },
     ]),
   });
-  await createMcpClient(app, "docs", docs, ["*"]);
-  await createMcpClient(app, "manual", manual, []);
+  clientIds.set("docs", await createMcpClient(app, "docs", docs, ["*"]));
+  clientIds.set("manual", await createMcpClient(app, "manual", manual, []));
 });
 
 after(async () => {
@@ -101,6 +117,47 @@ test("offers every tool of every client without a virtual key", async () => {
 test("a virtual key's mcp_configs narrow the offered tools", async () => {
   assert.equal((await chat({}, {}, ECHO_KEY)).status, 200);
   assert.deepEqual(offeredChatTools(), ["docs-echo"]);
+});
+
+test("a virtual key whose mcp_configs is [] is offered no tool", async () => {
+  assert.equal((await chat({}, {}, NONE_KEY)).status, 200);
+  assert.equal(model.bodies().at(-1)?.["tools"], undefined);
+});
+
+test("a client with allow_on_all_virtual_keys is offered to keys whose mcp_configs do not name it", async () => {
+  await withClient("manual", { allow_on_all_virtual_keys: true }, { allow_on_all_virtual_keys: false }, async () => {
+    assert.equal((await chat({}, {}, ECHO_KEY)).status, 200);
+    assert.deepEqual(offeredChatTools(), ["docs-echo", ...MANUAL_TOOLS]);
+    assert.equal((await chat({}, {}, NONE_KEY)).status, 200);
+    assert.deepEqual(offeredChatTools(), MANUAL_TOOLS);
+  });
+});
+
+test("a key's mcp_configs and the include headers narrow together", async () => {
+  assert.equal((await chat({}, { "x-gw-mcp-include-clients": "docs,manual" }, ECHO_KEY)).status, 200);
+  assert.deepEqual(offeredChatTools(), ["docs-echo"]);
+});
+
+test("x-gw-mcp-include-tools takes <client>-* for every tool of a client", async () => {
+  assert.equal((await chat({}, { "x-gw-mcp-include-tools": "manual-*,docs-add" })).status, 200);
+  assert.deepEqual(offeredChatTools(), ["docs-add", ...MANUAL_TOOLS]);
+});
+
+test("an empty include header offers no tool", async () => {
+  assert.equal((await chat({}, { "x-gw-mcp-include-clients": "" })).status, 200);
+  assert.equal(model.bodies().at(-1)?.["tools"], undefined);
+});
+
+test("with client.mcp_disable_auto_tool_inject, only a request that sends an include header gets MCP tools", async () => {
+  assert.equal((await api(app, "PATCH", "/config", { client: { mcp_disable_auto_tool_inject: true } })).status, 200);
+  try {
+    assert.equal((await chat({})).status, 200);
+    assert.equal(model.bodies().at(-1)?.["tools"], undefined);
+    assert.equal((await chat({}, { "x-gw-mcp-include-clients": "manual" })).status, 200);
+    assert.deepEqual(offeredChatTools(), MANUAL_TOOLS);
+  } finally {
+    assert.equal((await api(app, "PATCH", "/config", { client: { mcp_disable_auto_tool_inject: false } })).status, 200);
+  }
 });
 
 test("the gateway does not run a tool the virtual key's mcp_configs do not grant, even when the model calls it", async () => {

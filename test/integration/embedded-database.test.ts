@@ -11,7 +11,8 @@ import { promisify } from "node:util";
 import { after, describe, test } from "node:test";
 import { GatewayError } from "../../src/errors.js";
 import { startEmbeddedDatabase } from "../../src/store/embedded-database.js";
-import { openStore } from "../../src/store/index.js";
+import { createEmbeddedTemplate, openStore } from "../../src/store/index.js";
+import { Writable } from "node:stream";
 import { createLogger } from "../../src/telemetry/logger.js";
 
 const run = promisify(execFile);
@@ -61,6 +62,26 @@ await db.close();`;
     const { stdout } = await run(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script, EMBEDDED_MODULE, LOGGER_MODULE, dir]);
     const rssMiB = Number(stdout) / 2 ** 20;
     assert.ok(rssMiB > 0 && rssMiB < 600, `the process held ${rssMiB.toFixed(0)} MiB after a first start`);
+  });
+
+  test("a first start copies the build's template, migrations included, instead of running initdb", async () => {
+    const template = join(await newDataDir(), "template");
+    await createEmbeddedTemplate(template, logger);
+    const dir = await newDataDir();
+    await (await startEmbeddedDatabase(dir, logger, { templateDir: template })).close();
+    // The copy is already migrated: opening the store on it applies nothing, where a cluster fresh
+    // from initdb would need every migration.
+    const lines: string[] = [];
+    const capture = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString("utf8"));
+        done();
+      },
+    });
+    const store = await openStore({ dataDir: dir, logger: createLogger({ level: "info", destination: capture }) });
+    await store.close();
+    assert.ok(lines.some((line) => line.includes("embedded PostgreSQL (PGlite) started")), lines.join(""));
+    assert.ok(!lines.some((line) => line.includes("applied database migrations")), lines.join(""));
   });
 
   test("reopens the directory it created", async () => {

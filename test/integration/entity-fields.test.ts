@@ -15,13 +15,16 @@ import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
 import { isWellKnownMessage } from "../../src/proto-json/well-known.js";
+import { SECRET_FIELDS } from "../../src/services/inference/cloud-key-wire.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
+import { testServiceAccount } from "../fixtures/service-account.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 
 type Json = Record<string, any /* JSON of any shape */>;
 
 let fixture: McpFixture;
+const SERVICE_ACCOUNT_JSON = JSON.stringify(testServiceAccount("walk").json);
 const UPSTREAM = "http://127.0.0.1:9/unused";
 
 /** Samples in the API's JSON, setting every writable field of their entity between them. */
@@ -42,6 +45,36 @@ function providerSamples(): Json[] {
       ],
       network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
       concurrency_and_buffer_size: { concurrency: 4, buffer_size: 16 },
+    },
+    {
+      name: "bedrock",
+      keys: [
+        {
+          id: "br",
+          name: "Bedrock main",
+          value: "",
+          weight: 1,
+          models: ["claude"],
+          aliases: { claude: "anthropic.claude-3-5-sonnet-20240620-v1:0" },
+          bedrock_key_config: { access_key: "AKIAWALK", secret_key: "walk-secret", region: "us-east-1", session_token: "walk-token" },
+        },
+      ],
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+    },
+    {
+      name: "vertex",
+      keys: [
+        {
+          id: "vx",
+          name: "Vertex main",
+          value: "",
+          weight: 1,
+          models: ["gemini-2.5-flash"],
+          aliases: {},
+          vertex_key_config: { project_id: "walk-project", region: "europe-west4", auth_credentials: SERVICE_ACCOUNT_JSON },
+        },
+      ],
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
     },
   ];
 }
@@ -81,6 +114,7 @@ function mcpClientSamples(): Json[] {
       tool_sync_interval: 5,
       needs_session_stickiness: true,
       disabled: true,
+      allow_on_all_virtual_keys: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
@@ -98,12 +132,14 @@ const CLIENT_SETTINGS: Json = {
   mcp_external_client_url: "http://127.0.0.1:1",
   mcp_tool_sync_interval: 15,
   enforce_governance: true,
+  mcp_disable_auto_tool_inject: true,
+  allowed_hosts: ["gw.example.test"],
+  allowed_origins: ["https://app.example.test"],
+  mcp_server_auth_mode: "headers",
 };
 
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */
 const REFUSED: readonly { entity: "provider" | "virtual_key"; path: string; value: unknown }[] = [
-  { entity: "provider", path: "keys[0].bedrock_key_config", value: { access_key: "a", secret_key: "s", region: "us-east-1" } },
-  { entity: "provider", path: "keys[0].vertex_key_config", value: { project_id: "p", region: "europe-west4" } },
   { entity: "provider", path: "network_config.max_retries", value: 3 },
   { entity: "virtual_key", path: "budget", value: { max_limit: 5, reset_duration: "1d" } },
   { entity: "virtual_key", path: "rate_limit", value: { token_max_limit: 5, token_reset_duration: "1h" } },
@@ -157,7 +193,12 @@ function asFileEntry(client: Json): Json {
 function asRead(sample: Json): Json {
   const copy = structuredClone(sample);
   if (typeof copy["value"] === "string") copy["value"] = "<redacted>";
-  for (const key of copy["keys"] ?? []) key.value = "<redacted>";
+  for (const key of copy["keys"] ?? []) {
+    if (typeof key.value === "string" && key.value !== "") key.value = "<redacted>";
+    for (const [block, fields] of Object.entries(SECRET_FIELDS)) {
+      for (const field of fields) if (key[block]?.[field] !== undefined) key[block][field] = "<redacted>";
+    }
+  }
   for (const header of Object.values((copy["headers"] ?? {}) as Json)) header.value = "<redacted>";
   return copy;
 }

@@ -40,6 +40,23 @@ describe("src/main.ts", { skip: testDatabaseUrl ? "runs on the embedded database
     assert.match(output(), /"gateway stopped"/);
   });
 
+  test("a graceful stop writes every access line the asynchronous log still held", async () => {
+    const gw = spawnMain(["--port", "0", "--data-dir", join(dir, "data")], { GW_LOG_LEVEL: "info" });
+    const requests = 300;
+    try {
+      const url = await servingUrl(gw);
+      // Concurrent requests, so lines queue up behind writes in flight; the stop follows the last answer.
+      const answers = await Promise.all(Array.from({ length: requests }, () => fetch(`${url}/api/mcp/clients`).then((r) => r.status)));
+      assert.ok(answers.every((status) => status === 200));
+    } finally {
+      gw.child.kill("SIGTERM");
+    }
+    assert.equal(await gw.exited, 0, gw.output());
+    const accessLines = gw.output().split("\n").filter((line) => line.includes('"msg":"request"') && line.includes('"path":"/api/mcp/clients"'));
+    assert.equal(accessLines.length, requests);
+    assert.match(gw.output(), /"gateway stopped"/);
+  });
+
   test("a bad config file stops start-up with the path of the bad field", async () => {
     const config = join(dir, "bad.json");
     await writeFile(config, JSON.stringify({ mcp: { client_configs: [{ name: "a-b", connection_type: "sse", connection_string: "http://127.0.0.1:9/sse" }] } }));

@@ -15,8 +15,10 @@ let app: TestApp;
 /** Arguments the fixture's echo and add tools accept. */
 const ARGS: Record<string, unknown> = { "docs-echo": { text: "hi" }, "docs-add": { a: 1, b: 2 } };
 
-function execute(name: string, vk: string | null) {
-  return api(app, "POST", "/v1/mcp/tool/execute", { id: "call_1", type: "function", function: { name, arguments: JSON.stringify(ARGS[name] ?? {}) } }, vk === null ? {} : { "x-gw-vk": vk });
+let clientId = "";
+
+function execute(name: string, vk: string | null, headers: Record<string, string> = {}) {
+  return api(app, "POST", "/v1/mcp/tool/execute", { id: "call_1", type: "function", function: { name, arguments: JSON.stringify(ARGS[name] ?? {}) } }, { ...(vk === null ? {} : { "x-gw-vk": vk }), ...headers });
 }
 
 before(async () => {
@@ -25,10 +27,12 @@ before(async () => {
     inference: inferenceOptionsFromFile({}, [
       { id: "vk-docs", name: "docs-reader", value: "sk-gw-docs", mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
       { id: "vk-off", name: "off", value: "sk-gw-off", is_active: false, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["*"] }] },
+      { id: "vk-other", name: "other", value: "sk-gw-other", mcp_configs: [{ mcp_client_name: "crm", tools_to_execute: ["*"] }] },
     ]),
   });
   const created = await api(app, "POST", "/api/mcp/client", { name: "docs", connection_type: "http", connection_string: fixture.httpUrl, tools_to_execute: ["*"] });
   assert.equal(created.status, 200, JSON.stringify(created.body));
+  clientId = created.body.client_id as string;
 });
 
 after(async () => {
@@ -49,6 +53,23 @@ test("a virtual key is refused a tool its mcp_configs do not grant, and the tool
   assert.equal(res.status, 403);
   assert.match(res.body.error.message, /mcp_configs/);
   assert.equal(fixture.callCount("add"), before);
+});
+
+test("a key that does not name the client runs its tools only while the client sets allow_on_all_virtual_keys", async () => {
+  assert.equal((await execute("docs-echo", "sk-gw-other")).status, 403);
+  assert.equal((await api(app, "PUT", `/api/mcp/client/${clientId}`, { allow_on_all_virtual_keys: true })).status, 200);
+  try {
+    assert.equal((await execute("docs-echo", "sk-gw-other")).status, 200);
+  } finally {
+    assert.equal((await api(app, "PUT", `/api/mcp/client/${clientId}`, { allow_on_all_virtual_keys: false })).status, 200);
+  }
+});
+
+test("an include header that leaves the tool out refuses it with a 403 naming the headers", async () => {
+  const res = await execute("docs-echo", null, { "x-gw-mcp-include-tools": "docs-add" });
+  assert.equal(res.status, 403);
+  assert.match(res.body.error.message, /x-gw-mcp-include-tools/);
+  assert.equal((await execute("docs-echo", null, { "x-gw-mcp-include-tools": "docs-*" })).status, 200);
 });
 
 test("an unknown virtual key is refused with a 401 and an inactive one with a 403", async () => {

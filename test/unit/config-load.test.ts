@@ -56,6 +56,10 @@ describe("defaults", () => {
         mcpEnableTempTokenAuth: false,
         mcpExternalClientUrl: "",
         enforceGovernance: false,
+        mcpDisableAutoToolInject: false,
+        allowedHosts: [],
+        allowedOrigins: [],
+        mcpServerAuthMode: "headers",
         maxRequestBodyBytes: 16 * 1024 * 1024,
         mcpToolSyncIntervalMinutes: null,
       },
@@ -85,6 +89,7 @@ describe("defaults", () => {
       toolSyncInterval: 0,
       needsSessionStickiness: null,
       disabled: false,
+      allowOnAllVirtualKeys: false,
     });
   });
 
@@ -246,6 +251,25 @@ describe("auth_config", () => {
 });
 
 describe("client", () => {
+  for (const mode of ["both", "oauth"]) {
+    test(`refuses mcp_server_auth_mode "${mode}" as not implemented yet`, () => {
+      assertRejected({ client: { mcp_server_auth_mode: mode } }, "client.mcp_server_auth_mode", `"${mode}" is not implemented yet`);
+    });
+  }
+
+  test("rejects an allowed_hosts entry with a port", () => {
+    assertRejected({ client: { allowed_hosts: ["gw.test:8080"] } }, "client.allowed_hosts[0]", '"gw.test:8080" is not a host name');
+  });
+
+  test("rejects an allowed_origins entry that is not an origin", () => {
+    assertRejected({ client: { allowed_origins: ["app.example.test"] } }, "client.allowed_origins[0]", '"app.example.test" is not an origin');
+  });
+
+  test("reads allowed_hosts, allowed_origins and mcp_disable_auto_tool_inject", () => {
+    const client = parseConfig({ client: { allowed_hosts: ["gw.test"], allowed_origins: ["https://a.test"], mcp_disable_auto_tool_inject: true } }, {}).client;
+    assert.deepEqual([client.allowedHosts, client.allowedOrigins, client.mcpDisableAutoToolInject], [["gw.test"], ["https://a.test"], true]);
+  });
+
   test("accepts an initial_pool_size of zero", () => {
     assert.equal(parseConfig({ client: { initial_pool_size: 0 } }, {}).client.initialPoolSize, 0);
   });

@@ -33,6 +33,13 @@ describe("buildGatewayOpenApi", () => {
     assert.equal(schemas.ChatCompletionRequest.properties.stream.type, "boolean");
   });
 
+  test("covers POST /v1/embeddings with a JSON-only answer", () => {
+    const op = doc.paths["/v1/embeddings"].post;
+    assert.deepEqual(op.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/EmbeddingsRequest" });
+    assert.deepEqual(Object.keys(op.responses["200"].content), ["application/json"]);
+    assert.deepEqual(schemas.EmbeddingsRequest.required, ["model", "input"]);
+  });
+
   test("marks the fields the inference paths require", () => {
     assert.deepEqual(schemas.ChatCompletionRequest.required, ["model", "messages"]);
     assert.deepEqual(schemas.ResponsesRequest.required, ["model", "input"]);
@@ -49,6 +56,13 @@ describe("buildGatewayOpenApi", () => {
     assert.ok(doc.paths["/health"].get.responses["200"]);
     assert.deepEqual(Object.keys(doc.paths["/ready"].get.responses).filter((s) => s !== "400"), ["200", "503"]);
     assert.deepEqual(Object.keys(doc.paths["/metrics"].get.responses["200"].content), ["text/plain"]);
+  });
+
+  test("covers the MCP endpoint's two transports", () => {
+    assert.deepEqual(Object.keys(doc.paths["/mcp"]).sort(), ["delete", "get", "post"]);
+    assert.ok(doc.paths["/mcp/sse"].get);
+    assert.ok(doc.paths["/mcp/messages"].post);
+    assert.ok(doc.paths["/mcp"].post.responses["404"], "another caller's session is a 404");
   });
 
   test("marks REQUIRED fields of the admin messages required", () => {

@@ -4,8 +4,9 @@
  */
 import type { Dispatcher } from "undici";
 import { providerStream } from "../http/provider-stream.js";
-import { joinUrl, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { getCall, joinUrl, postCall, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
+import { noEmbeddings } from "../embeddings/embeddings-io.js";
 import { bridgeResponses, bridgeResponsesStream } from "../responses-bridge/bridge.js";
 import type { CallOptions, ChatRequest, JsonObject, MessagesRequest, ProviderAdapter, ProviderConfig, ProviderKey, ProviderModel } from "../types.js";
 import { passthroughBody, PassthroughEvents } from "./passthrough.js";
@@ -34,15 +35,8 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
-  const messages = (body: JsonObject | string, options: CallOptions, path = "/v1/messages", version?: string): UpstreamCall => ({
-    method: "POST",
-    url: joinUrl(base, path),
-    headers: headers(options.key, version),
-    forwardedHeaders: options.headers,
-    body,
-    signal: options.signal,
-    timeoutMs: options.timeoutMs,
-  });
+  const messages = (body: JsonObject | string, options: CallOptions, path = "/v1/messages", version?: string): UpstreamCall =>
+    postCall(joinUrl(base, path), headers(options.key, version), body, options);
 
   /** A call of the Messages API itself: the caller's anthropic-version, when allowed through, is the one sent. */
   const forwarded = (req: MessagesRequest | JsonObject, options: CallOptions, path?: string): UpstreamCall =>
@@ -82,14 +76,12 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
     responses: (req, options) => bridgeResponses(adapter, req, options),
     responsesStream: (req, options) => bridgeResponsesStream(adapter, req, options),
 
+    embeddings: async () => {
+      throw noEmbeddings(name);
+    },
+
     async listModels(key, options = {}): Promise<ProviderModel[]> {
-      const { body } = await sendJson(agent, name, {
-        method: "GET",
-        url: joinUrl(base, "/v1/models?limit=1000"),
-        headers: headers(key),
-        signal: options.signal,
-        timeoutMs: options.timeoutMs,
-      });
+      const { body } = await sendJson(agent, name, getCall(joinUrl(base, "/v1/models?limit=1000"), headers(key), options));
       const data = Array.isArray(body["data"]) ? body["data"] : [];
       return data.filter((m): m is JsonObject => isObject(m) && typeof m["id"] === "string").map((m) => ({ id: m["id"] as string, ownedBy: "anthropic" }));
     },

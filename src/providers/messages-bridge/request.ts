@@ -5,16 +5,52 @@
  * tool_calls, images become image_url parts, max_tokens the output limit. top_k and thinking have no chat
  * equivalent and are left out.
  */
-import { GatewayError } from "../../errors.js";
-import { chatToolChoice, chatTools, imageUrl } from "../anthropic/request-translation.js";
+import { callerError, isObject } from "../chat-translation/chat-input.js";
 import type { ChatRequest, JsonObject, MessagesRequest } from "../types.js";
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
+/** An Anthropic image block's source as an OpenAI image URL (base64 data become a data URL). */
+function imageUrl(block: JsonObject, field: string): string {
+  const source = block["source"];
+  if (isObject(source) && source["type"] === "base64" && typeof source["media_type"] === "string" && typeof source["data"] === "string") {
+    return `data:${source["media_type"]};base64,${source["data"]}`;
+  }
+  if (isObject(source) && source["type"] === "url" && typeof source["url"] === "string" && /^https?:\/\//i.test(source["url"])) return source["url"];
+  throw callerError(`${field}.source`, "an image source must be {type: \"base64\", media_type, data} or {type: \"url\", url} with an http(s) URL");
 }
 
-function callerError(field: string, message: string): GatewayError {
-  return new GatewayError("invalid_argument", `${field}: ${message}`, { type: "caller_invalid_request", field, httpStatus: 400 });
+/** Anthropic tools as OpenAI function tools; server tools have no OpenAI equivalent. */
+function chatTools(tools: unknown): JsonObject[] | undefined {
+  if (tools === undefined || tools === null) return undefined;
+  if (!Array.isArray(tools)) throw callerError("tools", "tools must be an array");
+  return tools.map((tool, i) => {
+    if (!isObject(tool) || typeof tool["name"] !== "string") throw callerError(`tools[${i}]`, "each tool must be {name, description?, input_schema}");
+    if (tool["type"] !== undefined && tool["type"] !== null && tool["type"] !== "custom") {
+      throw callerError(`tools[${i}].type`, `tool type ${JSON.stringify(tool["type"])} is a server tool that only Anthropic runs; route this request to an anthropic provider or leave the tool out`);
+    }
+    const fn: JsonObject = { name: tool["name"], parameters: isObject(tool["input_schema"]) ? tool["input_schema"] : { type: "object", properties: {} } };
+    if (typeof tool["description"] === "string") fn["description"] = tool["description"];
+    return { type: "function", function: fn };
+  });
+}
+
+/** Anthropic tool_choice as OpenAI tool_choice and parallel_tool_calls. */
+function chatToolChoice(choice: unknown): { toolChoice?: unknown; parallel?: false } {
+  if (choice === undefined || choice === null) return {};
+  if (!isObject(choice)) throw callerError("tool_choice", "tool_choice must be an object {type: auto|any|tool|none}");
+  const parallel = choice["disable_parallel_tool_use"] === true ? { parallel: false as const } : {};
+  switch (choice["type"]) {
+    case "auto":
+      return { toolChoice: "auto", ...parallel };
+    case "any":
+      return { toolChoice: "required", ...parallel };
+    case "none":
+      return { toolChoice: "none" };
+    case "tool":
+      if (typeof choice["name"] !== "string") throw callerError("tool_choice.name", "a tool choice of type tool names the tool");
+      return { toolChoice: { type: "function", function: { name: choice["name"] } }, ...parallel };
+    default:
+      throw callerError("tool_choice.type", `tool_choice type ${JSON.stringify(choice["type"])} is not one of auto, any, tool, none`);
+  }
 }
 
 /** Content as blocks: a string is one text block. */

@@ -1,11 +1,12 @@
 /**
  * The OpenAPI operations of the hand-written inference endpoints, POST /v1/chat/completions, POST
- * /v1/responses, POST /anthropic/v1/messages and POST /anthropic/v1/messages/count_tokens: request and
- * answer schemas, the SSE answer of `stream: true`, the error envelope of each API and the statuses
- * governance and body checks give.
+ * /v1/responses, POST /v1/embeddings, POST /anthropic/v1/messages and POST /anthropic/v1/messages/count_tokens:
+ * request and answer schemas, the SSE answer of `stream: true`, the error envelope of each API and the
+ * statuses governance and body checks give.
  */
 import { errorResponse, ref, type Schema } from "../rest/openapi.js";
 import { CHAT_SCHEMAS } from "./chat-completions-schemas.js";
+import { EMBEDDINGS_SCHEMAS } from "./embeddings-schemas.js";
 import { ANTHROPIC_ERROR_SCHEMA, MESSAGES_SCHEMAS } from "./messages-schemas.js";
 import { RESPONSES_SCHEMAS } from "./responses-schemas.js";
 import { constant, INTEGER, openObject, text } from "./json-schema.js";
@@ -100,25 +101,29 @@ function errorResponses(facts: ErrorFacts): Schema {
   return responses;
 }
 
+/** An inference operation; `stream` describes its event stream, absent for one that never streams. */
 function inferenceOperation(op: {
   operationId: string;
   summary: string;
   description: string;
   request: string;
   answer: string;
-  event: string;
-  streamDescription: string;
+  stream?: { event: string; description: string };
   errors?: ErrorFacts;
 }): Schema {
   const responses: Schema = {
     "200": {
-      description: "The answer: JSON, or with `stream: true` server-sent events.",
+      description: op.stream ? "The answer: JSON, or with `stream: true` server-sent events." : "The answer, as JSON.",
       content: {
         "application/json": { schema: ref(op.answer) },
-        "text/event-stream": {
-          // OpenAPI 3.1 cannot type the events of a stream, so the schema of one event's data rides along in $defs.
-          schema: { type: "string", description: op.streamDescription, $defs: { event: ref(op.event) } },
-        },
+        ...(op.stream
+          ? {
+              "text/event-stream": {
+                // OpenAPI 3.1 cannot type the events of a stream, so the schema of one event's data rides along in $defs.
+                schema: { type: "string", description: op.stream.description, $defs: { event: ref(op.stream.event) } },
+              },
+            }
+          : {}),
       },
     },
     ...errorResponses(op.errors ?? OPENAI_ERRORS),
@@ -129,7 +134,8 @@ function inferenceOperation(op: {
     summary: op.summary,
     description: op.description,
     security: IDENTIFIED_CALLER,
-    parameters: INCLUDE_HEADERS,
+    // Only streaming endpoints run agent mode, whose tools the include headers pick.
+    ...(op.stream ? { parameters: INCLUDE_HEADERS } : {}),
     requestBody: { required: true, content: { "application/json": { schema: ref(op.request) } } },
     responses,
   };
@@ -145,9 +151,11 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "OpenAI chat completions through the gateway's routing, governance and agent mode. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
       request: "ChatCompletionRequest",
       answer: "ChatCompletion",
-      event: "ChatCompletionChunk",
-      streamDescription:
-        "`data:` events holding a ChatCompletionChunk (`$defs/event`), ending in `data: [DONE]`. A failure after the first event is one more `data:` event holding the OpenAI error envelope.",
+      stream: {
+        event: "ChatCompletionChunk",
+        description:
+          "`data:` events holding a ChatCompletionChunk (`$defs/event`), ending in `data: [DONE]`. A failure after the first event is one more `data:` event holding the OpenAI error envelope.",
+      },
     }),
   },
   "/v1/responses": {
@@ -158,9 +166,21 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "The OpenAI Responses API through the gateway's routing, governance and agent mode. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
       request: "ResponsesRequest",
       answer: "Response",
-      event: "ResponseStreamEvent",
-      streamDescription:
-        "`event: <type>` and a `data:` line holding a ResponseStreamEvent (`$defs/event`) per event, with no `[DONE]`. A failure after the first event is an `error` event carrying `code`, `message`, `param` and the envelope's `error` object.",
+      stream: {
+        event: "ResponseStreamEvent",
+        description:
+          "`event: <type>` and a `data:` line holding a ResponseStreamEvent (`$defs/event`) per event, with no `[DONE]`. A failure after the first event is an `error` event carrying `code`, `message`, `param` and the envelope's `error` object.",
+      },
+    }),
+  },
+  "/v1/embeddings": {
+    post: inferenceOperation({
+      operationId: "Inference.Embeddings",
+      summary: "Create embeddings",
+      description:
+        "OpenAI embeddings through the gateway's routing and governance: passed through to OpenAI-compatible providers, translated for bedrock, vertex and gemini. `x-gw-dim-<label>` headers give the configured custom metric labels their values.",
+      request: "EmbeddingsRequest",
+      answer: "EmbeddingsList",
     }),
   },
   "/anthropic/v1/messages": {
@@ -171,9 +191,11 @@ export const INFERENCE_PATHS: Readonly<Record<string, Record<string, Schema>>> =
         "The Anthropic Messages API for coding agents, through the same routing, governance, fallbacks, budgets and agent mode as /v1: forwarded as is to Anthropic providers, translated to chat completions and back for the others. `anthropic-version` and `anthropic-beta` reach an Anthropic upstream when client.allowed_headers lets them through.",
       request: "MessagesRequest",
       answer: "Message",
-      event: "MessageStreamEvent",
-      streamDescription:
-        "`event: <type>` and a `data:` line holding a MessageStreamEvent (`$defs/event`) per event: message_start, ping, content_block_start / content_block_delta / content_block_stop per block, message_delta, message_stop. A failure after the first event is an `error` event holding Anthropic's error envelope.",
+      stream: {
+        event: "MessageStreamEvent",
+        description:
+          "`event: <type>` and a `data:` line holding a MessageStreamEvent (`$defs/event`) per event: message_start, ping, content_block_start / content_block_delta / content_block_stop per block, message_delta, message_stop. A failure after the first event is an `error` event holding Anthropic's error envelope.",
+      },
       errors: MESSAGES_ERRORS,
     }),
   },
@@ -253,5 +275,6 @@ export const INFERENCE_SCHEMAS: Readonly<Record<string, Schema>> = {
   ...RESPONSES_SCHEMAS,
   ...MESSAGES_SCHEMAS,
   OpenAIModel: openObject({ id: text(), object: constant("model"), created: INTEGER, owned_by: text("The provider.") }, ["id", "object", "created", "owned_by"]),
+  ...EMBEDDINGS_SCHEMAS,
   [OPENAI_ERROR_SCHEMA]: OPENAI_ERROR,
 };

@@ -15,16 +15,8 @@ import type { ChatRequest, JsonObject, MessagesRequest, ResponsesRequest } from 
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
 import type { AdminAuth } from "../admin-auth.js";
-import {
-  followUpToolChoice,
-  INCLUDE_CLIENTS_HEADER,
-  INCLUDE_TOOLS_HEADER,
-  injectTools,
-  type IncludeList,
-  parseIncludeHeader,
-  toolsForCaller,
-  type AgentWire,
-} from "./agent-tools.js";
+import { followUpToolChoice, injectTools, toolsForCaller, type AgentWire } from "./agent-tools.js";
+import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, sentInclude, type Include } from "./tool-visibility.js";
 import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js";
 import { resolveToolCaller, type ToolCaller } from "./caller.js";
 import type { ChatCall, ChatOutcome, ChatService } from "./chat.js";
@@ -51,12 +43,6 @@ interface LoopCaller extends ToolCaller {
 
 /** The tools the runtime offers right now. */
 type OfferedTools = ReturnType<McpRuntime["offeredTools"]>;
-
-/** The x-gw include headers of a request, parsed. */
-interface Include {
-  clients: IncludeList;
-  tools: IncludeList;
-}
 
 /** A tool call the model made, in either wire format. */
 interface ModelCall {
@@ -198,7 +184,8 @@ const FORMATS: Record<AgentWire, WireFormat> = { chat: CHAT_FORMAT, responses: R
 
 /** The wire format of a call. */
 function wireOf(call: ChatCall): AgentWire {
-  return call.method ?? "chat";
+  // Embeddings never come here: they go to the inference service directly, having no tools to inject.
+  return call.method === undefined || call.method === "embedding" ? "chat" : call.method;
 }
 
 function withToolChoice(request: JsonObject): JsonObject {
@@ -314,11 +301,13 @@ export function createAgentService(deps: AgentDeps): ChatService {
     let include: Include;
     try {
       // Checked even when no tool is offered: a malformed include header is a 400 either way.
-      include = { clients: parseIncludeHeader(call.headers, INCLUDE_CLIENTS_HEADER), tools: parseIncludeHeader(call.headers, INCLUDE_TOOLS_HEADER) };
+      include = parseInclude(call.headers);
     } catch (err) {
       countRefusal(call, err);
       return Promise.reject(err);
     }
+    // With client.mcp_disable_auto_tool_inject, only a request that asks for tools by header gets any.
+    if (settings.client.mcpDisableAutoToolInject && !sentInclude(include)) return chat.complete(call);
     const available = runtime.offeredTools();
     // No MCP tool at all: nothing to inject, no caller to resolve.
     if (available.length === 0) return chat.complete(call);

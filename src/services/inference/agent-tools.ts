@@ -1,19 +1,12 @@
 /**
- * Tool injection for agent mode: which MCP tools an inference request sees (every offered tool, narrowed
- * by the caller's virtual key and the x-gw-mcp-include-* headers), and how they are written into a chat
- * completions, Responses or Anthropic Messages request next to the tools the request already carries.
+ * Tool injection for agent mode: the MCP tools an inference request sees (the caller's visible tools, see
+ * tool-visibility.ts), and how they are written into a chat completions, Responses or Anthropic Messages
+ * request next to the tools the request already carries.
  */
-import type { IncomingHttpHeaders } from "node:http";
 import { GatewayError } from "../../errors.js";
 import type { OfferedTool } from "../../mcp/runtime.js";
 import type { JsonObject } from "../../providers/types.js";
-import type { VirtualKey } from "../../routing/types.js";
-import { keyAllowsTool } from "./caller.js";
-
-/** Narrows the injected tools to these MCP client names (comma-separated, `*` for all). */
-export const INCLUDE_CLIENTS_HEADER = "x-gw-mcp-include-clients";
-/** Narrows the injected tools to these `<client>-<tool>` names (comma-separated, `*` for all). */
-export const INCLUDE_TOOLS_HEADER = "x-gw-mcp-include-tools";
+import { visibleTools, type ToolScope } from "./tool-visibility.js";
 
 /** A tool injected into one request, and whether the gateway runs it on its own. */
 export interface InjectedTool {
@@ -25,65 +18,15 @@ export interface InjectedTool {
   autoExecute: boolean;
 }
 
-/** An include header as read: absent (no narrowing), `*` (everything), or a set of names. */
-export type IncludeList = null | "*" | ReadonlySet<string>;
-
-function headerBadRequest(header: string, message: string): GatewayError {
-  return new GatewayError("invalid_argument", `${header}: ${message}`, { type: "caller_invalid_request", httpStatus: 400, field: header });
-}
-
-/**
- * Reads one include header. Repeated headers count as one comma-separated list; a blank value includes
- * nothing (like `[]` in tools_to_execute). Throws a 400 naming the header on `*` mixed with names or on a
- * name given twice.
- */
-export function parseIncludeHeader(headers: IncomingHttpHeaders, header: string): IncludeList {
-  const raw = headers[header];
-  if (raw === undefined) return null;
-  const text = Array.isArray(raw) ? raw.join(",") : raw;
-  const names = text
-    .split(",")
-    .map((name) => name.trim())
-    .filter((name) => name !== "");
-  const seen = new Set<string>();
-  for (const name of names) {
-    if (seen.has(name)) throw headerBadRequest(header, `"${name}" is listed twice`);
-    seen.add(name);
-  }
-  if (seen.has("*")) {
-    if (seen.size > 1) throw headerBadRequest(header, `"*" cannot be mixed with names; send "*" alone or only names`);
-    return "*";
-  }
-  return seen;
-}
-
-function included(list: IncludeList, name: string): boolean {
-  return list === null || list === "*" || list.has(name);
-}
-
-/** What narrows the tools of one request. */
-export interface ToolScope {
-  /** The caller's virtual key; null offers every tool (no governance). */
-  key: VirtualKey | null;
-  clients: IncludeList;
-  tools: IncludeList;
-}
-
-/** The offered tools the caller may use, each marked auto-executable or not. */
+/** The offered tools the caller of `scope` sees, each marked auto-executable or not. */
 export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope): InjectedTool[] {
-  const out: InjectedTool[] = [];
-  for (const offer of offered) {
-    if (scope.key !== null && !keyAllowsTool(scope.key, offer.clientName, offer.tool.name)) continue;
-    if (!included(scope.clients, offer.clientName) || !included(scope.tools, offer.name)) continue;
-    out.push({
-      name: offer.name,
-      clientName: offer.clientName,
-      description: offer.tool.description,
-      parameters: offer.tool.inputSchema,
-      autoExecute: offer.autoExecute,
-    });
-  }
-  return out;
+  return visibleTools(offered, scope).map((offer) => ({
+    name: offer.name,
+    clientName: offer.clientName,
+    description: offer.tool.description,
+    parameters: offer.tool.inputSchema,
+    autoExecute: offer.autoExecute,
+  }));
 }
 
 /** The wire format a request body is in. */

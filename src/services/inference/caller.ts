@@ -27,12 +27,6 @@ export function callerVirtualKey(get: (name: string) => string | null | undefine
   return key;
 }
 
-/** Whether a virtual key's mcp_configs let it run `tool` of the MCP client `client` (["*"] = every tool). */
-export function keyAllowsTool(key: VirtualKey, client: string, tool: string): boolean {
-  const config = key.mcpConfigs.find((entry) => entry.mcpClientName === client);
-  return config !== undefined && (config.toolsToExecute.includes("*") || config.toolsToExecute.includes(tool));
-}
-
 /** What resolving a tool caller reads. */
 export interface CallerDeps {
   inference: Inference;

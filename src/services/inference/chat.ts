@@ -1,6 +1,6 @@
 /**
- * Inference orchestration for chat completions, the Responses API and Anthropic's Messages API, entirely
- * in memory (the database is never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
+ * Inference orchestration for chat completions, the Responses API, Anthropic's Messages API and embeddings,
+ * entirely in memory (the database is never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
  * fallbacks). A target whose provider has a call limit first takes one of its slots (waiting, or refused
  * when the buffer is full and client.drop_excess_requests is on). Within a target the keys are tried in
  * their weighted order while the upstream answers with a status that rotates keys; any other failure moves
@@ -22,6 +22,7 @@ import type {
   CallOptions,
   ChatRequest,
   CountTokensRequest,
+  EmbeddingsRequest,
   JsonObject,
   MessagesRequest,
   ProviderAdapter,
@@ -42,8 +43,8 @@ import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { Inference, InferenceProvider } from "./state.js";
 
-/** The inference APIs the service runs: chat completions, the Responses API, or Anthropic's Messages API. */
-export type CallMethod = "chat" | "responses" | "messages";
+/** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
+export type CallMethod = "chat" | "responses" | "messages" | "embedding";
 
 /** A validated request body with its method; a call without a method is a chat completion. */
 export type MethodBody =
@@ -61,6 +62,11 @@ export type MethodBody =
       method: "messages";
       /** The Anthropic request JSON; `max_tokens` an integer and `messages` checked block by block. */
       body: MessagesRequest;
+    }
+  | {
+      method: "embedding";
+      /** The request JSON; `model` is a non-empty string, `input` checked, never streamed. */
+      body: EmbeddingsRequest;
     };
 
 /** One validated request as a /v1 handler hands it over. */
@@ -138,6 +144,7 @@ export function virtualKeyCredential(headers: IncomingHttpHeaders): string | nul
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
 function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderResult> {
   if (call.method === "responses") return adapter.responses({ ...call.body, model }, options);
+  if (call.method === "embedding") return adapter.embeddings({ ...call.body, model }, options);
   if (call.method === "messages") {
     const req = { ...call.body, model };
     return adapter.messages ? adapter.messages(req, options) : bridgeMessages(adapter, req, options);
@@ -147,6 +154,7 @@ function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, 
 
 /** The adapter's streaming call for the method, with the target's upstream model. */
 function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderStream> {
+  if (call.method === "embedding") throw new GatewayError("invalid_argument", "embeddings do not stream", { type: "caller_invalid_request", httpStatus: 400, field: "stream" });
   if (call.method === "responses") return adapter.responsesStream({ ...call.body, model }, options);
   if (call.method === "messages") {
     const req = { ...call.body, model };
@@ -157,7 +165,7 @@ function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string
 
 /** The `method` label of a call: the Messages API is a chat API. */
 function metricMethod(method: CallMethod | undefined): InferenceMethod {
-  return method === "responses" ? "responses" : "chat";
+  return method === "messages" || method === undefined ? "chat" : method;
 }
 
 /** Running facts of one request across its attempts. */
@@ -250,7 +258,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
-    const mode = base.method === "responses" ? "responses" : "chat";
+    const mode = base.method === "responses" || base.method === "embedding" ? base.method : "chat";
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });

@@ -49,6 +49,7 @@ export class McpClientRecord {
     | "toolSyncInterval"
     | "needsSessionStickiness"
     | "disabled"
+    | "allowOnAllVirtualKeys"
     | "tools"
     | "source"
     | "verified"
@@ -71,6 +72,8 @@ export class McpClientRecord {
   declare toolSyncInterval: number;
   declare needsSessionStickiness: boolean | null;
   declare disabled: boolean;
+  /** Virtual keys that do not name the client in their mcp_configs still see its tools. */
+  declare allowOnAllVirtualKeys: boolean;
   declare tools: McpToolRecord[];
   declare source: McpClientSource;
   /** Whether the one-time verification of a per_user_headers client has been done. */
@@ -101,6 +104,7 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     toolSyncInterval: { type: "integer", onCreate: () => 0 },
     needsSessionStickiness: { type: "boolean", nullable: true, onCreate: () => null },
     disabled: { type: "boolean", onCreate: () => false },
+    allowOnAllVirtualKeys: { type: "boolean", onCreate: () => false },
     tools: { type: "json", onCreate: () => [] },
     source: { enum: true, items: [...MCP_CLIENT_SOURCES], onCreate: () => "api" },
     verified: { type: "boolean", onCreate: () => false },

@@ -1,0 +1,39 @@
+/**
+ * The syntax of the settings that guard and shape the gateway's own MCP endpoint: client.allowed_hosts,
+ * client.allowed_origins and client.mcp_server_auth_mode. One rule for the config file and PATCH /config.
+ */
+
+/** A DNS name or an IPv4 address, or an IPv6 address in brackets; no port, no scheme. */
+const HOST_NAME = /^(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const BRACKETED_IPV6 = /^\[[0-9A-Fa-f:.]+\]$/;
+
+/** Why `entry` cannot be an allowed_hosts entry, or null when it can. */
+export function allowedHostProblem(entry: string): string | null {
+  if (HOST_NAME.test(entry) || BRACKETED_IPV6.test(entry)) return null;
+  return `"${entry}" is not a host name: give the name alone, without scheme or port (such as "gw.example.com")`;
+}
+
+/** Why `entry` cannot be an allowed_origins entry, or null when it can. */
+export function allowedOriginProblem(entry: string): string | null {
+  let origin: string | null = null;
+  try {
+    const url = new URL(entry);
+    if (url.protocol === "http:" || url.protocol === "https:") origin = url.origin;
+  } catch {
+    origin = null;
+  }
+  if (origin !== null && origin === entry.toLowerCase()) return null;
+  return `"${entry}" is not an origin: write scheme://host[:port] with no path or trailing slash (such as "https://app.example.com")`;
+}
+
+/** The values client.mcp_server_auth_mode will take; only the first is implemented. */
+export const MCP_SERVER_AUTH_MODES = ["headers", "both", "oauth"] as const;
+
+/** Why `mode` cannot be client.mcp_server_auth_mode, or null when it can ("" means the default, headers). */
+export function mcpServerAuthModeProblem(mode: string): string | null {
+  if (mode === "" || mode === "headers") return null;
+  if (mode === "both" || mode === "oauth") {
+    return `"${mode}" is not implemented yet: /mcp accepts only "headers" (a virtual key in x-gw-vk, Authorization: Bearer, x-api-key or x-goog-api-key)`;
+  }
+  return `must be "headers", got "${mode}"`;
+}

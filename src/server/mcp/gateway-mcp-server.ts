@@ -1,0 +1,80 @@
+/**
+ * The MCP server one /mcp session talks to (the SDK's Server class): tools/list answers the caller's
+ * visible tools, tools/call runs one through the MCP runtime. Tool failures are `isError` results; a
+ * missing per-user credential also sends a URL-mode elicitation when the client supports it.
+ */
+import { randomUUID } from "node:crypto";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { z } from "zod";
+import type { CallOutcome, McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
+import type { Logger } from "../../telemetry/logger.js";
+
+/** What a session's server needs. */
+export interface GatewayMcpServerDeps {
+  tools: McpServerTools;
+  logger: Logger;
+  version: string;
+  /** The caller of a JSON-RPC request of this session. */
+  callerOf(requestId: RequestId): McpCaller;
+  /** Called with the list a tools/list answered, so change notifications compare against what the client saw. */
+  listed(tools: readonly unknown[]): void;
+}
+
+/** Said to clients at initialize. */
+const INSTRUCTIONS =
+  "The gateway's MCP tools, named <client>-<tool>: the tools of its upstream MCP servers that your virtual key may use. Resources and prompts of upstream servers are not offered.";
+
+/**
+ * A request schema that accepts any params of `method`: the SDK would answer params its own schema rejects
+ * with -32603 (internal error); the handlers check them with `paramsOf` and answer -32602 instead.
+ */
+function anyParams<M extends string>(method: M) {
+  return z.object({ method: z.literal(method), params: z.unknown().optional() }).passthrough();
+}
+
+/** The request checked against the SDK's schema; bad params are a -32602 naming the problem. */
+function paramsOf<T>(schema: { safeParse(value: unknown): { success: true; data: T } | { success: false; error: unknown } }, request: unknown): T {
+  const parsed = schema.safeParse(request);
+  if (!parsed.success) throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${parsed.error instanceof Error ? parsed.error.message : String(parsed.error)}`);
+  return parsed.data;
+}
+
+/** Builds the server of one session. */
+export function createGatewayMcpServer(deps: GatewayMcpServerDeps): Server {
+  const server = new Server({ name: "gw", version: deps.version }, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
+
+  // callerOf comes first in each handler: it also forgets the request's entry, whatever happens next.
+  server.setRequestHandler(anyParams("tools/list"), (raw, extra) => {
+    const caller = deps.callerOf(extra.requestId);
+    paramsOf(ListToolsRequestSchema, raw);
+    const tools = deps.tools.list(caller);
+    deps.listed(tools);
+    return { tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: { type: "object", ...tool.inputSchema } })) };
+  });
+
+  server.setRequestHandler(anyParams("tools/call"), async (raw, extra) => {
+    const caller = deps.callerOf(extra.requestId);
+    const request = paramsOf(CallToolRequestSchema, raw);
+    const outcome = await deps.tools.call(caller, request.params.name, request.params.arguments ?? {}, { signal: extra.signal });
+    if (outcome.authRequired !== null && server.getClientCapabilities()?.elicitation?.url) {
+      const payload = outcome.authRequired;
+      // Not awaited: the user finishes the flow in a browser, then calls the tool again.
+      server
+        .elicitInput({ mode: "url", message: payload.message, url: payload.submit_url, elicitationId: randomUUID() }, { relatedRequestId: extra.requestId })
+        .catch((err: unknown) => deps.logger.debug({ err }, "the MCP client did not answer the credential elicitation"));
+    }
+    return callResult(outcome);
+  });
+
+  return server;
+}
+
+/** The MCP result of a call: the upstream content as received when the tool ran, else the text. */
+function callResult(outcome: CallOutcome): CallToolResult {
+  const raw = outcome.raw as { content?: unknown } | null;
+  if (raw !== null && typeof raw === "object" && Array.isArray(raw.content)) {
+    return { content: raw.content as CallToolResult["content"], isError: outcome.isError };
+  }
+  return { content: [{ type: "text", text: outcome.text }], isError: outcome.isError };
+}

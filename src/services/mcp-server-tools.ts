@@ -1,0 +1,128 @@
+/**
+ * What the gateway's own MCP endpoint (/mcp) asks of the services: who is calling (the /v1 caller
+ * headers), the tools that caller sees (tool-visibility.ts: the same rule as /v1 injection), and one tool
+ * call through the MCP runtime, exactly as POST /v1/mcp/tool/execute runs it. A tool the caller may not
+ * use and a tool that does not exist give the same answer.
+ */
+import type { IncomingHttpHeaders } from "node:http";
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { GatewayError } from "../errors.js";
+import { McpAuthRequiredError, originOfHeaders, type AuthRequiredPayload } from "../mcp/credentials/index.js";
+import type { McpRuntime } from "../mcp/runtime.js";
+import { splitToolName } from "../mcp/tool-names.js";
+import type { CustomLabelValues } from "../telemetry/metrics.js";
+import type { AdminAuth } from "./admin-auth.js";
+import { resolveToolCaller, type ToolCaller } from "./inference/caller.js";
+import type { Inference } from "./inference/state.js";
+import { parseInclude, toolVisible, visibleTools, type Include } from "./inference/tool-visibility.js";
+
+/** What the MCP endpoint's tool side needs. */
+export interface McpServerToolsDeps {
+  runtime: McpRuntime;
+  inference: Inference;
+  settings: RuntimeSettings;
+  auth: AdminAuth;
+}
+
+/** One /mcp request's caller: its key and identity, its include headers, and where links point back to. */
+export interface McpCaller extends ToolCaller {
+  include: Include;
+  origin: string | null;
+  /** Who the caller is, for binding a session to it: the identity and the key, never a secret. */
+  owner: string;
+}
+
+/** A tool as tools/list shows it. */
+export interface ListedTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** The answer of one tools/call. */
+export interface CallOutcome {
+  /** The upstream result as received, when the tool ran. */
+  raw: unknown;
+  /** The text of the result (the error text when the tool did not run). */
+  text: string;
+  isError: boolean;
+  /** Set when the caller must submit a per-user credential first (the flow the text's JSON names). */
+  authRequired: AuthRequiredPayload | null;
+}
+
+/** Options of one call. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  custom?: CustomLabelValues;
+}
+
+/** The caller, listing and call logic of /mcp. */
+export class McpServerTools {
+  constructor(private readonly deps: McpServerToolsDeps) {}
+
+  /** Resolves a request's caller; throws the GatewayError /v1 would give (401 unknown key, 403 inactive, 400 bad header). */
+  async caller(headers: IncomingHttpHeaders): Promise<McpCaller> {
+    const get = (name: string): string | undefined => {
+      const raw = headers[name];
+      return Array.isArray(raw) ? raw[0] : raw;
+    };
+    const include = parseInclude(headers);
+    const resolved = await resolveToolCaller(get, this.deps);
+    const owner = JSON.stringify([resolved.identity?.kind ?? null, resolved.identity?.id ?? null, resolved.key?.id ?? null]);
+    return { ...resolved, include, origin: originOfHeaders(headers), owner };
+  }
+
+  /**
+   * The tools the caller sees, named `<client>-<tool>`. The key is read again by id, so a session told of a
+   * change sees its key as it is now; a key deleted or switched off since sees nothing.
+   */
+  list(caller: McpCaller): ListedTool[] {
+    const key = caller.key === null ? null : this.deps.inference.virtualKeys.byId(caller.key.id);
+    if (caller.key !== null && (key === null || !key.isActive)) return [];
+    return visibleTools(this.deps.runtime.offeredTools(), { key, ...caller.include }).map((offer) => ({
+      name: offer.name,
+      description: offer.tool.description,
+      inputSchema: offer.tool.inputSchema,
+    }));
+  }
+
+  /** Calls `<client>-<tool>` for the caller; every failure is an error result, never a throw. */
+  async call(caller: McpCaller, name: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
+    const parts = splitToolName(name);
+    const visible =
+      parts !== null &&
+      this.deps.runtime.offeredTools().some((offer) => offer.name === name) &&
+      toolVisible({ key: caller.key, ...caller.include }, { clientName: parts.client, toolName: parts.tool, allowOnAllVirtualKeys: this.deps.runtime.allowsAllVirtualKeys(parts.client) });
+    if (!visible) return failed(`tool "${name}" is not available: no tool of that name is visible to this caller (tools/list shows the ones that are)`);
+    try {
+      const result = await this.deps.runtime.execute(name, args, {
+        identity: caller.identity,
+        origin: caller.origin,
+        ...(options.signal ? { signal: options.signal } : {}),
+        ...(options.custom ? { custom: options.custom } : {}),
+        ...(caller.key !== null ? { governance: { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name } } : {}),
+      });
+      return { raw: result.raw, text: result.content, isError: result.isError, authRequired: null };
+    } catch (err) {
+      if (err instanceof McpAuthRequiredError) return { raw: null, text: err.toolResult, isError: true, authRequired: err.payload };
+      if (err instanceof GatewayError) return failed(err.message);
+      throw err;
+    }
+  }
+
+  /** Calls `listener` after anything that may change some caller's tools; returns the unsubscribe. */
+  onToolsChanged(listener: () => void): () => void {
+    const offRuntime = this.deps.runtime.onToolsChanged(listener);
+    const offSettings = this.deps.settings.onChange(listener);
+    const offKeys = this.deps.inference.virtualKeys.onChange(listener);
+    return () => {
+      offRuntime();
+      offSettings();
+      offKeys();
+    };
+  }
+}
+
+function failed(text: string): CallOutcome {
+  return { raw: null, text: `Error: ${text}`, isError: true, authRequired: null };
+}
