@@ -23,6 +23,7 @@ import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
 import { createEmbeddingsHandler } from "./server/v1/embeddings.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
+import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
@@ -34,6 +35,7 @@ import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
+import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
@@ -195,6 +197,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
+      messages: createMessagesHandler({ chat: agent, maxBodyBytes, logger }),
+      countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
+      modelLookup: createModelLookup({ inference: state, settings }),
+      compatModelNames: createCompatModelNames({ inference: state, settings }),
       // Embeddings have no tools to inject: they go to the single-call service directly.
       embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,

@@ -12,15 +12,20 @@ export function sdk(app: { url: string }, apiKey: string | null): OpenAI {
   return new OpenAI({ apiKey: apiKey ?? "unused", baseURL: `${app.url}/v1`, maxRetries: 0, ...(apiKey === null ? { defaultHeaders: { authorization: null } } : {}) });
 }
 
-/** The API error a request must fail with; fails the test when it succeeds. */
-export async function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+/** The error of class `type` a request must fail with; fails the test when it succeeds. */
+export async function rejection<E extends Error>(promise: Promise<unknown>, type: abstract new (...args: never[]) => E): Promise<E> {
   try {
     await promise;
   } catch (err) {
-    if (err instanceof OpenAI.APIError) return err;
+    if (err instanceof type) return err;
     throw err;
   }
   assert.fail("the request succeeded but should have been refused");
+}
+
+/** The API error a request must fail with; fails the test when it succeeds. */
+export function refusal(promise: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
+  return rejection(promise, OpenAI.APIError);
 }
 
 /** The `error.type` of the /v1 envelope of an API error. */

@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { call, scriptedInference, startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model.js";
+import { createMcpClient } from "../helpers/agent-app.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 
 const KEY = "sk-gw-agent";
@@ -26,18 +27,6 @@ let manual: McpFixture;
 let app: TestApp;
 
 const clientIds = new Map<string, string>();
-
-async function createClient(name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<void> {
-  const res = await api(app, "POST", "/api/mcp/client", {
-    name,
-    connection_type: "http",
-    connection_string: fixture.httpUrl,
-    tools_to_execute: ["*"],
-    tools_to_auto_execute: toolsToAutoExecute,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  clientIds.set(name, res.body.client_id as string);
-}
 
 /** Runs `body` with a client's fields changed, then puts them back. */
 async function withClient(name: string, fields: Record<string, unknown>, restore: Record<string, unknown>, body: () => Promise<void>): Promise<void> {
@@ -82,8 +71,8 @@ before(async () => {
       { id: "vk-none", name: "no-tools", value: NONE_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [] },
     ]),
   });
-  await createClient("docs", docs, ["*"]);
-  await createClient("manual", manual, []);
+  clientIds.set("docs", await createMcpClient(app, "docs", docs, ["*"]));
+  clientIds.set("manual", await createMcpClient(app, "manual", manual, []));
 });
 
 after(async () => {

@@ -1,11 +1,13 @@
 /**
  * The gemini adapter (Generative Language API) through the real app and the official `openai` SDK, against
  * a mock that checks x-goog-api-key: generateContent and streamGenerateContent (SSE), function calling,
- * aliases, usage, list-models, and upstream failures mapped to the gateway's error types.
+ * aliases, usage, list-models, upstream failures mapped to the gateway's error types, and the Anthropic
+ * Messages endpoint through the chat translation (official `@anthropic-ai/sdk`).
  */
 import assert from "node:assert/strict";
 import { generateKeyPairSync } from "node:crypto";
 import { after, before, describe, test } from "node:test";
+import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { MOCK_GEMINI_ARGS, MOCK_GEMINI_MODELS, startMockGoogle, type MockGoogle } from "../fixtures/mock-google.js";
@@ -62,6 +64,46 @@ describe("gemini", () => {
     assert.deepEqual(req.body?.["systemInstruction"], { parts: [{ text: "Be brief." }] });
     assert.deepEqual(req.body?.["contents"], [{ role: "user", parts: [{ text: "hello there" }] }]);
     assert.deepEqual(req.body?.["generationConfig"], { maxOutputTokens: 40, temperature: 0.3 });
+  });
+
+  test("answers /anthropic/v1/messages through generateContent, as an Anthropic message", async () => {
+    const anthropic = new Anthropic({ apiKey: VK, baseURL: `${app.url}/anthropic`, maxRetries: 0 });
+    const message = await anthropic.messages.create({
+      model: "gemini/gemini-2.5-flash",
+      system: "Be brief.",
+      max_tokens: 40,
+      messages: [{ role: "user", content: "hello there" }],
+    });
+    assert.deepEqual(message.content, [{ type: "text", text: "echo: hello there" }]);
+    assert.equal(message.stop_reason, "end_turn");
+    assert.equal(message.usage.input_tokens, 9);
+    assert.equal(message.usage.output_tokens, 5);
+    const req = mock.last();
+    assert.equal(req.path, "/v1beta/models/gemini-2.5-flash:generateContent");
+    assert.deepEqual(req.body?.["systemInstruction"], { parts: [{ text: "Be brief." }] });
+    assert.deepEqual(req.body?.["contents"], [{ role: "user", parts: [{ text: "hello there" }] }]);
+    assert.deepEqual(req.body?.["generationConfig"], { maxOutputTokens: 40 });
+  });
+
+  test("streams a function call to /anthropic/v1/messages as a tool_use block", async () => {
+    const anthropic = new Anthropic({ apiKey: VK, baseURL: `${app.url}/anthropic`, maxRetries: 0 });
+    const message = await anthropic.messages
+      .stream({
+        model: "gemini/gemini-2.5-flash",
+        max_tokens: 40,
+        messages: [{ role: "user", content: "weather?" }],
+        tools: [{ name: "get_weather", description: "Weather of a city", input_schema: { type: "object", properties: { location: { type: "string" } } } }],
+        tool_choice: { type: "tool", name: "get_weather" },
+      })
+      .finalMessage();
+    assert.equal(message.stop_reason, "tool_use");
+    const block = message.content[0];
+    assert.ok(block?.type === "tool_use");
+    assert.equal(block.name, "get_weather");
+    assert.deepEqual(block.input, MOCK_GEMINI_ARGS);
+    const req = mock.last();
+    assert.equal(req.path, "/v1beta/models/gemini-2.5-flash:streamGenerateContent");
+    assert.deepEqual(req.body?.["toolConfig"], { functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["get_weather"] } });
   });
 
   test("sends the model an alias maps to", async () => {

@@ -1,7 +1,7 @@
 /**
- * Tool injection for agent mode: the MCP tools a /v1 request sees (the caller's visible tools, see
- * tool-visibility.ts), and how they are written into a chat completions or Responses request next to the
- * tools the request already carries.
+ * Tool injection for agent mode: the MCP tools an inference request sees (the caller's visible tools, see
+ * tool-visibility.ts), and how they are written into a chat completions, Responses or Anthropic Messages
+ * request next to the tools the request already carries.
  */
 import { GatewayError } from "../../errors.js";
 import { META_TOOLS } from "../../mcp/code-mode/meta-tools.js";
@@ -51,7 +51,7 @@ export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope
 }
 
 /** The wire format a request body is in. */
-export type AgentWire = "chat" | "responses";
+export type AgentWire = "chat" | "responses" | "messages";
 
 /** The names of the function tools a request already carries, in either wire format. */
 function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<string> {
@@ -65,8 +65,9 @@ function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<strin
   return names;
 }
 
-/** One injected tool as an OpenAI function tool of the wire format. */
+/** One injected tool as a function tool of the wire format. */
 function wireTool(tool: InjectedTool, wire: AgentWire): JsonObject {
+  if (wire === "messages") return { name: tool.name, description: tool.description, input_schema: tool.parameters };
   if (wire === "chat") return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
   // The Responses API defaults `strict` to true, which most MCP input schemas do not satisfy.
   return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters, strict: false };
