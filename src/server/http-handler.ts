@@ -20,6 +20,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
+import type { OAuth2Server } from "./oauth2/oauth2-server.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -57,6 +58,8 @@ export interface HttpHandlerOptions {
   readiness?: Readiness;
   /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
   mcp?: McpEndpoint;
+  /** The /mcp authorization server (/oauth2 and the discovery documents), while `enabled` says so. */
+  oauth2?: { server: OAuth2Server; enabled: () => boolean };
   /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
   hostGuard?: (req: Req, path: string) => string | null;
 }
@@ -134,6 +137,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
         if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
         else res.end();
       });
+      return;
+    }
+    if (opts.oauth2 && opts.oauth2.server.handles(path) && opts.oauth2.enabled()) {
+      opts.oauth2.server.handle(req, res, path, originOfHeaders(req.headers) ?? "");
       return;
     }
     if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
