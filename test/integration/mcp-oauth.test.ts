@@ -291,3 +291,19 @@ describe("with mcp_server_auth_mode headers", () => {
     assert.equal((await initialize({ "x-gw-vk": ECHO_KEY })).status, 200);
   });
 });
+
+describe("across a restart", () => {
+  test("a grant survives: its access token and its refresh token still work", async () => {
+    const client = await signIn(ECHO_KEY);
+    const options = app.restartOptions;
+    const port = app.port;
+    await Promise.all(open.splice(0).map((c) => closeMcp(c).catch(() => undefined)));
+    await app.stop({ keepData: true });
+    // The same address: the issuer and the audience follow the origin.
+    app = await startApp({ ...options, port });
+    const mcp = await connectWith(client.saved?.access_token ?? "");
+    assert.deepEqual(await toolNames(mcp), ["docs-echo"]);
+    const refreshed = await tokenRequest({ grant_type: "refresh_token", refresh_token: client.saved?.refresh_token ?? "", client_id: client.info?.client_id ?? "" });
+    assert.equal(refreshed.status, 200, JSON.stringify(refreshed.body));
+  });
+});

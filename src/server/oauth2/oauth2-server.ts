@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createLocalJWKSet, jwtVerify, type JWK } from "jose";
-import Provider, { errors, type Configuration, type KoaContextWithOIDC } from "oidc-provider";
+import type { Configuration, KoaContextWithOIDC, default as Provider } from "oidc-provider";
 import type { VirtualKey } from "../../routing/types.js";
 import type { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
 import type { Logger } from "../../telemetry/logger.js";
@@ -54,7 +54,7 @@ export interface TokenSubject {
 
 /** The authorization server: HTTP routes plus the token check /mcp uses. */
 export class OAuth2Server {
-  private readonly providers = new Map<string, Provider>();
+  private readonly providers = new Map<string, Promise<Provider>>();
   private readonly jwks: ReturnType<typeof createLocalJWKSet>;
 
   constructor(private readonly opts: OAuth2ServerOptions) {
@@ -106,7 +106,7 @@ export class OAuth2Server {
       sendJson(res, 200, { resource, authorization_servers: [`${origin}${OAUTH2_PREFIX}`], scopes_supported: [MCP_SCOPE], bearer_methods_supported: ["header"] });
       return;
     }
-    const provider = this.providerFor(origin);
+    const provider = await this.providerFor(origin);
     if (path.startsWith(AUTHORIZATION_SERVER_PATH) || path.startsWith(OPENID_CONFIGURATION_PATH)) {
       // Both discovery documents are the provider's own metadata.
       this.forward(provider, req, res, OPENID_CONFIGURATION_PATH);
@@ -181,16 +181,20 @@ export class OAuth2Server {
     }
   }
 
-  private providerFor(origin: string): Provider {
+  private providerFor(origin: string): Promise<Provider> {
     let provider = this.providers.get(origin);
     if (provider === undefined) {
       provider = this.createProvider(origin);
+      // A failed start is tried again by the next request.
+      provider.catch(() => this.providers.delete(origin));
       this.providers.set(origin, provider);
     }
     return provider;
   }
 
-  private createProvider(origin: string): Provider {
+  /** oidc-provider is loaded on first use: a gateway in `headers` mode never pays for it. */
+  private async createProvider(origin: string): Promise<Provider> {
+    const { default: OidcProvider, errors } = await import("oidc-provider");
     const resource = `${origin}${this.opts.resourcePath}`;
     const store = this.opts.store;
     const configuration: Configuration = {
@@ -226,7 +230,7 @@ export class OAuth2Server {
         return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
       },
     } as Configuration;
-    const provider = new Provider(`${origin}${OAUTH2_PREFIX}`, configuration);
+    const provider = new OidcProvider(`${origin}${OAUTH2_PREFIX}`, configuration);
     provider.on("server_error", (_ctx: unknown, err: Error) => this.opts.logger.error({ err }, "OAuth authorization server error"));
     return provider;
   }
