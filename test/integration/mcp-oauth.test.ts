@@ -61,7 +61,7 @@ function initialize(headers: Record<string, string> = {}): Promise<Response> {
 }
 
 /** What a browser does between the authorization URL and the redirect back: follow redirects with cookies, fill the consent form. */
-async function consent(authorizationUrl: URL, virtualKey: string): Promise<{ code: string | null; status: number; page: string }> {
+async function consent(authorizationUrl: URL, virtualKey: string, choice: "allow" | "deny" = "allow"): Promise<{ code: string | null; status: number; page: string }> {
   const cookies = new Map<string, string>();
   let url = authorizationUrl.href;
   let body: string | undefined;
@@ -90,7 +90,7 @@ async function consent(authorizationUrl: URL, virtualKey: string): Promise<{ cod
     const action = /<form method="post" action="([^"]+)"/.exec(page)?.[1];
     if (res.status === 200 && action !== undefined && !submitted) {
       url = new URL(action.replace(/&amp;/g, "&"), url).href;
-      body = new URLSearchParams({ virtual_key: virtualKey, action: "allow" }).toString();
+      body = new URLSearchParams({ virtual_key: virtualKey, action: choice }).toString();
       submitted = true;
       continue;
     }
@@ -106,7 +106,10 @@ class TestOAuthClient implements OAuthClientProvider {
   verifier = "";
   consentResult: { code: string | null; status: number; page: string } | undefined;
 
-  constructor(private readonly virtualKey: string) {}
+  constructor(
+    private readonly virtualKey: string,
+    private readonly choice: "allow" | "deny" = "allow",
+  ) {}
 
   get redirectUrl(): string {
     return REDIRECT_URL;
@@ -127,7 +130,7 @@ class TestOAuthClient implements OAuthClientProvider {
     this.saved = tokens;
   }
   async redirectToAuthorization(url: URL) {
-    this.consentResult = await consent(url, this.virtualKey);
+    this.consentResult = await consent(url, this.virtualKey, this.choice);
   }
   saveCodeVerifier(verifier: string) {
     this.verifier = verifier;
@@ -216,6 +219,23 @@ describe("with mcp_server_auth_mode oauth", () => {
     assert.equal(client.consentResult?.code, null);
     assert.equal(client.consentResult?.status, 400);
     assert.match(client.consentResult?.page ?? "", /not a virtual key of this gateway/);
+  });
+
+  test("denying on the consent page sends the client back with access_denied and no code", async () => {
+    const client = new TestOAuthClient(DOCS_KEY, "deny");
+    const { resourceMetadataUrl } = extractWWWAuthenticateParams(await initialize());
+    assert.equal(await auth(client, { serverUrl: mcpUrl(), ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}) }), "REDIRECT");
+    assert.equal(client.consentResult?.code, null);
+    assert.equal(new URL(client.consentResult?.page ?? "http://x").searchParams.get("error"), "access_denied");
+  });
+
+  test("a token stops working when its virtual key is switched off", async () => {
+    const created = await api(app, "POST", "/api/governance/virtual-keys", { name: "oauth-switched-off" });
+    const value = created.body.virtual_key.value as string;
+    const token = (await signIn(value)).saved?.access_token ?? "";
+    assert.equal((await initialize({ authorization: `Bearer ${token}` })).status, 200);
+    assert.equal((await api(app, "PUT", `/api/governance/virtual-keys/${created.body.virtual_key.id as string}`, { is_active: false })).status, 200);
+    assert.equal((await initialize({ authorization: `Bearer ${token}` })).status, 401);
   });
 
   test("a refresh token rotates: the new pair works and the old refresh token is refused", async () => {
