@@ -20,7 +20,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
-import type { OAuth2Server } from "./oauth2/oauth2-server.js";
+import { OAUTH2_PREFIX, type OAuth2Server } from "./oauth2/oauth2-server.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -172,6 +172,9 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
     if (fixed.has(path) || procedures.has(path)) return path;
+    // The OAuth server's paths carry ids (interactions, clients); one label each for its tree and the discovery documents.
+    if (path.startsWith(`${OAUTH2_PREFIX}/`)) return `${OAUTH2_PREFIX}/*`;
+    if (path.startsWith("/.well-known/")) return "/.well-known/*";
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";
   };

@@ -37,10 +37,12 @@ export class OAuth2Store {
 
   constructor(private readonly store: Store) {}
 
-  /** Loads the live grants; call once before serving. */
+  /** Deletes what has expired and loads the live grants; call once before serving. */
   async load(): Promise<void> {
     const now = new Date();
-    for (const rec of await this.store.fork().find(OAuth2ModelRecord, { kind: "Grant" })) {
+    const em = this.store.fork();
+    await em.nativeDelete(OAuth2ModelRecord, { expiresAt: { $lte: now } });
+    for (const rec of await em.find(OAuth2ModelRecord, { kind: "Grant" })) {
       if (rec.expiresAt === null || rec.expiresAt > now) this.liveGrants.add(rec.key.slice("Grant:".length));
     }
   }
@@ -84,10 +86,7 @@ export class OAuth2Store {
     const names = new Map(clients.map((c) => [c.key.slice("Client:".length), String(c.payload["client_name"] ?? "")]));
     return grants.map((g) => {
       const clientId = String(g.payload["clientId"] ?? "");
-      const resources = (g.payload["resources"] ?? {}) as Record<string, string>;
-      const scopes = new Set([...String(g.payload["openid"] && (g.payload["openid"] as { scope?: string }).scope ? (g.payload["openid"] as { scope: string }).scope : "").split(" "), ...Object.values(resources).flatMap((s) => s.split(" "))]);
-      scopes.delete("");
-      return { id: g.key.slice("Grant:".length), clientId, clientName: names.get(clientId) ?? "", accountId: String(g.payload["accountId"] ?? ""), scopes: [...scopes].sort(), createdAt: g.createdAt, expiresAt: g.expiresAt };
+      return { id: g.key.slice("Grant:".length), clientId, clientName: names.get(clientId) ?? "", accountId: String(g.payload["accountId"] ?? ""), scopes: grantedScopes(g.payload), createdAt: g.createdAt, expiresAt: g.expiresAt };
     });
   }
 
@@ -161,6 +160,15 @@ class StoreAdapter implements Adapter {
   async revokeByGrantId(grantId: string): Promise<void> {
     await this.em().nativeDelete(OAuth2ModelRecord, { kind: this.kind, grantId });
   }
+}
+
+/** A grant's OpenID scopes and resource scopes (oidc-provider keeps them as space-separated strings). */
+function grantedScopes(payload: Record<string, unknown>): string[] {
+  const openid = (payload["openid"] ?? {}) as { scope?: string };
+  const resources = (payload["resources"] ?? {}) as Record<string, string>;
+  const scopes = new Set([openid.scope ?? "", ...Object.values(resources)].flatMap((text) => text.split(" ")));
+  scopes.delete("");
+  return [...scopes].sort();
 }
 
 function live(rec: OAuth2ModelRecord | null): AdapterPayload | undefined {
