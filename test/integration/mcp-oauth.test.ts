@@ -204,6 +204,16 @@ describe("with mcp_server_auth_mode oauth", () => {
     assert.equal((await echoOnly.callTool({ name: "docs-add", arguments: { a: 1, b: 2 } })).isError, true);
   });
 
+  test("the legacy SSE transport takes the access token too, and refuses a stream without one", async () => {
+    const token = (await signIn(ECHO_KEY)).saved?.access_token ?? "";
+    const sse = await connectMcp(app, "sse", { authorization: `Bearer ${token}` });
+    open.push(sse);
+    assert.deepEqual(await toolNames(sse), ["docs-echo"]);
+    const refused = await fetch(`${app.url}/mcp/sse`, { headers: { accept: "text/event-stream" } });
+    assert.equal(refused.status, 401);
+    assert.match(refused.headers.get("www-authenticate") ?? "", /resource_metadata=/);
+  });
+
   test("an access token is a JWT for the /mcp audience", async () => {
     const token = (await signIn(ECHO_KEY)).saved?.access_token ?? "";
     const payload = JSON.parse(Buffer.from(token.split(".")[1] ?? "", "base64url").toString("utf8")) as Record<string, unknown>;
