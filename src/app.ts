@@ -15,7 +15,9 @@ import { GatewayError } from "./errors.js";
 import { unauthenticatedExposure } from "./server/exposure.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createHostGuard } from "./server/host-guard.js";
-import { createMcpEndpoint } from "./server/mcp/mcp-endpoint.js";
+import { createMcpEndpoint, MCP_PATH } from "./server/mcp/mcp-endpoint.js";
+import { OAuth2Server } from "./server/oauth2/oauth2-server.js";
+import { OAuth2Store } from "./services/oauth2/oauth2-store.js";
 import type { McpSessionLimits } from "./server/mcp/mcp-sessions.js";
 import { McpServerTools } from "./services/mcp-server-tools.js";
 import { createOnePortServer, type RequestHandler } from "./server/listener.js";
@@ -166,7 +168,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state };
+    const oauth2Store = new OAuth2Store(store);
+    await oauth2Store.load();
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -178,8 +182,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     const chat = createChatService({ inference: state, observer, settings });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
+    const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });
     const mcpEndpoint = createMcpEndpoint({
       tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth }),
+      oauth: { server: oauth2, mode: () => settings.client.mcpServerAuthMode },
       logger,
       version: VERSION,
       maxBodyBytes,
@@ -205,6 +211,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,
       mcp: mcpEndpoint,
+      oauth2: { server: oauth2, enabled: () => settings.client.mcpServerAuthMode !== "headers" },
       hostGuard: createHostGuard(host, () => settings.client),
     });
     serve = handler;

@@ -13,7 +13,7 @@ import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { allowedHeaderProblem } from "./allowed-headers.js";
-import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -421,7 +421,7 @@ export const clientSchema = strict({
   allowedHosts: c.allowed_hosts ?? [],
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins: c.allowed_origins ?? [],
-  mcpServerAuthMode: "headers" as const,
+  mcpServerAuthMode: mcpServerAuthModeOf(c.mcp_server_auth_mode ?? ""),
   maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
   /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
   mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,

@@ -23,6 +23,7 @@ import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.j
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { createOauthCallback, OAUTH_CALLBACK_PAGE_PATH } from "./pages/oauth-callback.js";
+import { OAUTH2_PREFIX, type OAuth2Server } from "./oauth2/oauth2-server.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -83,6 +84,8 @@ export interface HttpHandlerOptions {
   readiness?: Readiness;
   /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
   mcp?: McpEndpoint;
+  /** The /mcp authorization server (/oauth2 and the discovery documents), while `enabled` says so. */
+  oauth2?: { server: OAuth2Server; enabled: () => boolean };
   /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
   hostGuard?: (req: Req, path: string) => string | null;
 }
@@ -183,6 +186,10 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (opts.oauth2 && opts.oauth2.server.handles(path) && opts.oauth2.enabled()) {
+      opts.oauth2.server.handle(req, res, path, originOfHeaders(req.headers) ?? "");
+      return;
+    }
     if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
       opts.mcp.handle(req, res, path);
       return;
@@ -222,6 +229,9 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
     if (fixed.has(path) || procedures.has(path)) return path;
     if (path.startsWith(MODEL_PATH_PREFIX)) return `${MODEL_PATH_PREFIX}{id}`;
     if (path.startsWith(`${MODELS_PATH}/`)) return `${MODELS_PATH}/{id}`;
+    // The OAuth server's paths carry ids (interactions, clients); one label each for its tree and the discovery documents.
+    if (path.startsWith(`${OAUTH2_PREFIX}/`)) return `${OAUTH2_PREFIX}/*`;
+    if (path.startsWith("/.well-known/")) return "/.well-known/*";
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";
   };

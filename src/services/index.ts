@@ -32,6 +32,9 @@ import { createSessionService } from "./session-service.js";
 import { createSettingsService } from "./settings-service.js";
 import { requestScopeInterceptor } from "./request-scope-interceptor.js";
 import { storeInterceptor } from "./store-interceptor.js";
+import { createOAuth2SessionService } from "./oauth2-session-service.js";
+import type { OAuth2Store } from "./oauth2/oauth2-store.js";
+import { OAuth2SessionService } from "../../gen/gw/admin/v1/oauth2_pb.js";
 
 /** Everything the services need. */
 export interface ServiceDeps {
@@ -42,6 +45,8 @@ export interface ServiceDeps {
   runtime: McpRuntime;
   /** The live providers, virtual keys and usage counters of the /v1 path. */
   inference: InferenceState;
+  /** The grants, tokens and keys of the /mcp OAuth server. */
+  oauth2: OAuth2Store;
 }
 
 /** Registers the implemented services. */
@@ -55,6 +60,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(ProviderService, createProviderService(deps));
   router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
   router.service(ModelService, createModelService(deps));
+  router.service(OAuth2SessionService, createOAuth2SessionService(deps));
 }
 
 /**

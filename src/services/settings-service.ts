@@ -5,7 +5,7 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
-import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
 import { formatDuration, parseDuration } from "../config/duration.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
@@ -170,7 +170,7 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
       case "client.mcp_server_auth_mode": {
         const problem = mcpServerAuthModeProblem(src.mcpServerAuthMode);
         if (problem !== null) throw invalidField("client.mcp_server_auth_mode", problem);
-        next.mcpServerAuthMode = "headers";
+        next.mcpServerAuthMode = mcpServerAuthModeOf(src.mcpServerAuthMode);
         break;
       }
       default:

@@ -14,6 +14,7 @@ import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
+import { presenceListItemMessage } from "../../src/proto-json/presence-list.js";
 import { isWellKnownMessage } from "../../src/proto-json/well-known.js";
 import { SECRET_FIELDS } from "../../src/services/inference/cloud-key-wire.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
@@ -179,7 +180,9 @@ function writablePaths(desc: DescMessage, prefix = desc.name): string[] {
 function nestedMessage(field: DescMessage["fields"][number]): DescMessage | undefined {
   const message =
     field.fieldKind === "message" ? field.message : field.fieldKind === "list" && field.listKind === "message" ? field.message : field.fieldKind === "map" && field.mapKind === "message" ? field.message : undefined;
-  return message === undefined || isWellKnownMessage(message) ? undefined : message;
+  if (message === undefined || isWellKnownMessage(message)) return undefined;
+  // A presence-aware list is written as the bare array of its items.
+  return presenceListItemMessage(message) ?? message;
 }
 
 /** The leaves a sample sets, in the same notation. */
@@ -190,7 +193,7 @@ function samplePaths(desc: DescMessage, json: Json, prefix = desc.name): string[
     const path = `${prefix}.${key}`;
     const nested = nestedMessage(field);
     if (nested === undefined) return [path];
-    const items: Json[] = field.fieldKind === "list" ? value : field.fieldKind === "map" ? Object.values(value) : [value];
+    const items: Json[] = Array.isArray(value) ? value : field.fieldKind === "map" ? Object.values(value) : [value];
     return items.flatMap((item) => samplePaths(nested, item, path));
   });
 }

@@ -254,10 +254,14 @@ describe("auth_config", () => {
 
 describe("client", () => {
   for (const mode of ["both", "oauth"]) {
-    test(`refuses mcp_server_auth_mode "${mode}" as not implemented yet`, () => {
-      assertRejected({ client: { mcp_server_auth_mode: mode } }, "client.mcp_server_auth_mode", `"${mode}" is not implemented yet`);
+    test(`accepts mcp_server_auth_mode "${mode}"`, () => {
+      assert.equal(parseConfig({ client: { mcp_server_auth_mode: mode } }, {}).client.mcpServerAuthMode, mode);
     });
   }
+
+  test("refuses an unknown mcp_server_auth_mode", () => {
+    assertRejected({ client: { mcp_server_auth_mode: "cookies" } }, "client.mcp_server_auth_mode", `must be "headers", "both" or "oauth"`);
+  });
 
   test("rejects an allowed_hosts entry with a port", () => {
     assertRejected({ client: { allowed_hosts: ["gw.test:8080"] } }, "client.allowed_hosts[0]", '"gw.test:8080" is not a host name');
