@@ -63,6 +63,9 @@ export type ProviderFileConfig = EntityFileConfig;
 /** A virtual key: the API's JSON, with `id` and `name` required (the file has no generated ids). */
 export type VirtualKeyFileConfig = { id: string; name: string } & EntityFileConfig;
 
+/** A routing rule: the API's JSON, with `id` and `name` required (the file has no generated ids). */
+export type RoutingRuleFileConfig = { id: string; name: string } & EntityFileConfig;
+
 /** The `governance` section. */
 export type GovernanceFileConfig = z.output<typeof governanceSchema>;
 
@@ -437,13 +440,16 @@ const virtualKeySchema = apiEntity(VirtualKeySchema).superRefine((key, ctx) => {
   }
 }) as unknown as z.ZodType<VirtualKeyFileConfig>;
 
+const routingRuleSchema = apiEntity(RoutingRuleSchema).superRefine((rule, ctx) => {
+  for (const field of ["id", "name"]) {
+    if (typeof rule[field] !== "string" || rule[field] === "") ctx.addIssue({ code: "custom", path: [field], message: "is required" });
+  }
+}) as unknown as z.ZodType<RoutingRuleFileConfig>;
+
 const governanceSchema = strict({
   virtual_keys: z.array(virtualKeySchema).nullish(),
-  // Read as the API reads a rule, then refused: a rule the gateway stored and never applied would route nothing.
-  routing_rules: z
-    .array(apiEntity(RoutingRuleSchema))
-    .refine((rules) => rules.length === 0, "routing rules are not supported yet: leave the list empty and route with virtual keys' provider_configs and request fallbacks")
-    .nullish(),
+  // Read as the API reads a rule; the rule's own checks (CEL, scope) run when the file is seeded.
+  routing_rules: z.array(routingRuleSchema).nullish(),
 }).transform((g) => ({
   virtualKeys: g.virtual_keys ?? [],
   routingRules: g.routing_rules ?? [],

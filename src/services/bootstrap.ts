@@ -18,10 +18,11 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { ProviderRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
-import { assignProvider, assignVirtualKey, clashingKeyField } from "./inference/records.js";
+import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
+import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-input.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
 import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
@@ -34,6 +35,8 @@ export interface SeedInput {
   /** Provider name -> wire JSON {keys, network_config}. */
   providers: Readonly<Record<string, Wire>>;
   virtualKeys: readonly Wire[];
+  /** governance.routing_rules as REST JSON; seeded after the keys they may name. */
+  routingRules: readonly Wire[];
 }
 
 /** What one seeding wrote: the sections whose file entry changed since it was last applied. */
@@ -43,6 +46,7 @@ export interface SeedChanges {
   mcpClients: { id: string; name: string }[];
   providers: string[];
   virtualKeyIds: string[];
+  routingRuleIds: string[];
 }
 
 /** A log line held back until the transaction that it reports has committed. */
@@ -103,6 +107,7 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
     mcpClients: await seedMcpClients(em, input.mcpClients, logger, notes),
     providers: await seedProviders(em, input.providers, notes),
     virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
+    routingRuleIds: await seedRoutingRules(em, input.routingRules, notes),
   }));
   // Without a file the defaults are written once, which is nothing to report.
   if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
@@ -203,6 +208,26 @@ async function seedVirtualKeys(em: EntityManager, keys: readonly Wire[], notes: 
     await markApplied(em, seedKey, wire);
     notes.push({ fields: { virtual_key_id: parsed.key.id }, msg: existing ? "virtual key updated from the config file" : "virtual key created from the config file" });
     written.push(parsed.key.id);
+  }
+  return written;
+}
+
+/** Creates or updates the routing rules the config file declares; returns the ids written. */
+async function seedRoutingRules(em: EntityManager, rules: readonly Wire[], notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
+  for (const [index, wire] of rules.entries()) {
+    const path = `governance.routing_rules[${index}]`;
+    const at = (field: string): string => `${path}.${field}`;
+    const parsed = parseRoutingRule(routingRuleFromJson(wire, path), at);
+    const seedKey = `routing_rule:${parsed.fields.id}`;
+    const existing = await em.findOne(RoutingRuleRecord, { id: parsed.fields.id });
+    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
+    await checkRuleReferences(em, parsed, at);
+    assignRoutingRule(em, existing, parsed, "config");
+    await em.flush();
+    await markApplied(em, seedKey, wire);
+    notes.push({ fields: { routing_rule_id: parsed.fields.id }, msg: existing ? "routing rule updated from the config file" : "routing rule created from the config file" });
+    written.push(parsed.fields.id);
   }
   return written;
 }

@@ -1,5 +1,5 @@
 /**
- * gw.routing.v1.GovernanceService: virtual keys. Every write is checked by the same parser the config
+ * gw.routing.v1.GovernanceService: virtual keys and routing rules. Every write is checked by the same parser the config
  * file uses, persisted, then applied to the in-memory registry the /v1 hot path reads. Values are shown
  * once, in the create response; reads redact them.
  */
@@ -10,12 +10,19 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { REDACTED } from "../mcp/client-spec.js";
-import { UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
-import { GovernanceService, VirtualKeySchema, type VirtualKey } from "../../gen/gw/routing/v1/governance_pb.js";
+import {
+  GovernanceService,
+  RoutingRuleSchema,
+  VirtualKeySchema,
+  type RoutingRule as RoutingRuleMessage,
+  type VirtualKey,
+} from "../../gen/gw/routing/v1/governance_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
-import { assignVirtualKey, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
+import { assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
+import { parseRoutingRule, routingRuleMessageOf } from "./inference/routing-rule-input.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
@@ -33,11 +40,6 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
 }
 
-function routingRulesUnsupported(): never {
-  throw new GatewayError("unimplemented", "routing rules are not supported by this gateway yet; route with virtual keys' provider_configs and request fallbacks", {
-    type: "routing_rules_unsupported",
-  });
-}
 
 /** The wire JSON of a request's key (snake_case, only set fields). */
 function wireOf(key: VirtualKey | undefined): Wire {
@@ -66,6 +68,18 @@ async function getRecord(em: EntityManager, id: string): Promise<VirtualKeyRecor
 async function assertUnique(em: EntityManager, id: string, name: string, value: string): Promise<void> {
   const field = await clashingKeyField(em, id, name, value);
   if (field !== null) throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
+}
+
+async function getRuleRecord(em: EntityManager, id: string): Promise<RoutingRuleRecord> {
+  if (id.trim() === "") throw invalidField("id", "is required");
+  const rec = await em.findOne(RoutingRuleRecord, { id });
+  if (!rec) throw new GatewayError("not_found", `routing rule "${id}" does not exist`, { type: "routing_rule_not_found" });
+  return rec;
+}
+
+function ruleOf(rule: RoutingRuleMessage | undefined): RoutingRuleMessage {
+  if (rule === undefined) throw invalidField("routing_rule", "is required");
+  return rule;
 }
 
 /** Creates the service implementation. */
@@ -131,11 +145,60 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { status: "success" };
     },
 
-    createRoutingRule: routingRulesUnsupported,
-    listRoutingRules: routingRulesUnsupported,
-    getRoutingRule: routingRulesUnsupported,
-    updateRoutingRule: routingRulesUnsupported,
-    deleteRoutingRule: routingRulesUnsupported,
+    async createRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const msg = ruleOf(req.routingRule);
+      if (msg.id === "") msg.id = `rr-${randomUUID()}`;
+      const parsed = parseRoutingRule(msg, (field) => field);
+      if (await em.findOne(RoutingRuleRecord, { id: parsed.fields.id })) {
+        throw new GatewayError("already_exists", `routing rule "${parsed.fields.id}" already exists`, { field: "id" });
+      }
+      await checkRuleReferences(em, parsed, (field) => field);
+      const rec = assignRoutingRule(em, null, parsed, "api");
+      await em.flush();
+      inference.routingRules.put(parsed.rule);
+      deps.logger.info({ routing_rule_id: rec.id }, "routing rule created");
+      return { routingRule: routingRuleMessageOf(rec) };
+    },
+
+    async listRoutingRules(_req, ctx) {
+      const recs = await emOf(ctx, store).find(RoutingRuleRecord, {}, { orderBy: { createdAt: "asc", id: "asc" } });
+      return { routingRules: recs.map(routingRuleMessageOf), count: recs.length };
+    },
+
+    async getRoutingRule(req, ctx) {
+      return { routingRule: routingRuleMessageOf(await getRuleRecord(emOf(ctx, store), req.id)) };
+    },
+
+    async updateRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRuleRecord(em, req.id);
+      const paths = req.updateMask?.paths ?? [];
+      const next = applyFieldMask(RoutingRuleSchema, routingRuleMessageOf(rec), ruleOf(req.routingRule), paths, "a routing rule");
+      const parsed = parseRoutingRule(next, (field) => field);
+      await checkRuleReferences(em, parsed, (field) => field);
+      assignRoutingRule(em, rec, parsed, rec.source);
+      await em.flush();
+      inference.routingRules.put(parsed.rule);
+      deps.logger.info({ routing_rule_id: rec.id, fields: paths }, "routing rule updated");
+      return { routingRule: routingRuleMessageOf(rec) };
+    },
+
+    async deleteRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRuleRecord(em, req.id);
+      await em.remove(rec).flush();
+      inference.routingRules.remove(rec.id);
+      deps.logger.info({ routing_rule_id: rec.id }, "routing rule deleted");
+      return { status: "success" };
+    },
+
+    listRoutingLog(req) {
+      const limit = req.limit ?? undefined;
+      if (limit !== undefined && limit <= 0) throw invalidField("limit", `must be a positive number, got ${limit}`);
+      const entries = inference.routingLog.recent(limit).map((entry) => ({ ...entry, engines: [...entry.engines], fallbacks: [...entry.fallbacks] }));
+      return { entries, count: entries.length };
+    },
   };
 }
 

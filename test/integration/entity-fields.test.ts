@@ -10,7 +10,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ClientSettingsSchema, ToolManagerConfigSchema } from "../../gen/gw/admin/v1/settings_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
-import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
@@ -64,6 +64,24 @@ function virtualKeySamples(): Json[] {
         },
       ],
       mcp_configs: [{ mcp_client_name: "walk_http", tools_to_execute: ["echo"] }],
+    },
+  ];
+}
+
+function routingRuleSamples(): Json[] {
+  return [
+    {
+      id: "rr-walk",
+      name: "walk",
+      description: "every field of a rule",
+      enabled: false,
+      priority: 4,
+      scope: "virtual_key",
+      scope_id: "vk-walk",
+      cel_expression: `headers["x-walk"] == "1"`,
+      targets: [{ provider: "azure", model: "fast", key_id: "az", weight: 2 }],
+      fallbacks: ["azure/gpt-4o"],
+      chain_rule: true,
     },
   ];
 }
@@ -175,8 +193,9 @@ function assertReadsBack(read: Json, sample: Json, what: string): void {
 async function getAll(app: TestApp) {
   const provider = (name: string) => api(app, "GET", `/api/v1/providers/${name}`).then((r) => r.body.provider as Json);
   const virtualKey = (id: string) => api(app, "GET", `/api/governance/virtual-keys/${id}`).then((r) => r.body.virtual_key as Json);
+  const routingRule = (id: string) => api(app, "GET", `/api/governance/routing-rules/${id}`).then((r) => r.body.routing_rule as Json);
   const clients = (await api(app, "GET", "/api/mcp/clients")).body.clients as Json[];
-  return { provider, virtualKey, client: (name: string) => clients.find((c) => c["name"] === name) as Json };
+  return { provider, virtualKey, routingRule, client: (name: string) => clients.find((c) => c["name"] === name) as Json };
 }
 
 before(async () => {
@@ -192,6 +211,7 @@ describe("every writable field of every entity", () => {
     const covered = new Set([
       ...providerSamples().flatMap((s) => samplePaths(ProviderSchema, s)),
       ...virtualKeySamples().flatMap((s) => samplePaths(VirtualKeySchema, s)),
+      ...routingRuleSamples().flatMap((s) => samplePaths(RoutingRuleSchema, s)),
       ...mcpClientSamples().flatMap((s) => samplePaths(McpClientSchema, s)),
       ...samplePaths(ToolManagerConfigSchema, TOOL_MANAGER),
       ...samplePaths(ClientSettingsSchema, CLIENT_SETTINGS),
@@ -203,7 +223,7 @@ describe("every writable field of every entity", () => {
       }),
       ...CREATE_ONLY,
     ]);
-    const missing = [ProviderSchema, VirtualKeySchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
+    const missing = [ProviderSchema, VirtualKeySchema, RoutingRuleSchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
     assert.deepEqual(missing, [], "fields with no sample: add one above (or to REFUSED until the feature exists)");
   });
 
@@ -211,7 +231,7 @@ describe("every writable field of every entity", () => {
     const file = parseConfig(
       {
         providers: Object.fromEntries(providerSamples().map(({ name, ...rest }) => [name, rest])),
-        governance: { virtual_keys: virtualKeySamples() },
+        governance: { virtual_keys: virtualKeySamples(), routing_rules: routingRuleSamples() },
         mcp: { client_configs: mcpClientSamples().map(asFileEntry), tool_manager_config: TOOL_MANAGER },
         client: CLIENT_SETTINGS,
       },
@@ -224,6 +244,7 @@ describe("every writable field of every entity", () => {
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);
+      for (const sample of routingRuleSamples()) assertReadsBack(await read.routingRule(sample["id"]), sample, `routing rule ${sample["id"]}`);
       for (const sample of mcpClientSamples()) assertReadsBack(read.client(sample["name"]), sample, `MCP client ${sample["name"]}`);
     } finally {
       await app.stop();
@@ -244,6 +265,12 @@ describe("every writable field of every entity", () => {
       for (const { id, ...fields } of virtualKeySamples()) {
         assert.equal((await api(app, "POST", "/api/governance/virtual-keys", { id, name: "minimal" })).status, 200);
         for (const [key, value] of Object.entries(fields)) await put(`/api/governance/virtual-keys/${id}`, { [key]: value });
+      }
+      for (const { id, scope, scope_id, ...fields } of routingRuleSamples()) {
+        assert.equal((await api(app, "POST", "/api/governance/routing-rules", { id, name: "minimal", targets: [{ provider: "azure" }] })).status, 200);
+        // A scope other than global needs its scope_id in the same update.
+        await put(`/api/governance/routing-rules/${id}`, { scope, scope_id });
+        for (const [key, value] of Object.entries(fields)) await put(`/api/governance/routing-rules/${id}`, { [key]: value });
       }
       // A stdio client needs an admin session to be created through the API, and its stdio_config is
       // immutable; both are covered elsewhere (the file above, read-modify-write).
@@ -275,6 +302,7 @@ describe("every writable field of every entity", () => {
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);
+      for (const sample of routingRuleSamples()) assertReadsBack(await read.routingRule(sample["id"]), sample, `routing rule ${sample["id"]}`);
       for (const sample of clients) assertReadsBack(read.client(sample["name"]), sample, `MCP client ${sample["name"]}`);
     } finally {
       await app.stop();

@@ -150,12 +150,6 @@ test("deleting a virtual key makes /v1 refuse it at once", async () => {
   assert.equal((await api(app, "GET", `/api/governance/virtual-keys/${key.id}`)).status, 404);
 });
 
-test("routing rules answer 501 with a message saying what to use instead", async () => {
-  const res = await api(app, "GET", "/api/governance/routing-rules");
-  assert.equal(res.status, 501);
-  assert.match(res.body.error.message, /provider_configs/);
-});
-
 test("the virtual-key API works over Connect with the same rules", async () => {
   const client = clientFor(GovernanceService, app.url, "connect");
   const created = await client.createVirtualKey({ virtualKey: { name: "over-connect", providerConfigs: [{ provider: "openai", allowedModels: ["*"], keyIds: ["*"] }] } });

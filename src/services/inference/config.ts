@@ -3,10 +3,11 @@
  * entry throws a GatewayError naming its path, so a bad file stops start-up) and kept as wire JSON for
  * seeding into the store, which is the source of truth afterwards.
  */
-import type { ProviderFileConfig, VirtualKeyFileConfig } from "../../config/file-config.js";
+import type { ProviderFileConfig, RoutingRuleFileConfig, VirtualKeyFileConfig } from "../../config/file-config.js";
 import { invalidField } from "../../errors.js";
 import type { Clock, Random } from "../../routing/types.js";
 import { checkProviderName, parseProviderWire } from "./provider-wire.js";
+import { parseRoutingRule, routingRuleFromJson } from "./routing-rule-input.js";
 import { parseVirtualKeyWire } from "./virtual-key-wire.js";
 import type { Wire } from "./wire-fields.js";
 
@@ -16,6 +17,8 @@ export interface InferenceOptions {
   providers: Record<string, Wire>;
   /** Virtual keys declared in the config file, wire JSON, already checked. */
   virtualKeys: Wire[];
+  /** Routing rules declared in the config file (governance.routing_rules), REST JSON, already checked. */
+  routingRules?: Wire[];
   /** Dice for provider and key selection (default Math.random; tests pass a seeded one). */
   random?: Random;
   /** Upper bound on waiting for upstream headers and between body chunks (adapter default otherwise). */
@@ -30,6 +33,7 @@ export interface InferenceOptions {
 export function inferenceOptionsFromFile(
   providers: Readonly<Record<string, ProviderFileConfig>>,
   virtualKeys: readonly VirtualKeyFileConfig[],
+  routingRules: readonly RoutingRuleFileConfig[] = [],
 ): InferenceOptions {
   const providerWires: Record<string, Wire> = {};
   for (const [name, provider] of Object.entries(providers)) {
@@ -49,7 +53,16 @@ export function inferenceOptionsFromFile(
     values.set(key.value, index);
     return raw as Wire;
   });
-  return { providers: providerWires, virtualKeys: keys };
+  const ruleIds = new Map<string, number>();
+  const rules = routingRules.map((raw, index) => {
+    const path = `governance.routing_rules[${index}]`;
+    const { fields } = parseRoutingRule(routingRuleFromJson(raw, path), (field) => `${path}.${field}`);
+    const same = ruleIds.get(fields.id);
+    if (same !== undefined) throw invalidField(`${path}.id`, `"${fields.id}" is also the id of governance.routing_rules[${same}]`);
+    ruleIds.set(fields.id, index);
+    return raw as Wire;
+  });
+  return { providers: providerWires, virtualKeys: keys, routingRules: rules };
 }
 
 export type { Inference, InferenceProvider } from "./state.js";

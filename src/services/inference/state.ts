@@ -11,6 +11,8 @@ import { createProviderAdapter } from "../../providers/registry.js";
 import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
 import { PriceTable } from "../../routing/pricing.js";
+import { RoutingLog } from "../../telemetry/routing-log.js";
+import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
@@ -32,6 +34,10 @@ export interface Inference {
   readonly providers: ReadonlyMap<string, InferenceProvider>;
   readonly catalog: ModelCatalog;
   readonly virtualKeys: VirtualKeyRegistry;
+  /** Compiled routing rules, evaluated before a key's provider_configs. */
+  readonly routingRules: RoutingRuleSet;
+  /** The last routing decisions. */
+  readonly routingLog: RoutingLog;
   readonly limits: UsageLimits;
   /** Prices of models, for the cost budgets spend. */
   readonly prices: PriceTable;
@@ -45,6 +51,8 @@ export class InferenceState implements Inference {
   readonly #listed = new Map<string, readonly string[]>();
   #catalog: ModelCatalog = createKeyCatalog(new Map());
   readonly virtualKeys = new VirtualKeyRegistry();
+  readonly routingRules = new RoutingRuleSet();
+  readonly routingLog = new RoutingLog();
   readonly limits: UsageLimits;
   readonly prices = new PriceTable();
   readonly random: Random;

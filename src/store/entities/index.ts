@@ -3,6 +3,7 @@ import { AdminSessionSchema } from "./admin-session-record.js";
 import { McpClientSchema } from "./mcp-client-record.js";
 import { McpUserCredentialSchema } from "./mcp-user-credential-record.js";
 import { ProviderSchema } from "./provider-record.js";
+import { RoutingRuleSchema } from "./routing-rule-record.js";
 import { SettingSchema } from "./setting-record.js";
 import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
@@ -11,9 +12,10 @@ export * from "./admin-session-record.js";
 export * from "./mcp-client-record.js";
 export * from "./mcp-user-credential-record.js";
 export * from "./provider-record.js";
+export * from "./routing-rule-record.js";
 export * from "./setting-record.js";
 export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, RoutingRuleSchema];

@@ -2,8 +2,8 @@
 // @generated from file gw/routing/v1/governance.proto (package gw.routing.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/routing/v1/governance.proto.
  */
 export const file_gw_routing_v1_governance: GenFile = /*@__PURE__*/
-  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiMwoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCSJCCglSYXRlTGltaXQSFwoPdG9rZW5fbWF4X2xpbWl0GAEgASgDEhwKFHRva2VuX3Jlc2V0X2R1cmF0aW9uGAIgASgJIsEBCg5Qcm92aWRlckNvbmZpZxIQCghwcm92aWRlchgBIAEoCRIWCg5hbGxvd2VkX21vZGVscxgCIAMoCRIPCgdrZXlfaWRzGAMgAygJEhMKBndlaWdodBgEIAEoAUgAiAEBEiYKB2J1ZGdldHMYBSADKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAYgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXRCCQoHX3dlaWdodCI+CglNY3BDb25maWcSFwoPbWNwX2NsaWVudF9uYW1lGAEgASgJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYAiADKAkijAMKClZpcnR1YWxLZXkSDwoCaWQYASABKAlCA+BBBRIRCgRuYW1lGAIgASgJQgPgQQISDQoFdmFsdWUYAyABKAkSFgoJaXNfYWN0aXZlGAQgASgISACIAQESNwoQcHJvdmlkZXJfY29uZmlncxgFIAMoCzIdLmd3LnJvdXRpbmcudjEuUHJvdmlkZXJDb25maWcSLQoLbWNwX2NvbmZpZ3MYBiADKAsyGC5ndy5yb3V0aW5nLnYxLk1jcENvbmZpZxIlCgZidWRnZXQYByABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAggASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgwKCl9pc19hY3RpdmUikgEKC1JvdXRpbmdSdWxlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKZXhwcmVzc2lvbhgDIAEoCRIQCghwcm92aWRlchgEIAEoCRINCgVtb2RlbBgFIAEoCRIRCglmYWxsYmFja3MYBiADKAkSEAoIcHJpb3JpdHkYByABKAUSDwoHZW5hYmxlZBgIIAEoCCJJChdDcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSJKChhDcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiGAoWTGlzdFZpcnR1YWxLZXlzUmVxdWVzdCJZChdMaXN0VmlydHVhbEtleXNSZXNwb25zZRIvCgx2aXJ0dWFsX2tleXMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkSDQoFY291bnQYAiABKAUiIgoUR2V0VmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiRwoVR2V0VmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IoYBChdVcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIuCgt2aXJ0dWFsX2tleRgCIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSgoYVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IiUKF0RlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIioKGERlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiTAoYQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0EjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiTQoZQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIhkKF0xpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0IlwKGExpc3RSb3V0aW5nUnVsZXNSZXNwb25zZRIxCg1yb3V0aW5nX3J1bGVzGAEgAygLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRINCgVjb3VudBgCIAEoBSIjChVHZXRSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkiSgoWR2V0Um91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIokBChhVcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkSMAoMcm91dGluZ19ydWxlGAIgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siTQoZVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIiYKGERlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIrChlEZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTKDDAoRR292ZXJuYW5jZVNlcnZpY2USmgEKEENyZWF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkNyZWF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5DcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiNaC7GAGC0+STAis6C3ZpcnR1YWxfa2V5IhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEooBCg9MaXN0VmlydHVhbEtleXMSJS5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1JlcXVlc3QaJi5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1Jlc3BvbnNlIiiguxgBgtPkkwIeEhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEokBCg1HZXRWaXJ0dWFsS2V5EiMuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5UmVxdWVzdBokLmd3LnJvdXRpbmcudjEuR2V0VmlydHVhbEtleVJlc3BvbnNlIi2guxgBgtPkkwIjEiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SnwEKEFVwZGF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLlVwZGF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5VcGRhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiOqC7GAGC0+STAjA6C3ZpcnR1YWxfa2V5GiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SkgEKEERlbGV0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkRlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5EZWxldGVWaXJ0dWFsS2V5UmVzcG9uc2UiLaC7GAGC0+STAiMqIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKfAQoRQ3JlYXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkNyZWF0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZSI3oLsYAYLT5JMCLToMcm91dGluZ19ydWxlIh0vYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcxKOAQoQTGlzdFJvdXRpbmdSdWxlcxImLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdSdWxlc1JlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkxpc3RSb3V0aW5nUnVsZXNSZXNwb25zZSIpoLsYAYLT5JMCHxIdL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMSjQEKDkdldFJvdXRpbmdSdWxlEiQuZ3cucm91dGluZy52MS5HZXRSb3V0aW5nUnVsZVJlcXVlc3QaJS5ndy5yb3V0aW5nLnYxLkdldFJvdXRpbmdSdWxlUmVzcG9uc2UiLqC7GAGC0+STAiQSIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SpAEKEVVwZGF0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5VcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLlVwZGF0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiPKC7GAGC0+STAjI6DHJvdXRpbmdfcnVsZRoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfRKWAQoRRGVsZXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkRlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuRGVsZXRlUm91dGluZ1J1bGVSZXNwb25zZSIuoLsYAYLT5JMCJCoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfUKBAQoRY29tLmd3LnJvdXRpbmcudjFCD0dvdmVybmFuY2VQcm90b1ABWiFndy9nZW4vZ28vZ3cvcm91dGluZy92MTtyb3V0aW5ndjGiAgNHUk+qAg1Hdy5Sb3V0aW5nLlYxygINR3dcUm91dGluZ1xWMeoCD0d3OjpSb3V0aW5nOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiMwoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCSJCCglSYXRlTGltaXQSFwoPdG9rZW5fbWF4X2xpbWl0GAEgASgDEhwKFHRva2VuX3Jlc2V0X2R1cmF0aW9uGAIgASgJIsEBCg5Qcm92aWRlckNvbmZpZxIQCghwcm92aWRlchgBIAEoCRIWCg5hbGxvd2VkX21vZGVscxgCIAMoCRIPCgdrZXlfaWRzGAMgAygJEhMKBndlaWdodBgEIAEoAUgAiAEBEiYKB2J1ZGdldHMYBSADKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAYgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXRCCQoHX3dlaWdodCI+CglNY3BDb25maWcSFwoPbWNwX2NsaWVudF9uYW1lGAEgASgJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYAiADKAkijAMKClZpcnR1YWxLZXkSDwoCaWQYASABKAlCA+BBBRIRCgRuYW1lGAIgASgJQgPgQQISDQoFdmFsdWUYAyABKAkSFgoJaXNfYWN0aXZlGAQgASgISACIAQESNwoQcHJvdmlkZXJfY29uZmlncxgFIAMoCzIdLmd3LnJvdXRpbmcudjEuUHJvdmlkZXJDb25maWcSLQoLbWNwX2NvbmZpZ3MYBiADKAsyGC5ndy5yb3V0aW5nLnYxLk1jcENvbmZpZxIlCgZidWRnZXQYByABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAggASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgwKCl9pc19hY3RpdmUiYAoNUm91dGluZ1RhcmdldBIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCRIOCgZrZXlfaWQYAyABKAkSEwoGd2VpZ2h0GAQgASgBSACIAQFCCQoHX3dlaWdodCKUAwoLUm91dGluZ1J1bGUSDwoCaWQYASABKAlCA+BBBRIRCgRuYW1lGAIgASgJQgPgQQISFgoOY2VsX2V4cHJlc3Npb24YAyABKAkSEwoLZGVzY3JpcHRpb24YBCABKAkSLQoHdGFyZ2V0cxgFIAMoCzIcLmd3LnJvdXRpbmcudjEuUm91dGluZ1RhcmdldBIRCglmYWxsYmFja3MYBiADKAkSEAoIcHJpb3JpdHkYByABKAUSFAoHZW5hYmxlZBgIIAEoCEgAiAEBEi4KBXNjb3BlGAkgASgOMh8uZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZVNjb3BlEhAKCHNjb3BlX2lkGAogASgJEhIKCmNoYWluX3J1bGUYCyABKAgSMwoKY3JlYXRlZF9hdBgMIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgoKCF9lbmFibGVkIkkKF0NyZWF0ZVZpcnR1YWxLZXlSZXF1ZXN0Ei4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IkoKGENyZWF0ZVZpcnR1YWxLZXlSZXNwb25zZRIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSIYChZMaXN0VmlydHVhbEtleXNSZXF1ZXN0IlkKF0xpc3RWaXJ0dWFsS2V5c1Jlc3BvbnNlEi8KDHZpcnR1YWxfa2V5cxgBIAMoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRINCgVjb3VudBgCIAEoBSIiChRHZXRWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCSJHChVHZXRWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkihgEKF1VwZGF0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJEi4KC3ZpcnR1YWxfa2V5GAIgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5Ei8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJKChhVcGRhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiJQoXRGVsZXRlVmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiKgoYRGVsZXRlVmlydHVhbEtleVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSJMChhDcmVhdGVSb3V0aW5nUnVsZVJlcXVlc3QSMAoMcm91dGluZ19ydWxlGAEgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZSJNChlDcmVhdGVSb3V0aW5nUnVsZVJlc3BvbnNlEjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiGQoXTGlzdFJvdXRpbmdSdWxlc1JlcXVlc3QiXAoYTGlzdFJvdXRpbmdSdWxlc1Jlc3BvbnNlEjEKDXJvdXRpbmdfcnVsZXMYASADKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlEg0KBWNvdW50GAIgASgFIiMKFUdldFJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSJKChZHZXRSb3V0aW5nUnVsZVJlc3BvbnNlEjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiiQEKGFVwZGF0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCRIwCgxyb3V0aW5nX3J1bGUYAiABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJNChlVcGRhdGVSb3V0aW5nUnVsZVJlc3BvbnNlEjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiJgoYRGVsZXRlUm91dGluZ1J1bGVSZXF1ZXN0EgoKAmlkGAEgASgJIisKGURlbGV0ZVJvdXRpbmdSdWxlUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIjUKFUxpc3RSb3V0aW5nTG9nUmVxdWVzdBISCgVsaW1pdBgBIAEoBUgAiAEBQggKBl9saW1pdCLaAQoPUm91dGluZ0xvZ0VudHJ5EgwKBHRpbWUYASABKAkSDwoHZW5naW5lcxgCIAMoCRIXCg9yZXF1ZXN0ZWRfbW9kZWwYAyABKAkSEAoIcHJvdmlkZXIYBCABKAkSDQoFbW9kZWwYBSABKAkSFwoPcm91dGluZ19ydWxlX2lkGAYgASgJEhkKEXJvdXRpbmdfcnVsZV9uYW1lGAcgASgJEhEKCWZhbGxiYWNrcxgIIAMoCRIWCg52aXJ0dWFsX2tleV9pZBgJIAEoCRIPCgdtZXNzYWdlGAogASgJIlgKFkxpc3RSb3V0aW5nTG9nUmVzcG9uc2USLwoHZW50cmllcxgBIAMoCzIeLmd3LnJvdXRpbmcudjEuUm91dGluZ0xvZ0VudHJ5Eg0KBWNvdW50GAIgASgFKrcBChBSb3V0aW5nUnVsZVNjb3BlEiIKHlJPVVRJTkdfUlVMRV9TQ09QRV9VTlNQRUNJRklFRBAAEh0KGVJPVVRJTkdfUlVMRV9TQ09QRV9HTE9CQUwQARIfChtST1VUSU5HX1JVTEVfU0NPUEVfQ1VTVE9NRVIQAhIbChdST1VUSU5HX1JVTEVfU0NPUEVfVEVBTRADEiIKHlJPVVRJTkdfUlVMRV9TQ09QRV9WSVJUVUFMX0tFWRAEMowNChFHb3Zlcm5hbmNlU2VydmljZRKaAQoQQ3JlYXRlVmlydHVhbEtleRImLmd3LnJvdXRpbmcudjEuQ3JlYXRlVmlydHVhbEtleVJlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkNyZWF0ZVZpcnR1YWxLZXlSZXNwb25zZSI1oLsYAYLT5JMCKzoLdmlydHVhbF9rZXkiHC9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMSigEKD0xpc3RWaXJ0dWFsS2V5cxIlLmd3LnJvdXRpbmcudjEuTGlzdFZpcnR1YWxLZXlzUmVxdWVzdBomLmd3LnJvdXRpbmcudjEuTGlzdFZpcnR1YWxLZXlzUmVzcG9uc2UiKKC7GAGC0+STAh4SHC9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMSiQEKDUdldFZpcnR1YWxLZXkSIy5ndy5yb3V0aW5nLnYxLkdldFZpcnR1YWxLZXlSZXF1ZXN0GiQuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5UmVzcG9uc2UiLaC7GAGC0+STAiMSIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKfAQoQVXBkYXRlVmlydHVhbEtleRImLmd3LnJvdXRpbmcudjEuVXBkYXRlVmlydHVhbEtleVJlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLlVwZGF0ZVZpcnR1YWxLZXlSZXNwb25zZSI6oLsYAYLT5JMCMDoLdmlydHVhbF9rZXkaIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKSAQoQRGVsZXRlVmlydHVhbEtleRImLmd3LnJvdXRpbmcudjEuRGVsZXRlVmlydHVhbEtleVJlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkRlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZSItoLsYAYLT5JMCIyohL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cy97aWR9Ep8BChFDcmVhdGVSb3V0aW5nUnVsZRInLmd3LnJvdXRpbmcudjEuQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0GiguZ3cucm91dGluZy52MS5DcmVhdGVSb3V0aW5nUnVsZVJlc3BvbnNlIjeguxgBgtPkkwItOgxyb3V0aW5nX3J1bGUiHS9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzEo4BChBMaXN0Um91dGluZ1J1bGVzEiYuZ3cucm91dGluZy52MS5MaXN0Um91dGluZ1J1bGVzUmVxdWVzdBonLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdSdWxlc1Jlc3BvbnNlIimguxgBgtPkkwIfEh0vYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcxKNAQoOR2V0Um91dGluZ1J1bGUSJC5ndy5yb3V0aW5nLnYxLkdldFJvdXRpbmdSdWxlUmVxdWVzdBolLmd3LnJvdXRpbmcudjEuR2V0Um91dGluZ1J1bGVSZXNwb25zZSIuoLsYAYLT5JMCJBIiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfRKkAQoRVXBkYXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLlVwZGF0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZSI8oLsYAYLT5JMCMjoMcm91dGluZ19ydWxlGiIvYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcy97aWR9EpYBChFEZWxldGVSb3V0aW5nUnVsZRInLmd3LnJvdXRpbmcudjEuRGVsZXRlUm91dGluZ1J1bGVSZXF1ZXN0GiguZ3cucm91dGluZy52MS5EZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlIi6guxgBgtPkkwIkKiIvYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcy97aWR9EoYBCg5MaXN0Um91dGluZ0xvZxIkLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdMb2dSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5MaXN0Um91dGluZ0xvZ1Jlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL2dvdmVybmFuY2Uvcm91dGluZy1sb2dCgQEKEWNvbS5ndy5yb3V0aW5nLnYxQg9Hb3Zlcm5hbmNlUHJvdG9QAVohZ3cvZ2VuL2dvL2d3L3JvdXRpbmcvdjE7cm91dGluZ3YxogIDR1JPqgINR3cuUm91dGluZy5WMcoCDUd3XFJvdXRpbmdcVjHqAg9Hdzo6Um91dGluZzo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * Budget caps spend in USD over a rolling window.
@@ -242,66 +242,143 @@ export const VirtualKeySchema: GenMessage<VirtualKey> = /*@__PURE__*/
   messageDesc(file_gw_routing_v1_governance, 4);
 
 /**
+ * RoutingTarget is one place a matching rule may send a request.
+ *
+ * @generated from message gw.routing.v1.RoutingTarget
+ */
+export type RoutingTarget = Message<"gw.routing.v1.RoutingTarget"> & {
+  /**
+   * provider replaces the request's provider; empty keeps it.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * model replaces the request's model; empty keeps it.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * key_id pins the provider key; empty lets key selection choose.
+   *
+   * @generated from field: string key_id = 3;
+   */
+  keyId: string;
+
+  /**
+   * weight is the target's relative share (finite, > 0; 1 when omitted).
+   *
+   * @generated from field: optional double weight = 4;
+   */
+  weight?: number | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.RoutingTarget.
+ * Use `create(RoutingTargetSchema)` to create a new message.
+ */
+export const RoutingTargetSchema: GenMessage<RoutingTarget> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 5);
+
+/**
  * RoutingRule routes requests matching a CEL expression.
  *
  * @generated from message gw.routing.v1.RoutingRule
  */
 export type RoutingRule = Message<"gw.routing.v1.RoutingRule"> & {
   /**
-   * id is the identifier.
+   * id is the identifier: generated when omitted at creation, fixed afterwards.
    *
    * @generated from field: string id = 1;
    */
   id: string;
 
   /**
-   * name is a human-readable name.
+   * name is a human-readable name, unique within the rule's scope.
    *
    * @generated from field: string name = 2;
    */
   name: string;
 
   /**
-   * expression is a CEL expression over the request.
+   * cel_expression is a boolean CEL expression over the request; empty always matches.
    *
-   * @generated from field: string expression = 3;
+   * @generated from field: string cel_expression = 3;
    */
-  expression: string;
+  celExpression: string;
 
   /**
-   * provider is the provider to route to.
+   * description says what the rule is for.
    *
-   * @generated from field: string provider = 4;
+   * @generated from field: string description = 4;
    */
-  provider: string;
+  description: string;
 
   /**
-   * model optionally rewrites the model.
+   * targets are the weighted destinations of a matching request (at least one).
    *
-   * @generated from field: string model = 5;
+   * @generated from field: repeated gw.routing.v1.RoutingTarget targets = 5;
    */
-  model: string;
+  targets: RoutingTarget[];
 
   /**
-   * fallbacks are provider/model pairs to try next.
+   * fallbacks are "provider/model" or "provider/" entries tried after the chosen target, in order.
    *
    * @generated from field: repeated string fallbacks = 6;
    */
   fallbacks: string[];
 
   /**
-   * priority orders rules (lower first).
+   * priority orders rules within a scope (lower first; 0 when omitted).
    *
    * @generated from field: int32 priority = 7;
    */
   priority: number;
 
   /**
-   * enabled turns the rule on.
+   * enabled turns the rule on (true when omitted at creation).
    *
-   * @generated from field: bool enabled = 8;
+   * @generated from field: optional bool enabled = 8;
    */
-  enabled: boolean;
+  enabled?: boolean | undefined;
+
+  /**
+   * scope is the level the rule applies at (global when omitted).
+   *
+   * @generated from field: gw.routing.v1.RoutingRuleScope scope = 9;
+   */
+  scope: RoutingRuleScope;
+
+  /**
+   * scope_id names the virtual key, team or customer of the scope; empty for global.
+   *
+   * @generated from field: string scope_id = 10;
+   */
+  scopeId: string;
+
+  /**
+   * chain_rule evaluates the rules again with the new provider and model after a match.
+   *
+   * @generated from field: bool chain_rule = 11;
+   */
+  chainRule: boolean;
+
+  /**
+   * created_at is when the rule was created.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 12;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * updated_at is when the rule last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 13;
+   */
+  updatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -309,7 +386,7 @@ export type RoutingRule = Message<"gw.routing.v1.RoutingRule"> & {
  * Use `create(RoutingRuleSchema)` to create a new message.
  */
 export const RoutingRuleSchema: GenMessage<RoutingRule> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 5);
+  messageDesc(file_gw_routing_v1_governance, 6);
 
 /**
  * CreateVirtualKeyRequest carries a new key.
@@ -330,7 +407,7 @@ export type CreateVirtualKeyRequest = Message<"gw.routing.v1.CreateVirtualKeyReq
  * Use `create(CreateVirtualKeyRequestSchema)` to create a new message.
  */
 export const CreateVirtualKeyRequestSchema: GenMessage<CreateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 6);
+  messageDesc(file_gw_routing_v1_governance, 7);
 
 /**
  * CreateVirtualKeyResponse returns the created key, value shown once.
@@ -351,7 +428,7 @@ export type CreateVirtualKeyResponse = Message<"gw.routing.v1.CreateVirtualKeyRe
  * Use `create(CreateVirtualKeyResponseSchema)` to create a new message.
  */
 export const CreateVirtualKeyResponseSchema: GenMessage<CreateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 7);
+  messageDesc(file_gw_routing_v1_governance, 8);
 
 /**
  * ListVirtualKeysRequest is empty.
@@ -366,7 +443,7 @@ export type ListVirtualKeysRequest = Message<"gw.routing.v1.ListVirtualKeysReque
  * Use `create(ListVirtualKeysRequestSchema)` to create a new message.
  */
 export const ListVirtualKeysRequestSchema: GenMessage<ListVirtualKeysRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 8);
+  messageDesc(file_gw_routing_v1_governance, 9);
 
 /**
  * ListVirtualKeysResponse lists keys.
@@ -394,7 +471,7 @@ export type ListVirtualKeysResponse = Message<"gw.routing.v1.ListVirtualKeysResp
  * Use `create(ListVirtualKeysResponseSchema)` to create a new message.
  */
 export const ListVirtualKeysResponseSchema: GenMessage<ListVirtualKeysResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 9);
+  messageDesc(file_gw_routing_v1_governance, 10);
 
 /**
  * GetVirtualKeyRequest names a key.
@@ -415,7 +492,7 @@ export type GetVirtualKeyRequest = Message<"gw.routing.v1.GetVirtualKeyRequest">
  * Use `create(GetVirtualKeyRequestSchema)` to create a new message.
  */
 export const GetVirtualKeyRequestSchema: GenMessage<GetVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 10);
+  messageDesc(file_gw_routing_v1_governance, 11);
 
 /**
  * GetVirtualKeyResponse carries a key.
@@ -436,7 +513,7 @@ export type GetVirtualKeyResponse = Message<"gw.routing.v1.GetVirtualKeyResponse
  * Use `create(GetVirtualKeyResponseSchema)` to create a new message.
  */
 export const GetVirtualKeyResponseSchema: GenMessage<GetVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 11);
+  messageDesc(file_gw_routing_v1_governance, 12);
 
 /**
  * UpdateVirtualKeyRequest changes a key.
@@ -471,7 +548,7 @@ export type UpdateVirtualKeyRequest = Message<"gw.routing.v1.UpdateVirtualKeyReq
  * Use `create(UpdateVirtualKeyRequestSchema)` to create a new message.
  */
 export const UpdateVirtualKeyRequestSchema: GenMessage<UpdateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 12);
+  messageDesc(file_gw_routing_v1_governance, 13);
 
 /**
  * UpdateVirtualKeyResponse returns the stored key.
@@ -492,7 +569,7 @@ export type UpdateVirtualKeyResponse = Message<"gw.routing.v1.UpdateVirtualKeyRe
  * Use `create(UpdateVirtualKeyResponseSchema)` to create a new message.
  */
 export const UpdateVirtualKeyResponseSchema: GenMessage<UpdateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 13);
+  messageDesc(file_gw_routing_v1_governance, 14);
 
 /**
  * DeleteVirtualKeyRequest names a key.
@@ -513,7 +590,7 @@ export type DeleteVirtualKeyRequest = Message<"gw.routing.v1.DeleteVirtualKeyReq
  * Use `create(DeleteVirtualKeyRequestSchema)` to create a new message.
  */
 export const DeleteVirtualKeyRequestSchema: GenMessage<DeleteVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 14);
+  messageDesc(file_gw_routing_v1_governance, 15);
 
 /**
  * DeleteVirtualKeyResponse confirms a deletion.
@@ -534,7 +611,7 @@ export type DeleteVirtualKeyResponse = Message<"gw.routing.v1.DeleteVirtualKeyRe
  * Use `create(DeleteVirtualKeyResponseSchema)` to create a new message.
  */
 export const DeleteVirtualKeyResponseSchema: GenMessage<DeleteVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 15);
+  messageDesc(file_gw_routing_v1_governance, 16);
 
 /**
  * CreateRoutingRuleRequest carries a new rule.
@@ -555,7 +632,7 @@ export type CreateRoutingRuleRequest = Message<"gw.routing.v1.CreateRoutingRuleR
  * Use `create(CreateRoutingRuleRequestSchema)` to create a new message.
  */
 export const CreateRoutingRuleRequestSchema: GenMessage<CreateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 16);
+  messageDesc(file_gw_routing_v1_governance, 17);
 
 /**
  * CreateRoutingRuleResponse returns the created rule.
@@ -576,7 +653,7 @@ export type CreateRoutingRuleResponse = Message<"gw.routing.v1.CreateRoutingRule
  * Use `create(CreateRoutingRuleResponseSchema)` to create a new message.
  */
 export const CreateRoutingRuleResponseSchema: GenMessage<CreateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 17);
+  messageDesc(file_gw_routing_v1_governance, 18);
 
 /**
  * ListRoutingRulesRequest is empty.
@@ -591,7 +668,7 @@ export type ListRoutingRulesRequest = Message<"gw.routing.v1.ListRoutingRulesReq
  * Use `create(ListRoutingRulesRequestSchema)` to create a new message.
  */
 export const ListRoutingRulesRequestSchema: GenMessage<ListRoutingRulesRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 18);
+  messageDesc(file_gw_routing_v1_governance, 19);
 
 /**
  * ListRoutingRulesResponse lists rules.
@@ -619,7 +696,7 @@ export type ListRoutingRulesResponse = Message<"gw.routing.v1.ListRoutingRulesRe
  * Use `create(ListRoutingRulesResponseSchema)` to create a new message.
  */
 export const ListRoutingRulesResponseSchema: GenMessage<ListRoutingRulesResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 19);
+  messageDesc(file_gw_routing_v1_governance, 20);
 
 /**
  * GetRoutingRuleRequest names a rule.
@@ -640,7 +717,7 @@ export type GetRoutingRuleRequest = Message<"gw.routing.v1.GetRoutingRuleRequest
  * Use `create(GetRoutingRuleRequestSchema)` to create a new message.
  */
 export const GetRoutingRuleRequestSchema: GenMessage<GetRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 20);
+  messageDesc(file_gw_routing_v1_governance, 21);
 
 /**
  * GetRoutingRuleResponse carries a rule.
@@ -661,7 +738,7 @@ export type GetRoutingRuleResponse = Message<"gw.routing.v1.GetRoutingRuleRespon
  * Use `create(GetRoutingRuleResponseSchema)` to create a new message.
  */
 export const GetRoutingRuleResponseSchema: GenMessage<GetRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 21);
+  messageDesc(file_gw_routing_v1_governance, 22);
 
 /**
  * UpdateRoutingRuleRequest changes a rule.
@@ -696,7 +773,7 @@ export type UpdateRoutingRuleRequest = Message<"gw.routing.v1.UpdateRoutingRuleR
  * Use `create(UpdateRoutingRuleRequestSchema)` to create a new message.
  */
 export const UpdateRoutingRuleRequestSchema: GenMessage<UpdateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 22);
+  messageDesc(file_gw_routing_v1_governance, 23);
 
 /**
  * UpdateRoutingRuleResponse returns the stored rule.
@@ -717,7 +794,7 @@ export type UpdateRoutingRuleResponse = Message<"gw.routing.v1.UpdateRoutingRule
  * Use `create(UpdateRoutingRuleResponseSchema)` to create a new message.
  */
 export const UpdateRoutingRuleResponseSchema: GenMessage<UpdateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 23);
+  messageDesc(file_gw_routing_v1_governance, 24);
 
 /**
  * DeleteRoutingRuleRequest names a rule.
@@ -738,7 +815,7 @@ export type DeleteRoutingRuleRequest = Message<"gw.routing.v1.DeleteRoutingRuleR
  * Use `create(DeleteRoutingRuleRequestSchema)` to create a new message.
  */
 export const DeleteRoutingRuleRequestSchema: GenMessage<DeleteRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 24);
+  messageDesc(file_gw_routing_v1_governance, 25);
 
 /**
  * DeleteRoutingRuleResponse confirms a deletion.
@@ -759,7 +836,188 @@ export type DeleteRoutingRuleResponse = Message<"gw.routing.v1.DeleteRoutingRule
  * Use `create(DeleteRoutingRuleResponseSchema)` to create a new message.
  */
 export const DeleteRoutingRuleResponseSchema: GenMessage<DeleteRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 25);
+  messageDesc(file_gw_routing_v1_governance, 26);
+
+/**
+ * ListRoutingLogRequest bounds the answer.
+ *
+ * @generated from message gw.routing.v1.ListRoutingLogRequest
+ */
+export type ListRoutingLogRequest = Message<"gw.routing.v1.ListRoutingLogRequest"> & {
+  /**
+   * limit is the most entries to return (all kept entries when omitted).
+   *
+   * @generated from field: optional int32 limit = 1;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListRoutingLogRequest.
+ * Use `create(ListRoutingLogRequestSchema)` to create a new message.
+ */
+export const ListRoutingLogRequestSchema: GenMessage<ListRoutingLogRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 27);
+
+/**
+ * RoutingLogEntry is one routing decision.
+ *
+ * @generated from message gw.routing.v1.RoutingLogEntry
+ */
+export type RoutingLogEntry = Message<"gw.routing.v1.RoutingLogEntry"> & {
+  /**
+   * time is when the decision was made (RFC 3339).
+   *
+   * @generated from field: string time = 1;
+   */
+  time: string;
+
+  /**
+   * engines are the routing engines that decided, in order.
+   *
+   * @generated from field: repeated string engines = 2;
+   */
+  engines: string[];
+
+  /**
+   * requested_model is the model as the request named it.
+   *
+   * @generated from field: string requested_model = 3;
+   */
+  requestedModel: string;
+
+  /**
+   * provider is the chosen provider.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
+
+  /**
+   * model is the chosen model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * routing_rule_id is the routing rule that matched; empty when none did.
+   *
+   * @generated from field: string routing_rule_id = 6;
+   */
+  routingRuleId: string;
+
+  /**
+   * routing_rule_name is that rule's name.
+   *
+   * @generated from field: string routing_rule_name = 7;
+   */
+  routingRuleName: string;
+
+  /**
+   * fallbacks are the provider/model entries tried after the primary.
+   *
+   * @generated from field: repeated string fallbacks = 8;
+   */
+  fallbacks: string[];
+
+  /**
+   * virtual_key_id is the caller's virtual key; empty without one.
+   *
+   * @generated from field: string virtual_key_id = 9;
+   */
+  virtualKeyId: string;
+
+  /**
+   * message says what decided and why.
+   *
+   * @generated from field: string message = 10;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.RoutingLogEntry.
+ * Use `create(RoutingLogEntrySchema)` to create a new message.
+ */
+export const RoutingLogEntrySchema: GenMessage<RoutingLogEntry> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 28);
+
+/**
+ * ListRoutingLogResponse lists routing decisions.
+ *
+ * @generated from message gw.routing.v1.ListRoutingLogResponse
+ */
+export type ListRoutingLogResponse = Message<"gw.routing.v1.ListRoutingLogResponse"> & {
+  /**
+   * entries are the decisions, newest first.
+   *
+   * @generated from field: repeated gw.routing.v1.RoutingLogEntry entries = 1;
+   */
+  entries: RoutingLogEntry[];
+
+  /**
+   * count is the number of entries.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListRoutingLogResponse.
+ * Use `create(ListRoutingLogResponseSchema)` to create a new message.
+ */
+export const ListRoutingLogResponseSchema: GenMessage<ListRoutingLogResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 29);
+
+/**
+ * RoutingRuleScope is the level a routing rule applies at.
+ *
+ * @generated from enum gw.routing.v1.RoutingRuleScope
+ */
+export enum RoutingRuleScope {
+  /**
+   * ROUTING_RULE_SCOPE_UNSPECIFIED reads as global.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * ROUTING_RULE_SCOPE_GLOBAL applies to every request.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_GLOBAL = 1;
+   */
+  GLOBAL = 1,
+
+  /**
+   * ROUTING_RULE_SCOPE_CUSTOMER applies to the keys of one customer.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_CUSTOMER = 2;
+   */
+  CUSTOMER = 2,
+
+  /**
+   * ROUTING_RULE_SCOPE_TEAM applies to the keys of one team.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_TEAM = 3;
+   */
+  TEAM = 3,
+
+  /**
+   * ROUTING_RULE_SCOPE_VIRTUAL_KEY applies to one virtual key.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_VIRTUAL_KEY = 4;
+   */
+  VIRTUAL_KEY = 4,
+}
+
+/**
+ * Describes the enum gw.routing.v1.RoutingRuleScope.
+ */
+export const RoutingRuleScopeSchema: GenEnum<RoutingRuleScope> = /*@__PURE__*/
+  enumDesc(file_gw_routing_v1_governance, 0);
 
 /**
  * GovernanceService manages virtual keys and routing rules.
@@ -866,6 +1124,16 @@ export const GovernanceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteRoutingRuleRequestSchema;
     output: typeof DeleteRoutingRuleResponseSchema;
+  },
+  /**
+   * ListRoutingLog lists the last routing decisions, newest first.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.ListRoutingLog
+   */
+  listRoutingLog: {
+    methodKind: "unary";
+    input: typeof ListRoutingLogRequestSchema;
+    output: typeof ListRoutingLogResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_gw_routing_v1_governance, 0);
