@@ -273,6 +273,7 @@ function seedInputOf(options: Partial<AppOptions>): SeedInput {
     providers: inference.providers,
     virtualKeys: inference.virtualKeys,
     routingRules: inference.routingRules ?? [],
+    groups: inference.groups ?? { business_unit: [], customer: [], team: [] },
   };
 }
 
@@ -285,6 +286,7 @@ function describeChanges(changes: SeedChanges, authChanged: boolean): Record<str
   if (changes.providers.length > 0) out["providers"] = changes.providers;
   if (changes.virtualKeyIds.length > 0) out["virtual_keys"] = changes.virtualKeyIds;
   if (changes.routingRuleIds.length > 0) out["routing_rules"] = changes.routingRuleIds;
+  if (changes.groupIds.length > 0) out["groups"] = changes.groupIds;
   if (authChanged) out["auth_config"] = true;
   return out;
 }
@@ -303,6 +305,10 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
     toolManager: { ...file.mcp.toolManagerConfig },
     client: { ...clientSettings(file.client, file.mcp.toolSyncIntervalMinutes), maxRequestBodyBytes: file.client.maxRequestBodyBytes },
     mcpClients: file.mcp.clientConfigs,
-    inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules),
+    inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {
+      business_unit: file.governance.businessUnits,
+      customer: file.governance.customers,
+      team: file.governance.teams,
+    }),
   };
 }

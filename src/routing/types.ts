@@ -3,6 +3,8 @@
  * their records onto these shapes, so routing stays free of database, HTTP and proto types.
  */
 
+import type { LevelBudget, LevelRateLimit } from "./hierarchy.js";
+
 /** One spending window of a provider config: at most `maxLimit` USD per `resetDurationMs`. */
 export interface Budget {
   maxLimit: number;
@@ -44,6 +46,13 @@ export interface VirtualKey {
   isActive: boolean;
   providerConfigs: readonly ProviderConfig[];
   mcpConfigs: readonly McpConfig[];
+  /** "" when the key belongs to no team. */
+  teamId: string;
+  /** "" when the key names no customer (it may still have one through its team). */
+  customerId: string;
+  /** The key's own limits over every provider. */
+  budget: LevelBudget | null;
+  rateLimit: LevelRateLimit | null;
 }
 
 /** One upstream credential of a provider (the secret value is not routing's business). */

@@ -10,7 +10,7 @@ import { Migration20261122063835_inference } from "./migrations/Migration2026112
 import { Migration20261122071136_per_user_credentials } from "./migrations/Migration20261122071136_per_user_credentials.js";
 import { Migration20261125164512_provider_concurrency } from "./migrations/Migration20261125164512_provider_concurrency.js";
 import { Migration20261126121500_mcp_allow_on_all_virtual_keys } from "./migrations/Migration20261126121500_mcp_allow_on_all_virtual_keys.js";
-import { Migration20261126140000_routing_rules } from "./migrations/Migration20261126140000_routing_rules.js";
+import { Migration20261126140000_governance_hierarchy } from "./migrations/Migration20261126140000_governance_hierarchy.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -20,5 +20,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261122071136_per_user_credentials", class: Migration20261122071136_per_user_credentials },
   { name: "Migration20261125164512_provider_concurrency", class: Migration20261125164512_provider_concurrency },
   { name: "Migration20261126121500_mcp_allow_on_all_virtual_keys", class: Migration20261126121500_mcp_allow_on_all_virtual_keys },
-  { name: "Migration20261126140000_routing_rules", class: Migration20261126140000_routing_rules },
+  { name: "Migration20261126140000_governance_hierarchy", class: Migration20261126140000_governance_hierarchy },
 ];

@@ -64,7 +64,7 @@ describe("defaults", () => {
         mcpToolSyncIntervalMinutes: null,
       },
       providers: {},
-      governance: { virtualKeys: [], routingRules: [] },
+      governance: { businessUnits: [], customers: [], teams: [], virtualKeys: [], routingRules: [] },
       mcp: {
         clientConfigs: [],
         toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "tool" },

@@ -29,6 +29,7 @@ import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput }
 import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
+import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
@@ -156,6 +157,8 @@ interface TargetAttempt {
 interface RouteInfo {
   engines: readonly RoutingEngine[];
   rule: { id: string; name: string } | null;
+  team: LevelOwner | null;
+  customer: LevelOwner | null;
 }
 
 /** Per-attempt facts for the base labels. */
@@ -182,6 +185,10 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
     routingEngineUsed: used,
     routingRuleId: route.rule?.id ?? "",
     routingRuleName: route.rule?.name ?? "",
+    teamId: route.team?.id ?? "",
+    teamName: route.team?.name ?? "",
+    customerId: route.customer?.id ?? "",
+    customerName: route.customer?.name ?? "",
     selectedKeyId: attempt.choice?.key.id ?? "",
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
@@ -189,7 +196,17 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
   };
 }
 
-const NO_ROUTE: RouteInfo = { engines: [], rule: null };
+const NO_ROUTE: RouteInfo = { engines: [], rule: null, team: null, customer: null };
+
+const LIMIT_NAMES = { budget: "budget", requests: "request rate limit", tokens: "token rate limit" } as const;
+
+/** The refusal of a request some level of the hierarchy has no room for, naming that level. */
+function levelError(over: LevelExceeded): RoutingError {
+  const { owner, limit } = over;
+  const level = owner.level.replace("_", " ");
+  const message = `${level} "${owner.id}" (${owner.name}) has used its ${LIMIT_NAMES[limit]}; wait for the window to reset or raise the limit`;
+  return new RoutingError(limit === "budget" ? "policy_budget_exceeded" : "policy_rate_limited", message);
+}
 
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
 export function asGatewayError(err: unknown): GatewayError {
@@ -231,6 +248,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
+    if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
   }
 
   /**
@@ -267,10 +285,11 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   function rulesOf(call: ChatCall, method: InferenceMethod, virtualKey: VirtualKey | null): RulesInput {
+    const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
     return {
       set: inference.routingRules,
-      subject: { virtualKeyId: virtualKey?.id ?? "", teamId: "", customerId: "" },
-      vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference.limits),
+      subject: { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "" },
+      vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference),
       onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error),
     };
   }
@@ -285,11 +304,16 @@ export function createChatService(deps: ChatDeps): ChatService {
     let decision: RoutingDecision;
     try {
       virtualKey = resolveKey(call.headers);
+      if (virtualKey !== null && virtualKey.isActive) {
+        const over = inference.hierarchy.exceeded(virtualKey);
+        if (over !== null) throw levelError(over);
+      }
       decision = routeRequest(
         { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
       observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
+      if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
       const error = asGatewayError(err);
       observer.refused(refusalLabels(method, custom, call.body.model, virtualKey), error);
@@ -332,7 +356,8 @@ export function createChatService(deps: ChatDeps): ChatService {
     started: number,
     finishActive: () => void,
   ): Promise<ChatOutcome> {
-    const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule };
+    const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
+    const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null };
     const custom = call.scope?.dims.metricValues;
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;

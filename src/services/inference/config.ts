@@ -7,9 +7,16 @@ import type { ProviderFileConfig, RoutingRuleFileConfig, VirtualKeyFileConfig } 
 import { invalidField } from "../../errors.js";
 import type { Clock, Random } from "../../routing/types.js";
 import { checkProviderName, parseProviderWire } from "./provider-wire.js";
+import { parseGroupWire, type GroupKind } from "./group-records.js";
 import { parseRoutingRule, routingRuleFromJson } from "./routing-rule-input.js";
 import { parseVirtualKeyWire } from "./virtual-key-wire.js";
 import type { Wire } from "./wire-fields.js";
+
+/** The config file's groups by kind, wire JSON. */
+export type FileGroups = Record<GroupKind, Wire[]>;
+
+/** The config-file section of each kind of group. */
+export const GROUP_SECTION: Record<GroupKind, string> = { business_unit: "business_units", customer: "customers", team: "teams" };
 
 /** What the /v1 inference path is configured with (AppOptions.inference). */
 export interface InferenceOptions {
@@ -19,6 +26,8 @@ export interface InferenceOptions {
   virtualKeys: Wire[];
   /** Routing rules declared in the config file (governance.routing_rules), REST JSON, already checked. */
   routingRules?: Wire[];
+  /** governance.business_units, customers and teams, wire JSON, already checked. */
+  groups?: FileGroups;
   /** Dice for provider and key selection (default Math.random; tests pass a seeded one). */
   random?: Random;
   /** Upper bound on waiting for upstream headers and between body chunks (adapter default otherwise). */
@@ -34,7 +43,18 @@ export function inferenceOptionsFromFile(
   providers: Readonly<Record<string, ProviderFileConfig>>,
   virtualKeys: readonly VirtualKeyFileConfig[],
   routingRules: readonly RoutingRuleFileConfig[] = [],
+  groups: FileGroups = { business_unit: [], customer: [], team: [] },
 ): InferenceOptions {
+  for (const [kind, entries] of Object.entries(groups) as [GroupKind, Wire[]][]) {
+    const ids = new Map<string, number>();
+    for (const [index, raw] of entries.entries()) {
+      const path = `governance.${GROUP_SECTION[kind]}[${index}]`;
+      const { fields } = parseGroupWire(kind, raw, (field) => `${path}.${field}`);
+      const same = ids.get(fields.id);
+      if (same !== undefined) throw invalidField(`${path}.id`, `"${fields.id}" is also the id of governance.${GROUP_SECTION[kind]}[${same}]`);
+      ids.set(fields.id, index);
+    }
+  }
   const providerWires: Record<string, Wire> = {};
   for (const [name, provider] of Object.entries(providers)) {
     checkProviderName(name, `providers.${name}`);
@@ -62,7 +82,7 @@ export function inferenceOptionsFromFile(
     ruleIds.set(fields.id, index);
     return raw as Wire;
   });
-  return { providers: providerWires, virtualKeys: keys, routingRules: rules };
+  return { providers: providerWires, virtualKeys: keys, routingRules: rules, groups };
 }
 
 export type { Inference, InferenceProvider } from "./state.js";

@@ -6,10 +6,11 @@ import { createHash } from "node:crypto";
 import { GatewayError, invalidField } from "../../errors.js";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { RoutingRule } from "../../routing/routing-rules.js";
-import { ProviderRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
+import { GovernanceGroupRecord, ProviderRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { ParsedProvider } from "./provider-wire.js";
 import { parseProviderWire } from "./provider-wire.js";
+import { loadGroups } from "./group-records.js";
 import { parseStoredRoutingRule, type ParsedRoutingRule } from "./routing-rule-input.js";
 import type { InferenceState } from "./state.js";
 import { parseVirtualKeyWire, type ParsedVirtualKey } from "./virtual-key-wire.js";
@@ -35,7 +36,7 @@ export function providerWireOf(rec: ProviderRecord): Wire {
 
 /** A virtual key record's wire JSON (the value included: callers redact before answering). */
 export function virtualKeyWireOf(rec: VirtualKeyRecord): Wire {
-  return { id: rec.id, name: rec.name, value: rec.value, is_active: rec.isActive, provider_configs: rec.providerConfigs, mcp_configs: rec.mcpConfigs };
+  return { id: rec.id, name: rec.name, value: rec.value, is_active: rec.isActive, provider_configs: rec.providerConfigs, mcp_configs: rec.mcpConfigs, ...rec.limits };
 }
 
 /** Inserts or overwrites a provider with a parsed definition (not flushed). */
@@ -61,6 +62,7 @@ export function assignVirtualKey(em: EntityManager, existing: VirtualKeyRecord |
     isActive: parsed.key.isActive,
     providerConfigs: parsed.providerConfigs,
     mcpConfigs: parsed.mcpConfigs,
+    limits: parsed.limits,
   };
   if (existing) {
     Object.assign(existing, fields, { updatedAt: new Date() });
@@ -104,6 +106,7 @@ export async function reloadInference(store: Store, state: InferenceState, logge
 export async function loadInference(store: Store, state: InferenceState, logger: Logger): Promise<void> {
   const em = store.fork();
   for (const rec of await em.find(ProviderRecord, {}, { orderBy: { name: "asc" } })) loadProvider(state, rec, logger);
+  await loadGroups(store, state, logger);
   for (const rec of await em.find(VirtualKeyRecord, {}, { orderBy: { id: "asc" } })) loadVirtualKey(state, rec, logger);
   await loadRoutingRules(store, state, logger);
   const usage = await em.find(UsageRecord, {});
@@ -135,8 +138,7 @@ export async function checkRuleReferences(em: EntityManager, parsed: ParsedRouti
   if (scope === "virtual_key" && !(await em.findOne(VirtualKeyRecord, { id: scopeId }))) {
     throw invalidField(at("scope_id"), `names no virtual key: "${scopeId}" does not exist`);
   }
-  if (scope === "team" || scope === "customer") {
-    // Teams and customers are not kept by this gateway, so no id can name one.
+  if ((scope === "team" || scope === "customer") && !(await em.findOne(GovernanceGroupRecord, { id: scopeId, kind: scope }))) {
     throw invalidField(at("scope_id"), `names no ${scope}: "${scopeId}" does not exist`);
   }
   const clash = await em.findOne(RoutingRuleRecord, { scope, scopeId, name, id: { $ne: id } });

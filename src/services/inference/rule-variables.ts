@@ -5,6 +5,7 @@
 import type { RuleVariables } from "../../routing/cel-expression.js";
 import { decisionTargets, type RoutingDecision } from "../../routing/governance-router.js";
 import { formatTarget } from "../../routing/model-name.js";
+import type { Hierarchy } from "../../routing/hierarchy.js";
 import type { VirtualKey } from "../../routing/types.js";
 import type { UsageLimits } from "../../routing/usage-limits.js";
 import type { InferenceMethod } from "../../telemetry/metrics.js";
@@ -40,9 +41,12 @@ export function ruleVariables(
   virtualKey: VirtualKey | null,
   provider: string,
   model: string,
-  limits: UsageLimits,
+  state: { limits: UsageLimits; hierarchy: Hierarchy },
 ): RuleVariables {
-  const used = virtualKey === null ? { budget: 0, tokens: 0 } : limits.percentUsed(virtualKey.id, virtualKey.providerConfigs);
+  const configs = virtualKey === null ? { budget: 0, tokens: 0 } : state.limits.percentUsed(virtualKey.id, virtualKey.providerConfigs);
+  const levels = virtualKey === null ? { budget: 0, tokens: 0, requests: 0 } : state.hierarchy.percentUsed(virtualKey);
+  const members = virtualKey === null ? null : state.hierarchy.membership(virtualKey);
+  const used = { budget: Math.max(configs.budget, levels.budget), tokens: Math.max(configs.tokens, levels.tokens) };
   return {
     model,
     provider,
@@ -51,14 +55,14 @@ export function ruleVariables(
     params: paramMap(call),
     virtual_key_id: virtualKey?.id ?? "",
     virtual_key_name: virtualKey?.name ?? "",
-    team_id: "",
-    team_name: "",
-    customer_id: "",
-    customer_name: "",
+    team_id: members?.team?.id ?? "",
+    team_name: members?.team?.name ?? "",
+    customer_id: members?.customer?.id ?? "",
+    customer_name: members?.customer?.name ?? "",
     budget_used: used.budget,
     tokens_used: used.tokens,
     // The tightest configured limit is the one closest to running out.
-    request: Math.max(used.budget, used.tokens),
+    request: Math.max(used.budget, used.tokens, levels.requests),
   };
 }
 

@@ -12,6 +12,7 @@ import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
 import { PriceTable } from "../../routing/pricing.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
+import { Hierarchy } from "../../routing/hierarchy.js";
 import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
@@ -38,6 +39,8 @@ export interface Inference {
   readonly routingRules: RoutingRuleSet;
   /** The last routing decisions. */
   readonly routingLog: RoutingLog;
+  /** Business units, customers and teams, with every level's limits and counters. */
+  readonly hierarchy: Hierarchy;
   readonly limits: UsageLimits;
   /** Prices of models, for the cost budgets spend. */
   readonly prices: PriceTable;
@@ -53,6 +56,7 @@ export class InferenceState implements Inference {
   readonly virtualKeys = new VirtualKeyRegistry();
   readonly routingRules = new RoutingRuleSet();
   readonly routingLog = new RoutingLog();
+  readonly hierarchy: Hierarchy;
   readonly limits: UsageLimits;
   readonly prices = new PriceTable();
   readonly random: Random;
@@ -65,6 +69,7 @@ export class InferenceState implements Inference {
     this.random = options.random ?? Math.random;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
+    this.hierarchy = new Hierarchy(options.clock);
     this.#settings = options.settings;
     this.#logger = options.logger;
   }
@@ -136,6 +141,7 @@ export class InferenceState implements Inference {
   removeVirtualKey(id: string): void {
     this.virtualKeys.remove(id);
     this.limits.forget(id);
+    this.hierarchy.remove("virtual_key", id);
   }
 
   #rebuildCatalog(): void {

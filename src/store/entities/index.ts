@@ -1,5 +1,6 @@
 /** Every entity mapping the ORM is initialised with; a new entity file is added here and nowhere else. */
 import { AdminSessionSchema } from "./admin-session-record.js";
+import { GovernanceGroupSchema } from "./governance-group-record.js";
 import { McpClientSchema } from "./mcp-client-record.js";
 import { McpUserCredentialSchema } from "./mcp-user-credential-record.js";
 import { ProviderSchema } from "./provider-record.js";
@@ -9,6 +10,7 @@ import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
 
 export * from "./admin-session-record.js";
+export * from "./governance-group-record.js";
 export * from "./mcp-client-record.js";
 export * from "./mcp-user-credential-record.js";
 export * from "./provider-record.js";
@@ -18,4 +20,4 @@ export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, RoutingRuleSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, RoutingRuleSchema, GovernanceGroupSchema];
