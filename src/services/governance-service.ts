@@ -285,8 +285,12 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       const rec = await getRecord(em, req.id);
       em.remove(rec);
       await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
+      // Rules scoped to the key go with it: nothing else could ever match them.
+      const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id });
+      for (const rule of rules) em.remove(rule);
       await em.flush();
       inference.removeVirtualKey(rec.id);
+      for (const rule of rules) inference.routingRules.remove(rule.id);
       await deps.onVirtualKeyChanged?.(rec.id, true);
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key deleted");
       return { status: "success" };

@@ -144,6 +144,13 @@ describe("routing rule CRUD", () => {
     }
   });
 
+  test("deletes a key's rules with the key", async () => {
+    const key = await newKey();
+    const rule = await createRule({ scope: "virtual_key", scope_id: key.id, targets: [{ provider: "openai" }] });
+    assert.equal((await api(app, "DELETE", `/api/governance/virtual-keys/${key.id}`)).status, 200);
+    assert.equal((await api(app, "GET", `/api/governance/routing-rules/${rule.id}`)).status, 404);
+  });
+
   test("refuses a second rule with the same name in the same scope", async () => {
     const name = `same-${randomUUID()}`;
     await createRule({ name, targets: [{ provider: "openai" }], enabled: false });
