@@ -26,6 +26,7 @@ const BENCH_VIRTUAL_KEY = "sk-gw-bench";
 interface Variant {
   name: string;
   appOptions: Partial<AppOptions>;
+  routingRules?: number;
   logLevel?: string;
   databaseUrl?: string;
 }
@@ -37,6 +38,17 @@ const variant = JSON.parse(process.env["BENCH_VARIANT"] ?? '{"name":"gateway","a
 function providerKey(id: string, value: string): Record<string, unknown> {
   return { id, name: id, value };
 }
+
+/** Rules in the bench key's scope whose conditions read the model and the headers but never match. */
+const routingRules = Array.from({ length: variant.routingRules ?? 0 }, (_, i) => ({
+  id: `rr-bench-${i}`,
+  name: `bench-${i}`,
+  scope: "virtual_key",
+  scope_id: "vk-bench",
+  priority: i,
+  cel_expression: `model == "never-${i}" || ("x-bench-rule-${i}" in headers && request > 200.0)`,
+  targets: [{ provider: "openai", model: "gpt-4o" }],
+}));
 
 const inference = inferenceOptionsFromFile(
   { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], network_config: { base_url: upstream } } },
@@ -56,6 +68,7 @@ const inference = inferenceOptionsFromFile(
       ],
     },
   ],
+  routingRules,
 );
 
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));

@@ -53,6 +53,8 @@ interface GatewayVariant {
   name: string;
   description: string;
   appOptions: Record<string, unknown>;
+  /** How many routing rules gateway.ts puts in the bench key's scope (none matches, so all run). */
+  routingRules?: number;
   logLevel?: string;
   databaseUrl?: string;
 }
@@ -66,6 +68,8 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   { name: "gateway-info", description: "the same with the access log at info (to a file)", appOptions: {}, logLevel: "info" },
   // The same gateway with metric samples dropped before they are queued: the difference is what recording costs.
   { name: "no-metrics", description: "metrics recording off (telemetry.recording false)", appOptions: { telemetry: { recording: false } } },
+  // Every request evaluates 100 compiled CEL conditions that do not match: what routing rules cost.
+  { name: "rules-100", description: "defaults plus 100 routing rules in the key's scope, none matching", appOptions: {}, routingRules: 100 },
   ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 
@@ -585,7 +589,7 @@ async function main(): Promise<void> {
       startChild(
         variant.name,
         "./gateway.ts",
-        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions, logLevel: variant.logLevel, databaseUrl: variant.databaseUrl }) },
+        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions, routingRules: variant.routingRules, logLevel: variant.logLevel, databaseUrl: variant.databaseUrl }) },
         // One directory per variant: node writes one profile per thread.
         PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/${variant.name}`] : [],
       ),

@@ -178,7 +178,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const observer = new InferenceTelemetry(metrics, logger);
+    const observer = new InferenceTelemetry(metrics, logger, state.routingLog);
     const chat = createChatService({ inference: state, observer, settings });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
@@ -288,6 +288,8 @@ function seedInputOf(options: Partial<AppOptions>): SeedInput {
     mcpClients: options.mcpClients ?? [],
     providers: inference.providers,
     virtualKeys: inference.virtualKeys,
+    routingRules: inference.routingRules ?? [],
+    groups: inference.groups ?? { business_unit: [], customer: [], team: [] },
   };
 }
 
@@ -299,6 +301,8 @@ function describeChanges(changes: SeedChanges, authChanged: boolean): Record<str
   if (changes.mcpClients.length > 0) out["mcp_clients"] = changes.mcpClients.map((client) => client.name);
   if (changes.providers.length > 0) out["providers"] = changes.providers;
   if (changes.virtualKeyIds.length > 0) out["virtual_keys"] = changes.virtualKeyIds;
+  if (changes.routingRuleIds.length > 0) out["routing_rules"] = changes.routingRuleIds;
+  if (changes.groupIds.length > 0) out["groups"] = changes.groupIds;
   if (authChanged) out["auth_config"] = true;
   return out;
 }
@@ -317,6 +321,10 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
     toolManager: { ...file.mcp.toolManagerConfig },
     client: { ...clientSettings(file.client, file.mcp.toolSyncIntervalMinutes), maxRequestBodyBytes: file.client.maxRequestBodyBytes },
     mcpClients: file.mcp.clientConfigs,
-    inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys),
+    inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {
+      business_unit: file.governance.businessUnits,
+      customer: file.governance.customers,
+      team: file.governance.teams,
+    }),
   };
 }

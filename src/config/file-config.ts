@@ -11,7 +11,7 @@ import { GatewayError } from "../errors.js";
 import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
-import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { BusinessUnitSchema, CustomerSchema, RoutingRuleSchema, TeamSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { allowedHeaderProblem } from "./allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
@@ -74,6 +74,9 @@ export type ProviderFileConfig = EntityFileConfig;
 
 /** A virtual key: the API's JSON, with `id` and `name` required (the file has no generated ids). */
 export type VirtualKeyFileConfig = { id: string; name: string } & EntityFileConfig;
+
+/** A routing rule, business unit, customer or team: the API's JSON, with `id` and `name` required (the file has no generated ids). */
+export type RoutingRuleFileConfig = { id: string; name: string } & EntityFileConfig;
 
 /** The `governance` section. */
 export type GovernanceFileConfig = z.output<typeof governanceSchema>;
@@ -472,14 +475,29 @@ const virtualKeySchema = apiEntity(VirtualKeySchema).superRefine((key, ctx) => {
   }
 }) as unknown as z.ZodType<VirtualKeyFileConfig>;
 
+/** An entity the file names by id (the API generates ids; the file has none to generate). */
+function withIdAndName(desc: DescMessage): z.ZodType<RoutingRuleFileConfig> {
+  return apiEntity(desc).superRefine((entry, ctx) => {
+    for (const field of ["id", "name"]) {
+      if (typeof entry[field] !== "string" || entry[field] === "") ctx.addIssue({ code: "custom", path: [field], message: "is required" });
+    }
+  }) as unknown as z.ZodType<RoutingRuleFileConfig>;
+}
+
+const routingRuleSchema = withIdAndName(RoutingRuleSchema);
+
 const governanceSchema = strict({
   virtual_keys: z.array(virtualKeySchema).nullish(),
-  // Read as the API reads a rule, then refused: a rule the gateway stored and never applied would route nothing.
-  routing_rules: z
-    .array(apiEntity(RoutingRuleSchema))
-    .refine((rules) => rules.length === 0, "routing rules are not supported yet: leave the list empty and route with virtual keys' provider_configs and request fallbacks")
-    .nullish(),
+  // Read as the API reads a rule; the rule's own checks (CEL, scope) run when the file is seeded.
+  routing_rules: z.array(routingRuleSchema).nullish(),
+  // Seeded before the keys, which may name them.
+  business_units: z.array(withIdAndName(BusinessUnitSchema)).nullish(),
+  customers: z.array(withIdAndName(CustomerSchema)).nullish(),
+  teams: z.array(withIdAndName(TeamSchema)).nullish(),
 }).transform((g) => ({
+  businessUnits: g.business_units ?? [],
+  customers: g.customers ?? [],
+  teams: g.teams ?? [],
   virtualKeys: g.virtual_keys ?? [],
   routingRules: g.routing_rules ?? [],
 }));

@@ -8,8 +8,11 @@ import { configAllowsModel } from "./allowed-models.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import { formatTarget, parseModelName, type ParsedModel } from "./model-name.js";
 import { RoutingError } from "./routing-error.js";
+import type { RuleMatch } from "./routing-rules.js";
 import type { LimitExceeded } from "./usage-limits.js";
 import { weightedIndex } from "./weighted-random.js";
+import type { RuleVariables } from "./cel-expression.js";
+import type { RoutingRuleSet, RuleEvaluationError, RuleSubject } from "./routing-rules.js";
 import type { ProviderConfig, Random, RouteTarget, RoutingEngine, VirtualKey } from "./types.js";
 
 /** What routing needs from a /v1 request. */
@@ -20,6 +23,17 @@ export interface RoutingRequest {
   fallbacks?: readonly string[];
   /** The caller's virtual key, already looked up; null when the request carries none. */
   virtualKey: VirtualKey | null;
+  /** Routing rules to evaluate first, with the request's variables built on demand. */
+  rules?: RulesInput;
+}
+
+/** The routing rules of a request: the set, the variables (built only when a rule is in scope), the error sink. */
+export interface RulesInput {
+  set: RoutingRuleSet;
+  subject: RuleSubject;
+  vars: (provider: string, model: string) => RuleVariables;
+  /** Hears conditions that failed to evaluate (they count as no match). */
+  onError: (failure: RuleEvaluationError) => void;
 }
 
 /** Reads the current budget and rate-limit state (UsageLimits implements it). */
@@ -41,6 +55,10 @@ export interface RoutingDecision {
   fallbacks: RouteTarget[];
   /** Values for the `routing_engine_used` label; empty when the caller pinned the provider. */
   enginesUsed: RoutingEngine[];
+  /** The routing rule that decided (the last of a chain), or null. */
+  rule: { id: string; name: string } | null;
+  /** A provider key a rule pinned for the primary target; "" lets key selection choose. */
+  pinnedKeyId: string;
 }
 
 /** The provider config of a virtual key for a provider, or null when the key has none. */
@@ -96,7 +114,7 @@ function routeWithoutKey(request: RoutingRequest, context: RoutingContext): Rout
   const requested = request.fallbacks?.length ? parseFallbacks(request, (name) => context.catalog.isProvider(name)) : [];
   if (parsed.provider !== null) {
     const primary = { provider: parsed.provider, model: parsed.model };
-    return { primary, fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))), enginesUsed: [] };
+    return { primary, fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))), enginesUsed: [], rule: null, pinnedKeyId: "" };
   }
   const [provider] = context.catalog.providersOf(parsed.model);
   if (provider === undefined) throw providerRequired(parsed);
@@ -105,6 +123,8 @@ function routeWithoutKey(request: RoutingRequest, context: RoutingContext): Rout
     primary,
     fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))),
     enginesUsed: ["model-catalog"],
+    rule: null,
+    pinnedKeyId: "",
   };
 }
 
@@ -175,6 +195,8 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       primary,
       fallbacks: appendDistinct([], keptFallbacks.filter((t) => !sameTarget(t, primary))),
       enginesUsed: [],
+      rule: null,
+      pinnedKeyId: "",
     };
   }
 
@@ -202,14 +224,45 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     .sort((a, b) => b.weight - a.weight)
     .map((config) => ({ provider: config.provider, model: parsed.model }));
   const fallbacks = appendDistinct(appendDistinct([], keptFallbacks), rest).filter((t) => !sameTarget(t, primary));
-  return { primary, fallbacks, enginesUsed: ["governance"] };
+  return { primary, fallbacks, enginesUsed: ["governance"], rule: null, pinnedKeyId: "" };
 }
 
-/** Decides the primary provider/model and the fallbacks of a request, enforcing the virtual key's rules. */
+function routeGoverned(request: RoutingRequest, context: RoutingContext): RoutingDecision {
+  return request.virtualKey === null ? routeWithoutKey(request, context) : routeWithKey(request, request.virtualKey, context);
+}
+
+/**
+ * Evaluates the routing rules: a match rewrites the model (as `provider/model` when it names a provider,
+ * which skips the key's provider_configs selection) and replaces the fallbacks when the rule has any.
+ */
+function applyRules(request: RoutingRequest, rules: RulesInput, context: RoutingContext): { request: RoutingRequest; match: RuleMatch } | null {
+  const virtualKey = request.virtualKey;
+  if (virtualKey !== null && !virtualKey.isActive) return null;
+  const isProvider = (name: string): boolean => context.catalog.isProvider(name) || (virtualKey !== null && providerConfigOf(virtualKey, name) !== null);
+  const parsed = parseModelName(request.model, isProvider);
+  const provider = parsed.provider ?? "";
+  const match = rules.set.evaluate(
+    { provider, model: parsed.model, subject: rules.subject, vars: () => rules.vars(provider, parsed.model) },
+    context.random,
+    rules.onError,
+  );
+  if (match === null) return null;
+  const model = match.provider === "" ? match.model : `${match.provider}/${match.model}`;
+  const fallbacks = match.fallbacks.length > 0 ? match.fallbacks.map((f) => `${f.provider}/${f.model === "" ? match.model : f.model}`) : request.fallbacks;
+  return { request: { ...request, model, ...(fallbacks ? { fallbacks } : {}) }, match };
+}
+
+/** Decides the primary provider/model and the fallbacks of a request: routing rules, then the virtual key's rules. */
 export function routeRequest(request: RoutingRequest, context: RoutingContext): RoutingDecision {
-  return request.virtualKey === null
-    ? routeWithoutKey(request, context)
-    : routeWithKey(request, request.virtualKey, context);
+  const ruled = request.rules === undefined ? null : applyRules(request, request.rules, context);
+  if (ruled === null) return routeGoverned(request, context);
+  const decision = routeGoverned(ruled.request, context);
+  return {
+    ...decision,
+    enginesUsed: ["routing-rule", ...decision.enginesUsed],
+    rule: { id: ruled.match.rule.id, name: ruled.match.rule.name },
+    pinnedKeyId: ruled.match.keyId,
+  };
 }
 
 /** The decision's targets as `provider/model` strings, primary first (for logs and the rewritten body). */

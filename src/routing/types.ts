@@ -3,6 +3,8 @@
  * their records onto these shapes, so routing stays free of database, HTTP and proto types.
  */
 
+import type { LevelBudget, LevelRateLimit } from "./hierarchy.js";
+
 /** One spending window of a provider config: at most `maxLimit` USD per `resetDurationMs`. */
 export interface Budget {
   maxLimit: number;
@@ -45,6 +47,13 @@ export interface VirtualKey {
   providerConfigs: readonly ProviderConfig[];
   /** null: not set, the key sees every client a caller without a key sees; [] none. */
   mcpConfigs: readonly McpConfig[] | null;
+  /** "" when the key belongs to no team. */
+  teamId: string;
+  /** "" when the key names no customer (it may still have one through its team). */
+  customerId: string;
+  /** The key's own limits over every provider. */
+  budget: LevelBudget | null;
+  rateLimit: LevelRateLimit | null;
 }
 
 /** One upstream credential of a provider (the secret value is not routing's business). */
@@ -66,7 +75,7 @@ export interface RouteTarget {
 }
 
 /** Routing engines the spec names for the `routing_engine_used` label. */
-export type RoutingEngine = "governance" | "model-catalog";
+export type RoutingEngine = "routing-rule" | "governance" | "model-catalog";
 
 /** Returns a number in [0, 1); Math.random in production, a seeded generator in tests. */
 export type Random = () => number;

@@ -83,6 +83,27 @@ export class UsageLimits {
     return null;
   }
 
+  /**
+   * How much of its limits a virtual key has used in the current windows, in percent (0-100, the highest
+   * over its provider configs): budgets, and token rate limits. 0 where nothing is configured.
+   */
+  percentUsed(virtualKeyId: string, configs: readonly ProviderConfig[]): { budget: number; tokens: number } {
+    const now = this.#now();
+    let budget = 0;
+    let tokens = 0;
+    for (const config of configs) {
+      const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+      for (const [index, limit] of config.budgets.entries()) {
+        if (limit.maxLimit > 0) budget = Math.max(budget, (current(entry?.budgets[index] ?? null, limit.resetDurationMs, now).used / limit.maxLimit) * 100);
+      }
+      const rate = config.rateLimit;
+      if (rate !== null && rate.tokenMaxLimit > 0) {
+        tokens = Math.max(tokens, (current(entry?.tokens ?? null, rate.tokenResetDurationMs, now).used / rate.tokenMaxLimit) * 100);
+      }
+    }
+    return { budget: Math.min(100, budget), tokens: Math.min(100, tokens) };
+  }
+
   /** Adds a finished request's cost and tokens to the config's current windows. */
   record(virtualKeyId: string, config: ProviderConfig, usage: RequestUsage): void {
     const entry = this.#entry(virtualKeyId, config.provider);

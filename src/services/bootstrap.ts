@@ -18,10 +18,13 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { ProviderRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { GovernanceGroupRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
-import { assignProvider, assignVirtualKey, clashingKeyField } from "./inference/records.js";
+import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
+import { GROUP_SECTION, type FileGroups } from "./inference/config.js";
+import { assignGroup, checkGroupReferences, checkKeyMembership, parseGroupWire, type GroupKind } from "./inference/group-records.js";
+import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-input.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
 import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
@@ -34,6 +37,10 @@ export interface SeedInput {
   /** Provider name -> wire JSON {keys, network_config}. */
   providers: Readonly<Record<string, Wire>>;
   virtualKeys: readonly Wire[];
+  /** governance.routing_rules as REST JSON; seeded after the keys they may name. */
+  routingRules: readonly Wire[];
+  /** governance.business_units, customers and teams; seeded before the keys that name them. */
+  groups: FileGroups;
 }
 
 /** What one seeding wrote: the sections whose file entry changed since it was last applied. */
@@ -43,6 +50,8 @@ export interface SeedChanges {
   mcpClients: { id: string; name: string }[];
   providers: string[];
   virtualKeyIds: string[];
+  routingRuleIds: string[];
+  groupIds: string[];
 }
 
 /** A log line held back until the transaction that it reports has committed. */
@@ -102,7 +111,9 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
     client: await seedSetting(em, SETTING_CLIENT, input.client, DEFAULT_CLIENT),
     mcpClients: await seedMcpClients(em, input.mcpClients, logger, notes),
     providers: await seedProviders(em, input.providers, notes),
+    groupIds: await seedGroups(em, input.groups, notes),
     virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
+    routingRuleIds: await seedRoutingRules(em, input.routingRules, notes),
   }));
   // Without a file the defaults are written once, which is nothing to report.
   if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
@@ -198,11 +209,54 @@ async function seedVirtualKeys(em: EntityManager, keys: readonly Wire[], notes: 
     if (existing && !(await fileChanged(em, seedKey, wire))) continue;
     const field = await clashingKeyField(em, parsed.key.id, parsed.key.name, parsed.key.value);
     if (field !== null) throw invalidField(`${path}.${field}`, `is already used by another stored virtual key; every key needs its own ${field}`);
+    await checkKeyMembership(em, parsed, (name) => `${path}.${name}`);
     assignVirtualKey(em, existing, parsed, "config");
     await em.flush();
     await markApplied(em, seedKey, wire);
     notes.push({ fields: { virtual_key_id: parsed.key.id }, msg: existing ? "virtual key updated from the config file" : "virtual key created from the config file" });
     written.push(parsed.key.id);
+  }
+  return written;
+}
+
+/** Creates or updates the routing rules the config file declares; returns the ids written. */
+async function seedRoutingRules(em: EntityManager, rules: readonly Wire[], notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
+  for (const [index, wire] of rules.entries()) {
+    const path = `governance.routing_rules[${index}]`;
+    const at = (field: string): string => `${path}.${field}`;
+    const parsed = parseRoutingRule(routingRuleFromJson(wire, path), at);
+    const seedKey = `routing_rule:${parsed.fields.id}`;
+    const existing = await em.findOne(RoutingRuleRecord, { id: parsed.fields.id });
+    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
+    await checkRuleReferences(em, parsed, at);
+    assignRoutingRule(em, existing, parsed, "config");
+    await em.flush();
+    await markApplied(em, seedKey, wire);
+    notes.push({ fields: { routing_rule_id: parsed.fields.id }, msg: existing ? "routing rule updated from the config file" : "routing rule created from the config file" });
+    written.push(parsed.fields.id);
+  }
+  return written;
+}
+
+/** Creates or updates the business units, customers and teams the config file declares (parents first); returns the ids written. */
+async function seedGroups(em: EntityManager, groups: FileGroups, notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
+  for (const kind of ["business_unit", "customer", "team"] as GroupKind[]) {
+    for (const [index, wire] of groups[kind].entries()) {
+      const path = `governance.${GROUP_SECTION[kind]}[${index}]`;
+      const at = (field: string): string => `${path}.${field}`;
+      const parsed = parseGroupWire(kind, wire, at);
+      const seedKey = `${kind}:${parsed.fields.id}`;
+      const existing = await em.findOne(GovernanceGroupRecord, { id: parsed.fields.id, kind });
+      if (existing && !(await fileChanged(em, seedKey, wire))) continue;
+      await checkGroupReferences(em, parsed, at);
+      assignGroup(em, existing, parsed, "config");
+      await em.flush();
+      await markApplied(em, seedKey, wire);
+      notes.push({ fields: { id: parsed.fields.id, kind }, msg: existing ? `${kind.replace("_", " ")} updated from the config file` : `${kind.replace("_", " ")} created from the config file` });
+      written.push(parsed.fields.id);
+    }
   }
   return written;
 }

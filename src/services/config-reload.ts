@@ -8,7 +8,8 @@ import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { readSettings, seedStore, type SeedChanges, type SeedInput } from "./bootstrap.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
-import { reloadInference } from "./inference/records.js";
+import { loadGroups } from "./inference/group-records.js";
+import { loadRoutingRules, reloadInference } from "./inference/records.js";
 import type { InferenceState } from "./inference/state.js";
 
 /** The running parts a reload updates. */
@@ -29,7 +30,9 @@ export async function reloadSeededConfig(input: SeedInput, target: ReloadTarget)
     if (changes.toolManager) settings.setToolManager(stored.toolManager);
     if (changes.client) settings.setClient(stored.client);
   }
+  if (changes.groupIds.length > 0) await loadGroups(store, inference, logger);
   await reloadInference(store, inference, logger, { providers: changes.providers, virtualKeys: changes.virtualKeyIds });
+  if (changes.routingRuleIds.length > 0) await loadRoutingRules(store, inference, logger);
   // Clients before keys: a key's credentials are checked against the clients it names.
   await runtime.reload(changes.mcpClients.map((client) => client.id));
   const keyChanged = virtualKeyChangedHook({ runtime, inference });

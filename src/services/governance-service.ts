@@ -1,21 +1,45 @@
 /**
- * gw.routing.v1.GovernanceService: virtual keys. Every write is checked by the same parser the config
+ * gw.routing.v1.GovernanceService: virtual keys and routing rules. Every write is checked by the same parser the config
  * file uses, persisted, then applied to the in-memory registry the /v1 hot path reads. Values are shown
  * once, in the create response; reads redact them.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { fromJson, toJson, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { REDACTED } from "../mcp/client-spec.js";
-import { UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import type { WindowState } from "../routing/hierarchy.js";
+import { GovernanceGroupRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
-import { GovernanceService, VirtualKeySchema, type VirtualKey } from "../../gen/gw/routing/v1/governance_pb.js";
+import {
+  BusinessUnitSchema,
+  CustomerSchema,
+  GovernanceService,
+  RoutingRuleSchema,
+  TeamSchema,
+  VirtualKeySchema,
+  type BusinessUnit,
+  type Customer,
+  type RoutingRule as RoutingRuleMessage,
+  type Team,
+  type VirtualKey,
+} from "../../gen/gw/routing/v1/governance_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
-import { assignVirtualKey, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
+import { assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
+import {
+  KIND_NAME,
+  assignGroup,
+  checkGroupDeletable,
+  checkGroupReferences,
+  checkKeyMembership,
+  groupWireOf,
+  parseGroupWire,
+  type GroupKind,
+} from "./inference/group-records.js";
+import { parseRoutingRule, routingRuleMessageOf } from "./inference/routing-rule-input.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
@@ -33,11 +57,6 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
 }
 
-function routingRulesUnsupported(): never {
-  throw new GatewayError("unimplemented", "routing rules are not supported by this gateway yet; route with virtual keys' provider_configs and request fallbacks", {
-    type: "routing_rules_unsupported",
-  });
-}
 
 /** The wire JSON of a request's key (snake_case, only set fields). */
 function wireOf(key: VirtualKey | undefined): Wire {
@@ -73,10 +92,150 @@ async function assertUnique(em: EntityManager, id: string, name: string, value: 
   if (field !== null) throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
 }
 
+async function getRuleRecord(em: EntityManager, id: string): Promise<RoutingRuleRecord> {
+  if (id.trim() === "") throw invalidField("id", "is required");
+  const rec = await em.findOne(RoutingRuleRecord, { id });
+  if (!rec) throw new GatewayError("not_found", `routing rule "${id}" does not exist`, { type: "routing_rule_not_found" });
+  return rec;
+}
+
+/** The CRUD of one kind of group (business units, customers or teams) over its proto message. */
+function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps: GovernanceServiceDeps) {
+  const { store, inference } = deps;
+  const what = KIND_NAME[kind];
+  const messageOf = (rec: GovernanceGroupRecord): T => {
+    const msg = fromJson(schema, groupWireOf(rec) as JsonObject) as T & { createdAt?: unknown; updatedAt?: unknown };
+    msg.createdAt = timestampFromDate(rec.createdAt);
+    msg.updatedAt = timestampFromDate(rec.updatedAt);
+    return msg;
+  };
+  const wireOfMessage = (msg: T | undefined, field: string): Wire => {
+    if (msg === undefined) throw invalidField(field, "is required");
+    const json = toJson(schema, msg, { useProtoFieldName: true }) as Wire;
+    delete json["created_at"];
+    delete json["updated_at"];
+    return json;
+  };
+  const getRec = async (em: EntityManager, id: string): Promise<GovernanceGroupRecord> => {
+    if (id.trim() === "") throw invalidField("id", "is required");
+    const rec = await em.findOne(GovernanceGroupRecord, { id, kind });
+    if (!rec) throw new GatewayError("not_found", `${what} "${id}" does not exist`, { type: `${kind}_not_found` });
+    return rec;
+  };
+  const save = async (em: EntityManager, existing: GovernanceGroupRecord | null, wire: Wire): Promise<GovernanceGroupRecord> => {
+    const parsed = parseGroupWire(kind, wire, (f) => f);
+    await checkGroupReferences(em, parsed, (f) => f);
+    const rec = assignGroup(em, existing, parsed, existing?.source ?? "api");
+    await em.flush();
+    inference.hierarchy.put(parsed.owner);
+    return rec;
+  };
+  return {
+    async create(msg: T | undefined, field: string, ctx: HandlerContext): Promise<T> {
+      const em = emOf(ctx, store);
+      const wire = wireOfMessage(msg, field);
+      if (wire["id"] === undefined || wire["id"] === "") wire["id"] = `${kind.replace("_", "-")}-${randomUUID()}`;
+      if (await em.findOne(GovernanceGroupRecord, { id: String(wire["id"]) })) throw new GatewayError("already_exists", `"${String(wire["id"])}" already exists`, { field: "id" });
+      const rec = await save(em, null, wire);
+      deps.logger.info({ id: rec.id, kind }, `${what} created`);
+      return messageOf(rec);
+    },
+    async list(ctx: HandlerContext): Promise<T[]> {
+      const recs = await emOf(ctx, store).find(GovernanceGroupRecord, { kind }, { orderBy: { createdAt: "asc", id: "asc" } });
+      return recs.map(messageOf);
+    },
+    async get(id: string, ctx: HandlerContext): Promise<T> {
+      return messageOf(await getRec(emOf(ctx, store), id));
+    },
+    async update(id: string, msg: T | undefined, paths: readonly string[], field: string, ctx: HandlerContext): Promise<T> {
+      const em = emOf(ctx, store);
+      const rec = await getRec(em, id);
+      if (msg === undefined) throw invalidField(field, "is required");
+      const next = wireOfMessage(applyFieldMask(schema, messageOf(rec), msg, paths, `a ${what}`), field);
+      const saved = await save(em, rec, next);
+      deps.logger.info({ id: saved.id, kind, fields: paths }, `${what} updated`);
+      return messageOf(saved);
+    },
+    async remove(id: string, ctx: HandlerContext): Promise<void> {
+      const em = emOf(ctx, store);
+      const rec = await getRec(em, id);
+      await checkGroupDeletable(em, rec);
+      await em.remove(rec).flush();
+      inference.hierarchy.remove(kind, rec.id);
+      deps.logger.info({ id: rec.id, kind }, `${what} deleted`);
+    },
+  };
+}
+
+function windowJson(window: WindowState | null) {
+  return window === null ? undefined : { used: window.used, maxLimit: window.maxLimit, resetDuration: window.resetDuration, resetsAt: new Date(window.resetsAt).toISOString() };
+}
+
+function ruleOf(rule: RoutingRuleMessage | undefined): RoutingRuleMessage {
+  if (rule === undefined) throw invalidField("routing_rule", "is required");
+  return rule;
+}
+
 /** Creates the service implementation. */
 export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImpl<typeof GovernanceService> {
   const { store, inference } = deps;
+  const units = groupCrud<BusinessUnit>("business_unit", BusinessUnitSchema, deps);
+  const customers = groupCrud<Customer>("customer", CustomerSchema, deps);
+  const teams = groupCrud<Team>("team", TeamSchema, deps);
   return {
+    createBusinessUnit: async (req, ctx) => ({ businessUnit: await units.create(req.businessUnit, "business_unit", ctx) }),
+    listBusinessUnits: async (_req, ctx) => {
+      const businessUnits = await units.list(ctx);
+      return { businessUnits, count: businessUnits.length };
+    },
+    getBusinessUnit: async (req, ctx) => ({ businessUnit: await units.get(req.id, ctx) }),
+    updateBusinessUnit: async (req, ctx) => ({ businessUnit: await units.update(req.id, req.businessUnit, req.updateMask?.paths ?? [], "business_unit", ctx) }),
+    deleteBusinessUnit: async (req, ctx) => {
+      await units.remove(req.id, ctx);
+      return { status: "success" };
+    },
+    createCustomer: async (req, ctx) => ({ customer: await customers.create(req.customer, "customer", ctx) }),
+    listCustomers: async (_req, ctx) => {
+      const all = await customers.list(ctx);
+      return { customers: all, count: all.length };
+    },
+    getCustomer: async (req, ctx) => ({ customer: await customers.get(req.id, ctx) }),
+    updateCustomer: async (req, ctx) => ({ customer: await customers.update(req.id, req.customer, req.updateMask?.paths ?? [], "customer", ctx) }),
+    deleteCustomer: async (req, ctx) => {
+      await customers.remove(req.id, ctx);
+      return { status: "success" };
+    },
+    createTeam: async (req, ctx) => ({ team: await teams.create(req.team, "team", ctx) }),
+    listTeams: async (_req, ctx) => {
+      const all = await teams.list(ctx);
+      return { teams: all, count: all.length };
+    },
+    getTeam: async (req, ctx) => ({ team: await teams.get(req.id, ctx) }),
+    updateTeam: async (req, ctx) => ({ team: await teams.update(req.id, req.team, req.updateMask?.paths ?? [], "team", ctx) }),
+    deleteTeam: async (req, ctx) => {
+      await teams.remove(req.id, ctx);
+      return { status: "success" };
+    },
+
+    getVirtualKeyUsage(req) {
+      const key = inference.virtualKeys.byId(req.id);
+      if (key === null) throw new GatewayError("not_found", `virtual key "${req.id}" does not exist`, { type: "virtual_key_not_found" });
+      const levels = inference.hierarchy.usage(key).map((level) => {
+        const budget = windowJson(level.budget);
+        const requests = windowJson(level.requests);
+        const tokens = windowJson(level.tokens);
+        return {
+          level: level.owner.level,
+          id: level.owner.id,
+          name: level.owner.name,
+          ...(budget ? { budget } : {}),
+          ...(requests ? { requests } : {}),
+          ...(tokens ? { tokens } : {}),
+        };
+      });
+      return { levels };
+    },
+
     async createVirtualKey(req, ctx) {
       const em = emOf(ctx, store);
       const wire = wireOf(req.virtualKey);
@@ -87,6 +246,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
         throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
       }
       await assertUnique(em, parsed.key.id, parsed.key.name, parsed.key.value);
+      await checkKeyMembership(em, parsed, (field) => field);
       const rec = assignVirtualKey(em, null, parsed, "api");
       await em.flush();
       inference.putVirtualKey(parsed.key);
@@ -116,6 +276,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       delete next["updated_at"];
       const parsed = parseVirtualKeyWire(next, "");
       await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
+      await checkKeyMembership(em, parsed, (field) => field);
       assignVirtualKey(em, rec, parsed, rec.source);
       await em.flush();
       inference.putVirtualKey(parsed.key);
@@ -129,18 +290,71 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       const rec = await getRecord(em, req.id);
       em.remove(rec);
       await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
+      // Rules scoped to the key go with it: nothing else could ever match them.
+      const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id });
+      for (const rule of rules) em.remove(rule);
       await em.flush();
       inference.removeVirtualKey(rec.id);
+      for (const rule of rules) inference.routingRules.remove(rule.id);
       await deps.onVirtualKeyChanged?.(rec.id, true);
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key deleted");
       return { status: "success" };
     },
 
-    createRoutingRule: routingRulesUnsupported,
-    listRoutingRules: routingRulesUnsupported,
-    getRoutingRule: routingRulesUnsupported,
-    updateRoutingRule: routingRulesUnsupported,
-    deleteRoutingRule: routingRulesUnsupported,
+    async createRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const msg = ruleOf(req.routingRule);
+      if (msg.id === "") msg.id = `rr-${randomUUID()}`;
+      const parsed = parseRoutingRule(msg, (field) => field);
+      if (await em.findOne(RoutingRuleRecord, { id: parsed.fields.id })) {
+        throw new GatewayError("already_exists", `routing rule "${parsed.fields.id}" already exists`, { field: "id" });
+      }
+      await checkRuleReferences(em, parsed, (field) => field);
+      const rec = assignRoutingRule(em, null, parsed, "api");
+      await em.flush();
+      inference.routingRules.put(parsed.rule);
+      deps.logger.info({ routing_rule_id: rec.id }, "routing rule created");
+      return { routingRule: routingRuleMessageOf(rec) };
+    },
+
+    async listRoutingRules(_req, ctx) {
+      const recs = await emOf(ctx, store).find(RoutingRuleRecord, {}, { orderBy: { createdAt: "asc", id: "asc" } });
+      return { routingRules: recs.map(routingRuleMessageOf), count: recs.length };
+    },
+
+    async getRoutingRule(req, ctx) {
+      return { routingRule: routingRuleMessageOf(await getRuleRecord(emOf(ctx, store), req.id)) };
+    },
+
+    async updateRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRuleRecord(em, req.id);
+      const paths = req.updateMask?.paths ?? [];
+      const next = applyFieldMask(RoutingRuleSchema, routingRuleMessageOf(rec), ruleOf(req.routingRule), paths, "a routing rule");
+      const parsed = parseRoutingRule(next, (field) => field);
+      await checkRuleReferences(em, parsed, (field) => field);
+      assignRoutingRule(em, rec, parsed, rec.source);
+      await em.flush();
+      inference.routingRules.put(parsed.rule);
+      deps.logger.info({ routing_rule_id: rec.id, fields: paths }, "routing rule updated");
+      return { routingRule: routingRuleMessageOf(rec) };
+    },
+
+    async deleteRoutingRule(req, ctx) {
+      const em = emOf(ctx, store);
+      const rec = await getRuleRecord(em, req.id);
+      await em.remove(rec).flush();
+      inference.routingRules.remove(rec.id);
+      deps.logger.info({ routing_rule_id: rec.id }, "routing rule deleted");
+      return { status: "success" };
+    },
+
+    listRoutingLog(req) {
+      const limit = req.limit ?? undefined;
+      if (limit !== undefined && limit <= 0) throw invalidField("limit", `must be a positive number, got ${limit}`);
+      const entries = inference.routingLog.recent(limit).map((entry) => ({ ...entry, engines: [...entry.engines], fallbacks: [...entry.fallbacks] }));
+      return { entries, count: entries.length };
+    },
   };
 }
 

@@ -14,6 +14,7 @@ import { Migration20261126121644_oauth } from "./migrations/Migration20261126121
 import { Migration20261126130000_mcp_code_mode_client } from "./migrations/Migration20261126130000_mcp_code_mode_client.js";
 import { Migration20261126130000_virtual_key_mcp_configs_presence } from "./migrations/Migration20261126130000_virtual_key_mcp_configs_presence.js";
 import { Migration20261126131500_oauth2_model } from "./migrations/Migration20261126131500_oauth2_model.js";
+import { Migration20261126140000_governance_hierarchy } from "./migrations/Migration20261126140000_governance_hierarchy.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -27,4 +28,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126130000_mcp_code_mode_client", class: Migration20261126130000_mcp_code_mode_client },
   { name: "Migration20261126130000_virtual_key_mcp_configs_presence", class: Migration20261126130000_virtual_key_mcp_configs_presence },
   { name: "Migration20261126131500_oauth2_model", class: Migration20261126131500_oauth2_model },
+  { name: "Migration20261126140000_governance_hierarchy", class: Migration20261126140000_governance_hierarchy },
 ];

@@ -6,6 +6,7 @@
  */
 import type { GatewayError } from "../errors.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod } from "./metrics.js";
+import type { RoutingLogEntry } from "./routing-log.js";
 
 /** The provider and model a request falls back to. */
 export interface FallbackTarget {
@@ -43,4 +44,8 @@ export interface InferenceObserver {
   toolCall(name: string, failure: unknown): void;
   /** The agent loop hands `pending` tool calls back to the caller after `depth` model calls with tool calls. */
   toolCallsReturned(depth: number, pending: number): void;
+  /** A request was routed (one entry per routing decision). */
+  routed(entry: RoutingLogEntry): void;
+  /** A routing rule's condition failed to evaluate for a request (it counted as no match). */
+  ruleFailed(ruleId: string, ruleName: string, error: Error): void;
 }

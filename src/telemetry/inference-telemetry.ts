@@ -1,12 +1,17 @@
 /**
  * The inference path's events as metrics and log lines: the one place that knows which metric
  * families and label rules an event feeds (a final error empties the selected key, a refusal counts as
- * a request with no retries, a failed key is marked down only when the provider answered).
+ * a request with no retries, a failed key is marked down only when the provider answered), and the
+ * routing decisions kept for the routing log.
  */
 import { httpStatusOf, type GatewayError } from "../errors.js";
 import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
 import type { Logger } from "./logger.js";
 import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
+import { RoutingLog, type RoutingLogEntry } from "./routing-log.js";
+
+/** A failing rule condition is logged at most this often per rule. */
+const RULE_ERROR_LOG_INTERVAL_MS = 60_000;
 
 const ERROR_TYPE_PREFIX = /^(caller|policy|provider|gateway)_/;
 
@@ -20,9 +25,14 @@ export class InferenceTelemetry implements InferenceObserver {
   /** Models already reported as unpriced, so the warning is logged once per model, not per request. */
   private readonly unpriced = new Set<string>();
 
+  /** When each rule's evaluation error was last logged. */
+  private readonly ruleErrorsLoggedAt = new Map<string, number>();
+
   constructor(
     private readonly metrics: Metrics,
     private readonly logger: Logger,
+    /** Where routing decisions are kept for GET /api/governance/routing-log. */
+    private readonly routingLog: RoutingLog = new RoutingLog(),
   ) {}
 
   refused(labels: BaseLabels, error: GatewayError): void {
@@ -108,5 +118,34 @@ export class InferenceTelemetry implements InferenceObserver {
 
   toolCallsReturned(depth: number, pending: number): void {
     this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
+  }
+
+  routed(entry: RoutingLogEntry): void {
+    this.routingLog.add(entry);
+    this.logger.debug(
+      {
+        engines: entry.engines.join(","),
+        requested_model: entry.requestedModel,
+        provider: entry.provider,
+        model: entry.model,
+        routing_rule_id: entry.routingRuleId,
+        routing_rule_name: entry.routingRuleName,
+        fallbacks: entry.fallbacks,
+        virtual_key_id: entry.virtualKeyId,
+      },
+      entry.message,
+    );
+  }
+
+  ruleFailed(ruleId: string, ruleName: string, error: Error): void {
+    // A condition that fails on most requests (a header most callers omit) must not flood the log.
+    const now = Date.now();
+    const last = this.ruleErrorsLoggedAt.get(ruleId);
+    if (last !== undefined && now - last < RULE_ERROR_LOG_INTERVAL_MS) return;
+    this.ruleErrorsLoggedAt.set(ruleId, now);
+    this.logger.warn(
+      { routing_rule_id: ruleId, routing_rule_name: ruleName, error: error.message },
+      "routing rule condition failed to evaluate and counted as no match (logged at most once a minute per rule)",
+    );
   }
 }

@@ -10,7 +10,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ClientSettingsSchema, ToolManagerConfigSchema } from "../../gen/gw/admin/v1/settings_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
-import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
+import { BusinessUnitSchema, CustomerSchema, RoutingRuleSchema, TeamSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
@@ -93,11 +93,48 @@ function virtualKeySamples(): Json[] {
           allowed_models: ["fast"],
           key_ids: ["az"],
           weight: 2,
-          budgets: [{ max_limit: 10, reset_duration: "1d" }],
-          rate_limit: { token_max_limit: 1000, token_reset_duration: "1h" },
+          // Provider configs take no calendar alignment or request limit: reads show them unset.
+          budgets: [{ max_limit: 10, reset_duration: "1d", calendar_aligned: false }],
+          rate_limit: { token_max_limit: 1000, token_reset_duration: "1h", request_max_limit: 0, request_reset_duration: "" },
         },
       ],
       mcp_configs: [{ mcp_client_name: "walk_http", tools_to_execute: ["echo"] }],
+      team_id: "team-walk",
+      customer_id: "cu-walk",
+      budget: { max_limit: 5, reset_duration: "1M", calendar_aligned: true },
+      rate_limit: { request_max_limit: 100, request_reset_duration: "1m", token_max_limit: 5000, token_reset_duration: "1h" },
+    },
+  ];
+}
+
+const LIMITS = {
+  budget: { max_limit: 50, reset_duration: "1Q", calendar_aligned: false },
+  rate_limit: { request_max_limit: 1000, request_reset_duration: "1h", token_max_limit: 100000, token_reset_duration: "1d" },
+};
+
+/** Business units, customers and teams, parents first, as `[path segment, kind, schema, sample]`. */
+function groupSamples(): [string, DescMessage, Json][] {
+  return [
+    ["business-units", BusinessUnitSchema, { id: "bu-walk", name: "walk unit", ...LIMITS }],
+    ["customers", CustomerSchema, { id: "cu-walk", name: "walk customer", business_unit_id: "bu-walk", ...LIMITS }],
+    ["teams", TeamSchema, { id: "team-walk", name: "walk team", customer_id: "cu-walk", ...LIMITS }],
+  ];
+}
+
+function routingRuleSamples(): Json[] {
+  return [
+    {
+      id: "rr-walk",
+      name: "walk",
+      description: "every field of a rule",
+      enabled: false,
+      priority: 4,
+      scope: "virtual_key",
+      scope_id: "vk-walk",
+      cel_expression: `headers["x-walk"] == "1"`,
+      targets: [{ provider: "azure", model: "fast", key_id: "az", weight: 2 }],
+      fallbacks: ["azure/gpt-4o"],
+      chain_rule: true,
     },
   ];
 }
@@ -160,8 +197,9 @@ const CLIENT_SETTINGS: Json = {
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */
 const REFUSED: readonly { entity: "provider" | "virtual_key"; path: string; value: unknown }[] = [
   { entity: "provider", path: "network_config.max_retries", value: 3 },
-  { entity: "virtual_key", path: "budget", value: { max_limit: 5, reset_duration: "1d" } },
-  { entity: "virtual_key", path: "rate_limit", value: { token_max_limit: 5, token_reset_duration: "1h" } },
+  { entity: "virtual_key", path: "provider_configs[0].budgets[0].calendar_aligned", value: true },
+  { entity: "virtual_key", path: "provider_configs[0].rate_limit.request_max_limit", value: 5 },
+  { entity: "virtual_key", path: "provider_configs[0].rate_limit.request_reset_duration", value: "1m" },
 ];
 
 /** Only the API's create takes these (the one-time verify); the file refuses them. */
@@ -233,8 +271,9 @@ function assertReadsBack(read: Json, sample: Json, what: string): void {
 async function getAll(app: TestApp) {
   const provider = (name: string) => api(app, "GET", `/api/v1/providers/${name}`).then((r) => r.body.provider as Json);
   const virtualKey = (id: string) => api(app, "GET", `/api/governance/virtual-keys/${id}`).then((r) => r.body.virtual_key as Json);
+  const routingRule = (id: string) => api(app, "GET", `/api/governance/routing-rules/${id}`).then((r) => r.body.routing_rule as Json);
   const clients = (await api(app, "GET", "/api/mcp/clients")).body.clients as Json[];
-  return { provider, virtualKey, client: (name: string) => clients.find((c) => c["name"] === name) as Json };
+  return { provider, virtualKey, routingRule, client: (name: string) => clients.find((c) => c["name"] === name) as Json };
 }
 
 before(async () => {
@@ -250,6 +289,8 @@ describe("every writable field of every entity", () => {
     const covered = new Set([
       ...providerSamples().flatMap((s) => samplePaths(ProviderSchema, s)),
       ...virtualKeySamples().flatMap((s) => samplePaths(VirtualKeySchema, s)),
+      ...routingRuleSamples().flatMap((s) => samplePaths(RoutingRuleSchema, s)),
+      ...groupSamples().flatMap(([, desc, s]) => samplePaths(desc, s)),
       ...mcpClientSamples().flatMap((s) => samplePaths(McpClientSchema, s)),
       ...samplePaths(ToolManagerConfigSchema, TOOL_MANAGER),
       ...samplePaths(ClientSettingsSchema, CLIENT_SETTINGS),
@@ -261,7 +302,7 @@ describe("every writable field of every entity", () => {
       }),
       ...CREATE_ONLY,
     ]);
-    const missing = [ProviderSchema, VirtualKeySchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
+    const missing = [ProviderSchema, VirtualKeySchema, RoutingRuleSchema, BusinessUnitSchema, CustomerSchema, TeamSchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
     assert.deepEqual(missing, [], "fields with no sample: add one above (or to REFUSED until the feature exists)");
   });
 
@@ -269,7 +310,13 @@ describe("every writable field of every entity", () => {
     const file = parseConfig(
       {
         providers: Object.fromEntries(providerSamples().map(({ name, ...rest }) => [name, rest])),
-        governance: { virtual_keys: virtualKeySamples() },
+        governance: {
+          business_units: [groupSamples()[0]?.[2]],
+          customers: [groupSamples()[1]?.[2]],
+          teams: [groupSamples()[2]?.[2]],
+          virtual_keys: virtualKeySamples(),
+          routing_rules: routingRuleSamples(),
+        },
         mcp: { client_configs: mcpClientSamples().map(asFileEntry), tool_manager_config: TOOL_MANAGER },
         client: CLIENT_SETTINGS,
       },
@@ -282,6 +329,8 @@ describe("every writable field of every entity", () => {
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);
+      for (const sample of routingRuleSamples()) assertReadsBack(await read.routingRule(sample["id"]), sample, `routing rule ${sample["id"]}`);
+      for (const [path, , sample] of groupSamples()) assertReadsBack(Object.values((await api(app, "GET", `/api/governance/${path}/${sample["id"] as string}`)).body as Json)[0] as Json, sample, path);
       for (const sample of mcpClientSamples()) assertReadsBack(read.client(sample["name"]), sample, `MCP client ${sample["name"]}`);
     } finally {
       await app.stop();
@@ -299,9 +348,20 @@ describe("every writable field of every entity", () => {
         assert.equal((await api(app, "POST", "/api/v1/providers", { name })).status, 200);
         for (const [key, value] of Object.entries(fields)) await put(`/api/v1/providers/${name}`, { [key]: value });
       }
+      for (const [path, , { id, name, ...fields }] of groupSamples()) {
+        const created = await api(app, "POST", `/api/governance/${path}`, { id, name });
+        assert.equal(created.status, 200, JSON.stringify(created.body));
+        for (const [key, value] of Object.entries(fields)) await put(`/api/governance/${path}/${id as string}`, { [key]: value });
+      }
       for (const { id, ...fields } of virtualKeySamples()) {
         assert.equal((await api(app, "POST", "/api/governance/virtual-keys", { id, name: "minimal" })).status, 200);
         for (const [key, value] of Object.entries(fields)) await put(`/api/governance/virtual-keys/${id}`, { [key]: value });
+      }
+      for (const { id, scope, scope_id, ...fields } of routingRuleSamples()) {
+        assert.equal((await api(app, "POST", "/api/governance/routing-rules", { id, name: "minimal", targets: [{ provider: "azure" }] })).status, 200);
+        // A scope other than global needs its scope_id in the same update.
+        await put(`/api/governance/routing-rules/${id}`, { scope, scope_id });
+        for (const [key, value] of Object.entries(fields)) await put(`/api/governance/routing-rules/${id}`, { [key]: value });
       }
       // A stdio client needs an admin session to be created through the API, and its stdio_config is
       // immutable; both are covered elsewhere (the file above, read-modify-write).
@@ -334,6 +394,8 @@ describe("every writable field of every entity", () => {
       const read = await getAll(app);
       for (const sample of providerSamples()) assertReadsBack(await read.provider(sample["name"]), sample, `provider ${sample["name"]}`);
       for (const sample of virtualKeySamples()) assertReadsBack(await read.virtualKey(sample["id"]), sample, `virtual key ${sample["id"]}`);
+      for (const sample of routingRuleSamples()) assertReadsBack(await read.routingRule(sample["id"]), sample, `routing rule ${sample["id"]}`);
+      for (const [path, , sample] of groupSamples()) assertReadsBack(Object.values((await api(app, "GET", `/api/governance/${path}/${sample["id"] as string}`)).body as Json)[0] as Json, sample, path);
       for (const sample of clients) assertReadsBack(read.client(sample["name"]), sample, `MCP client ${sample["name"]}`);
     } finally {
       await app.stop();
@@ -347,6 +409,7 @@ describe("every writable field of every entity", () => {
       const [key] = virtualKeySamples();
       assert.ok(provider && key);
       assert.equal((await api(app, "POST", "/api/v1/providers", provider)).status, 200);
+      for (const [path, , sample] of groupSamples()) assert.equal((await api(app, "POST", `/api/governance/${path}`, sample)).status, 200);
       assert.equal((await api(app, "POST", "/api/governance/virtual-keys", key)).status, 200);
       for (const { entity, path, value } of REFUSED) {
         const entry: Json = structuredClone(entity === "provider" ? provider : key);

@@ -64,7 +64,7 @@ describe("defaults", () => {
         mcpToolSyncIntervalMinutes: null,
       },
       providers: {},
-      governance: { virtualKeys: [], routingRules: [] },
+      governance: { businessUnits: [], customers: [], teams: [], virtualKeys: [], routingRules: [] },
       mcp: {
         clientConfigs: [],
         toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "server" },
@@ -586,8 +586,12 @@ describe("providers, governance, pricing and database", () => {
     assertRejected({ governance: { routing_rules: ["r1"] } }, "governance.routing_rules[0]", "request body: expected a JSON object, got a string");
   });
 
-  test("refuses routing rules until they are supported", () => {
-    assertRejected({ governance: { routing_rules: [{ name: "r1", expression: "true", provider: "openai" }] } }, "governance.routing_rules", "routing rules are not supported yet");
+  test("rejects a routing rule field the API does not know", () => {
+    assertRejected({ governance: { routing_rules: [{ id: "r1", name: "r1", expression: "true" }] } }, "governance.routing_rules[0].expression", "unknown key");
+  });
+
+  test("requires a routing rule id", () => {
+    assertRejected({ governance: { routing_rules: [{ name: "r1", targets: [{ provider: "openai" }] }] } }, "governance.routing_rules[0].id", "is required");
   });
 
   test("refuses a pricing_url until price downloads exist", () => {

@@ -22,7 +22,7 @@ function providerConfig(provider: string, overrides: Partial<ProviderConfig> = {
 }
 
 function virtualKey(providerConfigs: ProviderConfig[], overrides: Partial<VirtualKey> = {}): VirtualKey {
-  return { id: "vk-1", name: "team-a", value: "sk-gw-a", isActive: true, providerConfigs, mcpConfigs: [], ...overrides };
+  return { id: "vk-1", name: "team-a", value: "sk-gw-a", isActive: true, providerConfigs, mcpConfigs: [], teamId: "", customerId: "", budget: null, rateLimit: null, ...overrides };
 }
 
 function context(seed = 1): RoutingContext {

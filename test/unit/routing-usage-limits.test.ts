@@ -30,7 +30,7 @@ const limited: ProviderConfig = {
   budgets: [],
   rateLimit: { tokenMaxLimit: 1000, tokenResetDurationMs: 60_000 },
 };
-const key: VirtualKey = { id: "vk-1", name: "team-a", value: "v", isActive: true, providerConfigs: [budgeted, limited], mcpConfigs: [] };
+const key: VirtualKey = { id: "vk-1", name: "team-a", value: "v", isActive: true, providerConfigs: [budgeted, limited], mcpConfigs: [], teamId: "", customerId: "", budget: null, rateLimit: null };
 const catalog = createKeyCatalog(new Map(), {});
 
 function route(limits: UsageLimits, request: Partial<RoutingRequest> = {}) {

@@ -6,7 +6,7 @@ import { providerConfigsProblem } from "../../src/routing/validate-provider-conf
 import { VirtualKeyRegistry } from "../../src/routing/virtual-key-registry.js";
 
 function virtualKey(id: string, value: string): VirtualKey {
-  return { id, name: id, value, isActive: true, providerConfigs: [], mcpConfigs: [] };
+  return { id, name: id, value, isActive: true, providerConfigs: [], mcpConfigs: [], teamId: "", customerId: "", budget: null, rateLimit: null };
 }
 
 function config(overrides: Partial<ProviderConfig> = {}): ProviderConfig {

@@ -185,7 +185,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       json = body.json;
       const call = endpoint.validate(json);
       running = true;
-      const outcome = await opts.chat.complete({ ...call, rawBody: body.text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
+      const outcome = await opts.chat.complete({ ...call, rawBody: body.text, headers: req.headers, ...(req.url !== undefined ? { url: req.url } : {}), signal: abort, ...(scope ? { scope } : {}) });
       if (outcome.kind === "json") {
         if (outcome.raw !== undefined) sendJsonText(res, 200, outcome.raw);
         else sendJson(res, 200, outcome.body);

@@ -31,16 +31,18 @@ import type {
   ResponsesRequest,
   TokenUsage,
 } from "../../providers/types.js";
-import { providerConfigOf, routeRequest, type RoutingDecision } from "../../routing/governance-router.js";
+import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
 import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
+import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
+import { routingLogEntry, ruleVariables } from "./rule-variables.js";
 import type { Inference, InferenceProvider } from "./state.js";
 
 /** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
@@ -74,6 +76,8 @@ export type ChatCall = MethodBody & {
   /** The body as the client sent it, when `body` is that JSON (validated, unchanged); forwarded as is when the upstream would get the same JSON. */
   rawBody?: string;
   headers: IncomingHttpHeaders;
+  /** The request's path and query (routing rules read its query parameters); none outside an HTTP request. */
+  url?: string;
   /** Aborted when the client goes away; aborts the upstream call. */
   signal: RequestAbort | AbortSignal;
   /** What the HTTP layer read from the request (dimension values, origin); none outside an HTTP request. */
@@ -182,7 +186,7 @@ interface AttemptState {
 interface TargetAttempt {
   method: InferenceMethod;
   virtualKey: VirtualKey | null;
-  engines: readonly RoutingEngine[];
+  route: RouteInfo;
   target: RouteTarget;
   config: ProviderConfig | null;
   fallbackIndex: number;
@@ -191,6 +195,16 @@ interface TargetAttempt {
   finishActive: () => void;
   /** The caller's headers that go upstream; undefined when none does. */
   forwarded: Readonly<Record<string, string>> | undefined;
+  /** The key a routing rule pinned for this target; "" lets key selection choose. */
+  pinnedKeyId: string;
+}
+
+/** What routing decided that the labels of every attempt carry. */
+interface RouteInfo {
+  engines: readonly RoutingEngine[];
+  rule: { id: string; name: string } | null;
+  team: LevelOwner | null;
+  customer: LevelOwner | null;
 }
 
 /** Per-attempt facts for the base labels. */
@@ -204,9 +218,9 @@ interface Attempt {
   retried: boolean;
 }
 
-function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[], attempt: Attempt): BaseLabels {
+function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attempt): BaseLabels {
   // "core" marks a fallback or retry transition (spec: routing_engine_used).
-  const used = attempt.fallbackIndex > 0 || attempt.retried ? [...engines, "core" as const] : engines;
+  const used = attempt.fallbackIndex > 0 || attempt.retried ? [...route.engines, "core" as const] : route.engines;
   return {
     provider: attempt.target.provider,
     model: attempt.target.model,
@@ -215,11 +229,29 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
     virtualKeyId: virtualKey?.id ?? "",
     virtualKeyName: virtualKey?.name ?? "",
     routingEngineUsed: used,
+    routingRuleId: route.rule?.id ?? "",
+    routingRuleName: route.rule?.name ?? "",
+    teamId: route.team?.id ?? "",
+    teamName: route.team?.name ?? "",
+    customerId: route.customer?.id ?? "",
+    customerName: route.customer?.name ?? "",
     selectedKeyId: attempt.choice?.key.id ?? "",
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
     ...(attempt.custom ? { custom: attempt.custom } : {}),
   };
+}
+
+const NO_ROUTE: RouteInfo = { engines: [], rule: null, team: null, customer: null };
+
+const LIMIT_NAMES = { budget: "budget", requests: "request rate limit", tokens: "token rate limit" } as const;
+
+/** The refusal of a request some level of the hierarchy has no room for, naming that level. */
+function levelError(over: LevelExceeded): RoutingError {
+  const { owner, limit } = over;
+  const level = owner.level.replace("_", " ");
+  const message = `${level} "${owner.id}" (${owner.name}) has used its ${LIMIT_NAMES[limit]}; wait for the window to reset or raise the limit`;
+  return new RoutingError(limit === "budget" ? "policy_budget_exceeded" : "policy_rate_limited", message);
 }
 
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
@@ -262,6 +294,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
+    if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
   }
 
   /**
@@ -297,6 +330,16 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
   }
 
+  function rulesOf(call: ChatCall, method: InferenceMethod, virtualKey: VirtualKey | null): RulesInput {
+    const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
+    return {
+      set: inference.routingRules,
+      subject: { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "" },
+      vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference),
+      onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error),
+    };
+  }
+
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
     const method = metricMethod(call.method);
@@ -307,10 +350,16 @@ export function createChatService(deps: ChatDeps): ChatService {
     let decision: RoutingDecision;
     try {
       virtualKey = resolveKey(call.headers);
+      if (virtualKey !== null && virtualKey.isActive) {
+        const over = inference.hierarchy.exceeded(virtualKey);
+        if (over !== null) throw levelError(over);
+      }
       decision = routeRequest(
-        { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey },
+        { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
+      observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
+      if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
       const error = asGatewayError(err);
       observer.refused(refusalLabels(method, custom, call.body.model, virtualKey), error);
@@ -342,7 +391,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     } catch {
       // A malformed model keeps its raw text in the label.
     }
-    return labels(virtualKey, [], { method, custom, target, choice: null, fallbackIndex: 0, retried: false });
+    return labels(virtualKey, NO_ROUTE, { method, custom, target, choice: null, fallbackIndex: 0, retried: false });
   }
 
   async function attemptAll(
@@ -353,7 +402,8 @@ export function createChatService(deps: ChatDeps): ChatService {
     started: number,
     finishActive: () => void,
   ): Promise<ChatOutcome> {
-    const engines = decision.enginesUsed;
+    const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
+    const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null };
     const custom = call.scope?.dims.metricValues;
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;
@@ -363,18 +413,19 @@ export function createChatService(deps: ChatDeps): ChatService {
       const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
       let targetError: GatewayError;
       try {
-        return await attemptTarget(call, { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded });
+        const pinnedKeyId = fallbackIndex === 0 ? decision.pinnedKeyId : "";
+        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId });
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
         const next = targets[fallbackIndex + 1];
-        observer.targetFailed(state.lastLabels ?? labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false }), targetError, err, next);
+        observer.targetFailed(state.lastLabels ?? labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false }), targetError, err, next);
         if (next !== undefined) state.retries++;
       }
       primaryError ??= targetError;
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
-    const base = state.lastLabels ?? labels(virtualKey, engines, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
+    const base = state.lastLabels ?? labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
     observer.final(base, state.retries, error);
     throw error;
   }
@@ -411,8 +462,8 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
-    const { method, virtualKey, engines, target, fallbackIndex, state } = at;
-    state.lastLabels = labels(virtualKey, engines, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false });
+    const { method, virtualKey, route, target, fallbackIndex, state } = at;
+    state.lastLabels = labels(virtualKey, route, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false });
     const provider = providerOf(target);
     const limiter = provider.limiter;
     if (limiter === null) return attemptKeys(call, at, provider, null);
@@ -432,9 +483,9 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   /** The target's keys in their weighted order, rotating on the statuses that call for another key. */
   async function attemptKeys(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter | null): Promise<ChatOutcome> {
-    const { method, virtualKey, engines, target, config, fallbackIndex, state, started, finishActive, forwarded } = at;
+    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId } = at;
     const custom = call.scope?.dims.metricValues;
-    const choices = orderKeys({
+    const ordered = orderKeys({
       provider: target.provider,
       model: target.model,
       keys: provider.keys,
@@ -442,8 +493,15 @@ export function createChatService(deps: ChatDeps): ChatService {
       catalog: inference.catalog,
       random: inference.random,
     });
+    const choices = pinnedKeyId === "" ? ordered : ordered.filter((choice) => choice.key.id === pinnedKeyId);
+    if (choices.length === 0) {
+      throw new RoutingError(
+        "policy_keys_blocked",
+        `routing rule "${route.rule?.name ?? ""}" pins key "${pinnedKeyId}" of provider "${target.provider}", which cannot serve model "${target.model}" for this request; fix the rule's key_id`,
+      );
+    }
     for (const [index, choice] of choices.entries()) {
-      const base = labels(virtualKey, engines, { method, custom, target, choice, fallbackIndex, retried: index > 0 });
+      const base = labels(virtualKey, route, { method, custom, target, choice, fallbackIndex, retried: index > 0 });
       state.lastLabels = base;
       const options = callOptions(call, provider, target.provider, choice, forwarded);
       observer.attemptStarted(base);

@@ -3,12 +3,20 @@
  * entry throws a GatewayError naming its path, so a bad file stops start-up) and kept as wire JSON for
  * seeding into the store, which is the source of truth afterwards.
  */
-import type { ProviderFileConfig, VirtualKeyFileConfig } from "../../config/file-config.js";
+import type { ProviderFileConfig, RoutingRuleFileConfig, VirtualKeyFileConfig } from "../../config/file-config.js";
 import { invalidField } from "../../errors.js";
 import type { Clock, Random } from "../../routing/types.js";
 import { checkProviderName, parseProviderWire } from "./provider-wire.js";
+import { parseGroupWire, type GroupKind } from "./group-records.js";
+import { parseRoutingRule, routingRuleFromJson } from "./routing-rule-input.js";
 import { parseVirtualKeyWire } from "./virtual-key-wire.js";
 import type { Wire } from "./wire-fields.js";
+
+/** The config file's groups by kind, wire JSON. */
+export type FileGroups = Record<GroupKind, Wire[]>;
+
+/** The config-file section of each kind of group. */
+export const GROUP_SECTION: Record<GroupKind, string> = { business_unit: "business_units", customer: "customers", team: "teams" };
 
 /** What the /v1 inference path is configured with (AppOptions.inference). */
 export interface InferenceOptions {
@@ -16,6 +24,10 @@ export interface InferenceOptions {
   providers: Record<string, Wire>;
   /** Virtual keys declared in the config file, wire JSON, already checked. */
   virtualKeys: Wire[];
+  /** Routing rules declared in the config file (governance.routing_rules), REST JSON, already checked. */
+  routingRules?: Wire[];
+  /** governance.business_units, customers and teams, wire JSON, already checked. */
+  groups?: FileGroups;
   /** Dice for provider and key selection (default Math.random; tests pass a seeded one). */
   random?: Random;
   /** Upper bound on waiting for upstream headers and between body chunks (adapter default otherwise). */
@@ -30,7 +42,19 @@ export interface InferenceOptions {
 export function inferenceOptionsFromFile(
   providers: Readonly<Record<string, ProviderFileConfig>>,
   virtualKeys: readonly VirtualKeyFileConfig[],
+  routingRules: readonly RoutingRuleFileConfig[] = [],
+  groups: FileGroups = { business_unit: [], customer: [], team: [] },
 ): InferenceOptions {
+  for (const [kind, entries] of Object.entries(groups) as [GroupKind, Wire[]][]) {
+    const ids = new Map<string, number>();
+    for (const [index, raw] of entries.entries()) {
+      const path = `governance.${GROUP_SECTION[kind]}[${index}]`;
+      const { fields } = parseGroupWire(kind, raw, (field) => `${path}.${field}`);
+      const same = ids.get(fields.id);
+      if (same !== undefined) throw invalidField(`${path}.id`, `"${fields.id}" is also the id of governance.${GROUP_SECTION[kind]}[${same}]`);
+      ids.set(fields.id, index);
+    }
+  }
   const providerWires: Record<string, Wire> = {};
   for (const [name, provider] of Object.entries(providers)) {
     checkProviderName(name, `providers.${name}`);
@@ -49,7 +73,16 @@ export function inferenceOptionsFromFile(
     values.set(key.value, index);
     return raw as Wire;
   });
-  return { providers: providerWires, virtualKeys: keys };
+  const ruleIds = new Map<string, number>();
+  const rules = routingRules.map((raw, index) => {
+    const path = `governance.routing_rules[${index}]`;
+    const { fields } = parseRoutingRule(routingRuleFromJson(raw, path), (field) => `${path}.${field}`);
+    const same = ruleIds.get(fields.id);
+    if (same !== undefined) throw invalidField(`${path}.id`, `"${fields.id}" is also the id of governance.routing_rules[${same}]`);
+    ruleIds.set(fields.id, index);
+    return raw as Wire;
+  });
+  return { providers: providerWires, virtualKeys: keys, routingRules: rules, groups };
 }
 
 export type { Inference, InferenceProvider } from "./state.js";

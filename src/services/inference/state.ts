@@ -11,6 +11,9 @@ import { createProviderAdapter } from "../../providers/registry.js";
 import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
 import { PriceTable } from "../../routing/pricing.js";
+import { RoutingLog } from "../../telemetry/routing-log.js";
+import { Hierarchy } from "../../routing/hierarchy.js";
+import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
@@ -32,6 +35,12 @@ export interface Inference {
   readonly providers: ReadonlyMap<string, InferenceProvider>;
   readonly catalog: ModelCatalog;
   readonly virtualKeys: VirtualKeyRegistry;
+  /** Compiled routing rules, evaluated before a key's provider_configs. */
+  readonly routingRules: RoutingRuleSet;
+  /** The last routing decisions. */
+  readonly routingLog: RoutingLog;
+  /** Business units, customers and teams, with every level's limits and counters. */
+  readonly hierarchy: Hierarchy;
   readonly limits: UsageLimits;
   /** Prices of models, for the cost budgets spend. */
   readonly prices: PriceTable;
@@ -45,6 +54,9 @@ export class InferenceState implements Inference {
   readonly #listed = new Map<string, readonly string[]>();
   #catalog: ModelCatalog = createKeyCatalog(new Map());
   readonly virtualKeys = new VirtualKeyRegistry();
+  readonly routingRules = new RoutingRuleSet();
+  readonly routingLog = new RoutingLog();
+  readonly hierarchy: Hierarchy;
   readonly limits: UsageLimits;
   readonly prices = new PriceTable();
   readonly random: Random;
@@ -57,6 +69,7 @@ export class InferenceState implements Inference {
     this.random = options.random ?? Math.random;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
+    this.hierarchy = new Hierarchy(options.clock);
     this.#settings = options.settings;
     this.#logger = options.logger;
   }
@@ -128,6 +141,7 @@ export class InferenceState implements Inference {
   removeVirtualKey(id: string): void {
     this.virtualKeys.remove(id);
     this.limits.forget(id);
+    this.hierarchy.remove("virtual_key", id);
   }
 
   #rebuildCatalog(): void {

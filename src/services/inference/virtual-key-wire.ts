@@ -6,6 +6,7 @@
 import { invalidField } from "../../errors.js";
 import type { Budget, McpConfig, ProviderConfig, RateLimit, VirtualKey } from "../../routing/types.js";
 import { providerConfigsProblem } from "../../routing/validate-provider-configs.js";
+import { levelBudgetOf, levelRateLimitOf } from "./level-limits-wire.js";
 import { durationMs, isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
 
 /** A parsed virtual key: routing's view and the canonical wire lists to store. */
@@ -14,11 +15,22 @@ export interface ParsedVirtualKey {
   providerConfigs: Wire[];
   /** null when the key does not set mcp_configs. */
   mcpConfigs: Wire[] | null;
+  /** team_id, customer_id, budget and rate_limit, canonical; only those set. */
+  limits: Wire;
+}
+
+/** An optional id of a team or customer; absent is "". */
+function optionalId(value: unknown, path: string): string {
+  if (value === undefined || value === null) return "";
+  if (typeof value !== "string") throw invalidField(path, "must be a string id");
+  if (value.length > MAX_KEY_TEXT) throw invalidField(path, `is ${value.length} characters long; use at most ${MAX_KEY_TEXT}`);
+  return value.trim();
 }
 
 function budgetOf(raw: unknown, path: string): { budget: Budget; wire: Wire } {
   if (!isWire(raw)) throw invalidField(path, `must be an object {"max_limit": <USD>, "reset_duration": "30d"}`);
   const resetDuration = raw["reset_duration"];
+  if (raw["calendar_aligned"] === true) throw invalidField(`${path}.calendar_aligned`, "is not supported in provider_configs budgets; set it on the key's own budget");
   const budget = {
     maxLimit: numberField(raw["max_limit"], `${path}.max_limit`, Number.NaN),
     resetDurationMs: durationMs(resetDuration, `${path}.reset_duration`, "30d"),
@@ -29,6 +41,12 @@ function budgetOf(raw: unknown, path: string): { budget: Budget; wire: Wire } {
 function rateLimitOf(raw: unknown, path: string): { limit: RateLimit; wire: Wire } | null {
   if (raw === undefined || raw === null) return null;
   if (!isWire(raw)) throw invalidField(path, `must be an object {"token_max_limit": <n>, "token_reset_duration": "1m"}`);
+  for (const field of ["request_max_limit", "request_reset_duration"]) {
+    const value = raw[field];
+    if (value !== undefined && value !== null && value !== "" && value !== 0 && value !== "0") {
+      throw invalidField(`${path}.${field}`, "is not supported in provider_configs; limit requests with the key's own rate_limit");
+    }
+  }
   const resetDuration = raw["token_reset_duration"];
   // The proto JSON of an int64 is a string; the config file writes a number.
   const rawMax = typeof raw["token_max_limit"] === "string" && /^\d+$/.test(raw["token_max_limit"]) ? Number(raw["token_max_limit"]) : raw["token_max_limit"];
@@ -89,12 +107,10 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   const id = boundedString(raw["id"], at("id"), "a unique id for the key");
   const name = boundedString(raw["name"], at("name"), "a human-readable name");
   const value = requiredString(raw["value"], at("value"), "the secret callers send");
-  for (const field of ["budget", "rate_limit"]) {
-    // Accepting these without enforcing them would leave an operator believing spend is capped.
-    if (raw[field] !== undefined && raw[field] !== null) {
-      throw invalidField(at(field), `a key-wide ${field} is not enforced yet; set it on each provider_configs entry instead`);
-    }
-  }
+  const budget = levelBudgetOf(raw["budget"], at("budget"));
+  const rateLimit = levelRateLimitOf(raw["rate_limit"], at("rate_limit"));
+  const teamId = optionalId(raw["team_id"], at("team_id"));
+  const customerId = optionalId(raw["customer_id"], at("customer_id"));
   const isActive = raw["is_active"];
   if (isActive !== undefined && isActive !== null && typeof isActive !== "boolean") throw invalidField(at("is_active"), "must be true or false");
   const rawConfigs = raw["provider_configs"] ?? [];
@@ -116,8 +132,14 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   }
   return {
     // A key is meant to be used; is_active: false switches it off.
-    key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs },
+    key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs, teamId, customerId, budget: budget?.budget ?? null, rateLimit: rateLimit?.rateLimit ?? null },
     providerConfigs: configs.map((c) => c.wire),
     mcpConfigs: mcpConfigs?.map((c) => ({ mcp_client_name: c.mcpClientName, tools_to_execute: c.toolsToExecute })) ?? null,
+    limits: {
+      ...(teamId ? { team_id: teamId } : {}),
+      ...(customerId ? { customer_id: customerId } : {}),
+      ...(budget ? { budget: budget.wire } : {}),
+      ...(rateLimit ? { rate_limit: rateLimit.wire } : {}),
+    },
   };
 }

@@ -4,7 +4,7 @@ import { EncryptedJsonType } from "../encrypted-json-type.js";
 
 /** A virtual key. The value is encrypted; its SHA-256 keeps values unique without decrypting every row. */
 export class VirtualKeyRecord {
-  declare [OptionalProps]?: "isActive" | "providerConfigs" | "mcpConfigs" | "source" | "createdAt" | "updatedAt";
+  declare [OptionalProps]?: "isActive" | "providerConfigs" | "mcpConfigs" | "limits" | "source" | "createdAt" | "updatedAt";
 
   declare id: string;
   declare name: string;
@@ -15,6 +15,8 @@ export class VirtualKeyRecord {
   declare providerConfigs: Record<string, unknown>[];
   /** Wire JSON (snake_case) of mcp_configs; null when the key does not set it (unlike []). */
   declare mcpConfigs: Record<string, unknown>[] | null;
+  /** Wire JSON of team_id, customer_id, budget and rate_limit (only those set). */
+  declare limits: Record<string, unknown>;
   declare source: "api" | "config";
   declare createdAt: Date;
   declare updatedAt: Date;
@@ -32,6 +34,7 @@ export const VirtualKeySchema = new EntitySchema<VirtualKeyRecord>({
     isActive: { type: "boolean", onCreate: () => true },
     providerConfigs: { type: "json", onCreate: () => [] },
     mcpConfigs: { type: "json", nullable: true },
+    limits: { type: "json", onCreate: () => ({}) },
     source: { enum: true, items: ["api", "config"], onCreate: () => "api" },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },

@@ -2,8 +2,8 @@
 // @generated from file gw/routing/v1/governance.proto (package gw.routing.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
 import { file_google_api_field_behavior } from "../../../google/api/field_behavior_pb.js";
 import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
@@ -15,10 +15,10 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/routing/v1/governance.proto.
  */
 export const file_gw_routing_v1_governance: GenFile = /*@__PURE__*/
-  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiMwoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCSJCCglSYXRlTGltaXQSFwoPdG9rZW5fbWF4X2xpbWl0GAEgASgDEhwKFHRva2VuX3Jlc2V0X2R1cmF0aW9uGAIgASgJIsEBCg5Qcm92aWRlckNvbmZpZxIQCghwcm92aWRlchgBIAEoCRIWCg5hbGxvd2VkX21vZGVscxgCIAMoCRIPCgdrZXlfaWRzGAMgAygJEhMKBndlaWdodBgEIAEoAUgAiAEBEiYKB2J1ZGdldHMYBSADKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAYgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXRCCQoHX3dlaWdodCI+CglNY3BDb25maWcSFwoPbWNwX2NsaWVudF9uYW1lGAEgASgJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYAiADKAkiOQoNTWNwQ29uZmlnTGlzdBIoCgZ2YWx1ZXMYASADKAsyGC5ndy5yb3V0aW5nLnYxLk1jcENvbmZpZyKQAwoKVmlydHVhbEtleRIPCgJpZBgBIAEoCUID4EEFEhEKBG5hbWUYAiABKAlCA+BBAhINCgV2YWx1ZRgDIAEoCRIWCglpc19hY3RpdmUYBCABKAhIAIgBARI3ChBwcm92aWRlcl9jb25maWdzGAUgAygLMh0uZ3cucm91dGluZy52MS5Qcm92aWRlckNvbmZpZxIxCgttY3BfY29uZmlncxgGIAEoCzIcLmd3LnJvdXRpbmcudjEuTWNwQ29uZmlnTGlzdBIlCgZidWRnZXQYByABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAggASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgwKCl9pc19hY3RpdmUikgEKC1JvdXRpbmdSdWxlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKZXhwcmVzc2lvbhgDIAEoCRIQCghwcm92aWRlchgEIAEoCRINCgVtb2RlbBgFIAEoCRIRCglmYWxsYmFja3MYBiADKAkSEAoIcHJpb3JpdHkYByABKAUSDwoHZW5hYmxlZBgIIAEoCCJJChdDcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSJKChhDcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiGAoWTGlzdFZpcnR1YWxLZXlzUmVxdWVzdCJZChdMaXN0VmlydHVhbEtleXNSZXNwb25zZRIvCgx2aXJ0dWFsX2tleXMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkSDQoFY291bnQYAiABKAUiIgoUR2V0VmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiRwoVR2V0VmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IoYBChdVcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIuCgt2aXJ0dWFsX2tleRgCIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSgoYVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IiUKF0RlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIioKGERlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiTAoYQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0EjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiTQoZQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIhkKF0xpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0IlwKGExpc3RSb3V0aW5nUnVsZXNSZXNwb25zZRIxCg1yb3V0aW5nX3J1bGVzGAEgAygLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRINCgVjb3VudBgCIAEoBSIjChVHZXRSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkiSgoWR2V0Um91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIokBChhVcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkSMAoMcm91dGluZ19ydWxlGAIgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siTQoZVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIiYKGERlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIrChlEZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTKDDAoRR292ZXJuYW5jZVNlcnZpY2USmgEKEENyZWF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkNyZWF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5DcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiNaC7GAGC0+STAis6C3ZpcnR1YWxfa2V5IhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEooBCg9MaXN0VmlydHVhbEtleXMSJS5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1JlcXVlc3QaJi5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1Jlc3BvbnNlIiiguxgBgtPkkwIeEhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEokBCg1HZXRWaXJ0dWFsS2V5EiMuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5UmVxdWVzdBokLmd3LnJvdXRpbmcudjEuR2V0VmlydHVhbEtleVJlc3BvbnNlIi2guxgBgtPkkwIjEiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SnwEKEFVwZGF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLlVwZGF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5VcGRhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiOqC7GAGC0+STAjA6C3ZpcnR1YWxfa2V5GiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SkgEKEERlbGV0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkRlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5EZWxldGVWaXJ0dWFsS2V5UmVzcG9uc2UiLaC7GAGC0+STAiMqIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKfAQoRQ3JlYXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkNyZWF0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZSI3oLsYAYLT5JMCLToMcm91dGluZ19ydWxlIh0vYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcxKOAQoQTGlzdFJvdXRpbmdSdWxlcxImLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdSdWxlc1JlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkxpc3RSb3V0aW5nUnVsZXNSZXNwb25zZSIpoLsYAYLT5JMCHxIdL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMSjQEKDkdldFJvdXRpbmdSdWxlEiQuZ3cucm91dGluZy52MS5HZXRSb3V0aW5nUnVsZVJlcXVlc3QaJS5ndy5yb3V0aW5nLnYxLkdldFJvdXRpbmdSdWxlUmVzcG9uc2UiLqC7GAGC0+STAiQSIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SpAEKEVVwZGF0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5VcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLlVwZGF0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiPKC7GAGC0+STAjI6DHJvdXRpbmdfcnVsZRoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfRKWAQoRRGVsZXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkRlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuRGVsZXRlUm91dGluZ1J1bGVSZXNwb25zZSIuoLsYAYLT5JMCJCoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfUKBAQoRY29tLmd3LnJvdXRpbmcudjFCD0dvdmVybmFuY2VQcm90b1ABWiFndy9nZW4vZ28vZ3cvcm91dGluZy92MTtyb3V0aW5ndjGiAgNHUk+qAg1Hdy5Sb3V0aW5nLlYxygINR3dcUm91dGluZ1xWMeoCD0d3OjpSb3V0aW5nOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiTQoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCRIYChBjYWxlbmRhcl9hbGlnbmVkGAMgASgIIn0KCVJhdGVMaW1pdBIXCg90b2tlbl9tYXhfbGltaXQYASABKAMSHAoUdG9rZW5fcmVzZXRfZHVyYXRpb24YAiABKAkSGQoRcmVxdWVzdF9tYXhfbGltaXQYAyABKAMSHgoWcmVxdWVzdF9yZXNldF9kdXJhdGlvbhgEIAEoCSLxAQoMQnVzaW5lc3NVbml0Eg8KAmlkGAEgASgJQgPgQQUSEQoEbmFtZRgCIAEoCUID4EECEiUKBmJ1ZGdldBgDIAEoCzIVLmd3LnJvdXRpbmcudjEuQnVkZ2V0EiwKCnJhdGVfbGltaXQYBCABKAsyGC5ndy5yb3V0aW5nLnYxLlJhdGVMaW1pdBIzCgpjcmVhdGVkX2F0GAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMihwIKCEN1c3RvbWVyEg8KAmlkGAEgASgJQgPgQQUSEQoEbmFtZRgCIAEoCUID4EECEhgKEGJ1c2luZXNzX3VuaXRfaWQYAyABKAkSJQoGYnVkZ2V0GAQgASgLMhUuZ3cucm91dGluZy52MS5CdWRnZXQSLAoKcmF0ZV9saW1pdBgFIAEoCzIYLmd3LnJvdXRpbmcudjEuUmF0ZUxpbWl0EjMKCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMwoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAyL+AQoEVGVhbRIPCgJpZBgBIAEoCUID4EEFEhEKBG5hbWUYAiABKAlCA+BBAhITCgtjdXN0b21lcl9pZBgDIAEoCRIlCgZidWRnZXQYBCABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAUgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDIlkKC1VzYWdlV2luZG93EgwKBHVzZWQYASABKAESEQoJbWF4X2xpbWl0GAIgASgBEhYKDnJlc2V0X2R1cmF0aW9uGAMgASgJEhEKCXJlc2V0c19hdBgEIAEoCSK7AQoKVXNhZ2VMZXZlbBINCgVsZXZlbBgBIAEoCRIKCgJpZBgCIAEoCRIMCgRuYW1lGAMgASgJEioKBmJ1ZGdldBgEIAEoCzIaLmd3LnJvdXRpbmcudjEuVXNhZ2VXaW5kb3cSLAoIcmVxdWVzdHMYBSABKAsyGi5ndy5yb3V0aW5nLnYxLlVzYWdlV2luZG93EioKBnRva2VucxgGIAEoCzIaLmd3LnJvdXRpbmcudjEuVXNhZ2VXaW5kb3ciJwoZR2V0VmlydHVhbEtleVVzYWdlUmVxdWVzdBIKCgJpZBgBIAEoCSJHChpHZXRWaXJ0dWFsS2V5VXNhZ2VSZXNwb25zZRIpCgZsZXZlbHMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlVzYWdlTGV2ZWwiwQEKDlByb3ZpZGVyQ29uZmlnEhAKCHByb3ZpZGVyGAEgASgJEhYKDmFsbG93ZWRfbW9kZWxzGAIgAygJEg8KB2tleV9pZHMYAyADKAkSEwoGd2VpZ2h0GAQgASgBSACIAQESJgoHYnVkZ2V0cxgFIAMoCzIVLmd3LnJvdXRpbmcudjEuQnVkZ2V0EiwKCnJhdGVfbGltaXQYBiABKAsyGC5ndy5yb3V0aW5nLnYxLlJhdGVMaW1pdEIJCgdfd2VpZ2h0Ij4KCU1jcENvbmZpZxIXCg9tY3BfY2xpZW50X25hbWUYASABKAkSGAoQdG9vbHNfdG9fZXhlY3V0ZRgCIAMoCSI5Cg1NY3BDb25maWdMaXN0EigKBnZhbHVlcxgBIAMoCzIYLmd3LnJvdXRpbmcudjEuTWNwQ29uZmlnIrYDCgpWaXJ0dWFsS2V5Eg8KAmlkGAEgASgJQgPgQQUSEQoEbmFtZRgCIAEoCUID4EECEg0KBXZhbHVlGAMgASgJEhYKCWlzX2FjdGl2ZRgEIAEoCEgAiAEBEjcKEHByb3ZpZGVyX2NvbmZpZ3MYBSADKAsyHS5ndy5yb3V0aW5nLnYxLlByb3ZpZGVyQ29uZmlnEjEKC21jcF9jb25maWdzGAYgASgLMhwuZ3cucm91dGluZy52MS5NY3BDb25maWdMaXN0EiUKBmJ1ZGdldBgHIAEoCzIVLmd3LnJvdXRpbmcudjEuQnVkZ2V0EiwKCnJhdGVfbGltaXQYCCABKAsyGC5ndy5yb3V0aW5nLnYxLlJhdGVMaW1pdBIzCgpjcmVhdGVkX2F0GAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYCiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSDwoHdGVhbV9pZBgLIAEoCRITCgtjdXN0b21lcl9pZBgMIAEoCUIMCgpfaXNfYWN0aXZlImAKDVJvdXRpbmdUYXJnZXQSEAoIcHJvdmlkZXIYASABKAkSDQoFbW9kZWwYAiABKAkSDgoGa2V5X2lkGAMgASgJEhMKBndlaWdodBgEIAEoAUgAiAEBQgkKB193ZWlnaHQilAMKC1JvdXRpbmdSdWxlEg8KAmlkGAEgASgJQgPgQQUSEQoEbmFtZRgCIAEoCUID4EECEhYKDmNlbF9leHByZXNzaW9uGAMgASgJEhMKC2Rlc2NyaXB0aW9uGAQgASgJEi0KB3RhcmdldHMYBSADKAsyHC5ndy5yb3V0aW5nLnYxLlJvdXRpbmdUYXJnZXQSEQoJZmFsbGJhY2tzGAYgAygJEhAKCHByaW9yaXR5GAcgASgFEhQKB2VuYWJsZWQYCCABKAhIAIgBARIuCgVzY29wZRgJIAEoDjIfLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGVTY29wZRIQCghzY29wZV9pZBgKIAEoCRISCgpjaGFpbl9ydWxlGAsgASgIEjMKCmNyZWF0ZWRfYXQYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSMwoKdXBkYXRlZF9hdBgNIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBA0IKCghfZW5hYmxlZCJJChdDcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSJKChhDcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiGAoWTGlzdFZpcnR1YWxLZXlzUmVxdWVzdCJZChdMaXN0VmlydHVhbEtleXNSZXNwb25zZRIvCgx2aXJ0dWFsX2tleXMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkSDQoFY291bnQYAiABKAUiIgoUR2V0VmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiRwoVR2V0VmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IoYBChdVcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIuCgt2aXJ0dWFsX2tleRgCIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSgoYVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IiUKF0RlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIioKGERlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiTAoYQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0EjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiTQoZQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIhkKF0xpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0IlwKGExpc3RSb3V0aW5nUnVsZXNSZXNwb25zZRIxCg1yb3V0aW5nX3J1bGVzGAEgAygLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRINCgVjb3VudBgCIAEoBSIjChVHZXRSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkiSgoWR2V0Um91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIokBChhVcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkSMAoMcm91dGluZ19ydWxlGAIgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siTQoZVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIiYKGERlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIrChlEZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSI1ChVMaXN0Um91dGluZ0xvZ1JlcXVlc3QSEgoFbGltaXQYASABKAVIAIgBAUIICgZfbGltaXQi2gEKD1JvdXRpbmdMb2dFbnRyeRIMCgR0aW1lGAEgASgJEg8KB2VuZ2luZXMYAiADKAkSFwoPcmVxdWVzdGVkX21vZGVsGAMgASgJEhAKCHByb3ZpZGVyGAQgASgJEg0KBW1vZGVsGAUgASgJEhcKD3JvdXRpbmdfcnVsZV9pZBgGIAEoCRIZChFyb3V0aW5nX3J1bGVfbmFtZRgHIAEoCRIRCglmYWxsYmFja3MYCCADKAkSFgoOdmlydHVhbF9rZXlfaWQYCSABKAkSDwoHbWVzc2FnZRgKIAEoCSJYChZMaXN0Um91dGluZ0xvZ1Jlc3BvbnNlEi8KB2VudHJpZXMYASADKAsyHi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdMb2dFbnRyeRINCgVjb3VudBgCIAEoBSJPChlDcmVhdGVCdXNpbmVzc1VuaXRSZXF1ZXN0EjIKDWJ1c2luZXNzX3VuaXQYASABKAsyGy5ndy5yb3V0aW5nLnYxLkJ1c2luZXNzVW5pdCJQChpDcmVhdGVCdXNpbmVzc1VuaXRSZXNwb25zZRIyCg1idXNpbmVzc191bml0GAEgASgLMhsuZ3cucm91dGluZy52MS5CdXNpbmVzc1VuaXQiGgoYTGlzdEJ1c2luZXNzVW5pdHNSZXF1ZXN0Il8KGUxpc3RCdXNpbmVzc1VuaXRzUmVzcG9uc2USMwoOYnVzaW5lc3NfdW5pdHMYASADKAsyGy5ndy5yb3V0aW5nLnYxLkJ1c2luZXNzVW5pdBINCgVjb3VudBgCIAEoBSIkChZHZXRCdXNpbmVzc1VuaXRSZXF1ZXN0EgoKAmlkGAEgASgJIk0KF0dldEJ1c2luZXNzVW5pdFJlc3BvbnNlEjIKDWJ1c2luZXNzX3VuaXQYASABKAsyGy5ndy5yb3V0aW5nLnYxLkJ1c2luZXNzVW5pdCKMAQoZVXBkYXRlQnVzaW5lc3NVbml0UmVxdWVzdBIKCgJpZBgBIAEoCRIyCg1idXNpbmVzc191bml0GAIgASgLMhsuZ3cucm91dGluZy52MS5CdXNpbmVzc1VuaXQSLwoLdXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIlAKGlVwZGF0ZUJ1c2luZXNzVW5pdFJlc3BvbnNlEjIKDWJ1c2luZXNzX3VuaXQYASABKAsyGy5ndy5yb3V0aW5nLnYxLkJ1c2luZXNzVW5pdCInChlEZWxldGVCdXNpbmVzc1VuaXRSZXF1ZXN0EgoKAmlkGAEgASgJIiwKGkRlbGV0ZUJ1c2luZXNzVW5pdFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSJCChVDcmVhdGVDdXN0b21lclJlcXVlc3QSKQoIY3VzdG9tZXIYASABKAsyFy5ndy5yb3V0aW5nLnYxLkN1c3RvbWVyIkMKFkNyZWF0ZUN1c3RvbWVyUmVzcG9uc2USKQoIY3VzdG9tZXIYASABKAsyFy5ndy5yb3V0aW5nLnYxLkN1c3RvbWVyIhYKFExpc3RDdXN0b21lcnNSZXF1ZXN0IlIKFUxpc3RDdXN0b21lcnNSZXNwb25zZRIqCgljdXN0b21lcnMYASADKAsyFy5ndy5yb3V0aW5nLnYxLkN1c3RvbWVyEg0KBWNvdW50GAIgASgFIiAKEkdldEN1c3RvbWVyUmVxdWVzdBIKCgJpZBgBIAEoCSJAChNHZXRDdXN0b21lclJlc3BvbnNlEikKCGN1c3RvbWVyGAEgASgLMhcuZ3cucm91dGluZy52MS5DdXN0b21lciJ/ChVVcGRhdGVDdXN0b21lclJlcXVlc3QSCgoCaWQYASABKAkSKQoIY3VzdG9tZXIYAiABKAsyFy5ndy5yb3V0aW5nLnYxLkN1c3RvbWVyEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJDChZVcGRhdGVDdXN0b21lclJlc3BvbnNlEikKCGN1c3RvbWVyGAEgASgLMhcuZ3cucm91dGluZy52MS5DdXN0b21lciIjChVEZWxldGVDdXN0b21lclJlcXVlc3QSCgoCaWQYASABKAkiKAoWRGVsZXRlQ3VzdG9tZXJSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiNgoRQ3JlYXRlVGVhbVJlcXVlc3QSIQoEdGVhbRgBIAEoCzITLmd3LnJvdXRpbmcudjEuVGVhbSI3ChJDcmVhdGVUZWFtUmVzcG9uc2USIQoEdGVhbRgBIAEoCzITLmd3LnJvdXRpbmcudjEuVGVhbSISChBMaXN0VGVhbXNSZXF1ZXN0IkYKEUxpc3RUZWFtc1Jlc3BvbnNlEiIKBXRlYW1zGAEgAygLMhMuZ3cucm91dGluZy52MS5UZWFtEg0KBWNvdW50GAIgASgFIhwKDkdldFRlYW1SZXF1ZXN0EgoKAmlkGAEgASgJIjQKD0dldFRlYW1SZXNwb25zZRIhCgR0ZWFtGAEgASgLMhMuZ3cucm91dGluZy52MS5UZWFtInMKEVVwZGF0ZVRlYW1SZXF1ZXN0EgoKAmlkGAEgASgJEiEKBHRlYW0YAiABKAsyEy5ndy5yb3V0aW5nLnYxLlRlYW0SLwoLdXBkYXRlX21hc2sYAyABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIjcKElVwZGF0ZVRlYW1SZXNwb25zZRIhCgR0ZWFtGAEgASgLMhMuZ3cucm91dGluZy52MS5UZWFtIh8KEURlbGV0ZVRlYW1SZXF1ZXN0EgoKAmlkGAEgASgJIiQKEkRlbGV0ZVRlYW1SZXNwb25zZRIOCgZzdGF0dXMYASABKAkqtwEKEFJvdXRpbmdSdWxlU2NvcGUSIgoeUk9VVElOR19SVUxFX1NDT1BFX1VOU1BFQ0lGSUVEEAASHQoZUk9VVElOR19SVUxFX1NDT1BFX0dMT0JBTBABEh8KG1JPVVRJTkdfUlVMRV9TQ09QRV9DVVNUT01FUhACEhsKF1JPVVRJTkdfUlVMRV9TQ09QRV9URUFNEAMSIgoeUk9VVElOR19SVUxFX1NDT1BFX1ZJUlRVQUxfS0VZEAQy3R4KEUdvdmVybmFuY2VTZXJ2aWNlEpoBChBDcmVhdGVWaXJ0dWFsS2V5EiYuZ3cucm91dGluZy52MS5DcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBonLmd3LnJvdXRpbmcudjEuQ3JlYXRlVmlydHVhbEtleVJlc3BvbnNlIjWguxgBgtPkkwIrOgt2aXJ0dWFsX2tleSIcL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cxKKAQoPTGlzdFZpcnR1YWxLZXlzEiUuZ3cucm91dGluZy52MS5MaXN0VmlydHVhbEtleXNSZXF1ZXN0GiYuZ3cucm91dGluZy52MS5MaXN0VmlydHVhbEtleXNSZXNwb25zZSIooLsYAYLT5JMCHhIcL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cxKJAQoNR2V0VmlydHVhbEtleRIjLmd3LnJvdXRpbmcudjEuR2V0VmlydHVhbEtleVJlcXVlc3QaJC5ndy5yb3V0aW5nLnYxLkdldFZpcnR1YWxLZXlSZXNwb25zZSItoLsYAYLT5JMCIxIhL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cy97aWR9Ep8BChBVcGRhdGVWaXJ0dWFsS2V5EiYuZ3cucm91dGluZy52MS5VcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBonLmd3LnJvdXRpbmcudjEuVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlIjqguxgBgtPkkwIwOgt2aXJ0dWFsX2tleRohL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cy97aWR9EpIBChBEZWxldGVWaXJ0dWFsS2V5EiYuZ3cucm91dGluZy52MS5EZWxldGVWaXJ0dWFsS2V5UmVxdWVzdBonLmd3LnJvdXRpbmcudjEuRGVsZXRlVmlydHVhbEtleVJlc3BvbnNlIi2guxgBgtPkkwIjKiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SnwEKEUNyZWF0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5DcmVhdGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLkNyZWF0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiN6C7GAGC0+STAi06DHJvdXRpbmdfcnVsZSIdL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMSjgEKEExpc3RSb3V0aW5nUnVsZXMSJi5ndy5yb3V0aW5nLnYxLkxpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0GicuZ3cucm91dGluZy52MS5MaXN0Um91dGluZ1J1bGVzUmVzcG9uc2UiKaC7GAGC0+STAh8SHS9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzEo0BCg5HZXRSb3V0aW5nUnVsZRIkLmd3LnJvdXRpbmcudjEuR2V0Um91dGluZ1J1bGVSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5HZXRSb3V0aW5nUnVsZVJlc3BvbnNlIi6guxgBgtPkkwIkEiIvYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcy97aWR9EqQBChFVcGRhdGVSb3V0aW5nUnVsZRInLmd3LnJvdXRpbmcudjEuVXBkYXRlUm91dGluZ1J1bGVSZXF1ZXN0GiguZ3cucm91dGluZy52MS5VcGRhdGVSb3V0aW5nUnVsZVJlc3BvbnNlIjyguxgBgtPkkwIyOgxyb3V0aW5nX3J1bGUaIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SlgEKEURlbGV0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5EZWxldGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLkRlbGV0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiLqC7GAGC0+STAiQqIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SpAEKEkNyZWF0ZUJ1c2luZXNzVW5pdBIoLmd3LnJvdXRpbmcudjEuQ3JlYXRlQnVzaW5lc3NVbml0UmVxdWVzdBopLmd3LnJvdXRpbmcudjEuQ3JlYXRlQnVzaW5lc3NVbml0UmVzcG9uc2UiOaC7GAGC0+STAi86DWJ1c2luZXNzX3VuaXQiHi9hcGkvZ292ZXJuYW5jZS9idXNpbmVzcy11bml0cxKSAQoRTGlzdEJ1c2luZXNzVW5pdHMSJy5ndy5yb3V0aW5nLnYxLkxpc3RCdXNpbmVzc1VuaXRzUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuTGlzdEJ1c2luZXNzVW5pdHNSZXNwb25zZSIqoLsYAYLT5JMCIBIeL2FwaS9nb3Zlcm5hbmNlL2J1c2luZXNzLXVuaXRzEpEBCg9HZXRCdXNpbmVzc1VuaXQSJS5ndy5yb3V0aW5nLnYxLkdldEJ1c2luZXNzVW5pdFJlcXVlc3QaJi5ndy5yb3V0aW5nLnYxLkdldEJ1c2luZXNzVW5pdFJlc3BvbnNlIi+guxgBgtPkkwIlEiMvYXBpL2dvdmVybmFuY2UvYnVzaW5lc3MtdW5pdHMve2lkfRKpAQoSVXBkYXRlQnVzaW5lc3NVbml0EiguZ3cucm91dGluZy52MS5VcGRhdGVCdXNpbmVzc1VuaXRSZXF1ZXN0GikuZ3cucm91dGluZy52MS5VcGRhdGVCdXNpbmVzc1VuaXRSZXNwb25zZSI+oLsYAYLT5JMCNDoNYnVzaW5lc3NfdW5pdBojL2FwaS9nb3Zlcm5hbmNlL2J1c2luZXNzLXVuaXRzL3tpZH0SmgEKEkRlbGV0ZUJ1c2luZXNzVW5pdBIoLmd3LnJvdXRpbmcudjEuRGVsZXRlQnVzaW5lc3NVbml0UmVxdWVzdBopLmd3LnJvdXRpbmcudjEuRGVsZXRlQnVzaW5lc3NVbml0UmVzcG9uc2UiL6C7GAGC0+STAiUqIy9hcGkvZ292ZXJuYW5jZS9idXNpbmVzcy11bml0cy97aWR9Eo4BCg5DcmVhdGVDdXN0b21lchIkLmd3LnJvdXRpbmcudjEuQ3JlYXRlQ3VzdG9tZXJSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5DcmVhdGVDdXN0b21lclJlc3BvbnNlIi+guxgBgtPkkwIlOghjdXN0b21lciIZL2FwaS9nb3Zlcm5hbmNlL2N1c3RvbWVycxKBAQoNTGlzdEN1c3RvbWVycxIjLmd3LnJvdXRpbmcudjEuTGlzdEN1c3RvbWVyc1JlcXVlc3QaJC5ndy5yb3V0aW5nLnYxLkxpc3RDdXN0b21lcnNSZXNwb25zZSIloLsYAYLT5JMCGxIZL2FwaS9nb3Zlcm5hbmNlL2N1c3RvbWVycxKAAQoLR2V0Q3VzdG9tZXISIS5ndy5yb3V0aW5nLnYxLkdldEN1c3RvbWVyUmVxdWVzdBoiLmd3LnJvdXRpbmcudjEuR2V0Q3VzdG9tZXJSZXNwb25zZSIqoLsYAYLT5JMCIBIeL2FwaS9nb3Zlcm5hbmNlL2N1c3RvbWVycy97aWR9EpMBCg5VcGRhdGVDdXN0b21lchIkLmd3LnJvdXRpbmcudjEuVXBkYXRlQ3VzdG9tZXJSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5VcGRhdGVDdXN0b21lclJlc3BvbnNlIjSguxgBgtPkkwIqOghjdXN0b21lchoeL2FwaS9nb3Zlcm5hbmNlL2N1c3RvbWVycy97aWR9EokBCg5EZWxldGVDdXN0b21lchIkLmd3LnJvdXRpbmcudjEuRGVsZXRlQ3VzdG9tZXJSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5EZWxldGVDdXN0b21lclJlc3BvbnNlIiqguxgBgtPkkwIgKh4vYXBpL2dvdmVybmFuY2UvY3VzdG9tZXJzL3tpZH0SegoKQ3JlYXRlVGVhbRIgLmd3LnJvdXRpbmcudjEuQ3JlYXRlVGVhbVJlcXVlc3QaIS5ndy5yb3V0aW5nLnYxLkNyZWF0ZVRlYW1SZXNwb25zZSInoLsYAYLT5JMCHToEdGVhbSIVL2FwaS9nb3Zlcm5hbmNlL3RlYW1zEnEKCUxpc3RUZWFtcxIfLmd3LnJvdXRpbmcudjEuTGlzdFRlYW1zUmVxdWVzdBogLmd3LnJvdXRpbmcudjEuTGlzdFRlYW1zUmVzcG9uc2UiIaC7GAGC0+STAhcSFS9hcGkvZ292ZXJuYW5jZS90ZWFtcxJwCgdHZXRUZWFtEh0uZ3cucm91dGluZy52MS5HZXRUZWFtUmVxdWVzdBoeLmd3LnJvdXRpbmcudjEuR2V0VGVhbVJlc3BvbnNlIiaguxgBgtPkkwIcEhovYXBpL2dvdmVybmFuY2UvdGVhbXMve2lkfRJ/CgpVcGRhdGVUZWFtEiAuZ3cucm91dGluZy52MS5VcGRhdGVUZWFtUmVxdWVzdBohLmd3LnJvdXRpbmcudjEuVXBkYXRlVGVhbVJlc3BvbnNlIiyguxgBgtPkkwIiOgR0ZWFtGhovYXBpL2dvdmVybmFuY2UvdGVhbXMve2lkfRJ5CgpEZWxldGVUZWFtEiAuZ3cucm91dGluZy52MS5EZWxldGVUZWFtUmVxdWVzdBohLmd3LnJvdXRpbmcudjEuRGVsZXRlVGVhbVJlc3BvbnNlIiaguxgBgtPkkwIcKhovYXBpL2dvdmVybmFuY2UvdGVhbXMve2lkfRKeAQoSR2V0VmlydHVhbEtleVVzYWdlEiguZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5VXNhZ2VSZXF1ZXN0GikuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5VXNhZ2VSZXNwb25zZSIzoLsYAYLT5JMCKRInL2FwaS9nb3Zlcm5hbmNlL3ZpcnR1YWwta2V5cy97aWR9L3VzYWdlEoYBCg5MaXN0Um91dGluZ0xvZxIkLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdMb2dSZXF1ZXN0GiUuZ3cucm91dGluZy52MS5MaXN0Um91dGluZ0xvZ1Jlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL2dvdmVybmFuY2Uvcm91dGluZy1sb2dCgQEKEWNvbS5ndy5yb3V0aW5nLnYxQg9Hb3Zlcm5hbmNlUHJvdG9QAVohZ3cvZ2VuL2dvL2d3L3JvdXRpbmcvdjE7cm91dGluZ3YxogIDR1JPqgINR3cuUm91dGluZy5WMcoCDUd3XFJvdXRpbmdcVjHqAg9Hdzo6Um91dGluZzo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
- * Budget caps spend in USD over a rolling window.
+ * Budget caps spend in USD over a window.
  *
  * @generated from message gw.routing.v1.Budget
  */
@@ -31,11 +31,18 @@ export type Budget = Message<"gw.routing.v1.Budget"> & {
   maxLimit: number;
 
   /**
-   * reset_duration is the window, a duration string such as "1h" or "30d".
+   * reset_duration is the window, a duration string such as "1h", "30d", "1M", "1Q" or "1Y".
    *
    * @generated from field: string reset_duration = 2;
    */
   resetDuration: string;
+
+  /**
+   * calendar_aligned starts windows at UTC calendar boundaries instead of the last reset (not in provider_configs).
+   *
+   * @generated from field: bool calendar_aligned = 3;
+   */
+  calendarAligned: boolean;
 };
 
 /**
@@ -46,7 +53,7 @@ export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
   messageDesc(file_gw_routing_v1_governance, 0);
 
 /**
- * RateLimit caps tokens over a window.
+ * RateLimit caps tokens, and requests, over windows.
  *
  * @generated from message gw.routing.v1.RateLimit
  */
@@ -59,11 +66,25 @@ export type RateLimit = Message<"gw.routing.v1.RateLimit"> & {
   tokenMaxLimit: bigint;
 
   /**
-   * token_reset_duration is the window, a duration string.
+   * token_reset_duration is the token window, a duration string.
    *
    * @generated from field: string token_reset_duration = 2;
    */
   tokenResetDuration: string;
+
+  /**
+   * request_max_limit is the request cap (not in provider_configs).
+   *
+   * @generated from field: int64 request_max_limit = 3;
+   */
+  requestMaxLimit: bigint;
+
+  /**
+   * request_reset_duration is the request window, a duration string.
+   *
+   * @generated from field: string request_reset_duration = 4;
+   */
+  requestResetDuration: string;
 };
 
 /**
@@ -72,6 +93,328 @@ export type RateLimit = Message<"gw.routing.v1.RateLimit"> & {
  */
 export const RateLimitSchema: GenMessage<RateLimit> = /*@__PURE__*/
   messageDesc(file_gw_routing_v1_governance, 1);
+
+/**
+ * BusinessUnit groups customers for budgets and rate limits.
+ *
+ * @generated from message gw.routing.v1.BusinessUnit
+ */
+export type BusinessUnit = Message<"gw.routing.v1.BusinessUnit"> & {
+  /**
+   * id is the identifier: generated when omitted at creation, fixed afterwards.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * name is a human-readable name, unique among business units.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * budget caps the spend of everything in the business unit.
+   *
+   * @generated from field: gw.routing.v1.Budget budget = 3;
+   */
+  budget?: Budget | undefined;
+
+  /**
+   * rate_limit caps the requests and tokens of everything in the business unit.
+   *
+   * @generated from field: gw.routing.v1.RateLimit rate_limit = 4;
+   */
+  rateLimit?: RateLimit | undefined;
+
+  /**
+   * created_at is when it was created.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 5;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * updated_at is when it last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 6;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.BusinessUnit.
+ * Use `create(BusinessUnitSchema)` to create a new message.
+ */
+export const BusinessUnitSchema: GenMessage<BusinessUnit> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 2);
+
+/**
+ * Customer owns teams and virtual keys.
+ *
+ * @generated from message gw.routing.v1.Customer
+ */
+export type Customer = Message<"gw.routing.v1.Customer"> & {
+  /**
+   * id is the identifier: generated when omitted at creation, fixed afterwards.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * name is a human-readable name, unique among customers.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * business_unit_id is the business unit the customer belongs to; empty for none.
+   *
+   * @generated from field: string business_unit_id = 3;
+   */
+  businessUnitId: string;
+
+  /**
+   * budget caps the spend of the customer's keys.
+   *
+   * @generated from field: gw.routing.v1.Budget budget = 4;
+   */
+  budget?: Budget | undefined;
+
+  /**
+   * rate_limit caps the requests and tokens of the customer's keys.
+   *
+   * @generated from field: gw.routing.v1.RateLimit rate_limit = 5;
+   */
+  rateLimit?: RateLimit | undefined;
+
+  /**
+   * created_at is when it was created.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * updated_at is when it last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.Customer.
+ * Use `create(CustomerSchema)` to create a new message.
+ */
+export const CustomerSchema: GenMessage<Customer> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 3);
+
+/**
+ * Team owns virtual keys.
+ *
+ * @generated from message gw.routing.v1.Team
+ */
+export type Team = Message<"gw.routing.v1.Team"> & {
+  /**
+   * id is the identifier: generated when omitted at creation, fixed afterwards.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * name is a human-readable name, unique among teams.
+   *
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * customer_id is the customer the team belongs to; empty for none.
+   *
+   * @generated from field: string customer_id = 3;
+   */
+  customerId: string;
+
+  /**
+   * budget caps the spend of the team's keys.
+   *
+   * @generated from field: gw.routing.v1.Budget budget = 4;
+   */
+  budget?: Budget | undefined;
+
+  /**
+   * rate_limit caps the requests and tokens of the team's keys.
+   *
+   * @generated from field: gw.routing.v1.RateLimit rate_limit = 5;
+   */
+  rateLimit?: RateLimit | undefined;
+
+  /**
+   * created_at is when it was created.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 6;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * updated_at is when it last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 7;
+   */
+  updatedAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.Team.
+ * Use `create(TeamSchema)` to create a new message.
+ */
+export const TeamSchema: GenMessage<Team> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 4);
+
+/**
+ * UsageWindow is the current window of one limit.
+ *
+ * @generated from message gw.routing.v1.UsageWindow
+ */
+export type UsageWindow = Message<"gw.routing.v1.UsageWindow"> & {
+  /**
+   * used is what the window has used so far (USD, requests or tokens).
+   *
+   * @generated from field: double used = 1;
+   */
+  used: number;
+
+  /**
+   * max_limit is the limit.
+   *
+   * @generated from field: double max_limit = 2;
+   */
+  maxLimit: number;
+
+  /**
+   * reset_duration is the window length as configured.
+   *
+   * @generated from field: string reset_duration = 3;
+   */
+  resetDuration: string;
+
+  /**
+   * resets_at is when the window resets (RFC 3339).
+   *
+   * @generated from field: string resets_at = 4;
+   */
+  resetsAt: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.UsageWindow.
+ * Use `create(UsageWindowSchema)` to create a new message.
+ */
+export const UsageWindowSchema: GenMessage<UsageWindow> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 5);
+
+/**
+ * UsageLevel is a virtual key's usage at one level of the hierarchy.
+ *
+ * @generated from message gw.routing.v1.UsageLevel
+ */
+export type UsageLevel = Message<"gw.routing.v1.UsageLevel"> & {
+  /**
+   * level is virtual_key, provider_config, team, customer or business_unit.
+   *
+   * @generated from field: string level = 1;
+   */
+  level: string;
+
+  /**
+   * id identifies the level's owner (the provider's name for provider_config).
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * name is the owner's name.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * budget is the spend window, when the level has a budget.
+   *
+   * @generated from field: gw.routing.v1.UsageWindow budget = 4;
+   */
+  budget?: UsageWindow | undefined;
+
+  /**
+   * requests is the request window, when the level limits requests.
+   *
+   * @generated from field: gw.routing.v1.UsageWindow requests = 5;
+   */
+  requests?: UsageWindow | undefined;
+
+  /**
+   * tokens is the token window, when the level limits tokens.
+   *
+   * @generated from field: gw.routing.v1.UsageWindow tokens = 6;
+   */
+  tokens?: UsageWindow | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UsageLevel.
+ * Use `create(UsageLevelSchema)` to create a new message.
+ */
+export const UsageLevelSchema: GenMessage<UsageLevel> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 6);
+
+/**
+ * GetVirtualKeyUsageRequest names a key.
+ *
+ * @generated from message gw.routing.v1.GetVirtualKeyUsageRequest
+ */
+export type GetVirtualKeyUsageRequest = Message<"gw.routing.v1.GetVirtualKeyUsageRequest"> & {
+  /**
+   * id identifies the key.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetVirtualKeyUsageRequest.
+ * Use `create(GetVirtualKeyUsageRequestSchema)` to create a new message.
+ */
+export const GetVirtualKeyUsageRequestSchema: GenMessage<GetVirtualKeyUsageRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 7);
+
+/**
+ * GetVirtualKeyUsageResponse lists the key's levels, most specific first.
+ *
+ * @generated from message gw.routing.v1.GetVirtualKeyUsageResponse
+ */
+export type GetVirtualKeyUsageResponse = Message<"gw.routing.v1.GetVirtualKeyUsageResponse"> & {
+  /**
+   * levels are the key's levels with their windows.
+   *
+   * @generated from field: repeated gw.routing.v1.UsageLevel levels = 1;
+   */
+  levels: UsageLevel[];
+};
+
+/**
+ * Describes the message gw.routing.v1.GetVirtualKeyUsageResponse.
+ * Use `create(GetVirtualKeyUsageResponseSchema)` to create a new message.
+ */
+export const GetVirtualKeyUsageResponseSchema: GenMessage<GetVirtualKeyUsageResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 8);
 
 /**
  * ProviderConfig is one provider a virtual key may use.
@@ -127,7 +470,7 @@ export type ProviderConfig = Message<"gw.routing.v1.ProviderConfig"> & {
  * Use `create(ProviderConfigSchema)` to create a new message.
  */
 export const ProviderConfigSchema: GenMessage<ProviderConfig> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 2);
+  messageDesc(file_gw_routing_v1_governance, 9);
 
 /**
  * McpConfig grants a virtual key access to an MCP client's tools.
@@ -155,7 +498,7 @@ export type McpConfig = Message<"gw.routing.v1.McpConfig"> & {
  * Use `create(McpConfigSchema)` to create a new message.
  */
 export const McpConfigSchema: GenMessage<McpConfig> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 3);
+  messageDesc(file_gw_routing_v1_governance, 10);
 
 /**
  * McpConfigList is a presence-aware list of McpConfig: REST JSON writes it as the bare array, so an omitted
@@ -177,7 +520,7 @@ export type McpConfigList = Message<"gw.routing.v1.McpConfigList"> & {
  * Use `create(McpConfigListSchema)` to create a new message.
  */
 export const McpConfigListSchema: GenMessage<McpConfigList> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 4);
+  messageDesc(file_gw_routing_v1_governance, 11);
 
 /**
  * VirtualKey is a caller credential with governance attached.
@@ -228,14 +571,14 @@ export type VirtualKey = Message<"gw.routing.v1.VirtualKey"> & {
   mcpConfigs?: McpConfigList | undefined;
 
   /**
-   * budget caps the key's total spend (not enforced yet: refused when set; use provider_configs budgets).
+   * budget caps the key's total spend over every provider.
    *
    * @generated from field: gw.routing.v1.Budget budget = 7;
    */
   budget?: Budget | undefined;
 
   /**
-   * rate_limit caps the key's tokens (not enforced yet: refused when set; use provider_configs rate_limit).
+   * rate_limit caps the key's requests and tokens over every provider.
    *
    * @generated from field: gw.routing.v1.RateLimit rate_limit = 8;
    */
@@ -254,6 +597,20 @@ export type VirtualKey = Message<"gw.routing.v1.VirtualKey"> & {
    * @generated from field: google.protobuf.Timestamp updated_at = 10;
    */
   updatedAt?: Timestamp | undefined;
+
+  /**
+   * team_id is the team the key belongs to; empty for none.
+   *
+   * @generated from field: string team_id = 11;
+   */
+  teamId: string;
+
+  /**
+   * customer_id is the customer the key belongs to directly; empty for none (or the team's customer).
+   *
+   * @generated from field: string customer_id = 12;
+   */
+  customerId: string;
 };
 
 /**
@@ -261,7 +618,49 @@ export type VirtualKey = Message<"gw.routing.v1.VirtualKey"> & {
  * Use `create(VirtualKeySchema)` to create a new message.
  */
 export const VirtualKeySchema: GenMessage<VirtualKey> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 5);
+  messageDesc(file_gw_routing_v1_governance, 12);
+
+/**
+ * RoutingTarget is one place a matching rule may send a request.
+ *
+ * @generated from message gw.routing.v1.RoutingTarget
+ */
+export type RoutingTarget = Message<"gw.routing.v1.RoutingTarget"> & {
+  /**
+   * provider replaces the request's provider; empty keeps it.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * model replaces the request's model; empty keeps it.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * key_id pins the provider key; empty lets key selection choose.
+   *
+   * @generated from field: string key_id = 3;
+   */
+  keyId: string;
+
+  /**
+   * weight is the target's relative share (finite, > 0; 1 when omitted).
+   *
+   * @generated from field: optional double weight = 4;
+   */
+  weight?: number | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.RoutingTarget.
+ * Use `create(RoutingTargetSchema)` to create a new message.
+ */
+export const RoutingTargetSchema: GenMessage<RoutingTarget> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 13);
 
 /**
  * RoutingRule routes requests matching a CEL expression.
@@ -270,60 +669,95 @@ export const VirtualKeySchema: GenMessage<VirtualKey> = /*@__PURE__*/
  */
 export type RoutingRule = Message<"gw.routing.v1.RoutingRule"> & {
   /**
-   * id is the identifier.
+   * id is the identifier: generated when omitted at creation, fixed afterwards.
    *
    * @generated from field: string id = 1;
    */
   id: string;
 
   /**
-   * name is a human-readable name.
+   * name is a human-readable name, unique within the rule's scope.
    *
    * @generated from field: string name = 2;
    */
   name: string;
 
   /**
-   * expression is a CEL expression over the request.
+   * cel_expression is a boolean CEL expression over the request; empty always matches.
    *
-   * @generated from field: string expression = 3;
+   * @generated from field: string cel_expression = 3;
    */
-  expression: string;
+  celExpression: string;
 
   /**
-   * provider is the provider to route to.
+   * description says what the rule is for.
    *
-   * @generated from field: string provider = 4;
+   * @generated from field: string description = 4;
    */
-  provider: string;
+  description: string;
 
   /**
-   * model optionally rewrites the model.
+   * targets are the weighted destinations of a matching request (at least one).
    *
-   * @generated from field: string model = 5;
+   * @generated from field: repeated gw.routing.v1.RoutingTarget targets = 5;
    */
-  model: string;
+  targets: RoutingTarget[];
 
   /**
-   * fallbacks are provider/model pairs to try next.
+   * fallbacks are "provider/model" or "provider/" entries tried after the chosen target, in order.
    *
    * @generated from field: repeated string fallbacks = 6;
    */
   fallbacks: string[];
 
   /**
-   * priority orders rules (lower first).
+   * priority orders rules within a scope (lower first; 0 when omitted).
    *
    * @generated from field: int32 priority = 7;
    */
   priority: number;
 
   /**
-   * enabled turns the rule on.
+   * enabled turns the rule on (true when omitted at creation).
    *
-   * @generated from field: bool enabled = 8;
+   * @generated from field: optional bool enabled = 8;
    */
-  enabled: boolean;
+  enabled?: boolean | undefined;
+
+  /**
+   * scope is the level the rule applies at (global when omitted).
+   *
+   * @generated from field: gw.routing.v1.RoutingRuleScope scope = 9;
+   */
+  scope: RoutingRuleScope;
+
+  /**
+   * scope_id names the virtual key, team or customer of the scope; empty for global.
+   *
+   * @generated from field: string scope_id = 10;
+   */
+  scopeId: string;
+
+  /**
+   * chain_rule evaluates the rules again with the new provider and model after a match.
+   *
+   * @generated from field: bool chain_rule = 11;
+   */
+  chainRule: boolean;
+
+  /**
+   * created_at is when the rule was created.
+   *
+   * @generated from field: google.protobuf.Timestamp created_at = 12;
+   */
+  createdAt?: Timestamp | undefined;
+
+  /**
+   * updated_at is when the rule last changed.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 13;
+   */
+  updatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -331,7 +765,7 @@ export type RoutingRule = Message<"gw.routing.v1.RoutingRule"> & {
  * Use `create(RoutingRuleSchema)` to create a new message.
  */
 export const RoutingRuleSchema: GenMessage<RoutingRule> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 6);
+  messageDesc(file_gw_routing_v1_governance, 14);
 
 /**
  * CreateVirtualKeyRequest carries a new key.
@@ -352,7 +786,7 @@ export type CreateVirtualKeyRequest = Message<"gw.routing.v1.CreateVirtualKeyReq
  * Use `create(CreateVirtualKeyRequestSchema)` to create a new message.
  */
 export const CreateVirtualKeyRequestSchema: GenMessage<CreateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 7);
+  messageDesc(file_gw_routing_v1_governance, 15);
 
 /**
  * CreateVirtualKeyResponse returns the created key, value shown once.
@@ -373,7 +807,7 @@ export type CreateVirtualKeyResponse = Message<"gw.routing.v1.CreateVirtualKeyRe
  * Use `create(CreateVirtualKeyResponseSchema)` to create a new message.
  */
 export const CreateVirtualKeyResponseSchema: GenMessage<CreateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 8);
+  messageDesc(file_gw_routing_v1_governance, 16);
 
 /**
  * ListVirtualKeysRequest is empty.
@@ -388,7 +822,7 @@ export type ListVirtualKeysRequest = Message<"gw.routing.v1.ListVirtualKeysReque
  * Use `create(ListVirtualKeysRequestSchema)` to create a new message.
  */
 export const ListVirtualKeysRequestSchema: GenMessage<ListVirtualKeysRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 9);
+  messageDesc(file_gw_routing_v1_governance, 17);
 
 /**
  * ListVirtualKeysResponse lists keys.
@@ -416,7 +850,7 @@ export type ListVirtualKeysResponse = Message<"gw.routing.v1.ListVirtualKeysResp
  * Use `create(ListVirtualKeysResponseSchema)` to create a new message.
  */
 export const ListVirtualKeysResponseSchema: GenMessage<ListVirtualKeysResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 10);
+  messageDesc(file_gw_routing_v1_governance, 18);
 
 /**
  * GetVirtualKeyRequest names a key.
@@ -437,7 +871,7 @@ export type GetVirtualKeyRequest = Message<"gw.routing.v1.GetVirtualKeyRequest">
  * Use `create(GetVirtualKeyRequestSchema)` to create a new message.
  */
 export const GetVirtualKeyRequestSchema: GenMessage<GetVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 11);
+  messageDesc(file_gw_routing_v1_governance, 19);
 
 /**
  * GetVirtualKeyResponse carries a key.
@@ -458,7 +892,7 @@ export type GetVirtualKeyResponse = Message<"gw.routing.v1.GetVirtualKeyResponse
  * Use `create(GetVirtualKeyResponseSchema)` to create a new message.
  */
 export const GetVirtualKeyResponseSchema: GenMessage<GetVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 12);
+  messageDesc(file_gw_routing_v1_governance, 20);
 
 /**
  * UpdateVirtualKeyRequest changes a key.
@@ -493,7 +927,7 @@ export type UpdateVirtualKeyRequest = Message<"gw.routing.v1.UpdateVirtualKeyReq
  * Use `create(UpdateVirtualKeyRequestSchema)` to create a new message.
  */
 export const UpdateVirtualKeyRequestSchema: GenMessage<UpdateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 13);
+  messageDesc(file_gw_routing_v1_governance, 21);
 
 /**
  * UpdateVirtualKeyResponse returns the stored key.
@@ -514,7 +948,7 @@ export type UpdateVirtualKeyResponse = Message<"gw.routing.v1.UpdateVirtualKeyRe
  * Use `create(UpdateVirtualKeyResponseSchema)` to create a new message.
  */
 export const UpdateVirtualKeyResponseSchema: GenMessage<UpdateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 14);
+  messageDesc(file_gw_routing_v1_governance, 22);
 
 /**
  * DeleteVirtualKeyRequest names a key.
@@ -535,7 +969,7 @@ export type DeleteVirtualKeyRequest = Message<"gw.routing.v1.DeleteVirtualKeyReq
  * Use `create(DeleteVirtualKeyRequestSchema)` to create a new message.
  */
 export const DeleteVirtualKeyRequestSchema: GenMessage<DeleteVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 15);
+  messageDesc(file_gw_routing_v1_governance, 23);
 
 /**
  * DeleteVirtualKeyResponse confirms a deletion.
@@ -556,7 +990,7 @@ export type DeleteVirtualKeyResponse = Message<"gw.routing.v1.DeleteVirtualKeyRe
  * Use `create(DeleteVirtualKeyResponseSchema)` to create a new message.
  */
 export const DeleteVirtualKeyResponseSchema: GenMessage<DeleteVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 16);
+  messageDesc(file_gw_routing_v1_governance, 24);
 
 /**
  * CreateRoutingRuleRequest carries a new rule.
@@ -577,7 +1011,7 @@ export type CreateRoutingRuleRequest = Message<"gw.routing.v1.CreateRoutingRuleR
  * Use `create(CreateRoutingRuleRequestSchema)` to create a new message.
  */
 export const CreateRoutingRuleRequestSchema: GenMessage<CreateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 17);
+  messageDesc(file_gw_routing_v1_governance, 25);
 
 /**
  * CreateRoutingRuleResponse returns the created rule.
@@ -598,7 +1032,7 @@ export type CreateRoutingRuleResponse = Message<"gw.routing.v1.CreateRoutingRule
  * Use `create(CreateRoutingRuleResponseSchema)` to create a new message.
  */
 export const CreateRoutingRuleResponseSchema: GenMessage<CreateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 18);
+  messageDesc(file_gw_routing_v1_governance, 26);
 
 /**
  * ListRoutingRulesRequest is empty.
@@ -613,7 +1047,7 @@ export type ListRoutingRulesRequest = Message<"gw.routing.v1.ListRoutingRulesReq
  * Use `create(ListRoutingRulesRequestSchema)` to create a new message.
  */
 export const ListRoutingRulesRequestSchema: GenMessage<ListRoutingRulesRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 19);
+  messageDesc(file_gw_routing_v1_governance, 27);
 
 /**
  * ListRoutingRulesResponse lists rules.
@@ -641,7 +1075,7 @@ export type ListRoutingRulesResponse = Message<"gw.routing.v1.ListRoutingRulesRe
  * Use `create(ListRoutingRulesResponseSchema)` to create a new message.
  */
 export const ListRoutingRulesResponseSchema: GenMessage<ListRoutingRulesResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 20);
+  messageDesc(file_gw_routing_v1_governance, 28);
 
 /**
  * GetRoutingRuleRequest names a rule.
@@ -662,7 +1096,7 @@ export type GetRoutingRuleRequest = Message<"gw.routing.v1.GetRoutingRuleRequest
  * Use `create(GetRoutingRuleRequestSchema)` to create a new message.
  */
 export const GetRoutingRuleRequestSchema: GenMessage<GetRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 21);
+  messageDesc(file_gw_routing_v1_governance, 29);
 
 /**
  * GetRoutingRuleResponse carries a rule.
@@ -683,7 +1117,7 @@ export type GetRoutingRuleResponse = Message<"gw.routing.v1.GetRoutingRuleRespon
  * Use `create(GetRoutingRuleResponseSchema)` to create a new message.
  */
 export const GetRoutingRuleResponseSchema: GenMessage<GetRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 22);
+  messageDesc(file_gw_routing_v1_governance, 30);
 
 /**
  * UpdateRoutingRuleRequest changes a rule.
@@ -718,7 +1152,7 @@ export type UpdateRoutingRuleRequest = Message<"gw.routing.v1.UpdateRoutingRuleR
  * Use `create(UpdateRoutingRuleRequestSchema)` to create a new message.
  */
 export const UpdateRoutingRuleRequestSchema: GenMessage<UpdateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 23);
+  messageDesc(file_gw_routing_v1_governance, 31);
 
 /**
  * UpdateRoutingRuleResponse returns the stored rule.
@@ -739,7 +1173,7 @@ export type UpdateRoutingRuleResponse = Message<"gw.routing.v1.UpdateRoutingRule
  * Use `create(UpdateRoutingRuleResponseSchema)` to create a new message.
  */
 export const UpdateRoutingRuleResponseSchema: GenMessage<UpdateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 24);
+  messageDesc(file_gw_routing_v1_governance, 32);
 
 /**
  * DeleteRoutingRuleRequest names a rule.
@@ -760,7 +1194,7 @@ export type DeleteRoutingRuleRequest = Message<"gw.routing.v1.DeleteRoutingRuleR
  * Use `create(DeleteRoutingRuleRequestSchema)` to create a new message.
  */
 export const DeleteRoutingRuleRequestSchema: GenMessage<DeleteRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 25);
+  messageDesc(file_gw_routing_v1_governance, 33);
 
 /**
  * DeleteRoutingRuleResponse confirms a deletion.
@@ -781,7 +1215,863 @@ export type DeleteRoutingRuleResponse = Message<"gw.routing.v1.DeleteRoutingRule
  * Use `create(DeleteRoutingRuleResponseSchema)` to create a new message.
  */
 export const DeleteRoutingRuleResponseSchema: GenMessage<DeleteRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 26);
+  messageDesc(file_gw_routing_v1_governance, 34);
+
+/**
+ * ListRoutingLogRequest bounds the answer.
+ *
+ * @generated from message gw.routing.v1.ListRoutingLogRequest
+ */
+export type ListRoutingLogRequest = Message<"gw.routing.v1.ListRoutingLogRequest"> & {
+  /**
+   * limit is the most entries to return (all kept entries when omitted).
+   *
+   * @generated from field: optional int32 limit = 1;
+   */
+  limit?: number | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListRoutingLogRequest.
+ * Use `create(ListRoutingLogRequestSchema)` to create a new message.
+ */
+export const ListRoutingLogRequestSchema: GenMessage<ListRoutingLogRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 35);
+
+/**
+ * RoutingLogEntry is one routing decision.
+ *
+ * @generated from message gw.routing.v1.RoutingLogEntry
+ */
+export type RoutingLogEntry = Message<"gw.routing.v1.RoutingLogEntry"> & {
+  /**
+   * time is when the decision was made (RFC 3339).
+   *
+   * @generated from field: string time = 1;
+   */
+  time: string;
+
+  /**
+   * engines are the routing engines that decided, in order.
+   *
+   * @generated from field: repeated string engines = 2;
+   */
+  engines: string[];
+
+  /**
+   * requested_model is the model as the request named it.
+   *
+   * @generated from field: string requested_model = 3;
+   */
+  requestedModel: string;
+
+  /**
+   * provider is the chosen provider.
+   *
+   * @generated from field: string provider = 4;
+   */
+  provider: string;
+
+  /**
+   * model is the chosen model.
+   *
+   * @generated from field: string model = 5;
+   */
+  model: string;
+
+  /**
+   * routing_rule_id is the routing rule that matched; empty when none did.
+   *
+   * @generated from field: string routing_rule_id = 6;
+   */
+  routingRuleId: string;
+
+  /**
+   * routing_rule_name is that rule's name.
+   *
+   * @generated from field: string routing_rule_name = 7;
+   */
+  routingRuleName: string;
+
+  /**
+   * fallbacks are the provider/model entries tried after the primary.
+   *
+   * @generated from field: repeated string fallbacks = 8;
+   */
+  fallbacks: string[];
+
+  /**
+   * virtual_key_id is the caller's virtual key; empty without one.
+   *
+   * @generated from field: string virtual_key_id = 9;
+   */
+  virtualKeyId: string;
+
+  /**
+   * message says what decided and why.
+   *
+   * @generated from field: string message = 10;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.RoutingLogEntry.
+ * Use `create(RoutingLogEntrySchema)` to create a new message.
+ */
+export const RoutingLogEntrySchema: GenMessage<RoutingLogEntry> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 36);
+
+/**
+ * ListRoutingLogResponse lists routing decisions.
+ *
+ * @generated from message gw.routing.v1.ListRoutingLogResponse
+ */
+export type ListRoutingLogResponse = Message<"gw.routing.v1.ListRoutingLogResponse"> & {
+  /**
+   * entries are the decisions, newest first.
+   *
+   * @generated from field: repeated gw.routing.v1.RoutingLogEntry entries = 1;
+   */
+  entries: RoutingLogEntry[];
+
+  /**
+   * count is the number of entries.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListRoutingLogResponse.
+ * Use `create(ListRoutingLogResponseSchema)` to create a new message.
+ */
+export const ListRoutingLogResponseSchema: GenMessage<ListRoutingLogResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 37);
+
+/**
+ * CreateBusinessUnitRequest carries a new business unit.
+ *
+ * @generated from message gw.routing.v1.CreateBusinessUnitRequest
+ */
+export type CreateBusinessUnitRequest = Message<"gw.routing.v1.CreateBusinessUnitRequest"> & {
+  /**
+   * business_unit is the business unit to create.
+   *
+   * @generated from field: gw.routing.v1.BusinessUnit business_unit = 1;
+   */
+  businessUnit?: BusinessUnit | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateBusinessUnitRequest.
+ * Use `create(CreateBusinessUnitRequestSchema)` to create a new message.
+ */
+export const CreateBusinessUnitRequestSchema: GenMessage<CreateBusinessUnitRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 38);
+
+/**
+ * CreateBusinessUnitResponse returns the created business unit.
+ *
+ * @generated from message gw.routing.v1.CreateBusinessUnitResponse
+ */
+export type CreateBusinessUnitResponse = Message<"gw.routing.v1.CreateBusinessUnitResponse"> & {
+  /**
+   * business_unit is the created business unit.
+   *
+   * @generated from field: gw.routing.v1.BusinessUnit business_unit = 1;
+   */
+  businessUnit?: BusinessUnit | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateBusinessUnitResponse.
+ * Use `create(CreateBusinessUnitResponseSchema)` to create a new message.
+ */
+export const CreateBusinessUnitResponseSchema: GenMessage<CreateBusinessUnitResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 39);
+
+/**
+ * ListBusinessUnitsRequest is empty.
+ *
+ * @generated from message gw.routing.v1.ListBusinessUnitsRequest
+ */
+export type ListBusinessUnitsRequest = Message<"gw.routing.v1.ListBusinessUnitsRequest"> & {
+};
+
+/**
+ * Describes the message gw.routing.v1.ListBusinessUnitsRequest.
+ * Use `create(ListBusinessUnitsRequestSchema)` to create a new message.
+ */
+export const ListBusinessUnitsRequestSchema: GenMessage<ListBusinessUnitsRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 40);
+
+/**
+ * ListBusinessUnitsResponse lists every business unit.
+ *
+ * @generated from message gw.routing.v1.ListBusinessUnitsResponse
+ */
+export type ListBusinessUnitsResponse = Message<"gw.routing.v1.ListBusinessUnitsResponse"> & {
+  /**
+   * business_units are the business unit entries.
+   *
+   * @generated from field: repeated gw.routing.v1.BusinessUnit business_units = 1;
+   */
+  businessUnits: BusinessUnit[];
+
+  /**
+   * count is the number of entries.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListBusinessUnitsResponse.
+ * Use `create(ListBusinessUnitsResponseSchema)` to create a new message.
+ */
+export const ListBusinessUnitsResponseSchema: GenMessage<ListBusinessUnitsResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 41);
+
+/**
+ * GetBusinessUnitRequest names a business unit.
+ *
+ * @generated from message gw.routing.v1.GetBusinessUnitRequest
+ */
+export type GetBusinessUnitRequest = Message<"gw.routing.v1.GetBusinessUnitRequest"> & {
+  /**
+   * id identifies the business unit.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetBusinessUnitRequest.
+ * Use `create(GetBusinessUnitRequestSchema)` to create a new message.
+ */
+export const GetBusinessUnitRequestSchema: GenMessage<GetBusinessUnitRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 42);
+
+/**
+ * GetBusinessUnitResponse carries a business unit.
+ *
+ * @generated from message gw.routing.v1.GetBusinessUnitResponse
+ */
+export type GetBusinessUnitResponse = Message<"gw.routing.v1.GetBusinessUnitResponse"> & {
+  /**
+   * business_unit is the business unit.
+   *
+   * @generated from field: gw.routing.v1.BusinessUnit business_unit = 1;
+   */
+  businessUnit?: BusinessUnit | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetBusinessUnitResponse.
+ * Use `create(GetBusinessUnitResponseSchema)` to create a new message.
+ */
+export const GetBusinessUnitResponseSchema: GenMessage<GetBusinessUnitResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 43);
+
+/**
+ * UpdateBusinessUnitRequest changes a business unit.
+ *
+ * @generated from message gw.routing.v1.UpdateBusinessUnitRequest
+ */
+export type UpdateBusinessUnitRequest = Message<"gw.routing.v1.UpdateBusinessUnitRequest"> & {
+  /**
+   * id identifies the business unit.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * business_unit holds the new values.
+   *
+   * @generated from field: gw.routing.v1.BusinessUnit business_unit = 2;
+   */
+  businessUnit?: BusinessUnit | undefined;
+
+  /**
+   * update_mask names the fields to change.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 3;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateBusinessUnitRequest.
+ * Use `create(UpdateBusinessUnitRequestSchema)` to create a new message.
+ */
+export const UpdateBusinessUnitRequestSchema: GenMessage<UpdateBusinessUnitRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 44);
+
+/**
+ * UpdateBusinessUnitResponse returns the stored business unit.
+ *
+ * @generated from message gw.routing.v1.UpdateBusinessUnitResponse
+ */
+export type UpdateBusinessUnitResponse = Message<"gw.routing.v1.UpdateBusinessUnitResponse"> & {
+  /**
+   * business_unit is the stored business unit.
+   *
+   * @generated from field: gw.routing.v1.BusinessUnit business_unit = 1;
+   */
+  businessUnit?: BusinessUnit | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateBusinessUnitResponse.
+ * Use `create(UpdateBusinessUnitResponseSchema)` to create a new message.
+ */
+export const UpdateBusinessUnitResponseSchema: GenMessage<UpdateBusinessUnitResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 45);
+
+/**
+ * DeleteBusinessUnitRequest names a business unit.
+ *
+ * @generated from message gw.routing.v1.DeleteBusinessUnitRequest
+ */
+export type DeleteBusinessUnitRequest = Message<"gw.routing.v1.DeleteBusinessUnitRequest"> & {
+  /**
+   * id identifies the business unit.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteBusinessUnitRequest.
+ * Use `create(DeleteBusinessUnitRequestSchema)` to create a new message.
+ */
+export const DeleteBusinessUnitRequestSchema: GenMessage<DeleteBusinessUnitRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 46);
+
+/**
+ * DeleteBusinessUnitResponse confirms a deletion.
+ *
+ * @generated from message gw.routing.v1.DeleteBusinessUnitResponse
+ */
+export type DeleteBusinessUnitResponse = Message<"gw.routing.v1.DeleteBusinessUnitResponse"> & {
+  /**
+   * status is "success".
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteBusinessUnitResponse.
+ * Use `create(DeleteBusinessUnitResponseSchema)` to create a new message.
+ */
+export const DeleteBusinessUnitResponseSchema: GenMessage<DeleteBusinessUnitResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 47);
+
+/**
+ * CreateCustomerRequest carries a new customer.
+ *
+ * @generated from message gw.routing.v1.CreateCustomerRequest
+ */
+export type CreateCustomerRequest = Message<"gw.routing.v1.CreateCustomerRequest"> & {
+  /**
+   * customer is the customer to create.
+   *
+   * @generated from field: gw.routing.v1.Customer customer = 1;
+   */
+  customer?: Customer | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateCustomerRequest.
+ * Use `create(CreateCustomerRequestSchema)` to create a new message.
+ */
+export const CreateCustomerRequestSchema: GenMessage<CreateCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 48);
+
+/**
+ * CreateCustomerResponse returns the created customer.
+ *
+ * @generated from message gw.routing.v1.CreateCustomerResponse
+ */
+export type CreateCustomerResponse = Message<"gw.routing.v1.CreateCustomerResponse"> & {
+  /**
+   * customer is the created customer.
+   *
+   * @generated from field: gw.routing.v1.Customer customer = 1;
+   */
+  customer?: Customer | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateCustomerResponse.
+ * Use `create(CreateCustomerResponseSchema)` to create a new message.
+ */
+export const CreateCustomerResponseSchema: GenMessage<CreateCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 49);
+
+/**
+ * ListCustomersRequest is empty.
+ *
+ * @generated from message gw.routing.v1.ListCustomersRequest
+ */
+export type ListCustomersRequest = Message<"gw.routing.v1.ListCustomersRequest"> & {
+};
+
+/**
+ * Describes the message gw.routing.v1.ListCustomersRequest.
+ * Use `create(ListCustomersRequestSchema)` to create a new message.
+ */
+export const ListCustomersRequestSchema: GenMessage<ListCustomersRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 50);
+
+/**
+ * ListCustomersResponse lists every customer.
+ *
+ * @generated from message gw.routing.v1.ListCustomersResponse
+ */
+export type ListCustomersResponse = Message<"gw.routing.v1.ListCustomersResponse"> & {
+  /**
+   * customers are the customer entries.
+   *
+   * @generated from field: repeated gw.routing.v1.Customer customers = 1;
+   */
+  customers: Customer[];
+
+  /**
+   * count is the number of entries.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListCustomersResponse.
+ * Use `create(ListCustomersResponseSchema)` to create a new message.
+ */
+export const ListCustomersResponseSchema: GenMessage<ListCustomersResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 51);
+
+/**
+ * GetCustomerRequest names a customer.
+ *
+ * @generated from message gw.routing.v1.GetCustomerRequest
+ */
+export type GetCustomerRequest = Message<"gw.routing.v1.GetCustomerRequest"> & {
+  /**
+   * id identifies the customer.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetCustomerRequest.
+ * Use `create(GetCustomerRequestSchema)` to create a new message.
+ */
+export const GetCustomerRequestSchema: GenMessage<GetCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 52);
+
+/**
+ * GetCustomerResponse carries a customer.
+ *
+ * @generated from message gw.routing.v1.GetCustomerResponse
+ */
+export type GetCustomerResponse = Message<"gw.routing.v1.GetCustomerResponse"> & {
+  /**
+   * customer is the customer.
+   *
+   * @generated from field: gw.routing.v1.Customer customer = 1;
+   */
+  customer?: Customer | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetCustomerResponse.
+ * Use `create(GetCustomerResponseSchema)` to create a new message.
+ */
+export const GetCustomerResponseSchema: GenMessage<GetCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 53);
+
+/**
+ * UpdateCustomerRequest changes a customer.
+ *
+ * @generated from message gw.routing.v1.UpdateCustomerRequest
+ */
+export type UpdateCustomerRequest = Message<"gw.routing.v1.UpdateCustomerRequest"> & {
+  /**
+   * id identifies the customer.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * customer holds the new values.
+   *
+   * @generated from field: gw.routing.v1.Customer customer = 2;
+   */
+  customer?: Customer | undefined;
+
+  /**
+   * update_mask names the fields to change.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 3;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateCustomerRequest.
+ * Use `create(UpdateCustomerRequestSchema)` to create a new message.
+ */
+export const UpdateCustomerRequestSchema: GenMessage<UpdateCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 54);
+
+/**
+ * UpdateCustomerResponse returns the stored customer.
+ *
+ * @generated from message gw.routing.v1.UpdateCustomerResponse
+ */
+export type UpdateCustomerResponse = Message<"gw.routing.v1.UpdateCustomerResponse"> & {
+  /**
+   * customer is the stored customer.
+   *
+   * @generated from field: gw.routing.v1.Customer customer = 1;
+   */
+  customer?: Customer | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateCustomerResponse.
+ * Use `create(UpdateCustomerResponseSchema)` to create a new message.
+ */
+export const UpdateCustomerResponseSchema: GenMessage<UpdateCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 55);
+
+/**
+ * DeleteCustomerRequest names a customer.
+ *
+ * @generated from message gw.routing.v1.DeleteCustomerRequest
+ */
+export type DeleteCustomerRequest = Message<"gw.routing.v1.DeleteCustomerRequest"> & {
+  /**
+   * id identifies the customer.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteCustomerRequest.
+ * Use `create(DeleteCustomerRequestSchema)` to create a new message.
+ */
+export const DeleteCustomerRequestSchema: GenMessage<DeleteCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 56);
+
+/**
+ * DeleteCustomerResponse confirms a deletion.
+ *
+ * @generated from message gw.routing.v1.DeleteCustomerResponse
+ */
+export type DeleteCustomerResponse = Message<"gw.routing.v1.DeleteCustomerResponse"> & {
+  /**
+   * status is "success".
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteCustomerResponse.
+ * Use `create(DeleteCustomerResponseSchema)` to create a new message.
+ */
+export const DeleteCustomerResponseSchema: GenMessage<DeleteCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 57);
+
+/**
+ * CreateTeamRequest carries a new team.
+ *
+ * @generated from message gw.routing.v1.CreateTeamRequest
+ */
+export type CreateTeamRequest = Message<"gw.routing.v1.CreateTeamRequest"> & {
+  /**
+   * team is the team to create.
+   *
+   * @generated from field: gw.routing.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateTeamRequest.
+ * Use `create(CreateTeamRequestSchema)` to create a new message.
+ */
+export const CreateTeamRequestSchema: GenMessage<CreateTeamRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 58);
+
+/**
+ * CreateTeamResponse returns the created team.
+ *
+ * @generated from message gw.routing.v1.CreateTeamResponse
+ */
+export type CreateTeamResponse = Message<"gw.routing.v1.CreateTeamResponse"> & {
+  /**
+   * team is the created team.
+   *
+   * @generated from field: gw.routing.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.CreateTeamResponse.
+ * Use `create(CreateTeamResponseSchema)` to create a new message.
+ */
+export const CreateTeamResponseSchema: GenMessage<CreateTeamResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 59);
+
+/**
+ * ListTeamsRequest is empty.
+ *
+ * @generated from message gw.routing.v1.ListTeamsRequest
+ */
+export type ListTeamsRequest = Message<"gw.routing.v1.ListTeamsRequest"> & {
+};
+
+/**
+ * Describes the message gw.routing.v1.ListTeamsRequest.
+ * Use `create(ListTeamsRequestSchema)` to create a new message.
+ */
+export const ListTeamsRequestSchema: GenMessage<ListTeamsRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 60);
+
+/**
+ * ListTeamsResponse lists every team.
+ *
+ * @generated from message gw.routing.v1.ListTeamsResponse
+ */
+export type ListTeamsResponse = Message<"gw.routing.v1.ListTeamsResponse"> & {
+  /**
+   * teams are the team entries.
+   *
+   * @generated from field: repeated gw.routing.v1.Team teams = 1;
+   */
+  teams: Team[];
+
+  /**
+   * count is the number of entries.
+   *
+   * @generated from field: int32 count = 2;
+   */
+  count: number;
+};
+
+/**
+ * Describes the message gw.routing.v1.ListTeamsResponse.
+ * Use `create(ListTeamsResponseSchema)` to create a new message.
+ */
+export const ListTeamsResponseSchema: GenMessage<ListTeamsResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 61);
+
+/**
+ * GetTeamRequest names a team.
+ *
+ * @generated from message gw.routing.v1.GetTeamRequest
+ */
+export type GetTeamRequest = Message<"gw.routing.v1.GetTeamRequest"> & {
+  /**
+   * id identifies the team.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetTeamRequest.
+ * Use `create(GetTeamRequestSchema)` to create a new message.
+ */
+export const GetTeamRequestSchema: GenMessage<GetTeamRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 62);
+
+/**
+ * GetTeamResponse carries a team.
+ *
+ * @generated from message gw.routing.v1.GetTeamResponse
+ */
+export type GetTeamResponse = Message<"gw.routing.v1.GetTeamResponse"> & {
+  /**
+   * team is the team.
+   *
+   * @generated from field: gw.routing.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.GetTeamResponse.
+ * Use `create(GetTeamResponseSchema)` to create a new message.
+ */
+export const GetTeamResponseSchema: GenMessage<GetTeamResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 63);
+
+/**
+ * UpdateTeamRequest changes a team.
+ *
+ * @generated from message gw.routing.v1.UpdateTeamRequest
+ */
+export type UpdateTeamRequest = Message<"gw.routing.v1.UpdateTeamRequest"> & {
+  /**
+   * id identifies the team.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * team holds the new values.
+   *
+   * @generated from field: gw.routing.v1.Team team = 2;
+   */
+  team?: Team | undefined;
+
+  /**
+   * update_mask names the fields to change.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 3;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateTeamRequest.
+ * Use `create(UpdateTeamRequestSchema)` to create a new message.
+ */
+export const UpdateTeamRequestSchema: GenMessage<UpdateTeamRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 64);
+
+/**
+ * UpdateTeamResponse returns the stored team.
+ *
+ * @generated from message gw.routing.v1.UpdateTeamResponse
+ */
+export type UpdateTeamResponse = Message<"gw.routing.v1.UpdateTeamResponse"> & {
+  /**
+   * team is the stored team.
+   *
+   * @generated from field: gw.routing.v1.Team team = 1;
+   */
+  team?: Team | undefined;
+};
+
+/**
+ * Describes the message gw.routing.v1.UpdateTeamResponse.
+ * Use `create(UpdateTeamResponseSchema)` to create a new message.
+ */
+export const UpdateTeamResponseSchema: GenMessage<UpdateTeamResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 65);
+
+/**
+ * DeleteTeamRequest names a team.
+ *
+ * @generated from message gw.routing.v1.DeleteTeamRequest
+ */
+export type DeleteTeamRequest = Message<"gw.routing.v1.DeleteTeamRequest"> & {
+  /**
+   * id identifies the team.
+   *
+   * @generated from field: string id = 1;
+   */
+  id: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteTeamRequest.
+ * Use `create(DeleteTeamRequestSchema)` to create a new message.
+ */
+export const DeleteTeamRequestSchema: GenMessage<DeleteTeamRequest> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 66);
+
+/**
+ * DeleteTeamResponse confirms a deletion.
+ *
+ * @generated from message gw.routing.v1.DeleteTeamResponse
+ */
+export type DeleteTeamResponse = Message<"gw.routing.v1.DeleteTeamResponse"> & {
+  /**
+   * status is "success".
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+};
+
+/**
+ * Describes the message gw.routing.v1.DeleteTeamResponse.
+ * Use `create(DeleteTeamResponseSchema)` to create a new message.
+ */
+export const DeleteTeamResponseSchema: GenMessage<DeleteTeamResponse> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 67);
+
+/**
+ * RoutingRuleScope is the level a routing rule applies at.
+ *
+ * @generated from enum gw.routing.v1.RoutingRuleScope
+ */
+export enum RoutingRuleScope {
+  /**
+   * ROUTING_RULE_SCOPE_UNSPECIFIED reads as global.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * ROUTING_RULE_SCOPE_GLOBAL applies to every request.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_GLOBAL = 1;
+   */
+  GLOBAL = 1,
+
+  /**
+   * ROUTING_RULE_SCOPE_CUSTOMER applies to the keys of one customer.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_CUSTOMER = 2;
+   */
+  CUSTOMER = 2,
+
+  /**
+   * ROUTING_RULE_SCOPE_TEAM applies to the keys of one team.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_TEAM = 3;
+   */
+  TEAM = 3,
+
+  /**
+   * ROUTING_RULE_SCOPE_VIRTUAL_KEY applies to one virtual key.
+   *
+   * @generated from enum value: ROUTING_RULE_SCOPE_VIRTUAL_KEY = 4;
+   */
+  VIRTUAL_KEY = 4,
+}
+
+/**
+ * Describes the enum gw.routing.v1.RoutingRuleScope.
+ */
+export const RoutingRuleScopeSchema: GenEnum<RoutingRuleScope> = /*@__PURE__*/
+  enumDesc(file_gw_routing_v1_governance, 0);
 
 /**
  * GovernanceService manages virtual keys and routing rules.
@@ -888,6 +2178,176 @@ export const GovernanceService: GenService<{
     methodKind: "unary";
     input: typeof DeleteRoutingRuleRequestSchema;
     output: typeof DeleteRoutingRuleResponseSchema;
+  },
+  /**
+   * CreateBusinessUnit creates a business unit.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.CreateBusinessUnit
+   */
+  createBusinessUnit: {
+    methodKind: "unary";
+    input: typeof CreateBusinessUnitRequestSchema;
+    output: typeof CreateBusinessUnitResponseSchema;
+  },
+  /**
+   * ListBusinessUnits lists every business unit.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.ListBusinessUnits
+   */
+  listBusinessUnits: {
+    methodKind: "unary";
+    input: typeof ListBusinessUnitsRequestSchema;
+    output: typeof ListBusinessUnitsResponseSchema;
+  },
+  /**
+   * GetBusinessUnit reads one business unit.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.GetBusinessUnit
+   */
+  getBusinessUnit: {
+    methodKind: "unary";
+    input: typeof GetBusinessUnitRequestSchema;
+    output: typeof GetBusinessUnitResponseSchema;
+  },
+  /**
+   * UpdateBusinessUnit changes the fields named in update_mask.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.UpdateBusinessUnit
+   */
+  updateBusinessUnit: {
+    methodKind: "unary";
+    input: typeof UpdateBusinessUnitRequestSchema;
+    output: typeof UpdateBusinessUnitResponseSchema;
+  },
+  /**
+   * DeleteBusinessUnit deletes a business unit; refused while anything still belongs to it.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.DeleteBusinessUnit
+   */
+  deleteBusinessUnit: {
+    methodKind: "unary";
+    input: typeof DeleteBusinessUnitRequestSchema;
+    output: typeof DeleteBusinessUnitResponseSchema;
+  },
+  /**
+   * CreateCustomer creates a customer.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.CreateCustomer
+   */
+  createCustomer: {
+    methodKind: "unary";
+    input: typeof CreateCustomerRequestSchema;
+    output: typeof CreateCustomerResponseSchema;
+  },
+  /**
+   * ListCustomers lists every customer.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.ListCustomers
+   */
+  listCustomers: {
+    methodKind: "unary";
+    input: typeof ListCustomersRequestSchema;
+    output: typeof ListCustomersResponseSchema;
+  },
+  /**
+   * GetCustomer reads one customer.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.GetCustomer
+   */
+  getCustomer: {
+    methodKind: "unary";
+    input: typeof GetCustomerRequestSchema;
+    output: typeof GetCustomerResponseSchema;
+  },
+  /**
+   * UpdateCustomer changes the fields named in update_mask.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.UpdateCustomer
+   */
+  updateCustomer: {
+    methodKind: "unary";
+    input: typeof UpdateCustomerRequestSchema;
+    output: typeof UpdateCustomerResponseSchema;
+  },
+  /**
+   * DeleteCustomer deletes a customer; refused while anything still belongs to it.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.DeleteCustomer
+   */
+  deleteCustomer: {
+    methodKind: "unary";
+    input: typeof DeleteCustomerRequestSchema;
+    output: typeof DeleteCustomerResponseSchema;
+  },
+  /**
+   * CreateTeam creates a team.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.CreateTeam
+   */
+  createTeam: {
+    methodKind: "unary";
+    input: typeof CreateTeamRequestSchema;
+    output: typeof CreateTeamResponseSchema;
+  },
+  /**
+   * ListTeams lists every team.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.ListTeams
+   */
+  listTeams: {
+    methodKind: "unary";
+    input: typeof ListTeamsRequestSchema;
+    output: typeof ListTeamsResponseSchema;
+  },
+  /**
+   * GetTeam reads one team.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.GetTeam
+   */
+  getTeam: {
+    methodKind: "unary";
+    input: typeof GetTeamRequestSchema;
+    output: typeof GetTeamResponseSchema;
+  },
+  /**
+   * UpdateTeam changes the fields named in update_mask.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.UpdateTeam
+   */
+  updateTeam: {
+    methodKind: "unary";
+    input: typeof UpdateTeamRequestSchema;
+    output: typeof UpdateTeamResponseSchema;
+  },
+  /**
+   * DeleteTeam deletes a team; refused while anything still belongs to it.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.DeleteTeam
+   */
+  deleteTeam: {
+    methodKind: "unary";
+    input: typeof DeleteTeamRequestSchema;
+    output: typeof DeleteTeamResponseSchema;
+  },
+  /**
+   * GetVirtualKeyUsage shows a virtual key's current usage at every level it belongs to.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.GetVirtualKeyUsage
+   */
+  getVirtualKeyUsage: {
+    methodKind: "unary";
+    input: typeof GetVirtualKeyUsageRequestSchema;
+    output: typeof GetVirtualKeyUsageResponseSchema;
+  },
+  /**
+   * ListRoutingLog lists the last routing decisions, newest first.
+   *
+   * @generated from rpc gw.routing.v1.GovernanceService.ListRoutingLog
+   */
+  listRoutingLog: {
+    methodKind: "unary";
+    input: typeof ListRoutingLogRequestSchema;
+    output: typeof ListRoutingLogResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_gw_routing_v1_governance, 0);

@@ -1,0 +1,71 @@
+/**
+ * Windows of the hierarchy's budgets and rate limits: `30s`, `1m`, `1h`, `1d`, `1w`, `1M`, `1Q`, `1Y`
+ * (any whole count). A window rolls from its last reset, or, calendar aligned, starts at the UTC boundary
+ * (midnight, Monday, the 1st of the month, quarter or year).
+ */
+import { invalidField } from "../errors.js";
+
+/** A window length: a count of one unit. Months, quarters and years follow the calendar. */
+export interface WindowSpec {
+  count: number;
+  unit: "s" | "m" | "h" | "d" | "w" | "M" | "Q" | "Y";
+  /** As written, for reads. */
+  text: string;
+}
+
+const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const UNIT_MONTHS: Record<string, number> = { M: 1, Q: 3, Y: 12 };
+
+/** Parses a window such as "1d" or "1M"; throws a 400 on `path`. */
+export function parseWindow(text: unknown, path: string): WindowSpec {
+  const match = typeof text === "string" ? /^(\d{1,6})(s|m|h|d|w|M|Q|Y)$/.exec(text) : null;
+  if (match === null || Number(match[1]) <= 0) {
+    throw invalidField(path, `must be a positive count and a unit (s, m, h, d, w, M, Q, Y), e.g. "30s", "1d", "1M"; got ${JSON.stringify(text)}`);
+  }
+  return { count: Number(match[1]), unit: match[2] as WindowSpec["unit"], text: text as string };
+}
+
+function addMonths(ms: number, months: number): number {
+  const d = new Date(ms);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
+}
+
+/** The end of the window that starts at `start`. */
+export function windowEnd(spec: WindowSpec, start: number): number {
+  const months = UNIT_MONTHS[spec.unit];
+  return months === undefined ? start + spec.count * (UNIT_MS[spec.unit] as number) : addMonths(start, spec.count * months);
+}
+
+/** The start of the calendar-aligned window containing `now` (UTC). */
+function alignedStart(spec: WindowSpec, now: number): number {
+  const d = new Date(now);
+  const months = UNIT_MONTHS[spec.unit];
+  if (months !== undefined) {
+    const span = spec.count * months;
+    const index = d.getUTCFullYear() * 12 + d.getUTCMonth();
+    const first = index - (index % span);
+    return Date.UTC(Math.floor(first / 12), first % 12, 1);
+  }
+  if (spec.unit === "w") {
+    const midnight = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
+    // getUTCDay: Sunday 0; weeks start on Monday.
+    return midnight - ((d.getUTCDay() + 6) % 7) * 86_400_000;
+  }
+  const length = spec.count * (UNIT_MS[spec.unit] as number);
+  return now - (now % length);
+}
+
+/** The start of the window containing `now`, given the start of the last one (null: none yet). */
+export function currentWindowStart(spec: WindowSpec, calendarAligned: boolean, lastStart: number | null, now: number): number {
+  if (calendarAligned) return alignedStart(spec, now);
+  if (lastStart === null || now < lastStart) return now;
+  let start = lastStart;
+  const months = UNIT_MONTHS[spec.unit];
+  if (months === undefined) {
+    const length = spec.count * (UNIT_MS[spec.unit] as number);
+    return start + Math.floor((now - start) / length) * length;
+  }
+  // Calendar months differ in length; a few hundred steps cover any realistic gap.
+  for (let i = 0; i < 10_000 && windowEnd(spec, start) <= now; i++) start = windowEnd(spec, start);
+  return start;
+}

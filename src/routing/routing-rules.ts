@@ -1,0 +1,198 @@
+/**
+ * Routing rules in memory: indexed by scope and ordered once per change, evaluated per request without
+ * touching the database. Scopes run most specific first (virtual key, team, customer, global), ascending
+ * priority within a scope; the first enabled rule whose condition holds wins and picks a target by weight.
+ * A chain rule evaluates the rules again on the rewritten provider and model, until nothing matches,
+ * nothing changes, or a rule would match a second time.
+ */
+import type { RuleCondition, RuleVariables } from "./cel-expression.js";
+import { weightedIndex } from "./weighted-random.js";
+import type { Random } from "./types.js";
+
+/** The level a rule applies at. */
+export type RuleScope = "global" | "customer" | "team" | "virtual_key";
+
+/** Most specific first: the order scopes are evaluated in. */
+export const SCOPE_ORDER: readonly RuleScope[] = ["virtual_key", "team", "customer", "global"];
+
+/** One weighted destination of a rule; empty strings keep the request's value. */
+export interface RuleTarget {
+  provider: string;
+  model: string;
+  keyId: string;
+  weight: number;
+}
+
+/** A fallback of a rule: `provider/model`, or `provider/` for the chosen model on that provider. */
+export interface RuleFallback {
+  provider: string;
+  /** Empty: the model the rule chose. */
+  model: string;
+}
+
+/** A compiled routing rule. */
+export interface RoutingRule {
+  id: string;
+  name: string;
+  enabled: boolean;
+  priority: number;
+  scope: RuleScope;
+  /** "" for global. */
+  scopeId: string;
+  targets: readonly RuleTarget[];
+  fallbacks: readonly RuleFallback[];
+  chainRule: boolean;
+  condition: RuleCondition;
+}
+
+/** Who is asking, for picking the rules in scope. */
+export interface RuleSubject {
+  virtualKeyId: string;
+  teamId: string;
+  customerId: string;
+}
+
+/** The request as the rules see it; `vars` is built only when some rule is in scope. */
+export interface RuleInput {
+  provider: string;
+  model: string;
+  subject: RuleSubject;
+  vars: () => RuleVariables;
+}
+
+/** What the matching rules decided. */
+export interface RuleMatch {
+  /** The last rule that matched (the one the labels name). */
+  rule: RoutingRule;
+  /** Every rule that matched, in order. */
+  chain: RoutingRule[];
+  /** "" when no rule named one: the request's provider stands. */
+  provider: string;
+  model: string;
+  /** "" when no target pinned a key. */
+  keyId: string;
+  /** The fallbacks of the last rule that had any. */
+  fallbacks: RuleFallback[];
+}
+
+/** A rule whose condition failed to evaluate (a missing header, say): it counted as no match. */
+export interface RuleEvaluationError {
+  rule: RoutingRule;
+  error: Error;
+}
+
+/** At most this many rules apply to one request, so a chain always ends. */
+const MAX_CHAIN = 10;
+
+function scopeKey(scope: RuleScope, scopeId: string): string {
+  return scope === "global" ? "global" : `${scope}:${scopeId}`;
+}
+
+/** The routing rules the hot path evaluates. */
+export class RoutingRuleSet {
+  readonly #byId = new Map<string, RoutingRule>();
+  /** Enabled rules by scope key, in ascending priority, then name. */
+  #index = new Map<string, RoutingRule[]>();
+
+  /** Adds or replaces a rule. */
+  put(rule: RoutingRule): void {
+    this.#byId.set(rule.id, rule);
+    this.#reindex();
+  }
+
+  /** Removes a rule; unknown ids are ignored. */
+  remove(id: string): void {
+    if (this.#byId.delete(id)) this.#reindex();
+  }
+
+  /** Replaces every rule (boot load). */
+  replaceAll(rules: readonly RoutingRule[]): void {
+    this.#byId.clear();
+    for (const rule of rules) this.#byId.set(rule.id, rule);
+    this.#reindex();
+  }
+
+  /** The rule with this id, or null. */
+  byId(id: string): RoutingRule | null {
+    return this.#byId.get(id) ?? null;
+  }
+
+  /** Every rule (for name checks and listings). */
+  all(): RoutingRule[] {
+    return [...this.#byId.values()];
+  }
+
+  #reindex(): void {
+    const index = new Map<string, RoutingRule[]>();
+    for (const rule of this.#byId.values()) {
+      if (!rule.enabled) continue;
+      const key = scopeKey(rule.scope, rule.scopeId);
+      const list = index.get(key) ?? [];
+      list.push(rule);
+      index.set(key, list);
+    }
+    for (const list of index.values()) list.sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+    this.#index = index;
+  }
+
+  /** The enabled rules that apply to a subject, most specific scope first. */
+  #inScope(subject: RuleSubject): RoutingRule[] {
+    const out: RoutingRule[] = [];
+    const add = (key: string | null): void => {
+      const list = key === null ? undefined : this.#index.get(key);
+      if (list !== undefined) out.push(...list);
+    };
+    add(subject.virtualKeyId === "" ? null : scopeKey("virtual_key", subject.virtualKeyId));
+    add(subject.teamId === "" ? null : scopeKey("team", subject.teamId));
+    add(subject.customerId === "" ? null : scopeKey("customer", subject.customerId));
+    add("global");
+    return out;
+  }
+
+  /**
+   * Evaluates the rules for a request; null when none matched. Conditions that fail to evaluate count as
+   * no match and are reported to `onError`.
+   */
+  evaluate(input: RuleInput, random: Random, onError: (failure: RuleEvaluationError) => void): RuleMatch | null {
+    const rules = this.#inScope(input.subject);
+    if (rules.length === 0) return null;
+    let vars = input.vars();
+    let provider = input.provider;
+    let model = input.model;
+    let match: RuleMatch | null = null;
+    const seen = new Set<string>();
+    for (let round = 0; round < MAX_CHAIN; round++) {
+      const rule = firstMatch(rules, vars, seen, onError);
+      if (rule === null) break;
+      seen.add(rule.id);
+      const target = rule.targets[weightedIndex(rule.targets, (t) => t.weight, random)] as RuleTarget;
+      const nextProvider = target.provider === "" ? provider : target.provider;
+      const nextModel = target.model === "" ? model : target.model;
+      const changed = nextProvider !== provider || nextModel !== model;
+      const prev = match as RuleMatch | null;
+      match = {
+        rule,
+        chain: [...(prev?.chain ?? []), rule],
+        provider: nextProvider,
+        model: nextModel,
+        keyId: target.keyId !== "" ? target.keyId : changed ? "" : (prev?.keyId ?? ""),
+        fallbacks: rule.fallbacks.length > 0 ? [...rule.fallbacks] : (prev?.fallbacks ?? []),
+      };
+      if (!rule.chainRule || !changed) break;
+      provider = nextProvider;
+      model = nextModel;
+      vars = { ...vars, provider, model };
+    }
+    return match;
+  }
+}
+
+function firstMatch(rules: readonly RoutingRule[], vars: RuleVariables, seen: ReadonlySet<string>, onError: (failure: RuleEvaluationError) => void): RoutingRule | null {
+  for (const rule of rules) {
+    if (seen.has(rule.id)) continue;
+    const result = rule.condition(vars);
+    if (result === true) return rule;
+    if (result instanceof Error) onError({ rule, error: result });
+  }
+  return null;
+}

@@ -1,0 +1,91 @@
+/**
+ * What routing rules see of a request (built only when a rule is in scope) and the routing log entry
+ * of a decision.
+ */
+import type { RuleVariables } from "../../routing/cel-expression.js";
+import { decisionTargets, type RoutingDecision } from "../../routing/governance-router.js";
+import { formatTarget } from "../../routing/model-name.js";
+import type { Hierarchy } from "../../routing/hierarchy.js";
+import type { VirtualKey } from "../../routing/types.js";
+import type { UsageLimits } from "../../routing/usage-limits.js";
+import type { InferenceMethod } from "../../telemetry/metrics.js";
+import type { RoutingLogEntry } from "../../telemetry/routing-log.js";
+import type { ChatCall } from "./chat.js";
+
+/** Header names arrive lowercase from Node; repeated headers read as one comma-joined value. */
+function headerMap(headers: ChatCall["headers"]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined) continue;
+    out.set(name.toLowerCase(), Array.isArray(value) ? value.join(", ") : value);
+  }
+  return out;
+}
+
+/** Query parameters, then the body's top-level scalar fields (the body wins on a clash). */
+function paramMap(call: ChatCall): Map<string, string | number | boolean> {
+  const out = new Map<string, string | number | boolean>();
+  const url = call.url ?? "";
+  const query = url.indexOf("?");
+  if (query >= 0) for (const [name, value] of new URLSearchParams(url.slice(query + 1))) out.set(name, value);
+  for (const [name, value] of Object.entries(call.body)) {
+    if (typeof value === "string" || typeof value === "boolean" || (typeof value === "number" && Number.isFinite(value))) out.set(name, value);
+  }
+  return out;
+}
+
+/** The variables of one request for routing-rule conditions. */
+export function ruleVariables(
+  call: ChatCall,
+  method: InferenceMethod,
+  virtualKey: VirtualKey | null,
+  provider: string,
+  model: string,
+  state: { limits: UsageLimits; hierarchy: Hierarchy },
+): RuleVariables {
+  const configs = virtualKey === null ? { budget: 0, tokens: 0 } : state.limits.percentUsed(virtualKey.id, virtualKey.providerConfigs);
+  const levels = virtualKey === null ? { budget: 0, tokens: 0, requests: 0 } : state.hierarchy.percentUsed(virtualKey);
+  const members = virtualKey === null ? null : state.hierarchy.membership(virtualKey);
+  const used = { budget: Math.max(configs.budget, levels.budget), tokens: Math.max(configs.tokens, levels.tokens) };
+  return {
+    model,
+    provider,
+    request_type: method,
+    headers: headerMap(call.headers),
+    params: paramMap(call),
+    virtual_key_id: virtualKey?.id ?? "",
+    virtual_key_name: virtualKey?.name ?? "",
+    team_id: members?.team?.id ?? "",
+    team_name: members?.team?.name ?? "",
+    customer_id: members?.customer?.id ?? "",
+    customer_name: members?.customer?.name ?? "",
+    budget_used: used.budget,
+    tokens_used: used.tokens,
+    // The tightest configured limit is the one closest to running out.
+    request: Math.max(used.budget, used.tokens, levels.requests),
+  };
+}
+
+/** The routing log entry of a decision. */
+export function routingLogEntry(requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogEntry {
+  const targets = decisionTargets(decision);
+  const by = decision.rule !== null
+    ? `routing rule "${decision.rule.name}" matched`
+    : decision.enginesUsed.includes("governance")
+      ? "the virtual key's provider_configs chose"
+      : decision.enginesUsed.includes("model-catalog")
+        ? "the model catalog chose"
+        : "the request named its provider";
+  return {
+    time: new Date().toISOString(),
+    engines: [...decision.enginesUsed],
+    requestedModel,
+    provider: decision.primary.provider,
+    model: decision.primary.model,
+    routingRuleId: decision.rule?.id ?? "",
+    routingRuleName: decision.rule?.name ?? "",
+    fallbacks: targets.slice(1),
+    virtualKeyId: virtualKey?.id ?? "",
+    message: `${by}: ${formatTarget(decision.primary)}`,
+  };
+}

@@ -1,0 +1,40 @@
+/** Windows of the hierarchy's limits: parsing, rolling windows, and calendar-aligned ones in UTC. */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { currentWindowStart, parseWindow, windowEnd } from "../../src/routing/limit-window.js";
+
+const at = (text: string): number => Date.parse(text);
+
+describe("limit windows", () => {
+  test("rejects a window without a known unit, naming the field", () => {
+    for (const bad of ["1x", "d", "0d", "1.5h", 3]) assert.throws(() => parseWindow(bad, "budget.reset_duration"), /budget\.reset_duration: must be a positive count/);
+  });
+
+  test("rolls a window on from its last start by whole lengths", () => {
+    const spec = parseWindow("1h", "w");
+    const start = at("2026-01-01T10:20:00Z");
+    assert.equal(currentWindowStart(spec, false, start, at("2026-01-01T11:19:59Z")), start);
+    assert.equal(currentWindowStart(spec, false, start, at("2026-01-01T13:30:00Z")), at("2026-01-01T13:20:00Z"));
+  });
+
+  test("rolls a monthly window by calendar months", () => {
+    const spec = parseWindow("1M", "w");
+    const start = at("2026-01-31T00:00:00Z");
+    assert.equal(windowEnd(spec, start), at("2026-03-03T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, false, start, at("2026-03-10T00:00:00Z")), at("2026-03-03T00:00:00Z"));
+  });
+
+  test("aligns a weekly window to Monday midnight UTC", () => {
+    // 2026-01-08 is a Thursday.
+    assert.equal(currentWindowStart(parseWindow("1w", "w"), true, null, at("2026-01-08T15:00:00Z")), at("2026-01-05T00:00:00Z"));
+  });
+
+  test("aligns day, month, quarter and year windows to their UTC boundaries", () => {
+    const now = at("2026-08-17T15:42:00Z");
+    assert.equal(currentWindowStart(parseWindow("1d", "w"), true, null, now), at("2026-08-17T00:00:00Z"));
+    assert.equal(currentWindowStart(parseWindow("1M", "w"), true, null, now), at("2026-08-01T00:00:00Z"));
+    assert.equal(currentWindowStart(parseWindow("1Q", "w"), true, null, now), at("2026-07-01T00:00:00Z"));
+    assert.equal(currentWindowStart(parseWindow("1Y", "w"), true, null, now), at("2026-01-01T00:00:00Z"));
+    assert.equal(windowEnd(parseWindow("1Q", "w"), at("2026-07-01T00:00:00Z")), at("2026-10-01T00:00:00Z"));
+  });
+});
