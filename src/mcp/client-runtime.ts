@@ -419,7 +419,8 @@ export class ClientRuntime {
    * Calls one tool within the deadline of `signal`. A per-user client needs the caller's header values,
    * which go on this call's fresh session only, merged with the static headers (spec rule 2).
    */
-  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>): Promise<ToolCallResult> {
+  /** Calls one tool; `traceparent` goes along in the request's `_meta`, where MCP servers read trace context. */
+  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>, traceparent?: string): Promise<ToolCallResult> {
     if (this.mode === "sticky") {
       let session = this.session;
       let temporary = false;
@@ -439,7 +440,7 @@ export class ClientRuntime {
         }
       }
       try {
-        return await session.callTool(tool, args, { timeoutMs, signal });
+        return await session.callTool(tool, args, { timeoutMs, signal, ...(traceparent ? { traceparent } : {}) });
       } finally {
         if (temporary) await session.close().catch(() => undefined);
       }
@@ -451,7 +452,7 @@ export class ClientRuntime {
     }
     const session = await this.deps.sessions.open(target, { timeoutMs, signal });
     try {
-      return await session.callTool(tool, args, { timeoutMs, signal });
+      return await session.callTool(tool, args, { timeoutMs, signal, ...(traceparent ? { traceparent } : {}) });
     } finally {
       await session.close().catch(() => undefined);
     }

@@ -13,6 +13,7 @@ import { GatewayError } from "../../errors.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
+import type { TraceNode } from "../../telemetry/tracing.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
 import type { AdminAuth } from "../admin-auth.js";
 import { followUpToolChoice, injectTools, toolsForCaller, type AgentWire } from "./agent-tools.js";
@@ -187,7 +188,7 @@ function streamRefusal(): GatewayError {
 export function createAgentService(deps: AgentDeps): ChatService {
   const { chat, runtime, settings, observer } = deps;
 
-  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal): Promise<ExecutedCall> {
+  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined): Promise<ExecutedCall> {
     const { key } = caller;
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
@@ -201,6 +202,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
         identity: caller.identity,
         origin: caller.origin,
         ...(caller.custom ? { custom: caller.custom } : {}),
+        ...(trace ? { trace } : {}),
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
       });
       executed = done(result.content, result.isError);
@@ -229,24 +231,31 @@ export function createAgentService(deps: AgentDeps): ChatService {
     // The MCP SDK takes only a real AbortSignal.
     const signal = asAbortSignal(call.signal);
     const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
+    const scope = call.scope;
     for (;;) {
-      const outcome = await chat.complete(withBody(call, next));
-      // Agent requests never stream; a stream here would mean the body changed under us.
-      if (outcome.kind !== "json") return outcome;
-      const answer = outcome.body;
-      usage = addUsage(usage, answer["usage"]);
-      const calls = format.calls(answer);
-      if (calls.length === 0) return finish(answer);
-      depth++;
-      const runnable = calls.filter((c) => auto.has(c.name));
-      if (runnable.length === 0 || depth >= maxAgentDepth) {
-        observer.toolCallsReturned(depth, calls.length);
-        return finish(answer);
+      // Each model call and the tool calls it asks for hang under one iteration span.
+      const iteration = scope?.trace?.iteration(depth + 1);
+      try {
+        const outcome = await chat.complete(withBody(iteration && scope ? { ...call, scope: { ...scope, trace: iteration } } : call, next));
+        // Agent requests never stream; a stream here would mean the body changed under us.
+        if (outcome.kind !== "json") return outcome;
+        const answer = outcome.body;
+        usage = addUsage(usage, answer["usage"]);
+        const calls = format.calls(answer);
+        if (calls.length === 0) return finish(answer);
+        depth++;
+        const runnable = calls.filter((c) => auto.has(c.name));
+        if (runnable.length === 0 || depth >= maxAgentDepth) {
+          observer.toolCallsReturned(depth, calls.length);
+          return finish(answer);
+        }
+        const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal, iteration)));
+        const pending = calls.filter((c) => !auto.has(c.name));
+        if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
+        next = format.followUp(next, answer, executed);
+      } finally {
+        iteration?.end();
       }
-      const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal)));
-      const pending = calls.filter((c) => !auto.has(c.name));
-      if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
-      next = format.followUp(next, answer, executed);
     }
   }
 

@@ -32,6 +32,7 @@ import { RoutingError } from "../../routing/routing-error.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
+import type { AttemptOutcome, AttemptSpan } from "../../telemetry/tracing.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
@@ -176,6 +177,29 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
   };
 }
 
+/** The token counts of an attempt's span. */
+function usageOutcome(usage: TokenUsage | null): Partial<AttemptOutcome> {
+  if (usage === null) return {};
+  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
+}
+
+/** The response model, finish reasons and text of an answer, for its attempt's span. */
+function answerOutcome(body: JsonObject): Partial<AttemptOutcome> {
+  const out: Partial<AttemptOutcome> = { completion: body["choices"] ?? body["output"] };
+  if (typeof body["model"] === "string") out.responseModel = body["model"];
+  const choices = body["choices"];
+  if (Array.isArray(choices)) {
+    out.finishReasons = choices.flatMap((c) => (c !== null && typeof c === "object" && typeof (c as JsonObject)["finish_reason"] === "string" ? [(c as JsonObject)["finish_reason"] as string] : []));
+  } else if (typeof body["status"] === "string") out.finishReasons = [body["status"]];
+  return out;
+}
+
+/** How a failed attempt ends its span: the upstream status when there was one, and the error type. */
+function failureOutcome(err: unknown): AttemptOutcome {
+  if (err instanceof ProviderError) return { status: err.upstreamStatus, errorType: err.errorType };
+  return { status: null, errorType: asGatewayError(err).type };
+}
+
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
@@ -227,6 +251,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     onEnd: (usage: TokenUsage | null, err: unknown) => void,
     base: BaseLabels,
     startedAt: number,
+    span: AttemptSpan | undefined,
   ): AsyncGenerator<JsonObject> {
     let ended = false;
     let failure: unknown = null;
@@ -235,8 +260,10 @@ export function createChatService(deps: ChatDeps): ChatService {
     try {
       for await (const chunk of stream) {
         const now = performance.now();
-        if (first) observer.firstToken(base, (now - startedAt) / 1000);
-        else observer.chunk(base, (now - last) / 1000);
+        if (first) {
+          observer.firstToken(base, (now - startedAt) / 1000);
+          span?.firstToken();
+        } else observer.chunk(base, (now - last) / 1000);
         first = false;
         last = now;
         yield chunk;
@@ -271,6 +298,11 @@ export function createChatService(deps: ChatDeps): ChatService {
       throw error;
     }
 
+    const trace = call.scope?.trace;
+    if (trace !== undefined) {
+      if (virtualKey !== null) trace.virtualKey(virtualKey.id, virtualKey.name);
+      trace.route({ provider: decision.primary.provider, model: decision.primary.model, fallbacks: decision.fallbacks.length, engines: decision.enginesUsed });
+    }
     observer.started(method, custom);
     let activeDone = false;
     const finishActive = (): void => {
@@ -384,6 +416,18 @@ export function createChatService(deps: ChatDeps): ChatService {
       if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
       const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
       if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
+      const span = call.scope?.trace?.attempt({
+        operation: "chat",
+        provider: target.provider,
+        requestModel: choice.upstreamModel,
+        keyId: choice.key.id,
+        fallbackIndex,
+        retryIndex: index,
+        stream: call.body.stream === true,
+        prompt: call.method === "responses" ? call.body.input : call.body.messages,
+      });
+      // The upstream continues the caller's trace under this attempt's span.
+      if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
       observer.attemptStarted(base);
       const attemptStarted = performance.now();
       try {
@@ -398,11 +442,14 @@ export function createChatService(deps: ChatDeps): ChatService {
             (usage, err) => {
               limiter?.release();
               finishActive();
-              observer.final(base, retries, err === null ? null : asGatewayError(err));
+              const error = err === null ? null : asGatewayError(err);
+              observer.final(base, retries, error);
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
+              span?.end({ status: 200, ...usageOutcome(usage), ...(error !== null ? { errorType: error.type } : {}) });
             },
             base,
             started,
+            span,
           );
           return { kind: "stream", chunks };
         }
@@ -411,8 +458,10 @@ export function createChatService(deps: ChatDeps): ChatService {
         observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         observer.final(base, state.retries, null);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
+        span?.end({ status: 200, ...usageOutcome(result.usage), ...answerOutcome(result.body) });
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
+        span?.end(failureOutcome(err));
         if (call.signal.aborted) throw err;
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
