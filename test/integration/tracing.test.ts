@@ -171,6 +171,20 @@ describe("a plain call", () => {
   });
 });
 
+test("traces a Connect RPC as a SERVER span named by its procedure", async () => {
+  const caller = callerContext();
+  const res = await fetch(`${app.url}/gw.admin.v1.McpClientService/ListMcpClients`, {
+    method: "POST",
+    headers: { "content-type": "application/json", traceparent: caller.header },
+    body: "{}",
+  });
+  assert.equal(res.status, 200, await res.text());
+  const spans = await traceOf(caller.traceId, ["POST /gw.admin.v1.McpClientService/ListMcpClients"]);
+  const server = one(spans, "POST /gw.admin.v1.McpClientService/ListMcpClients");
+  assert.equal(server.kind, SERVER);
+  assert.equal(server.parentSpanId, caller.spanId);
+});
+
 test("a streamed call's CLIENT span has a first-token event and ends after it, inside the SERVER span", async () => {
   model.script({ text: "streamed answer" });
   const caller = callerContext();
@@ -269,6 +283,31 @@ test("loads the OpenTelemetry SDK only when tracing is configured", () => {
   // This process runs a traced app, so its module registry must list the SDK: the check below can fail.
   const loaded = Object.keys(createRequire(import.meta.url).cache);
   assert.ok(loaded.some((path) => path.includes("/@opentelemetry/sdk-trace-node/")));
+});
+
+describe("capture_content", () => {
+  let capturing: TestApp;
+
+  before(async () => {
+    capturing = await startApp({
+      tracing: { ...tracingTo(receiver.url), captureContent: true },
+      inference: inferenceOptionsFromFile({ openai: { keys: [{ id: "oa-1", name: "oa-1", value: OPENAI_SECRET }], network_config: { base_url: model.url } } }, []),
+    });
+  });
+
+  after(async () => {
+    await capturing?.stop();
+  });
+
+  test("records the prompt and the answer on the CLIENT span when on", async () => {
+    model.script({ text: "the captured answer" });
+    const caller = callerContext();
+    const res = await api(capturing, "POST", "/v1/chat/completions", { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "the captured prompt" }] }, { traceparent: caller.header });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const client = one(await traceOf(caller.traceId, ["chat gpt-4o-mini"]), "chat gpt-4o-mini");
+    assert.match(String(client.attributes["gen_ai.input.messages"]), /the captured prompt/);
+    assert.match(String(client.attributes["gen_ai.output.messages"]), /the captured answer/);
+  });
 });
 
 describe("an unreachable collector", () => {
