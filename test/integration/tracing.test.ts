@@ -83,7 +83,13 @@ before(async () => {
     tracing: tracingTo(receiver.url),
     inference: inferenceOptionsFromFile(
       {
-        openai: { keys: [{ id: "oa-1", name: "oa-1", value: OPENAI_SECRET }], network_config: { base_url: model.url } },
+        openai: {
+          keys: [
+            { id: "oa-1", name: "oa-1", value: OPENAI_SECRET },
+            { id: "oa-2", name: "oa-2", value: `${OPENAI_SECRET}-2` },
+          ],
+          network_config: { base_url: model.url },
+        },
         anthropic: { keys: [{ id: "an-1", name: "an-1", value: ANTHROPIC_SECRET, models: ["claude-sonnet-4-5"] }], network_config: { base_url: anthropic.url } },
       },
       [
@@ -132,11 +138,12 @@ describe("a plain call", () => {
         output: client.attributes["gen_ai.usage.output_tokens"],
         finish: client.attributes["gen_ai.response.finish_reasons"],
         status: client.attributes["http.response.status_code"],
-        key: client.attributes["gw.provider.key_id"],
         fallback: client.attributes["gw.fallback_index"],
+        retry: client.attributes["gw.retry_index"],
       },
-      { op: "chat", provider: "openai", request: "gpt-4o-mini", response: "gpt-4o-mini", input: 12, output: 7, finish: ["stop"], status: 200, key: "oa-1", fallback: 0 },
+      { op: "chat", provider: "openai", request: "gpt-4o-mini", response: "gpt-4o-mini", input: 12, output: 7, finish: ["stop"], status: 200, fallback: 0, retry: 0 },
     );
+    assert.ok(["oa-1", "oa-2"].includes(String(client.attributes["gw.provider.key_id"])));
     assert.equal(client.attributes["gen_ai.input.messages"], undefined, "content recorded without capture_content");
     assertNoSecret(spans);
   });
@@ -227,6 +234,24 @@ test("a call that falls back has sibling CLIENT spans: the failed primary, then 
   assert.equal(fallback.attributes["error.type"], undefined);
   assert.equal(anthropic.requests.at(-1)?.headers["traceparent"]?.split("-")[1], caller.traceId);
   assertNoSecret(spans);
+});
+
+test("a key rotation after a 429 is a sibling CLIENT span with the next retry index and the other key", async () => {
+  model.failNext(429, "slow down");
+  const caller = callerContext();
+  const res = await chat(PLAIN_KEY, {}, { traceparent: caller.header });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const spans = await receiver.waitFor((all) => all.filter((s) => s.traceId === caller.traceId && s.name === "chat gpt-4o-mini").length === 2 && all.some((s) => s.traceId === caller.traceId && s.kind === SERVER));
+  const server = one(spans.filter((s) => s.traceId === caller.traceId), "POST /v1/chat/completions");
+  const attempts = spans.filter((s) => s.traceId === caller.traceId && s.name === "chat gpt-4o-mini").sort((a, b) => Number(a.attributes["gw.retry_index"]) - Number(b.attributes["gw.retry_index"]));
+  const [first, second] = attempts as [ReceivedSpan, ReceivedSpan];
+  assert.equal(first.parentSpanId, second.parentSpanId);
+  assert.equal(first.parentSpanId, server.spanId);
+  assert.deepEqual([first.attributes["gw.retry_index"], second.attributes["gw.retry_index"]], [0, 1]);
+  assert.equal(first.attributes["http.response.status_code"], 429);
+  assert.equal(first.attributes["error.type"], "provider_rate_limited");
+  assert.notEqual(first.attributes["gw.provider.key_id"], second.attributes["gw.provider.key_id"]);
+  assertNoSecret(spans.filter((s) => s.traceId === caller.traceId));
 });
 
 test("an agent-mode call has one span per iteration, its model call and its two tool calls under it", async () => {
