@@ -20,6 +20,18 @@ export interface Tracing {
   shutdown(): Promise<void>;
 }
 
+/** The ids a log line written inside a traced request carries. */
+export interface TraceIds {
+  trace_id: string;
+  span_id: string;
+}
+
+/** The ids of a span, for log lines. */
+function idsOf(span: Span): TraceIds {
+  const ctx = span.spanContext();
+  return { trace_id: ctx.traceId, span_id: ctx.spanId };
+}
+
 /** The traceparent header value of a span, for an upstream request. */
 export function traceparentOf(span: Span): string {
   const ctx = span.spanContext();
@@ -148,6 +160,11 @@ export class TraceNode {
     return traceparentOf(this.span);
   }
 
+  /** The ids of this span, for the log lines written under it. */
+  ids(): TraceIds {
+    return idsOf(this.span);
+  }
+
   /** Ends a node of its own (an iteration); the SERVER span ends through ServerTrace. */
   end(): void {
     if (this.root !== this) this.span.end();
@@ -217,9 +234,8 @@ export class ServerTrace {
   }
 
   /** The trace and span ids for log lines. */
-  ids(): { trace_id: string; span_id: string } {
-    const ctx = this.span.spanContext();
-    return { trace_id: ctx.traceId, span_id: ctx.spanId };
+  ids(): TraceIds {
+    return idsOf(this.span);
   }
 
   /** Ends the span with the response status (5xx and a client gone are errors). */

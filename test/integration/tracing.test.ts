@@ -159,7 +159,7 @@ describe("a plain call", () => {
     assert.equal(parentId, one(spans, "chat gpt-4o-mini").spanId);
   });
 
-  test("writes the trace and span ids on the request's log line", async () => {
+  test("writes the trace and span ids on the request's access log line", async () => {
     const caller = callerContext();
     const res = await chat(PLAIN_KEY, {}, { traceparent: caller.header });
     assert.equal(res.status, 200);
@@ -233,6 +233,9 @@ test("a call that falls back has sibling CLIENT spans: the failed primary, then 
   assert.equal(fallback.attributes["gen_ai.provider.name"], "anthropic");
   assert.equal(fallback.attributes["error.type"], undefined);
   assert.equal(anthropic.requests.at(-1)?.headers["traceparent"]?.split("-")[1], caller.traceId);
+  const line = app.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["msg"] === "falling back to the next provider" && l["trace_id"] === caller.traceId);
+  assert.ok(line, "the fallback's log line does not carry the trace id");
+  assert.equal(line["span_id"], server.spanId);
   assertNoSecret(spans);
 });
 

@@ -32,7 +32,7 @@ import { RoutingError } from "../../routing/routing-error.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
-import type { AttemptOutcome, AttemptSpan } from "../../telemetry/tracing.js";
+import type { AttemptOutcome, AttemptSpan, TraceNode } from "../../telemetry/tracing.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
@@ -157,6 +157,8 @@ interface Attempt {
   choice: KeyChoice | null;
   fallbackIndex: number;
   retried: boolean;
+  /** The request's span when it is traced: its ids go on log lines. */
+  trace?: TraceNode | undefined;
 }
 
 function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[], attempt: Attempt): BaseLabels {
@@ -174,6 +176,7 @@ function labels(virtualKey: VirtualKey | null, engines: readonly RoutingEngine[]
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
     ...(attempt.custom ? { custom: attempt.custom } : {}),
+    ...(attempt.trace ? { logIds: attempt.trace.ids() } : {}),
   };
 }
 
@@ -354,13 +357,13 @@ export function createChatService(deps: ChatDeps): ChatService {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
         const next = targets[fallbackIndex + 1];
-        observer.targetFailed(state.lastLabels ?? labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false }), targetError, err, next);
+        observer.targetFailed(state.lastLabels ?? labels(virtualKey, engines, { method, custom, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace }), targetError, err, next);
         if (next !== undefined) state.retries++;
       }
       primaryError ??= targetError;
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
-    const base = state.lastLabels ?? labels(virtualKey, engines, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
+    const base = state.lastLabels ?? labels(virtualKey, engines, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace: call.scope?.trace });
     observer.final(base, state.retries, error);
     throw error;
   }
@@ -368,7 +371,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
     const { method, virtualKey, engines, target, fallbackIndex, state } = at;
     const provider = inference.providers.get(target.provider);
-    state.lastLabels = labels(virtualKey, engines, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false });
+    state.lastLabels = labels(virtualKey, engines, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace });
     if (provider === undefined) {
       throw new RoutingError(
         "caller_provider_not_configured",
@@ -405,7 +408,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
     });
     for (const [index, choice] of choices.entries()) {
-      const base = labels(virtualKey, engines, { method, custom, target, choice, fallbackIndex, retried: index > 0 });
+      const base = labels(virtualKey, engines, { method, custom, target, choice, fallbackIndex, retried: index > 0, trace: call.scope?.trace });
       state.lastLabels = base;
       // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
       const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
