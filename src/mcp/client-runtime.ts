@@ -418,8 +418,8 @@ export class ClientRuntime {
   /**
    * Calls one tool within the deadline of `signal`. A per-user client needs the caller's header values,
    * which go on this call's fresh session only, merged with the static headers (spec rule 2).
+   * `traceparent` goes along in the request's `_meta`, where MCP servers read trace context.
    */
-  /** Calls one tool; `traceparent` goes along in the request's `_meta`, where MCP servers read trace context. */
   async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>, traceparent?: string): Promise<ToolCallResult> {
     if (this.mode === "sticky") {
       let session = this.session;
