@@ -4,7 +4,7 @@
  * SIGTERM; with OTEL_SDK_DISABLED it exports nothing; without configuration no SDK module is loaded.
  */
 import assert from "node:assert/strict";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -25,11 +25,11 @@ after(async () => {
   await rm(dir, { recursive: true, force: true });
 });
 
-/** Runs the gateway with `env`, sends GET /health with a caller trace id, and stops it with SIGTERM. */
-async function runOnce(name: string, env: NodeJS.ProcessEnv, traceId: string): Promise<void> {
+/** Runs the gateway with `env` (and `args`), sends GET /health with a caller trace id, and stops it with SIGTERM. */
+async function runOnce(name: string, env: NodeJS.ProcessEnv, traceId: string, args: string[] = []): Promise<void> {
   const dataDir = join(dir, name);
   await seedEmbeddedDatabase(dataDir);
-  const gw = spawnMain(["--port", "0", "--data-dir", dataDir], env);
+  const gw = spawnMain(["--port", "0", "--data-dir", dataDir, ...args], env);
   try {
     const url = await servingUrl(gw);
     const res = await fetch(`${url}/health`, { headers: { traceparent: `00-${traceId}-00f067aa0ba902b7-01` } });
@@ -49,6 +49,17 @@ test("exports to the collector named by OTEL_EXPORTER_OTLP_ENDPOINT, with OTEL_S
   assert.equal(span.name, "GET /health");
   assert.equal(span.serviceName, "gw-env");
   assert.ok(receiver.requests.some((r) => r.headers["x-tenant"] === "team a"));
+});
+
+test("exports to the collector of telemetry.otlp in the config file, with its headers", async () => {
+  const traceId = "6bf92f3577b34da6a3ce929d0e0e4738";
+  const config = join(dir, "tracing.json");
+  await writeFile(config, JSON.stringify({ telemetry: { otlp: { endpoint: receiver.url, headers: { "x-file-token": "env.TRACE_TOKEN" }, sample_ratio: 1 } } }));
+  await runOnce("file", { TRACE_TOKEN: "from-env" }, traceId, ["--config", config]);
+  const span = receiver.spans.find((s) => s.traceId === traceId);
+  assert.ok(span, "the span was not exported by the time the gateway exited");
+  assert.equal(span.serviceName, "gw");
+  assert.ok(receiver.requests.some((r) => r.headers["x-file-token"] === "from-env"));
 });
 
 test("exports nothing with OTEL_SDK_DISABLED=true", async () => {
