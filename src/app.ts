@@ -15,13 +15,17 @@ import { GatewayError } from "./errors.js";
 import { unauthenticatedExposure } from "./server/exposure.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createHostGuard } from "./server/host-guard.js";
-import { createMcpEndpoint } from "./server/mcp/mcp-endpoint.js";
+import { createMcpEndpoint, MCP_PATH } from "./server/mcp/mcp-endpoint.js";
+import { OAuth2Server } from "./server/oauth2/oauth2-server.js";
+import { OAuth2Store } from "./services/oauth2/oauth2-store.js";
 import type { McpSessionLimits } from "./server/mcp/mcp-sessions.js";
 import { McpServerTools } from "./services/mcp-server-tools.js";
 import { createOnePortServer, type RequestHandler } from "./server/listener.js";
 import { createStartingHandler, Readiness } from "./server/readiness.js";
 import { createChatCompletionsHandler } from "./server/v1/chat-completions.js";
+import { createEmbeddingsHandler } from "./server/v1/embeddings.js";
 import { createResponsesHandler } from "./server/v1/responses.js";
+import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
@@ -33,6 +37,7 @@ import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
+import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
@@ -169,7 +174,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state };
+    const oauth2Store = new OAuth2Store(store);
+    await oauth2Store.load();
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -181,8 +188,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     const chat = createChatService({ inference: state, observer, settings });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
+    const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });
     const mcpEndpoint = createMcpEndpoint({
       tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth }),
+      oauth: { server: oauth2, mode: () => settings.client.mcpServerAuthMode },
       logger,
       version: VERSION,
       maxBodyBytes,
@@ -200,8 +209,15 @@ export async function createApp(options: AppOptions): Promise<App> {
       metricsAuth: auth,
       chatCompletions: createChatCompletionsHandler({ chat: agent, maxBodyBytes, logger }),
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
+      messages: createMessagesHandler({ chat: agent, maxBodyBytes, logger }),
+      countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
+      modelLookup: createModelLookup({ inference: state, settings }),
+      compatModelNames: createCompatModelNames({ inference: state, settings }),
+      // Embeddings have no tools to inject: they go to the single-call service directly.
+      embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,
       mcp: mcpEndpoint,
+      oauth2: { server: oauth2, enabled: () => settings.client.mcpServerAuthMode !== "headers" },
       hostGuard: createHostGuard(host, () => settings.client),
       ...(tracing ? { tracing } : {}),
     });

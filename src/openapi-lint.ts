@@ -33,6 +33,7 @@ function servedServices(): ReturnType<typeof implementedServices> {
     auth: unused("auth"),
     runtime: unused("runtime"),
     inference: unused("inference"),
+    oauth2: unused("oauth2"),
   };
   return implementedServices(deps);
 }

@@ -13,7 +13,7 @@ import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { RoutingRuleSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { allowedHeaderProblem } from "./allowed-headers.js";
-import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
 
@@ -36,6 +36,18 @@ export interface McpClientFileConfig {
   needsSessionStickiness: boolean | null;
   disabled: boolean;
   allowOnAllVirtualKeys: boolean;
+  /** oauth_config, for oauth clients (every field optional); null when absent. */
+  oauthConfig: {
+    clientId: string;
+    clientSecret: string;
+    authorizeUrl: string;
+    tokenUrl: string;
+    registrationUrl: string;
+    revocationUrl: string;
+    scopes: string[];
+    resource: string;
+  } | null;
+  isCodeModeClient: boolean;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -264,8 +276,28 @@ const mcpClientSchema = z.looseObject({
       needsSessionStickiness: (raw["needs_session_stickiness"] as boolean | null | undefined) ?? null,
       disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
       allowOnAllVirtualKeys: (raw["allow_on_all_virtual_keys"] as boolean | null | undefined) ?? false,
+      oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth"),
+      isCodeModeClient: (raw["is_code_mode_client"] as boolean | null | undefined) ?? false,
     };
   });
+
+/** A file entry's oauth_config (already checked against the API's schema); an oauth client without one discovers everything. */
+function oauthConfigOf(value: unknown, oauth: boolean): McpClientFileConfig["oauthConfig"] {
+  if (!isRecord(value)) {
+    return oauth ? { clientId: "", clientSecret: "", authorizeUrl: "", tokenUrl: "", registrationUrl: "", revocationUrl: "", scopes: [], resource: "" } : null;
+  }
+  const text = (key: string): string => (typeof value[key] === "string" ? (value[key] as string) : "");
+  return {
+    clientId: text("client_id"),
+    clientSecret: text("client_secret"),
+    authorizeUrl: text("authorize_url"),
+    tokenUrl: text("token_url"),
+    registrationUrl: text("registration_url"),
+    revocationUrl: text("revocation_url"),
+    scopes: Array.isArray(value["scopes"]) ? (value["scopes"] as string[]) : [],
+    resource: text("resource"),
+  };
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object" && !Array.isArray(value);
@@ -286,15 +318,18 @@ const mcpClientListSchema = z.array(mcpClientSchema).superRefine(
   { when: (payload) => Array.isArray(payload.value) },
 );
 
+/** How code mode lays out tool declarations: one file per client, or one per tool. */
+export const CODE_MODE_BINDING_LEVELS = ["server", "tool"] as const;
+
 /** `mcp.tool_manager_config`; its defaults are the gateway's (see runtime-settings.ts). */
 export const toolManagerSchema = strict({
   max_agent_depth: z.int().min(1).max(50).nullish(),
   tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, "30s", true),
-  code_mode_binding_level: z.literal("tool").nullish(),
+  code_mode_binding_level: z.enum(CODE_MODE_BINDING_LEVELS).nullish(),
 }).transform((t) => ({
   maxAgentDepth: t.max_agent_depth ?? 10,
   toolExecutionTimeoutMs: t.tool_execution_timeout,
-  codeModeBindingLevel: t.code_mode_binding_level ?? "tool",
+  codeModeBindingLevel: t.code_mode_binding_level ?? "server",
 }));
 
 /** The `mcp` section; its global sync interval default is the gateway's. */
@@ -386,7 +421,7 @@ export const clientSchema = strict({
   allowedHosts: c.allowed_hosts ?? [],
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins: c.allowed_origins ?? [],
-  mcpServerAuthMode: "headers" as const,
+  mcpServerAuthMode: mcpServerAuthModeOf(c.mcp_server_auth_mode ?? ""),
   maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
   /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
   mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,

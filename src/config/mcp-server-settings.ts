@@ -26,14 +26,19 @@ export function allowedOriginProblem(entry: string): string | null {
   return `"${entry}" is not an origin: write scheme://host[:port] with no path or trailing slash (such as "https://app.example.com")`;
 }
 
-/** The values client.mcp_server_auth_mode will take; only the first is implemented. */
+/** The values of client.mcp_server_auth_mode. */
 export const MCP_SERVER_AUTH_MODES = ["headers", "both", "oauth"] as const;
+
+/** How /mcp callers authenticate: caller headers, OAuth access tokens, or either. */
+export type McpServerAuthMode = (typeof MCP_SERVER_AUTH_MODES)[number];
 
 /** Why `mode` cannot be client.mcp_server_auth_mode, or null when it can ("" means the default, headers). */
 export function mcpServerAuthModeProblem(mode: string): string | null {
-  if (mode === "" || mode === "headers") return null;
-  if (mode === "both" || mode === "oauth") {
-    return `"${mode}" is not implemented yet: /mcp accepts only "headers" (a virtual key in x-gw-vk, Authorization: Bearer, x-api-key or x-goog-api-key)`;
-  }
-  return `must be "headers", got "${mode}"`;
+  if (mode === "" || (MCP_SERVER_AUTH_MODES as readonly string[]).includes(mode)) return null;
+  return `must be "headers", "both" or "oauth", got "${mode}"`;
+}
+
+/** A checked mode ("" is headers). */
+export function mcpServerAuthModeOf(mode: string): McpServerAuthMode {
+  return mode === "both" || mode === "oauth" ? mode : "headers";
 }

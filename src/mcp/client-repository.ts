@@ -5,7 +5,8 @@
 import { randomUUID } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
-import { McpClientRecord } from "../store/index.js";
+import { McpClientRecord, type McpOauthConfig } from "../store/index.js";
+import type { OauthConfigSpec } from "./oauth/oauth-config.js";
 import type { McpClientSpec } from "./client-spec.js";
 import type { DiscoveredTool } from "./discover.js";
 
@@ -27,6 +28,8 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     needsSessionStickiness: rec.needsSessionStickiness,
     disabled: rec.disabled,
     allowOnAllVirtualKeys: rec.allowOnAllVirtualKeys,
+    oauthConfig: rec.oauthConfig ? { ...rec.oauthConfig, scopes: [...rec.oauthConfig.scopes], clientSecret: rec.oauthClientSecret ?? "" } : null,
+    isCodeModeClient: rec.isCodeModeClient,
   };
 }
 
@@ -45,7 +48,16 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.needsSessionStickiness = spec.needsSessionStickiness;
   rec.disabled = spec.disabled;
   rec.allowOnAllVirtualKeys = spec.allowOnAllVirtualKeys;
+  rec.oauthConfig = spec.oauthConfig ? oauthColumns(spec.oauthConfig) : null;
+  rec.oauthClientSecret = spec.oauthConfig && spec.oauthConfig.clientSecret !== "" ? spec.oauthConfig.clientSecret : null;
+  rec.isCodeModeClient = spec.isCodeModeClient;
   rec.updatedAt = new Date();
+}
+
+/** The non-secret columns of an oauth_config. */
+function oauthColumns(cfg: OauthConfigSpec): McpOauthConfig {
+  const { clientSecret: _secret, ...rest } = cfg;
+  return { ...rest, scopes: [...cfg.scopes] };
 }
 
 /** Throws a 409 when another client already has this name. */
@@ -64,9 +76,12 @@ export async function insertClient(
 ): Promise<McpClientRecord> {
   await assertNameFree(em, spec.name);
   const now = new Date();
+  const { oauthConfig, ...columns } = spec;
   const rec = em.create(McpClientRecord, {
     id: randomUUID(),
-    ...spec,
+    ...columns,
+    oauthConfig: oauthConfig ? oauthColumns(oauthConfig) : null,
+    oauthClientSecret: oauthConfig && oauthConfig.clientSecret !== "" ? oauthConfig.clientSecret : null,
     tools: extra.tools,
     source: extra.source,
     verified: extra.verified,

@@ -6,11 +6,12 @@
  */
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
-import { isPerCall, isPerUser, type McpClientSpec } from "./client-spec.js";
+import { isPerCall, isPerUser, needsVerification, type McpClientSpec } from "./client-spec.js";
 import type { ClientStateName, FailureStageName } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
 import type { StateRegistry } from "./state-registry.js";
 import type { SessionFactory, ToolCallResult, UpstreamSession, UpstreamTarget } from "./upstream-session.js";
+import type { BearerSource } from "./oauth/bearer-fetch.js";
 import { perUserWireHeaders } from "./wire-headers.js";
 
 /** How often checks run and how hard each operation is retried. */
@@ -60,6 +61,8 @@ export interface ClientRuntimeDeps {
   persistTools: (clientId: string, tools: DiscoveredTool[]) => Promise<void>;
   /** Records that the upstream rejected a per-user client's admin discovery credential (it needs an update). */
   discoveryRejected?: (clientId: string) => Promise<void>;
+  /** The OAuth token source of an oauth client's requests. */
+  bearer?: (clientId: string) => BearerSource;
 }
 
 type Mode = "sticky" | "per_call" | "per_user";
@@ -118,7 +121,7 @@ export class ClientRuntime {
   get mode(): Mode {
     return modeOf(this.snap.spec);
   }
-  /** False for a per_user_headers client whose one-time verification is not done. */
+  /** False for a per_user_headers or oauth client whose one-time verification is not done. */
   get verified(): boolean {
     return this.snap.verified;
   }
@@ -126,7 +129,7 @@ export class ClientRuntime {
   /** Whether anything should run for this client: not disabled, and verified when it must be. */
   private get active(): boolean {
     const { spec, verified } = this.snap;
-    return !spec.disabled && !(spec.authType === "per_user_headers" && !verified);
+    return !spec.disabled && !(needsVerification(spec.authType) && !verified);
   }
 
   private get state(): ClientStateName | undefined {
@@ -139,7 +142,8 @@ export class ClientRuntime {
 
   private target(headers = this.snap.spec.headers): UpstreamTarget {
     const { spec } = this.snap;
-    return { connectionType: spec.connectionType, connectionString: spec.connectionString, stdioConfig: spec.stdioConfig, headers };
+    const bearer = spec.authType === "oauth" ? this.deps.bearer?.(this.id) : undefined;
+    return { connectionType: spec.connectionType, connectionString: spec.connectionString, stdioConfig: spec.stdioConfig, headers, ...(bearer ? { bearer } : {}) };
   }
 
   /** Headers for a per-user client's periodic discovery: the admin discovery credential over the static ones. */
@@ -393,6 +397,30 @@ export class ClientRuntime {
     } finally {
       if (gen === this.generation) this.scheduleNext();
     }
+  }
+
+  /**
+   * The OAuth credential died outside a check (a tool call's refresh was refused): the client goes to
+   * needs_reauth and its checker stops, as when a check is rejected.
+   */
+  credentialDied(message: string): void {
+    if (!this.running || this.state === "needs_reauth") return;
+    this.fail("credential", new GatewayError("unavailable", message, { type: "upstream_auth_rejected" }));
+  }
+
+  /**
+   * A new OAuth credential replaced the old one: a sticky connection is re-dialed (the old one serves
+   * until the new one is up); a client that was stopped (needs_reauth) starts again.
+   */
+  async credentialRenewed(): Promise<void> {
+    if (!this.active) return;
+    if (this.running && this.mode === "sticky" && this.session) {
+      await this.reconnect();
+      return;
+    }
+    if (this.running) await this.stop();
+    this.deps.states.remove(this.id);
+    await this.start();
   }
 
   /** Closes the persistent connection and pauses the checker until a reconnect. */

@@ -5,6 +5,7 @@
  * documented snake_case names, so a user can find the field they sent.
  */
 import { invalidField } from "../errors.js";
+import { applyOauthPatch, validateOauthConfig, type OauthConfigSpec } from "./oauth/oauth-config.js";
 import {
   MCP_AUTH_TYPES as AUTH_TYPES,
   MCP_CONNECTION_TYPES as CONNECTION_TYPES,
@@ -18,7 +19,10 @@ export { AUTH_TYPES, CONNECTION_TYPES, type AuthType, type ConnectionType };
 const PER_USER_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "per_user_oauth", "token_exchange"]);
 
 /** Auth types whose flows this gateway does not implement yet; refused at creation rather than half-served. */
-const UNSUPPORTED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["oauth", "per_user_oauth", "token_exchange"]);
+const UNSUPPORTED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_oauth", "token_exchange"]);
+
+/** Auth types whose clients start in pending_verification and run nothing until an admin verifies them. */
+const VERIFIED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "oauth"]);
 
 /** Sent back instead of a header value; sending it back on update keeps the stored value. */
 export const REDACTED = "<redacted>";
@@ -46,6 +50,10 @@ export interface McpClientSpec {
   disabled: boolean;
   /** Callers whose virtual key's mcp_configs do not name this client still see its tools. */
   allowOnAllVirtualKeys: boolean;
+  /** How an oauth client authorizes upstream; null for other auth types. */
+  oauthConfig: OauthConfigSpec | null;
+  /** Models and /mcp callers reach the client's tools only through the code-mode meta-tools. */
+  isCodeModeClient: boolean;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -63,6 +71,11 @@ export function isPerCall(spec: Pick<McpClientSpec, "connectionType" | "authType
   if (PER_USER_AUTH_TYPES.has(spec.authType)) return true;
   if (spec.connectionType !== "http") return false;
   return spec.needsSessionStickiness !== true;
+}
+
+/** True when a client of this auth type waits in pending_verification until its one-time verification. */
+export function needsVerification(authType: AuthType): boolean {
+  return VERIFIED_AUTH_TYPES.has(authType);
 }
 
 /** True for the per-user auth types (per_user_headers, per_user_oauth, token_exchange). */
@@ -151,8 +164,10 @@ export function validateSpec(spec: McpClientSpec, fieldPrefix = ""): void {
     if (spec.stdioConfig) throw invalidField(f("stdio_config"), `is only for stdio clients, not ${spec.connectionType}`);
   }
   if (UNSUPPORTED_AUTH_TYPES.has(spec.authType)) {
-    throw invalidField(f("auth_type"), `${spec.authType} is not supported by this gateway yet; use none, headers or per_user_headers`);
+    throw invalidField(f("auth_type"), `${spec.authType} is not supported by this gateway yet; use none, headers, oauth or per_user_headers`);
   }
+  if (spec.authType === "oauth") validateOauthConfig(spec.oauthConfig, f("oauth_config"));
+  else if (spec.oauthConfig !== null) throw invalidField(f("oauth_config"), `is only for oauth clients, not ${spec.authType}`);
   if (spec.authType === "per_user_headers" && spec.connectionType === "stdio") {
     throw invalidField(f("auth_type"), "per_user_headers is valid only for http and sse clients");
   }
@@ -202,7 +217,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient"
   >
 >;
 
@@ -246,6 +261,8 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.needsSessionStickiness !== undefined) next.needsSessionStickiness = patch.needsSessionStickiness;
   if (patch.disabled !== undefined) next.disabled = patch.disabled;
   if (patch.allowOnAllVirtualKeys !== undefined) next.allowOnAllVirtualKeys = patch.allowOnAllVirtualKeys;
+  if (patch.oauthConfig !== undefined) next.oauthConfig = applyOauthPatch(current.oauthConfig, patch.oauthConfig, REDACTED);
+  if (patch.isCodeModeClient !== undefined) next.isCodeModeClient = patch.isCodeModeClient;
   validateSpec(next);
   return next;
 }

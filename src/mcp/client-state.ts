@@ -1,11 +1,11 @@
 /**
  * The state a client reports on reads. The runtime manager (the connection runtime) owns live states;
  * this module decides what to report when the runtime has nothing to say: a disabled client is
- * `disabled`, an unverified per_user_headers client is `pending_verification`, and a client the
+ * `disabled`, an unverified per_user_headers or oauth client is `pending_verification`, and a client the
  * runtime does not hold is `error` ("registered in the config store but missing from the runtime
  * manager", the spec's own meaning).
  */
-import type { McpClientSpec } from "./client-spec.js";
+import { needsVerification, type McpClientSpec } from "./client-spec.js";
 
 export type ClientStateName =
   | "healthy"
@@ -45,6 +45,6 @@ export function reportedState(
   runtime: RuntimeStateSource | undefined,
 ): RuntimeClientView {
   if (spec.disabled) return { state: "disabled" };
-  if (spec.authType === "per_user_headers" && !verified) return { state: "pending_verification" };
+  if (needsVerification(spec.authType) && !verified) return { state: "pending_verification" };
   return runtime?.stateOf(clientId) ?? { state: "error" };
 }

@@ -9,8 +9,11 @@ import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { CustomLabelValues, GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
+import { needsVerification } from "./client-spec.js";
 import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
 import { afterSchemaChange } from "./credentials/status.js";
+import { sweepExpired } from "./oauth/flows.js";
+import { OauthTokens } from "./oauth/oauth-tokens.js";
 import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
@@ -42,6 +45,8 @@ export interface OfferedTool {
   autoExecute: boolean;
   /** The client's allow_on_all_virtual_keys: keys whose mcp_configs do not name it still see it. */
   allowOnAllVirtualKeys: boolean;
+  /** The client's is_code_mode_client: callers reach the tool only through the code-mode meta-tools. */
+  codeMode: boolean;
 }
 
 /** Options of one tool execution. */
@@ -83,9 +88,9 @@ function applyDiscoverySchema(rec: McpClientRecord): void {
 
 /** States that refuse tool calls, with the reason given to the caller. */
 const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
-  needs_reauth: "its upstream credential was rejected; update the client's headers to reauthorize it",
+  needs_reauth: "its upstream credential was rejected; update the client's headers, or for an oauth client POST /api/mcp/client/{id}/reauthorize",
   disabled: "it is disabled",
-  pending_verification: "its one-time verification is not done (POST /api/mcp/client/{id}/verify-headers)",
+  pending_verification: "its one-time verification is not done (per_user_headers: POST /api/mcp/client/{id}/verify-headers; oauth: initiate-verification, consent, then complete-oauth)",
   error: "it is not running in this instance",
 };
 
@@ -101,6 +106,8 @@ export class McpRuntime implements RuntimeStateSource {
   /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
   private readonly toolListeners = new Set<() => void>();
+  /** The OAuth tokens of the oauth clients, cached in memory for the call path. */
+  readonly oauth: OauthTokens;
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
@@ -117,6 +124,17 @@ export class McpRuntime implements RuntimeStateSource {
         return client ? { id, spec: client.spec } : undefined;
       },
     });
+    this.oauth = new OauthTokens({
+      store: deps.store,
+      logger: deps.logger,
+      now: this.timing.now,
+      onDead: (id, message) => this.clients.get(id)?.credentialDied(message),
+    });
+  }
+
+  /** The clock flows and tokens expire by (tests move it). */
+  now(): number {
+    return this.timing.now();
   }
 
   /** The live state of a client, or undefined when the runtime does not hold it. */
@@ -153,6 +171,8 @@ export class McpRuntime implements RuntimeStateSource {
     await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
+    await this.oauth.load(records.filter((rec) => rec.authType === "oauth").map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
+    await sweepExpired(em, this.timing.now());
     const firsts = records.map((rec) => {
       this.connectingAtStart.set(rec.id, rec.name);
       return this.add(snapshotOf(rec))
@@ -206,6 +226,7 @@ export class McpRuntime implements RuntimeStateSource {
       timing: this.timing,
       globalSyncMinutes: () => this.deps.settings.client.mcpToolSyncIntervalMinutes,
       persistTools: (id, tools) => this.persistTools(id, tools),
+      bearer: (id) => this.oauth.source(id),
       discoveryRejected: async (id) => {
         await this.deps.store.fork().nativeUpdate(McpClientRecord, { id }, { discoveryStatus: "needs_update", updatedAt: new Date() });
       },
@@ -258,6 +279,16 @@ export class McpRuntime implements RuntimeStateSource {
     await this.held(clientId).reconnect();
   }
 
+  /** An admin revoked a client's OAuth credential: the client goes to needs_reauth. */
+  credentialRevoked(clientId: string, message: string): void {
+    this.clients.get(clientId)?.credentialDied(message);
+  }
+
+  /** Puts a client on its newly authorized OAuth credential: re-dial (make-before-break) or start again. */
+  async credentialRenewed(clientId: string): Promise<void> {
+    await this.clients.get(clientId)?.credentialRenewed();
+  }
+
   /** Closes a sticky client's connection until the next reconnect. */
   async close(clientId: string): Promise<void> {
     await this.held(clientId).closeConnection();
@@ -289,6 +320,7 @@ export class McpRuntime implements RuntimeStateSource {
           tool,
           autoExecute: toolAutoExecutable(client.spec, tool.name),
           allowOnAllVirtualKeys: client.spec.allowOnAllVirtualKeys,
+          codeMode: client.spec.isCodeModeClient,
         });
       }
     }
@@ -353,7 +385,7 @@ export class McpRuntime implements RuntimeStateSource {
       throw new GatewayError("permission_denied", `tool "${tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
     }
     if (client.spec.disabled) throw this.refusal(client.spec.name, "disabled");
-    if (client.spec.authType === "per_user_headers" && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
+    if (needsVerification(client.spec.authType) && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
     // From memory: the per-user lookup never waits on the database.

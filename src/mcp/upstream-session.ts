@@ -12,6 +12,7 @@ import { Agent } from "undici";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
 import { agentFetch, httpTransport, sseTransport } from "./http-transports.js";
+import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
 import { toolResultText } from "./tool-result.js";
@@ -32,6 +33,8 @@ export interface UpstreamTarget {
   stdioConfig: { command: string; args: string[]; envs: string[] } | null;
   /** Sent on every request of the session (http and sse, GET stream and POSTs). */
   headers: Record<string, string>;
+  /** An OAuth token source: its token goes on every request as Authorization: Bearer (http and sse). */
+  bearer?: BearerSource;
 }
 
 /** A tool call's outcome; a tool-level error (isError) is a result, not a thrown error. */
@@ -287,7 +290,8 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
-    const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, fetch) : httpTransport(url, target.headers, fetch);
+    const send = target.bearer ? bearerFetch(fetch, target.bearer) : fetch;
+    const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, send) : httpTransport(url, target.headers, send);
     return { transport, label };
   }
 

@@ -8,6 +8,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { reflect } from "@bufbuild/protobuf/reflect";
 import { isOutputOnly } from "./field-mask.js";
 import { isJsonObject, mergeMessageJson } from "./message-from-json.js";
+import { presenceListItemMessage } from "./presence-list.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 /**
@@ -24,7 +25,9 @@ function withoutOutputOnly(desc: DescMessage, json: Record<string, unknown>): Re
   for (const [key, value] of Object.entries(json)) {
     const field = desc.fields.find((f) => f.name === key);
     if (field === undefined || isOutputOnly(field)) continue;
-    const message = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message") ? field.message : undefined;
+    const declared = field.fieldKind === "message" || (field.fieldKind === "list" && field.listKind === "message") ? field.message : undefined;
+    // A presence-aware list is the bare array of its items.
+    const message = declared === undefined ? undefined : (presenceListItemMessage(declared) ?? declared);
     if (message === undefined || isWellKnownMessage(message)) out[key] = value;
     else if (Array.isArray(value)) out[key] = value.map((item: unknown) => (isJsonObject(item) ? withoutOutputOnly(message, item) : item));
     else out[key] = isJsonObject(value) ? withoutOutputOnly(message, value) : value;

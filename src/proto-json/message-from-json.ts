@@ -7,6 +7,7 @@ import { fromJson, type DescField, type DescMessage, type DescOneof, type JsonVa
 import { reflect, type ReflectList, type ReflectMap, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { enumFromJson, scalarFromJson, scalarFromText } from "./scalar-input.js";
 import { invalidRequest } from "./input-error.js";
+import { presenceListValues } from "./presence-list.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 /** What the reader needs besides the JSON. */
@@ -115,6 +116,13 @@ function messageValue(desc: DescMessage, value: unknown, path: string, ctx: Json
     } catch (err) {
       throw invalidRequest(`${path}: ${err instanceof Error ? err.message : String(err)}`, path);
     }
+  }
+  const values = presenceListValues(desc);
+  if (values !== undefined) {
+    // Written as the bare array; items keep the field's own path (`mcp_configs[0]`).
+    const list = reflect(desc);
+    setField(list, values, value, path, ctx, depth + 1);
+    return list;
   }
   if (value === null) throw invalidRequest(`${path}: expected an object, got null`, path);
   const child = reflect(desc);

@@ -3,9 +3,10 @@
  * implicit default present, then enums renamed to their REST names and 64-bit integers written as
  * numbers whenever they are exact. Well-known types keep their standard proto JSON.
  */
-import { ScalarType, toJson, type DescEnum, type DescMessage, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
+import { ScalarType, toJson, type DescEnum, type DescField, type DescMessage, type JsonValue, type Message, type Registry } from "@bufbuild/protobuf";
 import { enumValueRestName } from "./enum-names.js";
 import { isInputOnly } from "./field-mask.js";
+import { presenceListValues } from "./presence-list.js";
 import { isWellKnownMessage } from "./well-known.js";
 
 type JsonObject = { [key: string]: JsonValue };
@@ -34,17 +35,20 @@ function adaptMessage(desc: DescMessage, json: JsonObject): void {
       case "enum":
         json[field.name] = adaptEnum(field.enum, value);
         break;
-      case "message":
-        adaptNested(field.message, value);
-        break;
-      case "list":
-        if (!Array.isArray(value)) break;
-        for (let i = 0; i < value.length; i++) {
-          const item = value[i] as JsonValue;
-          if (field.listKind === "scalar") value[i] = adaptScalar(field.scalar, item);
-          else if (field.listKind === "enum") value[i] = adaptEnum(field.enum, item);
-          else adaptNested(field.message, item);
+      case "message": {
+        const values = presenceListValues(field.message);
+        if (values !== undefined && isObject(value)) {
+          // A presence-aware list is written as its bare array.
+          const items = value[values.name] ?? [];
+          json[field.name] = items;
+          adaptItems(values, items);
+        } else {
+          adaptNested(field.message, value);
         }
+        break;
+      }
+      case "list":
+        adaptItems(field, value);
         break;
       case "map":
         if (!isObject(value)) break;
@@ -55,6 +59,16 @@ function adaptMessage(desc: DescMessage, json: JsonObject): void {
         }
         break;
     }
+  }
+}
+
+function adaptItems(field: DescField & { fieldKind: "list" }, value: JsonValue): void {
+  if (!Array.isArray(value)) return;
+  for (let i = 0; i < value.length; i++) {
+    const item = value[i] as JsonValue;
+    if (field.listKind === "scalar") value[i] = adaptScalar(field.scalar, item);
+    else if (field.listKind === "enum") value[i] = adaptEnum(field.enum, item);
+    else adaptNested(field.message, item);
   }
 }
 

@@ -3,12 +3,15 @@ import type { Dispatcher } from "undici";
 import { GatewayError } from "../errors.js";
 import { createAnthropicAdapter } from "./anthropic/adapter.js";
 import { createAzureAdapter } from "./azure/adapter.js";
+import { createBedrockAdapter } from "./bedrock/adapter.js";
 import { createCustomAdapter } from "./custom/adapter.js";
+import { createGeminiAdapter } from "./gemini/adapter.js";
 import { createGroqAdapter } from "./groq/adapter.js";
 import { createMistralAdapter } from "./mistral/adapter.js";
 import { createOllamaAdapter } from "./ollama/adapter.js";
 import { createOpenAiAdapter } from "./openai/adapter.js";
 import { createOpenRouterAdapter } from "./openrouter/adapter.js";
+import { createVertexAdapter } from "./vertex/adapter.js";
 import type { ProviderAdapter, ProviderConfig } from "./types.js";
 
 type Factory = (config: ProviderConfig, dispatcher?: Dispatcher) => ProviderAdapter;
@@ -21,6 +24,9 @@ const FACTORIES: Record<string, Factory> = {
   openrouter: createOpenRouterAdapter,
   ollama: createOllamaAdapter,
   anthropic: createAnthropicAdapter,
+  bedrock: createBedrockAdapter,
+  gemini: createGeminiAdapter,
+  vertex: createVertexAdapter,
   custom: createCustomAdapter,
 };
 

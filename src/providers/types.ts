@@ -1,6 +1,7 @@
 /**
- * The provider-neutral contract the /v1 handlers call. Requests and responses are OpenAI wire JSON;
- * each adapter translates to and from its upstream's own format.
+ * The provider-neutral contract the inference handlers call. Requests and responses are OpenAI wire JSON
+ * (Anthropic's for the optional Messages methods); each adapter translates to and from its upstream's own
+ * format.
  */
 
 import type { AbortSource } from "../cancellation.js";
@@ -27,6 +28,32 @@ export interface ResponsesRequest extends JsonObject {
   stream?: boolean;
 }
 
+/**
+ * An Anthropic Messages API request (as received, model resolved): `max_tokens` and `messages` checked,
+ * everything else kept for an Anthropic upstream, translated for any other.
+ */
+export interface MessagesRequest extends JsonObject {
+  model: string;
+  max_tokens: number;
+  messages: unknown[];
+  stream?: boolean;
+}
+
+/** An Anthropic count_tokens request: a Messages request without max_tokens (model resolved). */
+export interface CountTokensRequest extends JsonObject {
+  model: string;
+  messages: unknown[];
+}
+
+/**
+ * An OpenAI embeddings request (as received, model resolved): `input` a string or a list of strings (or
+ * token arrays, which only OpenAI-compatible upstreams take), optional `encoding_format` and `dimensions`.
+ */
+export interface EmbeddingsRequest extends JsonObject {
+  model: string;
+  input: unknown;
+}
+
 /** Azure's per-key block (azure_key_config). */
 export interface AzureKeyConfig {
   /** e.g. https://my-resource.openai.azure.com */
@@ -35,6 +62,35 @@ export interface AzureKeyConfig {
   deployments: Record<string, string>;
   /** The `api-version` query value. */
   apiVersion: string;
+}
+
+/** AWS credentials of a Bedrock key (bedrock_key_config). */
+export interface BedrockKeyConfig {
+  accessKey: string;
+  secretKey: string;
+  /** Set for temporary credentials; null otherwise. */
+  sessionToken: string | null;
+  /** e.g. us-east-1: picks the default endpoint and signs the requests. */
+  region: string;
+}
+
+/** The fields of a Google service account's JSON key that minting an access token needs. */
+export interface ServiceAccount {
+  clientEmail: string;
+  /** PEM (PKCS#8) RSA private key. */
+  privateKey: string;
+  /** Where the signed assertion is exchanged for an access token. */
+  tokenUri: string;
+  /** The key's id, sent as the assertion's `kid` when known. */
+  privateKeyId: string | null;
+}
+
+/** A Vertex AI key (vertex_key_config). */
+export interface VertexKeyConfig {
+  projectId: string;
+  /** e.g. us-central1, or global. */
+  region: string;
+  credentials: ServiceAccount;
 }
 
 /** One upstream credential of a provider. */
@@ -48,6 +104,10 @@ export interface ProviderKey {
   aliases: Record<string, string>;
   weight: number;
   azure: AzureKeyConfig | null;
+  /** Set for bedrock keys. */
+  bedrock?: BedrockKeyConfig | null;
+  /** Set for vertex keys. */
+  vertex?: VertexKeyConfig | null;
 }
 
 /** A configured provider: its name selects the adapter; baseUrl is network_config.base_url. */
@@ -83,7 +143,7 @@ export interface CallOptions {
 export interface ProviderResult {
   /** The upstream's HTTP status (2xx; other statuses throw ProviderError). */
   status: number;
-  /** OpenAI JSON: a chat.completion or a response object. */
+  /** OpenAI JSON (a chat.completion, a response object or an embeddings list), or an Anthropic message for `messages`. */
   body: JsonObject;
   /** The body exactly as the upstream sent it, when `body` is that JSON unchanged. */
   raw?: string;
@@ -94,7 +154,8 @@ export interface ProviderResult {
  * A streaming answer. The promise that yields it settles once the upstream has answered with headers,
  * so an upstream error (429, 401, ...) is thrown before the caller has written a byte and a fallback is
  * still possible. Iterating yields OpenAI JSON events: chat.completion.chunk objects for chat, Responses
- * events (each with a `type`) for responses. Breaking out of the loop frees the upstream connection.
+ * events (each with a `type`) for responses; Anthropic events (each with a `type`) for messages. Breaking
+ * out of the loop frees the upstream connection.
  */
 export interface ProviderStream extends AsyncIterable<JsonObject> {
   readonly status: number;
@@ -116,6 +177,16 @@ export interface ProviderAdapter {
   chatStream(req: ChatRequest, options: CallOptions): Promise<ProviderStream>;
   responses(req: ResponsesRequest, options: CallOptions): Promise<ProviderResult>;
   responsesStream(req: ResponsesRequest, options: CallOptions): Promise<ProviderStream>;
+  /**
+   * The Anthropic Messages API natively (the answer is an Anthropic message, the stream yields Anthropic
+   * events); absent, the gateway serves it through `chat` and `chatStream`.
+   */
+  messages?(req: MessagesRequest, options: CallOptions): Promise<ProviderResult>;
+  messagesStream?(req: MessagesRequest, options: CallOptions): Promise<ProviderStream>;
+  /** Anthropic's token counting for a Messages request (`{input_tokens}`); absent, the gateway estimates. */
+  countTokens?(req: CountTokensRequest, options: CallOptions): Promise<JsonObject>;
+  /** Embeds the inputs; answers OpenAI's embeddings list. */
+  embeddings(req: EmbeddingsRequest, options: CallOptions): Promise<ProviderResult>;
   listModels(key: ProviderKey, options?: Omit<CallOptions, "key">): Promise<ProviderModel[]>;
   /**
    * Opens `connections` keep-alive connections to each origin the provider calls, ahead of its first

@@ -1,7 +1,8 @@
 /** Reads token usage out of OpenAI-shaped usage objects. */
 import type { JsonObject, TokenUsage } from "./types.js";
 
-function count(value: unknown): number {
+/** A token count from the wire: a finite number >= 0, else 0. */
+export function count(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
 }
 

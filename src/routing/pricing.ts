@@ -6,7 +6,7 @@
 import { BUNDLED_PRICES, type TokenPrice } from "./bundled-prices.js";
 
 /** Which API the request used. */
-export type PricingMode = "chat" | "responses";
+export type PricingMode = "chat" | "responses" | "embedding";
 
 /** Hosted providers whose models are priced like their parent's (Azure OpenAI bills as OpenAI). */
 const PARENT_PROVIDER: Readonly<Record<string, string>> = { azure: "openai" };

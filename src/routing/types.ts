@@ -43,7 +43,8 @@ export interface VirtualKey {
   value: string;
   isActive: boolean;
   providerConfigs: readonly ProviderConfig[];
-  mcpConfigs: readonly McpConfig[];
+  /** null: not set, the key sees every client a caller without a key sees; [] none. */
+  mcpConfigs: readonly McpConfig[] | null;
 }
 
 /** One upstream credential of a provider (the secret value is not routing's business). */

@@ -1,7 +1,8 @@
 /**
  * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
  * /openapi.json, /metrics, the per-user credential page, the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
- * POST /v1/chat/completions and POST /v1/responses, then Connect,
+ * POST /v1/chat/completions, /v1/responses and /v1/embeddings, GET /v1/models/{id} and the Anthropic
+ * Messages and Models endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
  * request is counted in the http_* metrics under its route template (never the raw path); its dimension
  * headers and origin are read once and handed to the /v1 handlers explicitly (RPCs read theirs from their
@@ -11,6 +12,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
 import { GatewayError } from "../errors.js";
 import { originOfHeaders } from "../mcp/credentials/index.js";
+import type { JsonObject } from "../providers/types.js";
 import type { RequestScope } from "../services/context.js";
 import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -21,6 +23,8 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { createOauthCallback, OAUTH_CALLBACK_PAGE_PATH } from "./pages/oauth-callback.js";
+import { OAUTH2_PREFIX, type OAuth2Server } from "./oauth2/oauth2-server.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
 import { createRestHandler } from "./rest/rest-handler.js";
@@ -29,9 +33,22 @@ import { REFLECTION_SERVICES } from "./reflection.js";
 import { sendReadiness, type Readiness } from "./readiness.js";
 import { buildGatewayOpenApi } from "./openapi/gateway-document.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
+import { createModelHandler, MODEL_PATH_PREFIX, type ModelLookup } from "./v1/model.js";
+import { createAnthropicModelsHandler, MODELS_PATH } from "./anthropic/models.js";
+import type { CompatModelNames } from "../services/model-service.js";
 
 const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
 const RESPONSES_PATH = "/v1/responses";
+const EMBEDDINGS_PATH = "/v1/embeddings";
+const MESSAGES_PATH = "/anthropic/v1/messages";
+const COUNT_TOKENS_PATH = "/anthropic/v1/messages/count_tokens";
+
+/** The body of a 405 on an inference path, in the envelope of the path's API. */
+function methodNotAllowed(path: string, method: string): JsonObject {
+  const message = `method ${method} is not allowed on ${path}; use POST`;
+  if (path.startsWith("/anthropic/")) return { type: "error", error: { type: "invalid_request_error", message } };
+  return { error: { message, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } };
+}
 
 /** A /v1 inference handler; `scope` is what the HTTP layer read from the request. */
 export type V1Handler = (req: Req, res: Res, scope: RequestScope) => Promise<void>;
@@ -54,10 +71,22 @@ export interface HttpHandlerOptions {
   chatCompletions?: V1Handler;
   /** Serves POST /v1/responses. */
   responses?: V1Handler;
+  /** Serves POST /v1/embeddings. */
+  embeddings?: V1Handler;
+  /** Serves POST /anthropic/v1/messages. */
+  messages?: V1Handler;
+  /** Serves POST /anthropic/v1/messages/count_tokens. */
+  countTokens?: V1Handler;
+  /** Finds the model of GET /v1/models/{id} (absent: no such route). */
+  modelLookup?: ModelLookup;
+  /** The names of GET /anthropic/v1/models[/{id}] (absent: the REST bridge serves the listing). */
+  compatModelNames?: CompatModelNames;
   /** Answers GET /ready (absent: no /ready route). */
   readiness?: Readiness;
   /** Serves /mcp, /mcp/sse and /mcp/messages (absent: no MCP endpoint). */
   mcp?: McpEndpoint;
+  /** The /mcp authorization server (/oauth2 and the discovery documents), while `enabled` says so. */
+  oauth2?: { server: OAuth2Server; enabled: () => boolean };
   /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
   hostGuard?: (req: Req, path: string) => string | null;
   /** Traces every request as a SERVER span; absent: tracing off, nothing is built per request. */
@@ -94,7 +123,20 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
   const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
+  const oauthCallback = createOauthCallback({ transport: opts.restTransport, logger: opts.logger });
   const routeOf = routeTemplates(opts.services, table);
+  const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
+  const serveAnthropicModels = opts.compatModelNames ? createAnthropicModelsHandler(opts.compatModelNames) : null;
+  const inference = new Map<string, V1Handler>();
+  for (const [path, handler] of [
+    [CHAT_COMPLETIONS_PATH, opts.chatCompletions],
+    [RESPONSES_PATH, opts.responses],
+    [EMBEDDINGS_PATH, opts.embeddings],
+    [MESSAGES_PATH, opts.messages],
+    [COUNT_TOKENS_PATH, opts.countTokens],
+  ] as const) {
+    if (handler) inference.set(path, handler);
+  }
 
   return (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
@@ -140,19 +182,39 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    if (path === OAUTH_CALLBACK_PAGE_PATH) {
+      oauthCallback(req, res).catch((err: unknown) => {
+        opts.logger.error({ err, path }, "the OAuth callback failed");
+        if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
+        else res.end();
+      });
+      return;
+    }
+    if (opts.oauth2 && opts.oauth2.server.handles(path) && opts.oauth2.enabled()) {
+      opts.oauth2.server.handle(req, res, path, originOfHeaders(req.headers) ?? "");
+      return;
+    }
     if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
       opts.mcp.handle(req, res, path, traced?.node);
       return;
     }
-    const v1 = path === CHAT_COMPLETIONS_PATH ? opts.chatCompletions : path === RESPONSES_PATH ? opts.responses : undefined;
+    if (serveAnthropicModels !== null && (path === MODELS_PATH || path.startsWith(`${MODELS_PATH}/`))) {
+      serveAnthropicModels(req, res, path, (req.url ?? "").slice(path.length + 1));
+      return;
+    }
+    if (serveModel !== null && path.startsWith(MODEL_PATH_PREFIX)) {
+      serveModel(req, res, path);
+      return;
+    }
+    const v1 = inference.get(path);
     if (v1 && req.method !== "POST") {
-      sendJson(res, 405, { error: { message: `method ${req.method ?? ""} is not allowed on ${path}; use POST`, type: "caller_method_not_allowed", param: null, code: "method_not_allowed" } }, { allow: "POST" });
+      sendJson(res, 405, methodNotAllowed(path, req.method ?? ""), { allow: "POST" });
       return;
     }
     if (v1) {
       // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
       v1(req, res, { dims, origin: originOfHeaders(req.headers), ...(traced ? { trace: traced.node } : {}) }).catch((err: unknown) => {
-        opts.logger.error({ err, path }, "/v1 handler failed");
+        opts.logger.error({ err, path }, "inference handler failed");
         if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
         else res.end();
       });
@@ -164,11 +226,16 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, MCP_AUTH_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH, OAUTH_CALLBACK_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
     if (fixed.has(path) || procedures.has(path)) return path;
+    if (path.startsWith(MODEL_PATH_PREFIX)) return `${MODEL_PATH_PREFIX}{id}`;
+    if (path.startsWith(`${MODELS_PATH}/`)) return `${MODELS_PATH}/{id}`;
+    // The OAuth server's paths carry ids (interactions, clients); one label each for its tree and the discovery documents.
+    if (path.startsWith(`${OAUTH2_PREFIX}/`)) return `${OAUTH2_PREFIX}/*`;
+    if (path.startsWith("/.well-known/")) return "/.well-known/*";
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";
   };

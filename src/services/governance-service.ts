@@ -43,13 +43,18 @@ function routingRulesUnsupported(): never {
 function wireOf(key: VirtualKey | undefined): Wire {
   if (key === undefined) throw invalidField("virtual_key", "is required");
   const json = toJson(VirtualKeySchema, key, { useProtoFieldName: true });
-  return json !== null && typeof json === "object" && !Array.isArray(json) ? (json as Wire) : {};
+  const wire = json !== null && typeof json === "object" && !Array.isArray(json) ? (json as Wire) : {};
+  // The wire writes the presence-aware list as its bare array; unset stays absent.
+  const mcpConfigs = wire["mcp_configs"];
+  if (mcpConfigs !== undefined) wire["mcp_configs"] = (mcpConfigs as { values?: unknown[] } | null)?.values ?? [];
+  return wire;
 }
 
 /** The proto message of a stored key; the value only when `showValue` (the create response). */
 function messageOf(rec: VirtualKeyRecord, showValue: boolean): VirtualKey {
-  const wire = virtualKeyWireOf(rec);
-  const key = fromJson(VirtualKeySchema, { ...wire, value: showValue ? rec.value : REDACTED } as JsonObject);
+  const { mcp_configs: mcpConfigs, ...wire } = virtualKeyWireOf(rec);
+  const json = { ...wire, value: showValue ? rec.value : REDACTED, ...(Array.isArray(mcpConfigs) ? { mcp_configs: { values: mcpConfigs } } : {}) };
+  const key = fromJson(VirtualKeySchema, json as JsonObject);
   key.createdAt = timestampFromDate(rec.createdAt);
   key.updatedAt = timestampFromDate(rec.updatedAt);
   return key;

@@ -9,6 +9,7 @@ import type { McpRuntime } from "../mcp/runtime.js";
 import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { McpClientService } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
@@ -26,10 +27,14 @@ import { createCredentialService, virtualKeyChangedHook } from "./credential-ser
 import { errorInterceptor } from "./connect-errors.js";
 import { createMcpClientService } from "./mcp-client-service.js";
 import { createMcpToolService } from "./mcp-tool-service.js";
+import { createOauthService } from "./oauth-service.js";
 import { createSessionService } from "./session-service.js";
 import { createSettingsService } from "./settings-service.js";
 import { requestScopeInterceptor } from "./request-scope-interceptor.js";
 import { storeInterceptor } from "./store-interceptor.js";
+import { createOAuth2SessionService } from "./oauth2-session-service.js";
+import type { OAuth2Store } from "./oauth2/oauth2-store.js";
+import { OAuth2SessionService } from "../../gen/gw/admin/v1/oauth2_pb.js";
 
 /** Everything the services need. */
 export interface ServiceDeps {
@@ -40,11 +45,14 @@ export interface ServiceDeps {
   runtime: McpRuntime;
   /** The live providers, virtual keys and usage counters of the /v1 path. */
   inference: InferenceState;
+  /** The grants, tokens and keys of the /mcp OAuth server. */
+  oauth2: OAuth2Store;
 }
 
 /** Registers the implemented services. */
 export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
   router.service(McpClientService, createMcpClientService(deps));
+  router.service(OauthService, createOauthService(deps));
   router.service(SettingsService, createSettingsService(deps));
   router.service(SessionService, createSessionService(deps.auth));
   router.service(McpToolService, createMcpToolService(deps));
@@ -52,6 +60,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(ProviderService, createProviderService(deps));
   router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
   router.service(ModelService, createModelService(deps));
+  router.service(OAuth2SessionService, createOAuth2SessionService(deps));
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   type ConnectionType,
   type McpClientSpec,
 } from "../mcp/client-spec.js";
+import { emptyOauthConfig, type OauthConfigSpec } from "../mcp/oauth/oauth-config.js";
 import type { LastFailureView, RuntimeClientView } from "../mcp/client-state.js";
 import type { McpClientRecord } from "../store/index.js";
 import {
@@ -64,6 +65,24 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     needsSessionStickiness: cfg.needsSessionStickiness ?? null,
     disabled: cfg.disabled,
     allowOnAllVirtualKeys: cfg.allowOnAllVirtualKeys,
+    oauthConfig: oauthConfigOf(cfg),
+    isCodeModeClient: cfg.isCodeModeClient,
+  };
+}
+
+/** The domain oauth_config: an oauth client without one discovers everything; other auth types keep it only to refuse it. */
+function oauthConfigOf(cfg: McpClient): OauthConfigSpec | null {
+  const o = cfg.oauthConfig;
+  if (!o) return authTypeOf(cfg.authType) === "oauth" ? emptyOauthConfig() : null;
+  return {
+    clientId: o.clientId,
+    clientSecret: o.clientSecret,
+    authorizeUrl: o.authorizeUrl,
+    tokenUrl: o.tokenUrl,
+    registrationUrl: o.registrationUrl,
+    revocationUrl: o.revocationUrl,
+    scopes: [...o.scopes],
+    resource: o.resource,
   };
 }
 
@@ -94,6 +113,8 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
     needsSessionStickiness: effectiveStickiness(spec),
     disabled: spec.disabled,
     allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys,
+    ...(spec.oauthConfig ? { oauthConfig: { ...spec.oauthConfig, clientSecret: spec.oauthConfig.clientSecret === "" ? "" : REDACTED } } : {}),
+    isCodeModeClient: spec.isCodeModeClient,
     tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),

@@ -13,9 +13,13 @@ import type { McpClientRecord, Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
-import { kAdmin, kEntityManager } from "./context.js";
+import { kAdmin, kEntityManager, kRequestScope } from "./context.js";
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow, sweepExpired } from "../mcp/oauth/flows.js";
+import { McpOauthCredentialRecord } from "../store/index.js";
 import { virtualKeyAccess } from "./credential-service.js";
 import type { Inference } from "./inference/state.js";
+import { oauthPublicBase, pendingOauthPayload, type PendingOauthPayload } from "./oauth-payload.js";
 import { configToSpec, recordToProto } from "./mcp-client-mapping.js";
 
 /** What the MCP client service needs from the rest of the app. */
@@ -28,6 +32,8 @@ export interface McpClientServiceDeps {
   verifyTimeoutMs?: number;
   /** The virtual keys, to re-check which keys reach a renamed client (their mcp_configs name it). */
   inference?: Inference;
+  /** client.mcp_external_client_url, the base of the OAuth callback URL. */
+  settings?: RuntimeSettings;
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
@@ -99,7 +105,19 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       needsSessionStickiness: merged.needsSessionStickiness,
       disabled: merged.disabled,
       allowOnAllVirtualKeys: merged.allowOnAllVirtualKeys,
+      oauthConfig: merged.oauthConfig,
+      isCodeModeClient: merged.isCodeModeClient,
     });
+  }
+
+  /** Starts another authorization attempt for an oauth client and answers the pending_oauth payload. */
+  async function newAttempt(em: EntityManager, rec: McpClientRecord, origin: string | null, message: string): Promise<PendingOauthPayload> {
+    const started = await prepareFlow(recordToSpec(rec), oauthPublicBase(origin, deps.settings));
+    await sweepExpired(em, runtime.now());
+    const flow = flowRecord(em, rec.id, started, runtime.now());
+    await em.flush();
+    deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: flow.id }, "upstream OAuth authorization started");
+    return pendingOauthPayload(rec, flow, started.authorizeUrl, message);
   }
 
   function perCallError(name: string, action: string): GatewayError {
@@ -133,6 +151,19 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         verified = true;
       } else if (Object.keys(userHeaders).length > 0) {
         throw invalidField("user_headers", `are only for per_user_headers clients, not ${spec.authType}`);
+      }
+      if (spec.authType === "oauth") {
+        // Discovery and registration first: an authorization server that is down or answers garbage stores nothing.
+        const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin, deps.settings));
+        const { rec, flow } = await em.transactional(async (tx) => {
+          const created = await insertClient(tx, spec, { source: "api", verified: false, tools: [] });
+          const attempt = flowRecord(tx, created.id, started, runtime.now());
+          await tx.flush();
+          return { rec: created, flow: attempt };
+        });
+        deps.logger.info({ client_id: rec.id, client: spec.name, connection_type: spec.connectionType, auth_type: spec.authType, oauth_config_id: flow.id }, "MCP client created; waiting for OAuth consent");
+        await runtime.add(snapshotOf(rec));
+        return pendingOauthPayload(rec, flow, started.authorizeUrl, `MCP client "${spec.name}" created; open authorize_url to grant access, then POST complete_url`);
       }
       const rec = await insertClient(em, spec, { source: "api", verified, tools });
       deps.logger.info({ client_id: rec.id, client: spec.name, connection_type: spec.connectionType, auth_type: spec.authType }, "MCP client created");
@@ -181,6 +212,8 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const em = emOf(ctx, store);
       const rec = await getClient(em, req.clientId);
       await em.removeAndFlush(rec);
+      await em.nativeDelete(McpOauthCredentialRecord, { clientId: rec.id });
+      runtime.oauth.forget(rec.id);
       await runtime.remove(rec.id);
       await runtime.credentials.clientRemoved(rec.id);
       deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
@@ -246,8 +279,10 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     },
 
     async reauthorize(req, ctx) {
-      const rec = await getClient(emOf(ctx, store), req.clientId);
-      throw notApplicable("reauthorize", rec, ["oauth", "per_user_oauth"]);
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      if (rec.authType !== "oauth") throw notApplicable("reauthorize", rec, ["oauth"]);
+      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to reauthorize "${rec.name}", then POST complete_url; the current connection serves until then`);
     },
 
     async verifyExchange(req, ctx) {
@@ -256,20 +291,66 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     },
 
     async initiateVerification(req, ctx) {
-      const rec = await getClient(emOf(ctx, store), req.clientId);
-      throw notApplicable("initiate-verification", rec, ["oauth", "per_user_oauth"]);
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      if (rec.authType !== "oauth") throw notApplicable("initiate-verification", rec, ["oauth"]);
+      if (rec.verified) {
+        throw new GatewayError("already_exists", `client "${rec.name}" is already verified; use POST /api/mcp/client/${rec.id}/reauthorize to renew its credential`, {
+          type: "already_verified",
+          httpStatus: 409,
+        });
+      }
+      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to grant "${rec.name}" access, then POST complete_url`);
     },
 
-    async completeOauth(req) {
-      throw new GatewayError("not_found", `no pending OAuth configuration with id "${req.oauthConfigId}"`);
+    async completeOauth(req, ctx) {
+      const em = emOf(ctx, store);
+      const attempt = await findAttempt(em, req.oauthConfigId);
+      if (expireIfDue(attempt, runtime.now())) await em.flush();
+      if (attempt.status === "failed" && attempt.error === FLOW_EXPIRED) {
+        throw new GatewayError("failed_precondition", `${FLOW_EXPIRED} (15 minutes); start a new one with initiate-verification or reauthorize`, { type: "oauth_flow_expired", httpStatus: 410 });
+      }
+      if (attempt.status === "pending") {
+        throw new GatewayError("failed_precondition", "no token was obtained yet: open the authorize_url and give consent first, then complete again", { type: "oauth_not_authorized", httpStatus: 409 });
+      }
+      if (attempt.status !== "authorized") {
+        throw new GatewayError("failed_precondition", `the authorization attempt is ${attempt.status}${attempt.error ? ` (${attempt.error})` : ""}; start a new one with initiate-verification or reauthorize`, {
+          type: "oauth_not_authorized",
+          httpStatus: 409,
+        });
+      }
+      const rec = await getClient(em, attempt.clientId);
+      const access = attempt.secrets.tokens?.["access_token"];
+      let tools: DiscoveredTool[];
+      try {
+        if (rec.connectionType === "stdio" || !rec.connectionString || typeof access !== "string") throw new Error("the attempt holds no usable token");
+        tools = await discoverTools({ connectionType: rec.connectionType, connectionString: rec.connectionString }, { Authorization: `Bearer ${access}` }, { timeoutMs: verifyTimeoutMs });
+      } catch (err) {
+        throw verifyFailed(err, typeof access === "string" ? [access] : []);
+      }
+      const wasVerified = rec.verified;
+      // The newest authorized attempt is the client's credential; the ones it replaces are over.
+      await em.nativeUpdate(McpOauthCredentialRecord, { clientId: rec.id, status: "authorized", id: { $ne: attempt.id } }, { status: "revoked", secrets: {}, updatedAt: new Date() });
+      rec.verified = true;
+      rec.tools = tools;
+      rec.updatedAt = new Date();
+      await em.flush();
+      runtime.oauth.adopt(attempt, rec.connectionString);
+      await runtime.update(snapshotOf(rec));
+      if (wasVerified) await runtime.credentialRenewed(rec.id);
+      const view = projectedState(rec, runtime);
+      deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: attempt.id, state: view.state, tools_count: tools.length }, "MCP client OAuth completed");
+      return {
+        status: "success",
+        message: `client "${rec.name}" authorized and connected: ${tools.length} tools discovered`,
+        clientId: rec.id,
+        toolsCount: tools.length,
+      };
     },
   };
 }
 
-/**
- * Recovery operations apply to particular auth types. OAuth and token exchange clients cannot be created
- * yet (validateSpec refuses them), so every existing client gets the "does not apply" answer.
- */
+/** Recovery operations apply to particular auth types; other clients get the "does not apply" answer. */
 function notApplicable(action: string, rec: { name: string; authType: string }, types: string[]): GatewayError {
   return new GatewayError("invalid_argument", `${action} applies only to ${types.join(" and ")} clients; "${rec.name}" uses ${rec.authType}`, { type: "not_applicable" });
 }

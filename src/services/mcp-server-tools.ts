@@ -8,7 +8,8 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError } from "../errors.js";
 import { McpAuthRequiredError, originOfHeaders, type AuthRequiredPayload } from "../mcp/credentials/index.js";
-import type { McpRuntime } from "../mcp/runtime.js";
+import { isMetaTool, META_TOOLS, runMetaTool } from "../mcp/code-mode/meta-tools.js";
+import type { McpRuntime, OfferedTool } from "../mcp/runtime.js";
 import { splitToolName } from "../mcp/tool-names.js";
 import type { CustomLabelValues } from "../telemetry/metrics.js";
 import type { TraceNode } from "../telemetry/tracing.js";
@@ -80,32 +81,62 @@ export class McpServerTools {
    * change sees its key as it is now; a key deleted or switched off since sees nothing.
    */
   list(caller: McpCaller): ListedTool[] {
+    const visible = this.visible(caller);
+    const listed: ListedTool[] = visible
+      .filter((offer) => !offer.codeMode)
+      .map((offer) => ({ name: offer.name, description: offer.tool.description, inputSchema: offer.tool.inputSchema }));
+    // Code-mode clients' tools are reached only through the meta-tools, listed once for all of them.
+    if (visible.some((offer) => offer.codeMode)) {
+      for (const meta of META_TOOLS) listed.push({ name: meta.name, description: meta.description, inputSchema: meta.inputSchema });
+    }
+    return listed;
+  }
+
+  /** The offered tools the caller sees; a key deleted or switched off since the caller was resolved sees none. */
+  private visible(caller: McpCaller): OfferedTool[] {
     const key = caller.key === null ? null : this.deps.inference.virtualKeys.byId(caller.key.id);
     if (caller.key !== null && (key === null || !key.isActive)) return [];
-    return visibleTools(this.deps.runtime.offeredTools(), { key, ...caller.include }).map((offer) => ({
-      name: offer.name,
-      description: offer.tool.description,
-      inputSchema: offer.tool.inputSchema,
-    }));
+    return visibleTools(this.deps.runtime.offeredTools(), { key, ...caller.include });
+  }
+
+  /** The options of one tool execution for the caller. */
+  private executeOptions(caller: McpCaller, options: CallOptions) {
+    return {
+      identity: caller.identity,
+      origin: caller.origin,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.custom ? { custom: options.custom } : {}),
+      ...(caller.trace ? { trace: caller.trace } : {}),
+      ...(caller.key !== null ? { governance: { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name } } : {}),
+    };
+  }
+
+  /** Runs a code-mode meta-tool over the code-mode tools the caller sees. */
+  private async callMeta(caller: McpCaller, name: string, args: Record<string, unknown>, options: CallOptions): Promise<CallOutcome> {
+    const codeMode = this.visible(caller).filter((offer) => offer.codeMode);
+    if (codeMode.length === 0) return failed(`tool "${name}" is not available: no code-mode MCP client is visible to this caller`);
+    const base = this.executeOptions(caller, options);
+    const outcome = await runMetaTool(name, args, {
+      tools: codeMode,
+      bindingLevel: this.deps.settings.toolManager.codeModeBindingLevel,
+      timeoutMs: this.deps.settings.toolManager.toolExecutionTimeoutMs,
+      ...(options.signal ? { signal: options.signal } : {}),
+      invoke: (tool, toolArgs, signal) => this.deps.runtime.execute(tool, toolArgs, { ...base, signal }),
+    });
+    return { raw: null, text: outcome.content, isError: outcome.isError, authRequired: outcome.authRequired?.payload ?? null };
   }
 
   /** Calls `<client>-<tool>` for the caller; every failure is an error result, never a throw. */
   async call(caller: McpCaller, name: string, args: Record<string, unknown>, options: CallOptions = {}): Promise<CallOutcome> {
+    if (isMetaTool(name)) return this.callMeta(caller, name, args, options);
     const parts = splitToolName(name);
     const visible =
       parts !== null &&
-      this.deps.runtime.offeredTools().some((offer) => offer.name === name) &&
+      this.deps.runtime.offeredTools().some((offer) => offer.name === name && !offer.codeMode) &&
       toolVisible({ key: caller.key, ...caller.include }, { clientName: parts.client, toolName: parts.tool, allowOnAllVirtualKeys: this.deps.runtime.allowsAllVirtualKeys(parts.client) });
     if (!visible) return failed(`tool "${name}" is not available: no tool of that name is visible to this caller (tools/list shows the ones that are)`);
     try {
-      const result = await this.deps.runtime.execute(name, args, {
-        identity: caller.identity,
-        origin: caller.origin,
-        ...(options.signal ? { signal: options.signal } : {}),
-        ...(options.custom ? { custom: options.custom } : {}),
-        ...(caller.trace ? { trace: caller.trace } : {}),
-        ...(caller.key !== null ? { governance: { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name } } : {}),
-      });
+      const result = await this.deps.runtime.execute(name, args, this.executeOptions(caller, options));
       return { raw: result.raw, text: result.content, isError: result.isError, authRequired: null };
     } catch (err) {
       if (err instanceof McpAuthRequiredError) return { raw: null, text: err.toolResult, isError: true, authRequired: err.payload };

@@ -3,13 +3,15 @@
  * `role: tool` message. A caller with a virtual key may run only the tools its mcp_configs grant, and the
  * key's id and name label the tool's metrics. Per-user clients run with the caller's own credential
  * (identity: signed-in user > virtual key > session id); without one the answer is a 401
- * (mcp_identity_required, or mcp_auth_required with the submission link).
+ * (mcp_identity_required, or mcp_auth_required with the submission link). The code-mode meta-tools run
+ * here too, over the code-mode tools the caller sees, so an application can run a pending executeToolCode.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError, invalidField } from "../errors.js";
 import { McpAuthRequiredError } from "../mcp/credentials/index.js";
+import { isMetaTool, runMetaTool } from "../mcp/code-mode/meta-tools.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import { splitToolName } from "../mcp/tool-names.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
@@ -17,7 +19,7 @@ import type { AdminAuth } from "./admin-auth.js";
 import { kRequestScope } from "./context.js";
 import { errorWithFields } from "./connect-errors.js";
 import { resolveToolCaller } from "./inference/caller.js";
-import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, toolVisible } from "./inference/tool-visibility.js";
+import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, toolVisible, visibleTools } from "./inference/tool-visibility.js";
 import type { Inference } from "./inference/state.js";
 
 /** What the tool service needs. */
@@ -45,7 +47,7 @@ export function parseToolArguments(text: string): Record<string, unknown> {
 
 /** Creates the service implementation. */
 export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<typeof McpToolService> {
-  const { runtime } = deps;
+  const { runtime, settings } = deps;
   return {
     async executeTool(req, ctx) {
       if (req.type !== "" && req.type !== "function") throw invalidField("type", `must be "function", got "${req.type}"`);
@@ -61,15 +63,31 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
         });
       }
       const args = parseToolArguments(req.function.arguments);
-      try {
-        const scope = ctx.values.get(kRequestScope);
-        const result = await runtime.execute(req.function.name, args, {
+      const scope = ctx.values.get(kRequestScope);
+      const options = {
+        signal: ctx.signal,
+        identity,
+        origin: scope.origin,
+        custom: scope.dims.metricValues,
+        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+      };
+      if (isMetaTool(req.function.name)) {
+        const codeMode = visibleTools(runtime.offeredTools(), { key, ...include }).filter((offer) => offer.codeMode);
+        if (codeMode.length === 0) {
+          throw new GatewayError("not_found", `tool "${req.function.name}" is a code-mode tool and no code-mode MCP client is visible to this request`, { type: "mcp_client_not_found" });
+        }
+        const outcome = await runMetaTool(req.function.name, args, {
+          tools: codeMode,
+          bindingLevel: settings.toolManager.codeModeBindingLevel,
+          timeoutMs: settings.toolManager.toolExecutionTimeoutMs,
           signal: ctx.signal,
-          identity,
-          origin: scope.origin,
-          custom: scope.dims.metricValues,
-          ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+          invoke: (name, toolArgs, signal) => runtime.execute(name, toolArgs, { ...options, signal }),
         });
+        if (outcome.authRequired !== null) throw errorWithFields(outcome.authRequired, { mcp_auth_required: outcome.authRequired.payload as unknown as JsonObject });
+        return { role: "tool", toolCallId: req.id, content: outcome.content };
+      }
+      try {
+        const result = await runtime.execute(req.function.name, args, options);
         return { role: "tool", toolCallId: req.id, content: result.content };
       } catch (err) {
         if (err instanceof McpAuthRequiredError) {

@@ -1,7 +1,8 @@
 /**
  * gw.catalog.v1.ModelService: GET /v1/models (the catalog's models, `provider/model`, optionally of one
  * provider) and the coding-agent listing GET /anthropic/v1/models (the models the caller's virtual key may
- * use, names without the provider prefix, in the Anthropic list shape). Both read memory only.
+ * use, names without the provider prefix, in the Anthropic list shape); and the lookup behind
+ * GET /v1/models/{id}. All read memory only.
  */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GatewayError, invalidField } from "../errors.js";
@@ -10,6 +11,7 @@ import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { ModelService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { callerVirtualKey } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
+import type { VirtualKey } from "../routing/types.js";
 
 /** What the model service needs. */
 export interface ModelServiceDeps {
@@ -20,12 +22,70 @@ export interface ModelServiceDeps {
 /** The default and largest page of the compatibility listing. */
 const MAX_COMPAT_LIMIT = 1000;
 
+// One stable timestamp per process: the catalog has no per-model creation time, and clients sort by it.
+const created = Math.floor(Date.now() / 1000);
+const createdAt = new Date(created * 1000).toISOString();
+
+/** One model a caller may use, of one provider. */
+interface UsableModel {
+  provider: string;
+  model: string;
+}
+
+/**
+ * The models `key` may use: those its provider configs allow and a key their key_ids permit serves (a
+ * model no permitted key serves, or a blocked provider, is not usable); without a key, every configured
+ * provider's catalog models.
+ */
+function usableModels(inference: Inference, key: VirtualKey | null): UsableModel[] {
+  if (key === null) {
+    return [...inference.providers.keys()].sort().flatMap((provider) => inference.catalog.modelsOf(provider).map((model) => ({ provider, model })));
+  }
+  return key.providerConfigs.flatMap((config) => {
+    const keys = inference.providers.get(config.provider)?.keys ?? [];
+    return servableModels(config, keys, inference.catalog).map((model) => ({ provider: config.provider, model }));
+  });
+}
+
+/** The bare names of the models the caller (read from its headers) may use, in listing order, each once. */
+export type CompatModelNames = (header: (name: string) => string | null | undefined) => string[];
+
+/** The creation time every compatibility-listing entry reports (RFC 3339). */
+export const COMPAT_CREATED_AT = createdAt;
+
+/** Creates the name source of the coding-agent listing; throws like a request for a missing or inactive key. */
+export function createCompatModelNames(deps: ModelServiceDeps): CompatModelNames {
+  return (header) => {
+    const key = callerVirtualKey(header, deps.inference, deps.settings);
+    return [...new Set(usableModels(deps.inference, key).map(({ model }) => model))];
+  };
+}
+
+/** A model in the OpenAI shape, as GET /v1/models/{id} answers. */
+export interface OpenAiModel {
+  id: string;
+  object: "model";
+  created: number;
+  owned_by: string;
+}
+
+/**
+ * Creates the lookup of GET /v1/models/{id}: the model when the caller may use it (`provider/model`, or a
+ * bare name any of its providers serves), null otherwise. Throws like a request for a missing key under
+ * client.enforce_governance or an inactive key.
+ */
+export function createModelLookup(deps: ModelServiceDeps): (id: string, header: (name: string) => string | null | undefined) => OpenAiModel | null {
+  return (id, header) => {
+    const key = callerVirtualKey(header, deps.inference, deps.settings);
+    const found = usableModels(deps.inference, key).find(({ provider, model }) => id === `${provider}/${model}` || id === model);
+    return found === undefined ? null : { id, object: "model", created, owned_by: found.provider };
+  };
+}
+
 /** Creates the service implementation. */
 export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof ModelService> {
   const { inference } = deps;
-  // One stable timestamp: the catalog has no per-model creation time, and clients sort by it.
-  const created = Math.floor(Date.now() / 1000);
-  const createdAt = new Date(created * 1000).toISOString();
+  const compatNames = createCompatModelNames(deps);
 
   return {
     listModels(req) {
@@ -42,18 +102,7 @@ export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof M
     listCompatModels(req, ctx) {
       if (req.limit < 0) throw invalidField("limit", `must be a whole number from 1 to ${MAX_COMPAT_LIMIT}, got ${req.limit}`);
       const limit = Math.min(req.limit === 0 ? MAX_COMPAT_LIMIT : req.limit, MAX_COMPAT_LIMIT);
-      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), inference, deps.settings);
-      const names = new Set<string>();
-      if (key === null) {
-        for (const provider of [...inference.providers.keys()].sort()) for (const model of inference.catalog.modelsOf(provider)) names.add(model);
-      } else {
-        for (const config of key.providerConfigs) {
-          // Only what a request would be routed to: a model no permitted key serves (or a blocked provider) is not offered.
-          const keys = inference.providers.get(config.provider)?.keys ?? [];
-          for (const model of servableModels(config, keys, inference.catalog)) names.add(model);
-        }
-      }
-      const all = [...names];
+      const all = compatNames((name) => ctx.requestHeader.get(name));
       const page = all.slice(0, limit);
       return {
         data: page.map((id) => ({ type: "model", id, displayName: id, createdAt })),

@@ -13,6 +13,7 @@ import type { Logger } from "../telemetry/logger.js";
 import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
+import { keepBlockSecrets, redactBlocks } from "./inference/cloud-key-wire.js";
 import { checkProviderName, parseProviderWire, type ParsedProvider } from "./inference/provider-wire.js";
 import { assignProvider, providerWireOf } from "./inference/records.js";
 import type { InferenceState } from "./inference/state.js";
@@ -32,9 +33,10 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
 }
 
-/** A key as reads show it: its value redacted. */
+/** A key as reads show it: its value and its cloud block's secrets redacted. */
 function redactKey(key: Wire): Wire {
-  return typeof key["value"] === "string" && key["value"] !== "" ? { ...key, value: REDACTED } : key;
+  const redacted = redactBlocks(key);
+  return typeof redacted["value"] === "string" && redacted["value"] !== "" ? { ...redacted, value: REDACTED } : redacted;
 }
 
 function messageOf(rec: ProviderRecord): Provider {
@@ -54,7 +56,7 @@ async function getRecord(em: EntityManager, name: string): Promise<ProviderRecor
   return rec;
 }
 
-/** Keys sent back with the redacted placeholder (or no value) keep the stored value of the same key id. */
+/** Keys sent back with the redacted placeholder (or no value) keep the stored secrets of the same key id. */
 function keepStoredValues(incoming: unknown, stored: readonly Wire[]): unknown {
   if (!Array.isArray(incoming)) return incoming;
   const byId = new Map(stored.map((key) => [key["id"], key] as const));
@@ -62,7 +64,7 @@ function keepStoredValues(incoming: unknown, stored: readonly Wire[]): unknown {
     if (!isWire(key)) return key;
     const old = byId.get(key["id"]);
     if (old === undefined) return key;
-    const merged = { ...key };
+    const merged = keepBlockSecrets(key, old);
     if (merged["value"] === undefined || merged["value"] === "" || merged["value"] === REDACTED) merged["value"] = old["value"];
     return merged;
   });

@@ -9,6 +9,16 @@ import { originOfHeaders } from "../mcp/credentials/index.js";
 import { readDimensions, NO_DIMENSIONS } from "../telemetry/dimensions.js";
 import { kRequestScope } from "./context.js";
 
+/** The origin of the URL a call was made to, or null. */
+function originOfUrl(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.origin : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Creates the interceptor; the configured custom labels are read per call, so PATCH /config applies at once. */
 export function requestScopeInterceptor(settings: RuntimeSettings): Interceptor {
   return (next) => async (req) => {
@@ -22,7 +32,8 @@ export function requestScopeInterceptor(settings: RuntimeSettings): Interceptor 
     } catch {
       // Only reachable for calls that bypassed the HTTP handler's check; such a call simply gets no dimensions.
     }
-    req.contextValues.set(kRequestScope, { dims, origin: originOfHeaders(bag) });
+    // gRPC over HTTP/2 carries the host only as :authority, which is not among the headers; the request URL has it.
+    req.contextValues.set(kRequestScope, { dims, origin: originOfHeaders(bag) ?? originOfUrl(req.url) });
     return next(req);
   };
 }

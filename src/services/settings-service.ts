@@ -5,7 +5,7 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
-import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
+import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
 import { formatDuration, parseDuration } from "../config/duration.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
@@ -90,10 +90,10 @@ export function applyToolManager(current: ToolManagerSettings, paths: readonly s
         break;
       }
       case "code_mode_binding_level":
-        if (cfg.codeModeBindingLevel !== "tool") {
-          throw invalidField("code_mode_binding_level", `only "tool" is supported, got "${cfg.codeModeBindingLevel}"`);
+        if (cfg.codeModeBindingLevel !== "server" && cfg.codeModeBindingLevel !== "tool") {
+          throw invalidField("code_mode_binding_level", `must be "server" or "tool", got "${cfg.codeModeBindingLevel}"`);
         }
-        next.codeModeBindingLevel = "tool";
+        next.codeModeBindingLevel = cfg.codeModeBindingLevel;
         break;
       default:
         throw invalidField("update_mask", `unknown field "${path}"`);
@@ -170,7 +170,7 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
       case "client.mcp_server_auth_mode": {
         const problem = mcpServerAuthModeProblem(src.mcpServerAuthMode);
         if (problem !== null) throw invalidField("client.mcp_server_auth_mode", problem);
-        next.mcpServerAuthMode = "headers";
+        next.mcpServerAuthMode = mcpServerAuthModeOf(src.mcpServerAuthMode);
         break;
       }
       default:

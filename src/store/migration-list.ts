@@ -10,6 +10,10 @@ import { Migration20261122063835_inference } from "./migrations/Migration2026112
 import { Migration20261122071136_per_user_credentials } from "./migrations/Migration20261122071136_per_user_credentials.js";
 import { Migration20261125164512_provider_concurrency } from "./migrations/Migration20261125164512_provider_concurrency.js";
 import { Migration20261126121500_mcp_allow_on_all_virtual_keys } from "./migrations/Migration20261126121500_mcp_allow_on_all_virtual_keys.js";
+import { Migration20261126121644_oauth } from "./migrations/Migration20261126121644_oauth.js";
+import { Migration20261126130000_mcp_code_mode_client } from "./migrations/Migration20261126130000_mcp_code_mode_client.js";
+import { Migration20261126130000_virtual_key_mcp_configs_presence } from "./migrations/Migration20261126130000_virtual_key_mcp_configs_presence.js";
+import { Migration20261126131500_oauth2_model } from "./migrations/Migration20261126131500_oauth2_model.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -19,4 +23,8 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261122071136_per_user_credentials", class: Migration20261122071136_per_user_credentials },
   { name: "Migration20261125164512_provider_concurrency", class: Migration20261125164512_provider_concurrency },
   { name: "Migration20261126121500_mcp_allow_on_all_virtual_keys", class: Migration20261126121500_mcp_allow_on_all_virtual_keys },
+  { name: "Migration20261126121644_oauth", class: Migration20261126121644_oauth },
+  { name: "Migration20261126130000_mcp_code_mode_client", class: Migration20261126130000_mcp_code_mode_client },
+  { name: "Migration20261126130000_virtual_key_mcp_configs_presence", class: Migration20261126130000_virtual_key_mcp_configs_presence },
+  { name: "Migration20261126131500_oauth2_model", class: Migration20261126131500_oauth2_model },
 ];

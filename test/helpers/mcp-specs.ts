@@ -17,5 +17,7 @@ export function stdioClient(name: string, command: string, args: string[], envs:
     needsSessionStickiness: null,
     disabled: false,
     allowOnAllVirtualKeys: false,
+    oauthConfig: null,
+    isCodeModeClient: false,
   };
 }

@@ -5,55 +5,27 @@
  */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
-import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
-import { call, scriptedInference, startScriptedModel, toolResults, type ScriptedModel } from "../fixtures/scripted-model.js";
-import { api, startApp, type TestApp } from "../helpers/app.js";
+import type { McpFixture } from "../fixtures/mcp-server.js";
+import { call, toolResults, type ScriptedModel } from "../fixtures/scripted-model.js";
+import { startAgentApp, type AgentApp } from "../helpers/agent-app.js";
+import { api, type TestApp } from "../helpers/app.js";
 import { sdk } from "../helpers/inference.js";
 
 const KEY = "sk-gw-agent";
 const MODEL = "openai/gpt-4o-mini";
 
+let setup: AgentApp;
 let model: ScriptedModel;
-let docs: McpFixture;
 let manual: McpFixture;
 let app: TestApp;
 
-async function createClient(name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<void> {
-  const res = await api(app, "POST", "/api/mcp/client", {
-    name,
-    connection_type: "http",
-    connection_string: fixture.httpUrl,
-    tools_to_execute: ["*"],
-    tools_to_auto_execute: toolsToAutoExecute,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-}
-
 before(async () => {
-  model = await startScriptedModel();
-  docs = await startMcpFixture();
-  manual = await startMcpFixture();
-  app = await startApp({
-    inference: scriptedInference(model, [
-      {
-        id: "vk-agent",
-        name: "agent",
-        value: KEY,
-        provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 }],
-        mcp_configs: [
-          { mcp_client_name: "docs", tools_to_execute: ["*"] },
-          { mcp_client_name: "manual", tools_to_execute: ["*"] },
-        ],
-      },
-    ]),
-  });
-  await createClient("docs", docs, ["*"]);
-  await createClient("manual", manual, []);
+  setup = await startAgentApp(KEY);
+  ({ app, model, manual } = setup);
 });
 
 after(async () => {
-  await app?.stop();
-  await Promise.all([model?.close(), docs?.close(), manual?.close()]);
+  await setup?.close();
 });
 
 beforeEach(() => {

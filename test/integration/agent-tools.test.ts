@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, beforeEach, test } from "node:test";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { call, scriptedInference, startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model.js";
+import { createMcpClient } from "../helpers/agent-app.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 
 const KEY = "sk-gw-agent";
@@ -15,6 +16,8 @@ const KEY = "sk-gw-agent";
 const ECHO_KEY = "sk-gw-echo-only";
 /** A key whose mcp_configs is []. */
 const NONE_KEY = "sk-gw-no-tools";
+/** A key without mcp_configs. */
+const UNSET_KEY = "sk-gw-unset-tools";
 const MODEL = "openai/gpt-4o-mini";
 const PROVIDER_CONFIGS = [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 }];
 
@@ -26,18 +29,6 @@ let manual: McpFixture;
 let app: TestApp;
 
 const clientIds = new Map<string, string>();
-
-async function createClient(name: string, fixture: McpFixture, toolsToAutoExecute: string[]): Promise<void> {
-  const res = await api(app, "POST", "/api/mcp/client", {
-    name,
-    connection_type: "http",
-    connection_string: fixture.httpUrl,
-    tools_to_execute: ["*"],
-    tools_to_auto_execute: toolsToAutoExecute,
-  });
-  assert.equal(res.status, 200, JSON.stringify(res.body));
-  clientIds.set(name, res.body.client_id as string);
-}
 
 /** Runs `body` with a client's fields changed, then puts them back. */
 async function withClient(name: string, fields: Record<string, unknown>, restore: Record<string, unknown>, body: () => Promise<void>): Promise<void> {
@@ -80,10 +71,11 @@ before(async () => {
       },
       { id: "vk-echo", name: "echo-only", value: ECHO_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
       { id: "vk-none", name: "no-tools", value: NONE_KEY, provider_configs: PROVIDER_CONFIGS, mcp_configs: [] },
+      { id: "vk-unset", name: "unset-tools", value: UNSET_KEY, provider_configs: PROVIDER_CONFIGS },
     ]),
   });
-  await createClient("docs", docs, ["*"]);
-  await createClient("manual", manual, []);
+  clientIds.set("docs", await createMcpClient(app, "docs", docs, ["*"]));
+  clientIds.set("manual", await createMcpClient(app, "manual", manual, []));
 });
 
 after(async () => {
@@ -132,6 +124,22 @@ test("a virtual key's mcp_configs narrow the offered tools", async () => {
 
 test("a virtual key whose mcp_configs is [] is offered no tool", async () => {
   assert.equal((await chat({}, {}, NONE_KEY)).status, 200);
+  assert.equal(model.bodies().at(-1)?.["tools"], undefined);
+});
+
+test("a virtual key without mcp_configs is offered every tool, as a request without a key is", async () => {
+  assert.equal((await chat({}, {}, UNSET_KEY)).status, 200);
+  assert.deepEqual(offeredChatTools(), [...DOCS_TOOLS, ...MANUAL_TOOLS]);
+});
+
+test("a virtual key created through the API without mcp_configs is offered every tool, and one created with [] none", async () => {
+  const unset = await api(app, "POST", "/api/governance/virtual-keys", { name: "api-unset", provider_configs: PROVIDER_CONFIGS });
+  const empty = await api(app, "POST", "/api/governance/virtual-keys", { name: "api-empty", provider_configs: PROVIDER_CONFIGS, mcp_configs: [] });
+  assert.equal(unset.status, 200, JSON.stringify(unset.body));
+  assert.equal(empty.status, 200, JSON.stringify(empty.body));
+  assert.equal((await chat({}, {}, unset.body.virtual_key.value as string)).status, 200);
+  assert.deepEqual(offeredChatTools(), [...DOCS_TOOLS, ...MANUAL_TOOLS]);
+  assert.equal((await chat({}, {}, empty.body.virtual_key.value as string)).status, 200);
   assert.equal(model.bodies().at(-1)?.["tools"], undefined);
 });
 

@@ -90,7 +90,7 @@ describe("config file seeding", () => {
     const a = await startApp(fileOptions({ client: { prometheus_labels: ["team"] }, mcp: { tool_manager_config: { max_agent_depth: 7, tool_execution_timeout: "45s" } } }));
     try {
       const tm = await api(a, "GET", "/api/settings/mcp/tool-manager-config");
-      assert.deepEqual(tm.body.config, { max_agent_depth: 7, tool_execution_timeout: "45s", code_mode_binding_level: "tool" });
+      assert.deepEqual(tm.body.config, { max_agent_depth: 7, tool_execution_timeout: "45s", code_mode_binding_level: "server" });
       const cfg = await api(a, "GET", "/config");
       assert.deepEqual(cfg.body.config.client.prometheus_labels, ["team"]);
     } finally {

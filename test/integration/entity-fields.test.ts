@@ -14,14 +14,18 @@ import { VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { appOptionsFromConfig } from "../../src/app.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { isOutputOnly } from "../../src/proto-json/field-mask.js";
+import { presenceListItemMessage } from "../../src/proto-json/presence-list.js";
 import { isWellKnownMessage } from "../../src/proto-json/well-known.js";
+import { SECRET_FIELDS } from "../../src/services/inference/cloud-key-wire.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
+import { testServiceAccount } from "../fixtures/service-account.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 
 type Json = Record<string, any /* JSON of any shape */>;
 
 let fixture: McpFixture;
+const SERVICE_ACCOUNT_JSON = JSON.stringify(testServiceAccount("walk").json);
 const UPSTREAM = "http://127.0.0.1:9/unused";
 
 /** Samples in the API's JSON, setting every writable field of their entity between them. */
@@ -42,6 +46,36 @@ function providerSamples(): Json[] {
       ],
       network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
       concurrency_and_buffer_size: { concurrency: 4, buffer_size: 16 },
+    },
+    {
+      name: "bedrock",
+      keys: [
+        {
+          id: "br",
+          name: "Bedrock main",
+          value: "",
+          weight: 1,
+          models: ["claude"],
+          aliases: { claude: "anthropic.claude-3-5-sonnet-20240620-v1:0" },
+          bedrock_key_config: { access_key: "AKIAWALK", secret_key: "walk-secret", region: "us-east-1", session_token: "walk-token" },
+        },
+      ],
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+    },
+    {
+      name: "vertex",
+      keys: [
+        {
+          id: "vx",
+          name: "Vertex main",
+          value: "",
+          weight: 1,
+          models: ["gemini-2.5-flash"],
+          aliases: {},
+          vertex_key_config: { project_id: "walk-project", region: "europe-west4", auth_credentials: SERVICE_ACCOUNT_JSON },
+        },
+      ],
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
     },
   ];
 }
@@ -82,8 +116,26 @@ function mcpClientSamples(): Json[] {
       needs_session_stickiness: true,
       disabled: true,
       allow_on_all_virtual_keys: true,
+      is_code_mode_client: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
+    {
+      name: "walk_oauth",
+      connection_type: "http",
+      connection_string: fixture.httpUrl,
+      auth_type: "oauth",
+      oauth_config: {
+        client_id: "gw",
+        client_secret: "walk-oauth-secret",
+        authorize_url: "https://auth.example.com/authorize?audience=mcp",
+        token_url: "https://auth.example.com/token",
+        registration_url: "https://auth.example.com/register",
+        revocation_url: "https://auth.example.com/revoke",
+        scopes: ["mcp:tools", "offline_access"],
+        resource: "https://mcp.example.com/mcp",
+      },
+      disabled: true,
+    },
     { name: "walk_stdio", connection_type: "stdio", stdio_config: { command: "node", args: ["server.js"], envs: ["HOME"] }, disabled: true },
   ];
 }
@@ -107,8 +159,6 @@ const CLIENT_SETTINGS: Json = {
 
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */
 const REFUSED: readonly { entity: "provider" | "virtual_key"; path: string; value: unknown }[] = [
-  { entity: "provider", path: "keys[0].bedrock_key_config", value: { access_key: "a", secret_key: "s", region: "us-east-1" } },
-  { entity: "provider", path: "keys[0].vertex_key_config", value: { project_id: "p", region: "europe-west4" } },
   { entity: "provider", path: "network_config.max_retries", value: 3 },
   { entity: "virtual_key", path: "budget", value: { max_limit: 5, reset_duration: "1d" } },
   { entity: "virtual_key", path: "rate_limit", value: { token_max_limit: 5, token_reset_duration: "1h" } },
@@ -130,7 +180,9 @@ function writablePaths(desc: DescMessage, prefix = desc.name): string[] {
 function nestedMessage(field: DescMessage["fields"][number]): DescMessage | undefined {
   const message =
     field.fieldKind === "message" ? field.message : field.fieldKind === "list" && field.listKind === "message" ? field.message : field.fieldKind === "map" && field.mapKind === "message" ? field.message : undefined;
-  return message === undefined || isWellKnownMessage(message) ? undefined : message;
+  if (message === undefined || isWellKnownMessage(message)) return undefined;
+  // A presence-aware list is written as the bare array of its items.
+  return presenceListItemMessage(message) ?? message;
 }
 
 /** The leaves a sample sets, in the same notation. */
@@ -141,7 +193,7 @@ function samplePaths(desc: DescMessage, json: Json, prefix = desc.name): string[
     const path = `${prefix}.${key}`;
     const nested = nestedMessage(field);
     if (nested === undefined) return [path];
-    const items: Json[] = field.fieldKind === "list" ? value : field.fieldKind === "map" ? Object.values(value) : [value];
+    const items: Json[] = Array.isArray(value) ? value : field.fieldKind === "map" ? Object.values(value) : [value];
     return items.flatMap((item) => samplePaths(nested, item, path));
   });
 }
@@ -162,8 +214,14 @@ function asFileEntry(client: Json): Json {
 function asRead(sample: Json): Json {
   const copy = structuredClone(sample);
   if (typeof copy["value"] === "string") copy["value"] = "<redacted>";
-  for (const key of copy["keys"] ?? []) key.value = "<redacted>";
+  for (const key of copy["keys"] ?? []) {
+    if (typeof key.value === "string" && key.value !== "") key.value = "<redacted>";
+    for (const [block, fields] of Object.entries(SECRET_FIELDS)) {
+      for (const field of fields) if (key[block]?.[field] !== undefined) key[block][field] = "<redacted>";
+    }
+  }
   for (const header of Object.values((copy["headers"] ?? {}) as Json)) header.value = "<redacted>";
+  if (copy["oauth_config"]?.client_secret) copy["oauth_config"].client_secret = "<redacted>";
   return copy;
 }
 
@@ -259,6 +317,7 @@ describe("every writable field of every entity", () => {
           // An auth type's required fields come with the create; the PUTs below send them again.
           ...(fields["headers"] ? { headers: { "X-Key": { value: "first" } } } : {}),
           ...(per_user_header_keys ? { per_user_header_keys, user_headers: { "X-User": "sample" } } : {}),
+          ...(fields["oauth_config"] ? { oauth_config: fields["oauth_config"] } : {}),
         });
         assert.equal(created.status, 200, JSON.stringify(created.body));
         for (const [key, value] of Object.entries({ per_user_header_keys, ...fields })) {

@@ -99,14 +99,35 @@ test("refuses an allowed_origins entry with a path, naming it", async () => {
   assert.match(res.body.error.message, /client\.allowed_origins\[0\]/);
 });
 
-for (const mode of ["both", "oauth"]) {
-  test(`refuses client.mcp_server_auth_mode "${mode}" as not implemented yet`, async () => {
-    const res = await api(app, "PATCH", "/config", { client: { mcp_server_auth_mode: mode } });
-    assert.equal(res.status, 400);
-    assert.match(res.body.error.message, /client\.mcp_server_auth_mode/);
-    assert.match(res.body.error.message, /not implemented yet/);
-  });
-}
+test("refuses an unknown client.mcp_server_auth_mode, naming it", async () => {
+  const res = await api(app, "PATCH", "/config", { client: { mcp_server_auth_mode: "cookies" } });
+  assert.equal(res.status, 400);
+  assert.match(res.body.error.message, /client\.mcp_server_auth_mode/);
+  assert.match(res.body.error.message, /"headers", "both" or "oauth"/);
+});
+
+test("guards the OAuth authorization server's paths by Host and Origin too", async () => {
+  await setClient({ mcp_server_auth_mode: "oauth" });
+  try {
+    for (const path of ["/oauth2/.well-known/openid-configuration", "/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/mcp"]) {
+      assert.equal((await rawRequest(path, { host: `127.0.0.1:${app.port}` })).status, 200, path);
+      assert.equal((await rawRequest(path, { host: "attacker.example:8080" })).status, 403, path);
+      assert.equal((await rawRequest(path, { host: `127.0.0.1:${app.port}`, origin: "https://attacker.example" })).status, 403, `${path} from a foreign origin`);
+    }
+  } finally {
+    await setClient({ mcp_server_auth_mode: "headers" });
+  }
+});
+
+test("refuses an OAuth request body over the size limit with 413", async () => {
+  await setClient({ mcp_server_auth_mode: "oauth" });
+  try {
+    const res = await rawRequest("/oauth2/reg", { host: `127.0.0.1:${app.port}`, "content-type": "application/json", "content-length": String(64 * 1024 * 1024) }, "POST");
+    assert.equal(res.status, 413);
+  } finally {
+    await setClient({ mcp_server_auth_mode: "headers" });
+  }
+});
 
 test("accepts client.mcp_server_auth_mode headers", async () => {
   await setClient({ mcp_server_auth_mode: "headers" });

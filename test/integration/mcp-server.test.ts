@@ -17,6 +17,7 @@ const DOCS_KEY = "sk-gw-mcp-docs";
 const ECHO_KEY = "sk-gw-mcp-echo";
 const NONE_KEY = "sk-gw-mcp-none";
 const CHANGING_KEY = "sk-gw-mcp-changing";
+const UNSET_KEY = "sk-gw-mcp-unset";
 
 let docs: McpFixture;
 let shared: McpFixture;
@@ -40,6 +41,7 @@ before(async () => {
       { id: "vk-echo", name: "echo-only", value: ECHO_KEY, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
       { id: "vk-none", name: "no-tools", value: NONE_KEY, mcp_configs: [] },
       { id: "vk-changing", name: "changing", value: CHANGING_KEY, mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["echo"] }] },
+      { id: "vk-unset", name: "unset", value: UNSET_KEY },
     ]),
   });
   await createClient("docs", docs);
@@ -88,6 +90,13 @@ for (const kind of MCP_TRANSPORTS) {
       assert.deepEqual(await toolNames(docsTeam), ["docs-add", "docs-echo", "docs-slow", "shared-status"]);
       assert.deepEqual(await toolNames(echoOnly), ["docs-echo", "shared-status"]);
       assert.deepEqual(await toolNames(none), ["shared-status"]);
+    });
+
+    test("a virtual key without mcp_configs sees and calls what a caller without a key does", async () => {
+      const client = await connect(kind, { "x-gw-vk": UNSET_KEY });
+      assert.deepEqual(await toolNames(client), ["docs-add", "docs-echo", "docs-slow", "shared-status"]);
+      const result = await client.callTool({ name: "docs-add", arguments: { a: 2, b: 3 } });
+      assert.equal(result.isError, false, resultText(result));
     });
 
     test("x-gw-mcp-include-clients and x-gw-mcp-include-tools narrow the list, and <client>-* names every tool of a client", async () => {

@@ -53,7 +53,7 @@ before(async () => {
     mcpClients: [{
       name: "declared", connectionType: "http", connectionString: fixture.httpUrl, stdioConfig: null, authType: "per_user_headers",
       headers: {}, perUserHeaderKeys: ["x-user-token"], toolsToExecute: ["*"], toolsToAutoExecute: [], toolSyncInterval: 0,
-      needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false,
+      needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false, oauthConfig: null, isCodeModeClient: false,
     }],
     inference: inferenceOptionsFromFile({}, [
       { id: "vk-alice", name: "alice", value: ALICE, mcp_configs: [{ mcp_client_name: "crm", tools_to_execute: ["*"] }, { mcp_client_name: "declared", tools_to_execute: ["*"] }] },

@@ -54,7 +54,7 @@ before(async () => {
     mcpClients: [{
       name: "crm", connectionType: "http", connectionString: fixture.httpUrl, stdioConfig: null, authType: "per_user_headers",
       headers: {}, perUserHeaderKeys: ["x-user-token"], toolsToExecute: ["*"], toolsToAutoExecute: [], toolSyncInterval: 0,
-      needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false,
+      needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false, oauthConfig: null, isCodeModeClient: false,
     }],
     inference: inferenceOptionsFromFile({}, [
       { id: "vk-alice", name: "alice", value: ALICE, mcp_configs: ACCESS },

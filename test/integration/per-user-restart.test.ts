@@ -22,7 +22,7 @@ function client(keys: string[]): McpClientSpec {
   return {
     name: "crm", connectionType: "http", connectionString: fixture.httpUrl, stdioConfig: null, authType: "per_user_headers",
     headers: {}, perUserHeaderKeys: keys, toolsToExecute: ["*"], toolsToAutoExecute: [], toolSyncInterval: 0,
-    needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false,
+    needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false, oauthConfig: null, isCodeModeClient: false,
   };
 }
 

@@ -8,6 +8,7 @@ import { after, before, describe, test } from "node:test";
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import { create } from "@bufbuild/protobuf";
 import { ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { parseConfig } from "../../src/config/load-config.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
@@ -72,6 +73,26 @@ describe("a PUT of what GET returned changes nothing", () => {
       authorization: `Bearer ${created.virtual_key.value as string}`,
     });
     assert.equal(chat.status, 200, `the key's value was kept: ${JSON.stringify(chat.body)}`);
+  });
+
+  test("for a virtual key without mcp_configs, which stays without them, and one with [] which stays []", async () => {
+    for (const [name, extra] of [["rmw-unset", {}], ["rmw-empty", { mcp_configs: [] }]] as const) {
+      const created = await ok("POST", "/api/governance/virtual-keys", { name, ...extra });
+      const id = created.virtual_key.id as string;
+      const read = (await ok("GET", `/api/governance/virtual-keys/${id}`)).virtual_key;
+      assert.deepEqual(read.mcp_configs, "mcp_configs" in extra ? [] : undefined, name);
+      await ok("PUT", `/api/governance/virtual-keys/${id}`, read);
+      assert.deepEqual(stable((await ok("GET", `/api/governance/virtual-keys/${id}`)).virtual_key), stable(read), name);
+    }
+  });
+
+  test("a PUT of mcp_configs: null removes a key's list, and [] sets an empty one", async () => {
+    const created = await ok("POST", "/api/governance/virtual-keys", { name: "rmw-null", mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["*"] }] });
+    const path = `/api/governance/virtual-keys/${created.virtual_key.id as string}`;
+    await ok("PUT", path, { mcp_configs: null });
+    assert.equal("mcp_configs" in (await ok("GET", path)).virtual_key, false);
+    await ok("PUT", path, { mcp_configs: [] });
+    assert.deepEqual((await ok("GET", path)).virtual_key.mcp_configs, []);
   });
 
   test("for an MCP client, with its headers redacted and its state, tools and ids sent back", async () => {
@@ -156,6 +177,16 @@ describe("Connect updates with an explicit update_mask", () => {
       updateMask: create(FieldMaskSchema, { paths: ["network_config"] }),
     });
     assert.equal(res.provider?.networkConfig?.defaultRequestTimeoutInSeconds, 0);
+  });
+
+  test("a virtual key's mcp_configs keep unset and [] apart", async () => {
+    const client = clientFor(GovernanceService, app.url, "connect");
+    const unset = await client.createVirtualKey({ virtualKey: { name: "connect-unset" } });
+    const empty = await client.createVirtualKey({ virtualKey: { name: "connect-empty", mcpConfigs: { values: [] } } });
+    assert.equal((await client.getVirtualKey({ id: unset.virtualKey?.id ?? "" })).virtualKey?.mcpConfigs, undefined);
+    assert.deepEqual((await client.getVirtualKey({ id: empty.virtualKey?.id ?? "" })).virtualKey?.mcpConfigs?.values, []);
+    const res = await client.updateVirtualKey({ id: empty.virtualKey?.id ?? "", virtualKey: {}, updateMask: create(FieldMaskSchema, { paths: ["mcp_configs"] }) });
+    assert.equal(res.virtualKey?.mcpConfigs, undefined);
   });
 
   test("an unknown path is refused with its name", async () => {

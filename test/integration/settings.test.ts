@@ -12,13 +12,13 @@ describe("settings API", () => {
   test("the tool manager config has the documented defaults", async () => {
     const res = await api(app, "GET", "/api/settings/mcp/tool-manager-config");
     assert.equal(res.status, 200);
-    assert.deepEqual(res.body.config, { max_agent_depth: 10, tool_execution_timeout: "30s", code_mode_binding_level: "tool" });
+    assert.deepEqual(res.body.config, { max_agent_depth: 10, tool_execution_timeout: "30s", code_mode_binding_level: "server" });
   });
 
   test("PUT changes only the fields sent and the change survives a restart", async () => {
     const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", { max_agent_depth: 25 });
     assert.equal(res.status, 200, JSON.stringify(res.body));
-    assert.deepEqual(res.body.config, { max_agent_depth: 25, tool_execution_timeout: "30s", code_mode_binding_level: "tool" });
+    assert.deepEqual(res.body.config, { max_agent_depth: 25, tool_execution_timeout: "30s", code_mode_binding_level: "server" });
     assert.equal(app.settings.toolManager.maxAgentDepth, 25);
     await app.stop({ keepData: true });
     app = await startApp(app.restartOptions);
@@ -26,12 +26,21 @@ describe("settings API", () => {
     assert.equal(after.body.config.max_agent_depth, 25);
   });
 
+  test("PUT accepts code_mode_binding_level tool and server", async () => {
+    for (const level of ["tool", "server"]) {
+      const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", { code_mode_binding_level: level });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      assert.equal(res.body.config.code_mode_binding_level, level);
+      assert.equal(app.settings.toolManager.codeModeBindingLevel, level);
+    }
+  });
+
   for (const [body, field] of [
     [{ max_agent_depth: 0 }, "max_agent_depth"],
     [{ max_agent_depth: 51 }, "max_agent_depth"],
     [{ tool_execution_timeout: "soon" }, "tool_execution_timeout"],
     [{ tool_execution_timeout: "-5s" }, "tool_execution_timeout"],
-    [{ code_mode_binding_level: "server" }, "code_mode_binding_level"],
+    [{ code_mode_binding_level: "module" }, "code_mode_binding_level"],
   ] as const) {
     test(`rejects ${JSON.stringify(body)} naming ${field}`, async () => {
       const res = await api(app, "PUT", "/api/settings/mcp/tool-manager-config", body);

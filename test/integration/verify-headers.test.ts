@@ -15,7 +15,7 @@ describe("verify-headers", () => {
       mcpClients: [{
         name: "crm", connectionType: "http", connectionString: fixture.httpUrl, stdioConfig: null, authType: "per_user_headers",
         headers: {}, perUserHeaderKeys: ["x-user-token"], toolsToExecute: ["*"], toolsToAutoExecute: [], toolSyncInterval: 0,
-        needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false,
+        needsSessionStickiness: null, disabled: false, allowOnAllVirtualKeys: false, oauthConfig: null, isCodeModeClient: false,
       }],
     });
     const listed = await api(app, "GET", "/api/mcp/clients?search=crm");

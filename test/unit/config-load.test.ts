@@ -67,7 +67,7 @@ describe("defaults", () => {
       governance: { virtualKeys: [], routingRules: [] },
       mcp: {
         clientConfigs: [],
-        toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "tool" },
+        toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "server" },
         toolSyncIntervalMinutes: 10,
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
@@ -89,8 +89,10 @@ describe("defaults", () => {
       toolsToAutoExecute: [],
       toolSyncInterval: 0,
       needsSessionStickiness: null,
+      oauthConfig: null,
       disabled: false,
       allowOnAllVirtualKeys: false,
+      isCodeModeClient: false,
     });
   });
 
@@ -253,10 +255,14 @@ describe("auth_config", () => {
 
 describe("client", () => {
   for (const mode of ["both", "oauth"]) {
-    test(`refuses mcp_server_auth_mode "${mode}" as not implemented yet`, () => {
-      assertRejected({ client: { mcp_server_auth_mode: mode } }, "client.mcp_server_auth_mode", `"${mode}" is not implemented yet`);
+    test(`accepts mcp_server_auth_mode "${mode}"`, () => {
+      assert.equal(parseConfig({ client: { mcp_server_auth_mode: mode } }, {}).client.mcpServerAuthMode, mode);
     });
   }
+
+  test("refuses an unknown mcp_server_auth_mode", () => {
+    assertRejected({ client: { mcp_server_auth_mode: "cookies" } }, "client.mcp_server_auth_mode", `must be "headers", "both" or "oauth"`);
+  });
 
   test("rejects an allowed_hosts entry with a port", () => {
     assertRejected({ client: { allowed_hosts: ["gw.test:8080"] } }, "client.allowed_hosts[0]", '"gw.test:8080" is not a host name');
@@ -521,8 +527,8 @@ describe("mcp settings", () => {
     );
   });
 
-  test("rejects a code_mode_binding_level other than tool", () => {
-    assertRejected({ mcp: { tool_manager_config: { code_mode_binding_level: "server" } } }, "mcp.tool_manager_config.code_mode_binding_level", 'must be "tool" (got "server")');
+  test("rejects a code_mode_binding_level other than server or tool", () => {
+    assertRejected({ mcp: { tool_manager_config: { code_mode_binding_level: "module" } } }, "mcp.tool_manager_config.code_mode_binding_level", 'must be one of "server", "tool" (got "module")');
   });
 });
 

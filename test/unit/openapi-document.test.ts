@@ -33,6 +33,13 @@ describe("buildGatewayOpenApi", () => {
     assert.equal(schemas.ChatCompletionRequest.properties.stream.type, "boolean");
   });
 
+  test("covers POST /v1/embeddings with a JSON-only answer", () => {
+    const op = doc.paths["/v1/embeddings"].post;
+    assert.deepEqual(op.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/EmbeddingsRequest" });
+    assert.deepEqual(Object.keys(op.responses["200"].content), ["application/json"]);
+    assert.deepEqual(schemas.EmbeddingsRequest.required, ["model", "input"]);
+  });
+
   test("marks the fields the inference paths require", () => {
     assert.deepEqual(schemas.ChatCompletionRequest.required, ["model", "messages"]);
     assert.deepEqual(schemas.ResponsesRequest.required, ["model", "input"]);
@@ -41,6 +48,7 @@ describe("buildGatewayOpenApi", () => {
   test("covers the bridged caller paths", () => {
     assert.ok(doc.paths["/v1/models"].get);
     assert.ok(doc.paths["/anthropic/v1/models"].get);
+    assert.equal(errorSchemaOf(doc.paths["/v1/models/{id}"].get, "404"), "#/components/schemas/OpenAIError");
     assert.ok(doc.paths["/v1/mcp/tool/execute"].post);
   });
 
@@ -67,6 +75,18 @@ describe("buildGatewayOpenApi", () => {
     assert.deepEqual(Object.keys(op.responses).filter((s) => s.startsWith("4")), ["400", "401", "402", "403", "413", "415", "429"]);
     assert.equal(errorSchemaOf(op, "429"), "#/components/schemas/OpenAIError");
     assert.deepEqual(schemas.OpenAIError.properties.error.properties.param.type, ["string", "null"]);
+  });
+
+  test("covers the Anthropic Messages endpoints with Anthropic schemas and error envelope", () => {
+    const messages = doc.paths["/anthropic/v1/messages"].post;
+    assert.deepEqual(messages.requestBody.content["application/json"].schema, { $ref: "#/components/schemas/MessagesRequest" });
+    assert.deepEqual(Object.keys(messages.responses["200"].content), ["application/json", "text/event-stream"]);
+    assert.deepEqual(schemas.MessagesRequest.required, ["model", "max_tokens", "messages"]);
+    assert.equal(errorSchemaOf(messages, "401"), "#/components/schemas/AnthropicError");
+    const count = doc.paths["/anthropic/v1/messages/count_tokens"].post;
+    assert.deepEqual(count.responses["200"].content["application/json"].schema, { $ref: "#/components/schemas/CountTokensResponse" });
+    assert.equal(errorSchemaOf(count, "400"), "#/components/schemas/AnthropicError");
+    assert.deepEqual(schemas.CountTokensRequest.required, ["model", "messages"]);
   });
 
   test("gives the bridged paths the /api error envelope for each 4xx they can answer", () => {

@@ -60,7 +60,8 @@ export function usable(state: CredentialState, keys: readonly string[]): boolean
   return state.status === "active" && sameHeaderKeys(Object.keys(state.values), keys);
 }
 
-/** Whether a virtual key's mcp_configs grant any tool of the client named `clientName`. */
-export function keyHasClientAccess(key: { mcpConfigs: readonly { mcpClientName: string; toolsToExecute: readonly string[] }[] }, clientName: string): boolean {
+/** Whether a virtual key's mcp_configs grant any tool of the client named `clientName` (a key without mcp_configs reaches every client). */
+export function keyHasClientAccess(key: { mcpConfigs: readonly { mcpClientName: string; toolsToExecute: readonly string[] }[] | null }, clientName: string): boolean {
+  if (key.mcpConfigs === null) return true;
   return key.mcpConfigs.some((config) => config.mcpClientName === clientName && config.toolsToExecute.length > 0);
 }

@@ -9,22 +9,27 @@ function count(value: unknown): number {
   return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
 }
 
+/** Anthropic stop_reason -> OpenAI finish_reason; the first entry for a finish reason is its way back. */
+const FINISH_REASONS: ReadonlyArray<readonly [string, string]> = [
+  ["end_turn", "stop"],
+  ["stop_sequence", "stop"],
+  ["pause_turn", "stop"],
+  ["max_tokens", "length"],
+  ["tool_use", "tool_calls"],
+  ["refusal", "content_filter"],
+];
+
 /** Anthropic stop_reason -> OpenAI finish_reason. */
 export function finishReason(stopReason: unknown): string | null {
-  switch (stopReason) {
-    case "end_turn":
-    case "stop_sequence":
-    case "pause_turn":
-      return "stop";
-    case "max_tokens":
-      return "length";
-    case "tool_use":
-      return "tool_calls";
-    case "refusal":
-      return "content_filter";
-    default:
-      return stopReason === null || stopReason === undefined ? null : "stop";
-  }
+  if (stopReason === null || stopReason === undefined) return null;
+  return FINISH_REASONS.find(([stop]) => stop === stopReason)?.[1] ?? "stop";
+}
+
+/** OpenAI finish_reason -> Anthropic stop_reason (`function_call`, the legacy name, is a tool use too). */
+export function stopReason(finish: unknown): string | null {
+  if (finish === null || finish === undefined) return null;
+  if (finish === "function_call") return "tool_use";
+  return FINISH_REASONS.find(([, reason]) => reason === finish)?.[0] ?? "end_turn";
 }
 
 /** Input tokens including cache reads and writes, which Anthropic counts apart and OpenAI does not. */
@@ -35,6 +40,30 @@ export function inputTokens(usage: JsonObject): number {
 /** The gateway's usage from an Anthropic usage object. */
 export function anthropicUsage(usage: unknown): TokenUsage {
   return isObject(usage) ? { input_tokens: inputTokens(usage), output_tokens: count(usage["output_tokens"]) } : { input_tokens: 0, output_tokens: 0 };
+}
+
+/**
+ * The usage an Anthropic event stream reports: message_start carries the input count (and a first output
+ * count), message_delta the cumulative output count (and, on some API versions, the input count).
+ */
+export class StreamUsage {
+  private input = 0;
+  private output = 0;
+  private seen = false;
+
+  /** Reads the usage of one event, whatever its type. */
+  observe(event: JsonObject): void {
+    const usage = event["type"] === "message_start" && isObject(event["message"]) ? event["message"]["usage"] : event["type"] === "message_delta" ? event["usage"] : undefined;
+    if (!isObject(usage)) return;
+    if (typeof usage["output_tokens"] === "number") this.output = usage["output_tokens"];
+    if (typeof usage["input_tokens"] === "number") this.input = inputTokens(usage);
+    this.seen = true;
+  }
+
+  /** The counts so far; null until an event reported any. */
+  usage(): TokenUsage | null {
+    return this.seen ? { input_tokens: this.input, output_tokens: this.output } : null;
+  }
 }
 
 /** OpenAI's usage object for a TokenUsage. */

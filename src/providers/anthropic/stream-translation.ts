@@ -8,10 +8,17 @@ import { ProviderError } from "../provider-error.js";
 import { parseJsonObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import type { JsonObject, TokenUsage } from "../types.js";
-import { finishReason, inputTokens, openAiUsage } from "./response-translation.js";
+import { finishReason, openAiUsage, StreamUsage } from "./response-translation.js";
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The failure an Anthropic `error` event reports after the stream began. */
+export function midStreamError(provider: string, payload: JsonObject): ProviderError {
+  const error = isObject(payload["error"]) ? payload["error"] : {};
+  const message = typeof error["message"] === "string" ? error["message"] : "unknown error";
+  return new ProviderError(provider, null, "provider_unavailable", `${provider} failed mid-stream (${String(error["type"] ?? "error")}): ${message}`);
 }
 
 /** A translator plus the usage it has seen so far. */
@@ -35,9 +42,7 @@ class ChunkTranslation {
   private id = `chatcmpl-${Date.now()}`;
   private upstreamModel: string;
   private readonly created = Math.floor(Date.now() / 1000);
-  private input = 0;
-  private output = 0;
-  private sawUsage = false;
+  private readonly tally = new StreamUsage();
   /** Anthropic content block index -> OpenAI tool_calls index. */
   private readonly toolIndexes = new Map<number, number>();
 
@@ -61,7 +66,7 @@ class ChunkTranslation {
   }
 
   usage(): TokenUsage | null {
-    return this.sawUsage ? { input_tokens: this.input, output_tokens: this.output } : null;
+    return this.tally.usage();
   }
 
   private chunk(delta: JsonObject, finish: string | null = null): JsonObject {
@@ -75,16 +80,12 @@ class ChunkTranslation {
   }
 
   private *onEvent(payload: JsonObject): Generator<JsonObject> {
+    this.tally.observe(payload);
     switch (payload["type"]) {
       case "message_start": {
         const message = isObject(payload["message"]) ? payload["message"] : {};
         if (typeof message["id"] === "string") this.id = message["id"];
         if (typeof message["model"] === "string") this.upstreamModel = message["model"];
-        if (isObject(message["usage"])) {
-          this.input = inputTokens(message["usage"]);
-          this.output = typeof message["usage"]["output_tokens"] === "number" ? message["usage"]["output_tokens"] : 0;
-          this.sawUsage = true;
-        }
         yield this.chunk({ role: "assistant", content: "", refusal: null });
         return;
       }
@@ -113,23 +114,14 @@ class ChunkTranslation {
       }
       case "message_delta": {
         const delta = isObject(payload["delta"]) ? payload["delta"] : {};
-        if (isObject(payload["usage"])) {
-          // message_delta's counts are cumulative; input counts appear here only on some API versions.
-          if (typeof payload["usage"]["output_tokens"] === "number") this.output = payload["usage"]["output_tokens"];
-          if (typeof payload["usage"]["input_tokens"] === "number") this.input = inputTokens(payload["usage"]);
-          this.sawUsage = true;
-        }
         yield this.chunk({}, finishReason(delta["stop_reason"]) ?? "stop");
         return;
       }
       case "message_stop":
-        if (this.includeUsage) yield { ...this.chunk({}), choices: [], usage: openAiUsage({ input_tokens: this.input, output_tokens: this.output }) };
+        if (this.includeUsage) yield { ...this.chunk({}), choices: [], usage: openAiUsage(this.tally.usage() ?? { input_tokens: 0, output_tokens: 0 }) };
         return;
-      case "error": {
-        const error = isObject(payload["error"]) ? payload["error"] : {};
-        const message = typeof error["message"] === "string" ? error["message"] : "unknown error";
-        throw new ProviderError(this.provider, null, "provider_unavailable", `${this.provider} failed mid-stream (${String(error["type"] ?? "error")}): ${message}`);
-      }
+      case "error":
+        throw midStreamError(this.provider, payload);
       default:
         // ping, content_block_stop, and event types added later carry nothing an OpenAI chunk shows.
         return;

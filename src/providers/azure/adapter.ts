@@ -41,6 +41,9 @@ function azureProfile(config: ProviderConfig): OpenAiCompatibleProfile {
       if (operation === "chat") {
         return { url: `${base}/openai/deployments/${encodeURIComponent(deployment)}/chat/completions${query}`, headers };
       }
+      if (operation === "embeddings") {
+        return { url: `${base}/openai/deployments/${encodeURIComponent(deployment)}/embeddings${query}`, headers };
+      }
       if (operation === "responses") return { url: `${base}/openai/responses${query}`, headers, model: deployment };
       return { url: `${base}/openai/models${query}`, headers };
     },

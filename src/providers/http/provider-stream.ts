@@ -10,15 +10,22 @@ import { transportError, type UpstreamResponse } from "./upstream-http.js";
  */
 export type EventTranslator = (events: AsyncIterable<SseEvent>) => AsyncGenerator<JsonObject>;
 
-/** Builds the stream; `usage` reads what the translator has collected. */
+/** Splits a response body into events; SSE unless the upstream frames its stream otherwise. */
+export type EventDecoder = (body: AsyncIterable<Uint8Array>) => AsyncIterable<SseEvent>;
+
+/**
+ * Builds the stream; `usage` reads what the translator has collected. `decode` turns the body into
+ * events (SSE by default; AWS event streams bring their own decoder).
+ */
 export function providerStream(
   provider: string,
   res: UpstreamResponse,
   signal: AbortSource | undefined,
   translate: EventTranslator,
   usage: () => TokenUsage | null,
+  decode: EventDecoder = parseSse,
 ): ProviderStream {
-  return new UpstreamEventStream(provider, res, signal, translate, usage);
+  return new UpstreamEventStream(provider, res, signal, translate, usage, decode);
 }
 
 /**
@@ -40,6 +47,7 @@ class UpstreamEventStream implements ProviderStream {
     private readonly signal: AbortSource | undefined,
     private readonly translate: EventTranslator,
     readonly usage: () => TokenUsage | null,
+    private readonly decode: EventDecoder,
   ) {
     this.status = res.status;
   }
@@ -50,7 +58,7 @@ class UpstreamEventStream implements ProviderStream {
     const body = this.res.body;
     let finished = false;
     try {
-      yield* this.translate(parseSse(body));
+      yield* this.translate(this.decode(body));
       finished = true;
     } catch (err) {
       throw transportError(this.provider, err, this.signal);

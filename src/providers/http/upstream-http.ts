@@ -7,7 +7,7 @@ import type { AbortSource } from "../../cancellation.js";
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
-import type { JsonObject } from "../types.js";
+import type { CallOptions, JsonObject } from "../types.js";
 
 /** Generous default: a long completion may take minutes before its headers arrive. */
 const DEFAULT_TIMEOUT_MS = 600_000;
@@ -24,6 +24,16 @@ export interface UpstreamCall {
   body?: JsonObject | string;
   signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
+}
+
+/** A POST of `body` to `url` with the provider's `headers`, carrying the call's forwarded headers, abort and timeout. */
+export function postCall(url: string, headers: Record<string, string>, body: JsonObject | string, options: Omit<CallOptions, "key">): UpstreamCall {
+  return { method: "POST", url, headers, forwardedHeaders: options.headers, body, signal: options.signal, timeoutMs: options.timeoutMs };
+}
+
+/** A GET of `url` with the provider's `headers`, bounded by the call's abort and timeout. */
+export function getCall(url: string, headers: Record<string, string>, options: Omit<CallOptions, "key">): UpstreamCall {
+  return { method: "GET", url, headers, signal: options.signal, timeoutMs: options.timeoutMs };
 }
 
 /** A 2xx upstream answer whose body is still unread. */

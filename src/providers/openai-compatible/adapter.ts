@@ -8,7 +8,7 @@ import { providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
 import { parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
-import type { CallOptions, ChatRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
+import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
 import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
 
@@ -172,6 +172,12 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       const res = await send(agent, name, postCall("responses", req, req.model, options, (body) => ({ ...body, stream: true })));
       const state: ResponsesStreamState = { provider: name, usage: null };
       return providerStream(name, res, options.signal, (events) => translateResponsesEvents(state, events), () => state.usage);
+    },
+
+    // Passed through as received: token arrays, encoding_format and dimensions are the upstream's to honour.
+    async embeddings(req: EmbeddingsRequest, options: CallOptions) {
+      const res = await sendJson(agent, name, postCall("embeddings", req, req.model, options, null));
+      return { status: res.status, body: res.body, raw: res.text, usage: chatUsage(res.body["usage"]) ?? noUsage() };
     },
 
     async listModels(key, options = {}): Promise<ProviderModel[]> {

@@ -6,6 +6,7 @@ import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
 const PATHS: Record<OpenAiOperation, string> = {
   chat: "/v1/chat/completions",
   responses: "/v1/responses",
+  embeddings: "/v1/embeddings",
   models: "/v1/models",
 };
 
@@ -17,7 +18,9 @@ const PATHS: Record<OpenAiOperation, string> = {
 export function bearerProfile(name: string, baseUrl: string | null, defaultBaseUrl: string | null): OpenAiCompatibleProfile {
   const base = baseUrl ?? defaultBaseUrl;
   // The URLs depend only on the operation: joined once, not per request.
-  const urls = base ? { chat: joinUrl(base, PATHS.chat), responses: joinUrl(base, PATHS.responses), models: joinUrl(base, PATHS.models) } : null;
+  const urls = base
+    ? { chat: joinUrl(base, PATHS.chat), responses: joinUrl(base, PATHS.responses), embeddings: joinUrl(base, PATHS.embeddings), models: joinUrl(base, PATHS.models) }
+    : null;
   return {
     name,
     origins: () => (base ? [base] : []),

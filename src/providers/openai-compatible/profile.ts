@@ -2,7 +2,7 @@
 import type { ProviderKey, ProviderModel } from "../types.js";
 
 /** The operations an OpenAI-compatible upstream serves. */
-export type OpenAiOperation = "chat" | "responses" | "models";
+export type OpenAiOperation = "chat" | "responses" | "embeddings" | "models";
 
 /** Where to send one operation and with which headers; `model` replaces the body's model when set. */
 export interface OpenAiTarget {

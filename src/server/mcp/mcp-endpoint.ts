@@ -4,14 +4,17 @@
  * read here within the gateway's size limit and checked as JSON-RPC before the SDK transport sees them;
  * every request resolves its caller, and a session answers only the caller that opened it.
  */
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
+import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
+import { originOfHeaders } from "../../mcp/credentials/index.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Logger } from "../../telemetry/logger.js";
+import type { OAuth2Server } from "../oauth2/oauth2-server.js";
 import type { Req, Res } from "../node-http.js";
 import { sendJson } from "../node-http.js";
 import { dropRefusedBody } from "../refused-body.js";
@@ -33,6 +36,8 @@ export interface McpEndpointOptions {
   version: string;
   maxBodyBytes: number;
   limits?: Partial<McpSessionLimits>;
+  /** OAuth access tokens on /mcp (client.mcp_server_auth_mode `both` or `oauth`); absent: headers only. */
+  oauth?: { server: OAuth2Server; mode: () => McpServerAuthMode };
 }
 
 /** The endpoint: `handle` serves the three paths, `close` ends every session. */
@@ -68,6 +73,10 @@ class Refusal extends Error {
 }
 
 const SESSION_HEADER = "mcp-session-id";
+/** The header a token's virtual key is passed on in, as if the caller had sent it. */
+const VK_HEADER = "x-gw-vk";
+/** The headers that identify a caller without a token. */
+const CALLER_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key", "x-gw-mcp-session-id"];
 
 function headerValue(req: Req, name: string): string | undefined {
   const raw = req.headers[name];
@@ -98,9 +107,30 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     return { body, messages };
   }
 
+  /** The caller headers to resolve: a valid access token stands for its virtual key, as x-gw-vk would. */
+  async function authenticated(req: Req): Promise<IncomingHttpHeaders> {
+    const mode = opts.oauth?.mode() ?? "headers";
+    if (opts.oauth === undefined || mode === "headers") return req.headers;
+    const origin = originOfHeaders(req.headers) ?? "";
+    const bearer = /^Bearer\s+(\S+)$/i.exec(headerValue(req, "authorization") ?? "")?.[1];
+    const challenge = (error?: string) => ({ "www-authenticate": opts.oauth?.server.challenge(origin, error) ?? "" });
+    // An access token is a JWT; anything else in the header is a virtual key (in `both`).
+    if (bearer !== undefined && bearer.split(".").length === 3) {
+      const subject = await opts.oauth.server.verify(bearer, origin);
+      if (subject === null) throw new Refusal(401, SERVER_ERROR, "the access token is not valid here: expired, revoked, for another resource, or its virtual key is gone; sign in again", challenge("invalid_token"));
+      const { authorization: _token, ...rest } = req.headers;
+      return { ...rest, [VK_HEADER]: subject.key.value };
+    }
+    if (mode === "oauth" || !CALLER_HEADERS.some((name) => req.headers[name] !== undefined)) {
+      throw new Refusal(401, SERVER_ERROR, mode === "oauth" ? "this /mcp needs an OAuth access token: let your MCP client sign in (it finds the server from this answer)" : "this /mcp needs a virtual key in the caller headers or an OAuth access token", challenge());
+    }
+    return req.headers;
+  }
+
   async function callerOf(req: Req, trace: TraceNode | undefined): Promise<McpCaller> {
+    const headers = await authenticated(req);
     try {
-      const caller = await opts.tools.caller(req.headers);
+      const caller = await opts.tools.caller(headers);
       if (trace === undefined) return caller;
       if (caller.key !== null) trace.virtualKey(caller.key.id, caller.key.name);
       // The tool calls of this request hang under its span.

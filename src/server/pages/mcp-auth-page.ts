@@ -1,5 +1,6 @@
 /**
- * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers: the browser page where a caller submits
+ * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers|oauth: with kind=oauth, the outcome of an
+ * upstream OAuth authorization the callback just handled; with kind=headers, the browser page where a caller submits
  * their own header values for a per_user_headers MCP client (spec "Browser page"). Rendered on the server
  * from CredentialService.GetFlow (through the same in-process transport and interceptors as the REST
  * bridge); a small inline script submits to PUT /api/mcp/per-user-headers/flows/{flow_id} and shows the
@@ -11,6 +12,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { AUTH_PAGE_PATH } from "../../mcp/credentials/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
+import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
 import type { Req, Res } from "../node-http.js";
 
@@ -227,22 +229,56 @@ ${admin}
   return { title, html: `${heading}${facts}${form}` };
 }
 
+/** The outcome of an upstream OAuth authorization (kind=oauth), as the callback left it. */
+function oauthBody(flow: GetOauthFlowResponse): { html: string; title: string } {
+  const client = flow.clientName;
+  const title = `Authorize ${client}`;
+  const facts = `
+<dl>
+  <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
+  <dt>Authorization</dt><dd id="oauth-config-id"><code>${esc(flow.id)}</code></dd>
+</dl>`;
+  const heading = `<h1>Authorize ${esc(client)}</h1>`;
+  let outcome: string;
+  if (flow.status === "authorized" && flow.verified) {
+    outcome = `<div class="ok" role="status" id="oauth-connected"><p>Access granted and the gateway is connected to ${esc(client)}. You can close this page.</p></div>`;
+  } else if (flow.status === "authorized") {
+    outcome = `<div class="ok" role="status" id="oauth-authorized"><p>Access granted. The gateway holds the token; an administrator finishes the connection with <code>POST ${esc(flow.completeUrl)}</code>.</p></div>`;
+  } else if (flow.status === "failed") {
+    outcome = `<div class="error" role="alert" id="oauth-failed"><p><strong>The authorization did not succeed.</strong></p><p id="oauth-error">${esc(flow.error)}</p><p>Start a new one with initiate-verification or reauthorize.</p></div>`;
+  } else if (flow.status === "revoked") {
+    outcome = `<p class="error" role="alert" id="oauth-revoked">This authorization was revoked.</p>`;
+  } else {
+    outcome = `<p role="status" id="oauth-pending">Waiting for consent at the authorization server.</p>`;
+  }
+  return { title, html: `${heading}${facts}${outcome}` };
+}
+
+/** Sends an HTML page that only states a problem (the OAuth callback's refusals use it too). */
+export function sendMessagePage(res: Res, status: number, title: string, text: string): void {
+  const nonce = randomBytes(16).toString("base64");
+  sendPage(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
+}
+
+function sendPage(res: Res, status: number, html: string, nonce: string): void {
+  res.writeHead(status, {
+    "content-type": "text/html; charset=utf-8",
+    "content-length": Buffer.byteLength(html),
+    "cache-control": "no-store",
+    "referrer-policy": "no-referrer",
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`,
+  });
+  res.end(html);
+}
+
 /** Creates the page handler. */
 export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res) => Promise<void> {
   const credentials = createClient(CredentialService, opts.transport);
+  const oauth = createClient(OauthService, opts.transport);
 
-  function send(res: Res, status: number, html: string, nonce: string): void {
-    res.writeHead(status, {
-      "content-type": "text/html; charset=utf-8",
-      "content-length": Buffer.byteLength(html),
-      "cache-control": "no-store",
-      "referrer-policy": "no-referrer",
-      "x-content-type-options": "nosniff",
-      "x-frame-options": "DENY",
-      "content-security-policy": `default-src 'none'; script-src 'nonce-${nonce}'; style-src 'nonce-${nonce}'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors 'none'`,
-    });
-    res.end(html);
-  }
+  const send = sendPage;
 
   function message(res: Res, status: number, title: string, text: string, nonce: string): void {
     send(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
@@ -262,8 +298,25 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       message(res, 400, "Missing flow", "This link has no flow parameter. Call the tool again to get a fresh link.", nonce);
       return;
     }
+    if (kind === "oauth") {
+      let flow: GetOauthFlowResponse;
+      try {
+        flow = await oauth.getOauthFlow({ id: flowId }, { headers: forwardedHeaders(req) });
+      } catch (err) {
+        if (err instanceof ConnectError && err.code === Code.NotFound) {
+          message(res, 404, "Unknown link", `${err.rawMessage}.`, nonce);
+          return;
+        }
+        opts.logger.error({ err }, "the MCP credential page could not load its OAuth attempt");
+        message(res, 500, "Cannot show this authorization", "The gateway could not load this authorization; its log has the details.", nonce);
+        return;
+      }
+      const { html, title } = oauthBody(flow);
+      send(res, 200, page(title, html, nonce), nonce);
+      return;
+    }
     if (kind !== "headers") {
-      message(res, 400, "Unsupported kind", `Submission kind "${kind}" is not supported; this gateway collects headers (kind=headers).`, nonce);
+      message(res, 400, "Unsupported kind", `Submission kind "${kind}" is not supported; use kind=headers or kind=oauth.`, nonce);
       return;
     }
     let flow: GetFlowResponse;

@@ -9,6 +9,7 @@ import { enumValueRestName } from "../../proto-json/enum-names.js";
 import { isImmutable, isInputOnly, isOutputOnly, isRequired } from "../../proto-json/field-mask.js";
 import { protoComment, type Commentable } from "./proto-comments.js";
 import { compileRoutes, type RestRoute, type RouteTable } from "./route-table.js";
+import { presenceListValues } from "../../proto-json/presence-list.js";
 import { isWellKnownMessage } from "../../proto-json/well-known.js";
 
 /** A JSON Schema or any other OpenAPI object, as plain JSON. */
@@ -142,6 +143,8 @@ class SchemaBuilder {
   /** A schema (usually a $ref) for a message type. */
   message(desc: DescMessage): Schema {
     if (isWellKnownMessage(desc)) return wellKnownSchema(desc);
+    const values = presenceListValues(desc);
+    if (values !== undefined) return { type: "array", items: this.element(values.listKind, values.scalar, values.enum, values.message) };
     if (!(desc.typeName in this.schemas)) {
       // Reserve the name first: messages can refer to themselves.
       this.schemas[desc.typeName] = {};

@@ -34,7 +34,7 @@ function v1Type(err: GatewayError, status: number): string {
 }
 
 /** `err` with the error_type a /v1 answer gives it (the body reader's own types become caller_* or gateway_*). */
-function v1Error(err: GatewayError): GatewayError {
+export function v1Error(err: GatewayError): GatewayError {
   const status = httpStatusOf(err);
   const type = v1Type(err, status);
   if (type === err.type) return err;
@@ -118,6 +118,9 @@ export interface SseFraming {
   end: string;
 }
 
+/** An error's status and the body that carries it on an endpoint's wire. */
+export type ErrorEnvelope = (err: GatewayError) => { status: number; body: JsonObject };
+
 /** One /v1 inference endpoint: how it checks its body and frames its stream. */
 export interface V1Endpoint {
   /** Names the endpoint in log lines. */
@@ -128,6 +131,8 @@ export interface V1Endpoint {
   validate(body: JsonObject): MethodBody;
   /** The framing of one stream. */
   framing(): SseFraming;
+  /** The error envelope of the endpoint's wire (the OpenAI one when absent). */
+  errorBody?: ErrorEnvelope;
 }
 
 const CHAT_FRAMING: SseFraming = {
@@ -143,7 +148,7 @@ const CHAT_ENDPOINT: V1Endpoint = {
   framing: () => CHAT_FRAMING,
 };
 
-async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, name: string, logger: Logger): Promise<void> {
+async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
   // Both response classes are Writables; the union of their write() overloads is not callable as such.
   const out: Writable = res;
@@ -158,7 +163,7 @@ async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing:
     if (error.type === "gateway_internal") logger.error({ err }, `${name} stream failed inside the gateway`);
     // Headers are out, so the status cannot change: the failure travels as an error event, which the
     // OpenAI SDKs raise as an API error.
-    res.end(framing.error(v1ErrorBody(error).body));
+    res.end(framing.error(errorBody(error).body));
     return;
   }
   if (!gone(res)) res.end(framing.end);
@@ -166,6 +171,7 @@ async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing:
 
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
 export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
+  const errorBody = endpoint.errorBody ?? v1ErrorBody;
   return async (req, res, scope) => {
     const abort = new RequestAbort();
     res.on("close", () => {
@@ -185,14 +191,14 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
         else sendJson(res, 200, outcome.body);
         return;
       }
-      await writeStream(res, outcome.chunks, endpoint.framing(), endpoint.name, opts.logger);
+      await writeStream(res, outcome.chunks, endpoint.framing(), errorBody, endpoint.name, opts.logger);
     } catch (err) {
       // Nobody is left to answer a client that went away.
       if (err instanceof ClientClosedError || abort.aborted || gone(res)) return;
       const error = asGatewayError(err);
       if (error.type === "gateway_internal") opts.logger.error({ ...scope?.trace?.ids(), err }, `${endpoint.name} failed inside the gateway`);
       if (!running) opts.chat.refuse({ method: endpoint.method, model: json?.["model"], headers: req.headers, ...(scope ? { scope } : {}) }, v1Error(error));
-      const { status, body } = v1ErrorBody(error);
+      const { status, body } = errorBody(error);
       if (res.headersSent) res.end();
       else sendJson(res, status, body);
       // A body over the limit is still on the wire, unread.

@@ -1,6 +1,6 @@
 /**
- * Agent mode over the inference service: injects the caller's MCP tools into /v1/chat/completions and
- * /v1/responses requests and, when the model calls tools the gateway may run on its own
+ * Agent mode over the inference service: injects the caller's MCP tools into /v1/chat/completions,
+ * /v1/responses and /anthropic/v1/messages requests and, when the model calls tools the gateway may run on its own
  * (tools_to_auto_execute and tools_to_execute, allowed by the key), runs them in parallel, feeds the
  * results back and calls the model again, up to max_agent_depth model calls that produced tool calls.
  * Every model call goes through ChatService.complete(), so routing, governance, budgets, rate limits and
@@ -10,8 +10,9 @@ import { randomBytes } from "node:crypto";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
-import type { McpRuntime } from "../../mcp/runtime.js";
-import type { ChatRequest, JsonObject, ResponsesRequest } from "../../providers/types.js";
+import { autoRunnableCalls, EXECUTE_TOOL_CODE, isMetaTool, runMetaTool } from "../../mcp/code-mode/meta-tools.js";
+import type { McpRuntime, OfferedTool } from "../../mcp/runtime.js";
+import type { ChatRequest, JsonObject, MessagesRequest, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
@@ -40,6 +41,10 @@ export interface AgentDeps {
 interface LoopCaller extends ToolCaller {
   origin: string | null;
   custom: CustomLabelValues | undefined;
+  /** The visible tools of code-mode clients, which the meta-tools reach. */
+  codeMode: readonly OfferedTool[];
+  /** The meta-tools injected (a request tool of the same name is the caller's own to run). */
+  metaTools: ReadonlySet<string>;
 }
 
 /** The tools the runtime offers right now. */
@@ -106,9 +111,14 @@ const CHAT_FORMAT: WireFormat = {
   },
 };
 
+/** The objects of a list field of an answer (Responses `output`, Messages `content`). */
+function objectsIn(answer: JsonObject, field: "output" | "content"): JsonObject[] {
+  const list = answer[field];
+  return Array.isArray(list) ? list.filter(isObject) : [];
+}
+
 function outputItems(answer: JsonObject): JsonObject[] {
-  const output = answer["output"];
-  return Array.isArray(output) ? output.filter(isObject) : [];
+  return objectsIn(answer, "output");
 }
 
 /** The Responses API: function_call output items; results as function_call_output input items. */
@@ -146,6 +156,44 @@ const RESPONSES_FORMAT: WireFormat = {
   },
 };
 
+function contentBlocks(answer: JsonObject): JsonObject[] {
+  return objectsIn(answer, "content");
+}
+
+/** Anthropic Messages: tool_use content blocks; results as tool_result blocks of the next user turn. */
+const MESSAGES_FORMAT: WireFormat = {
+  calls(answer) {
+    return contentBlocks(answer)
+      .filter((block) => block["type"] === "tool_use")
+      .map((block) => ({ id: String(block["id"] ?? ""), name: String(block["name"] ?? ""), arguments: JSON.stringify(block["input"] ?? {}), raw: block }));
+  },
+  followUp(request, answer, executed) {
+    const messages = Array.isArray(request["messages"]) ? request["messages"] : [];
+    const results = executed.map((call) => ({ type: "tool_result", tool_use_id: call.id, content: call.content, ...(call.isError ? { is_error: true } : {}) }));
+    const next: JsonObject = { ...request, messages: [...messages, { role: "assistant", content: answer["content"] }, { role: "user", content: results }] };
+    // A forced choice (any, or a named tool) becomes auto, so the model can answer once it has the results.
+    const choice = request["tool_choice"];
+    if (isObject(choice) && (choice["type"] === "any" || choice["type"] === "tool")) {
+      next["tool_choice"] = { type: "auto", ...(choice["disable_parallel_tool_use"] === true ? { disable_parallel_tool_use: true } : {}) };
+    }
+    return next;
+  },
+  mixed(answer, executed, pending) {
+    // Thinking stays; the model's text gives way to the summary, and of the tool uses only the pending ones are handed back.
+    const other = contentBlocks(answer).filter((block) => block["type"] !== "text" && block["type"] !== "tool_use");
+    const content = [...other, { type: "text", text: executedSummary(executed) }, ...pending.map((call) => call.raw)];
+    return { ...answer, content, stop_reason: "end_turn", stop_sequence: null };
+  },
+};
+
+const FORMATS: Record<AgentWire, WireFormat> = { chat: CHAT_FORMAT, responses: RESPONSES_FORMAT, messages: MESSAGES_FORMAT };
+
+/** The wire format of a call. */
+function wireOf(call: ChatCall): AgentWire {
+  // Embeddings never come here: they go to the inference service directly, having no tools to inject.
+  return call.method === undefined || call.method === "embedding" ? "chat" : call.method;
+}
+
 function withToolChoice(request: JsonObject): JsonObject {
   if (request["tool_choice"] === undefined) return request;
   return { ...request, tool_choice: followUpToolChoice(request["tool_choice"]) };
@@ -155,6 +203,7 @@ function withToolChoice(request: JsonObject): JsonObject {
 function withBody(call: ChatCall, body: JsonObject): ChatCall {
   // The client's raw body no longer describes the request.
   if (call.method === "responses") return { ...call, rawBody: undefined, method: "responses", body: body as ResponsesRequest };
+  if (call.method === "messages") return { ...call, rawBody: undefined, method: "messages", body: body as MessagesRequest };
   return { ...call, rawBody: undefined, method: "chat", body: body as ChatRequest };
 }
 
@@ -174,11 +223,12 @@ function parseArguments(text: string): Record<string, unknown> | string {
   return isObject(parsed) ? parsed : "the arguments must encode a JSON object";
 }
 
-function streamRefusal(): GatewayError {
+function streamRefusal(wire: AgentWire): GatewayError {
+  const endpoints = wire === "messages" ? "POST /anthropic/v1/messages" : "POST /v1/chat/completions or POST /v1/responses";
   return new GatewayError(
     "invalid_argument",
     "stream: true is not supported in agent mode (tools offered to this request run automatically in the gateway): " +
-      "send the request without stream to POST /v1/chat/completions or POST /v1/responses, or leave the auto-executed tools out " +
+      `send the request without stream to ${endpoints}, or leave the auto-executed tools out ` +
       `with ${INCLUDE_CLIENTS_HEADER} or ${INCLUDE_TOOLS_HEADER}`,
     { type: "caller_agent_mode_streaming_unsupported", httpStatus: 400, field: "stream" },
   );
@@ -188,24 +238,55 @@ function streamRefusal(): GatewayError {
 export function createAgentService(deps: AgentDeps): ChatService {
   const { chat, runtime, settings, observer } = deps;
 
-  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined): Promise<ExecutedCall> {
+  /** The options of one tool execution for the loop's caller; its spans hang under `trace`. */
+  function executeOptions(caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined) {
     const { key } = caller;
+    return {
+      timeoutMs,
+      signal,
+      identity: caller.identity,
+      origin: caller.origin,
+      ...(caller.custom ? { custom: caller.custom } : {}),
+      ...(trace ? { trace } : {}),
+      ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+    };
+  }
+
+  /**
+   * Whether the loop runs this call itself: an auto-executable tool, or executeToolCode whose code calls
+   * only auto-executable tools by name (then the names it may call; read before the code runs).
+   */
+  function runnable(call: ModelCall, auto: ReadonlySet<string>, caller: LoopCaller): { allowedCalls?: ReadonlySet<string> } | null {
+    if (auto.has(call.name)) return {};
+    if (call.name !== EXECUTE_TOOL_CODE || !caller.metaTools.has(call.name)) return null;
+    const args = parseArguments(call.arguments);
+    if (typeof args === "string") return {};
+    const allowedCalls = autoRunnableCalls(args, caller.codeMode);
+    return allowedCalls === null ? null : { allowedCalls };
+  }
+
+  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
     let failure: unknown = null;
     let executed: ExecutedCall;
     try {
-      const result = await runtime.execute(call.name, args, {
-        timeoutMs,
-        signal,
-        identity: caller.identity,
-        origin: caller.origin,
-        ...(caller.custom ? { custom: caller.custom } : {}),
-        ...(trace ? { trace } : {}),
-        ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
-      });
-      executed = done(result.content, result.isError);
+      if (caller.metaTools.has(call.name)) {
+        const options = executeOptions(caller, timeoutMs, signal, trace);
+        const outcome = await runMetaTool(call.name, args, {
+          tools: caller.codeMode,
+          bindingLevel: settings.toolManager.codeModeBindingLevel,
+          timeoutMs,
+          signal,
+          invoke: (name, toolArgs, inner) => runtime.execute(name, toolArgs, { ...options, signal: inner }),
+          ...(allowedCalls ? { allowedCalls } : {}),
+        });
+        executed = done(outcome.content, outcome.isError);
+      } else {
+        const result = await runtime.execute(call.name, args, executeOptions(caller, timeoutMs, signal, trace));
+        executed = done(result.content, result.isError);
+      }
     } catch (err) {
       // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
       // payload) reaches the model verbatim, so the application can show the user where to go.
@@ -222,7 +303,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
   }
 
   async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, caller: LoopCaller): Promise<ChatOutcome> {
-    const format = call.method === "responses" ? RESPONSES_FORMAT : CHAT_FORMAT;
+    const format = FORMATS[wireOf(call)];
     // Read once per request, so a settings change applies from the next request on, never mid-loop.
     const { maxAgentDepth, toolExecutionTimeoutMs } = settings.toolManager;
     let usage: JsonObject | null = null;
@@ -244,13 +325,14 @@ export function createAgentService(deps: AgentDeps): ChatService {
         const calls = format.calls(answer);
         if (calls.length === 0) return finish(answer);
         depth++;
-        const runnable = calls.filter((c) => auto.has(c.name));
-        if (runnable.length === 0 || depth >= maxAgentDepth) {
+        const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
+        const runs = decided.filter((d) => d.run !== null);
+        if (runs.length === 0 || depth >= maxAgentDepth) {
           observer.toolCallsReturned(depth, calls.length);
           return finish(answer);
         }
-        const executed = await Promise.all(runnable.map((c) => execute(c, caller, toolExecutionTimeoutMs, signal, iteration)));
-        const pending = calls.filter((c) => !auto.has(c.name));
+        const executed = await Promise.all(runs.map((d) => execute(d.call, caller, toolExecutionTimeoutMs, signal, iteration, d.run?.allowedCalls)));
+        const pending = decided.filter((d) => d.run === null).map((d) => d.call);
         if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
         next = format.followUp(next, answer, executed);
       } finally {
@@ -290,20 +372,20 @@ export function createAgentService(deps: AgentDeps): ChatService {
       return chat.complete(call);
     }
     const { key } = caller;
-    const offered = toolsForCaller(available, { key, clients, tools });
+    const { tools: offered, codeMode } = toolsForCaller(available, { key, clients, tools });
     if (offered.length === 0) return chat.complete(call);
-    const wire: AgentWire = call.method === "responses" ? "responses" : "chat";
-    const { tools: wireTools, injected } = injectTools(call.body, offered, wire);
+    const { tools: wireTools, injected } = injectTools(call.body, offered, wireOf(call));
     if (injected.length === 0) return chat.complete(call);
     const request: JsonObject = { ...call.body, tools: wireTools };
     const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
     if (auto.size === 0) return chat.complete(withBody(call, request));
     if (call.body.stream === true) {
-      const refusal = streamRefusal();
+      const refusal = streamRefusal(wireOf(call));
       countRefusal(call, refusal);
       throw refusal;
     }
-    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues });
+    const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
+    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
 
   /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
@@ -311,5 +393,5 @@ export function createAgentService(deps: AgentDeps): ChatService {
     if (err instanceof GatewayError) chat.refuse({ method: call.method ?? "chat", model: call.body.model, headers: call.headers, scope: call.scope }, err);
   }
 
-  return { complete, refuse: chat.refuse };
+  return { complete, countTokens: chat.countTokens, refuse: chat.refuse };
 }

@@ -1,9 +1,10 @@
 /**
- * Tool injection for agent mode: the MCP tools a /v1 request sees (the caller's visible tools, see
- * tool-visibility.ts), and how they are written into a chat completions or Responses request next to the
- * tools the request already carries.
+ * Tool injection for agent mode: the MCP tools an inference request sees (the caller's visible tools, see
+ * tool-visibility.ts), and how they are written into a chat completions, Responses or Anthropic Messages
+ * request next to the tools the request already carries.
  */
 import { GatewayError } from "../../errors.js";
+import { META_TOOLS } from "../../mcp/code-mode/meta-tools.js";
 import type { OfferedTool } from "../../mcp/runtime.js";
 import type { JsonObject } from "../../providers/types.js";
 import { visibleTools, type ToolScope } from "./tool-visibility.js";
@@ -18,19 +19,39 @@ export interface InjectedTool {
   autoExecute: boolean;
 }
 
-/** The offered tools the caller of `scope` sees, each marked auto-executable or not. */
-export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope): InjectedTool[] {
-  return visibleTools(offered, scope).map((offer) => ({
-    name: offer.name,
-    clientName: offer.clientName,
-    description: offer.tool.description,
-    parameters: offer.tool.inputSchema,
-    autoExecute: offer.autoExecute,
-  }));
+/** The tools one caller is offered. */
+export interface CallerTools {
+  /** What the model is given: the visible tools of ordinary clients, then the code-mode meta-tools if any. */
+  tools: InjectedTool[];
+  /** The visible tools of code-mode clients, reached only through the meta-tools. */
+  codeMode: OfferedTool[];
+}
+
+/**
+ * The offered tools the caller of `scope` sees, each marked auto-executable or not; the tools of code-mode
+ * clients give way to the meta-tools, offered once (the read-only ones auto-executable; executeToolCode
+ * is decided per call from its code).
+ */
+export function toolsForCaller(offered: readonly OfferedTool[], scope: ToolScope): CallerTools {
+  const visible = visibleTools(offered, scope);
+  const codeMode = visible.filter((offer) => offer.codeMode);
+  const tools: InjectedTool[] = visible
+    .filter((offer) => !offer.codeMode)
+    .map((offer) => ({
+      name: offer.name,
+      clientName: offer.clientName,
+      description: offer.tool.description,
+      parameters: offer.tool.inputSchema,
+      autoExecute: offer.autoExecute,
+    }));
+  if (codeMode.length > 0) {
+    for (const meta of META_TOOLS) tools.push({ name: meta.name, clientName: "", description: meta.description, parameters: meta.inputSchema, autoExecute: meta.readOnly });
+  }
+  return { tools, codeMode };
 }
 
 /** The wire format a request body is in. */
-export type AgentWire = "chat" | "responses";
+export type AgentWire = "chat" | "responses" | "messages";
 
 /** The names of the function tools a request already carries, in either wire format. */
 function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<string> {
@@ -44,8 +65,9 @@ function requestToolNames(tools: readonly unknown[], wire: AgentWire): Set<strin
   return names;
 }
 
-/** One injected tool as an OpenAI function tool of the wire format. */
+/** One injected tool as a function tool of the wire format. */
 function wireTool(tool: InjectedTool, wire: AgentWire): JsonObject {
+  if (wire === "messages") return { name: tool.name, description: tool.description, input_schema: tool.parameters };
   if (wire === "chat") return { type: "function", function: { name: tool.name, description: tool.description, parameters: tool.parameters } };
   // The Responses API defaults `strict` to true, which most MCP input schemas do not satisfy.
   return { type: "function", name: tool.name, description: tool.description, parameters: tool.parameters, strict: false };

@@ -1,24 +1,30 @@
 /**
- * Inference orchestration for chat completions and the Responses API, entirely in memory (the database is
- * never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
+ * Inference orchestration for chat completions, the Responses API, Anthropic's Messages API and embeddings,
+ * entirely in memory (the database is never awaited here): resolve the caller's virtual key, route, then walk the targets (primary, then
  * fallbacks). A target whose provider has a call limit first takes one of its slots (waiting, or refused
  * when the buffer is full and client.drop_excess_requests is on). Within a target the keys are tried in
  * their weighted order while the upstream answers with a status that rotates keys; any other failure moves
  * on to the next target. When every target fails the primary's error is the answer. The caller's headers
  * that client.allowed_headers lets through go along on every upstream call. The call's method only picks
- * the adapter call and the `method` metric label, so routing, rotation, fallbacks and metrics are one code
- * path for both APIs.
+ * the adapter call (a provider without a Messages API of its own is served it through its chat calls) and
+ * the `method` metric label (Messages counts as chat), so routing, rotation, fallbacks and metrics are one
+ * code path for every API.
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import type { RequestAbort } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import type { CallLimiter } from "../../providers/call-limiter.js";
+import { bridgeMessages, bridgeMessagesStream } from "../../providers/messages-bridge/bridge.js";
+import { estimateInputTokens } from "../../providers/messages-bridge/count.js";
 import { ProviderError } from "../../providers/provider-error.js";
 import type {
   CallOptions,
   ChatRequest,
+  CountTokensRequest,
+  EmbeddingsRequest,
   JsonObject,
+  MessagesRequest,
   ProviderAdapter,
   ProviderResult,
   ProviderStream,
@@ -38,8 +44,8 @@ import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { Inference, InferenceProvider } from "./state.js";
 
-/** The inference APIs the service runs: chat completions, or the Responses API. */
-export type CallMethod = "chat" | "responses";
+/** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
+export type CallMethod = "chat" | "responses" | "messages" | "embedding";
 
 /** A validated request body with its method; a call without a method is a chat completion. */
 export type MethodBody =
@@ -52,6 +58,16 @@ export type MethodBody =
       method: "responses";
       /** The request JSON; `model` is a non-empty string and `input` a string or an array. */
       body: ResponsesRequest;
+    }
+  | {
+      method: "messages";
+      /** The Anthropic request JSON; `max_tokens` an integer and `messages` checked block by block. */
+      body: MessagesRequest;
+    }
+  | {
+      method: "embedding";
+      /** The request JSON; `model` is a non-empty string, `input` checked, never streamed. */
+      body: EmbeddingsRequest;
     };
 
 /** One validated request as a /v1 handler hands it over. */
@@ -95,10 +111,27 @@ export interface RefusedCall {
   scope?: RequestScope;
 }
 
+/** One Anthropic count_tokens request as the handler hands it over. */
+export interface CountTokensCall {
+  /** The request JSON; `model` is a non-empty string and `messages` checked. */
+  body: CountTokensRequest;
+  /** The body as the client sent it, forwarded as is when the upstream would get the same JSON. */
+  rawBody?: string;
+  headers: IncomingHttpHeaders;
+  signal: RequestAbort | AbortSignal;
+  /** What the HTTP layer read from the request; its trace gets the route and the upstream count's attempt. */
+  scope?: RequestScope;
+}
+
 /** The entry point of the /v1 inference handlers. */
 export interface ChatService {
   /** Runs one request; throws RoutingError, ProviderError or GatewayError with the status to answer. */
   complete(call: ChatCall): Promise<ChatOutcome>;
+  /**
+   * Counts a Messages request's input tokens `{input_tokens}` under the same key and routing as a request:
+   * the routed provider counts when it can (Anthropic), else the gateway estimates. No budget is charged.
+   */
+  countTokens(call: CountTokensCall): Promise<JsonObject>;
   /** Counts a request refused before complete() ran it (a malformed body or header); `error.type` is the answer's error_type. */
   refuse(call: RefusedCall, error: GatewayError): void;
 }
@@ -114,13 +147,28 @@ export function virtualKeyCredential(headers: IncomingHttpHeaders): string | nul
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
 function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderResult> {
   if (call.method === "responses") return adapter.responses({ ...call.body, model }, options);
+  if (call.method === "embedding") return adapter.embeddings({ ...call.body, model }, options);
+  if (call.method === "messages") {
+    const req = { ...call.body, model };
+    return adapter.messages ? adapter.messages(req, options) : bridgeMessages(adapter, req, options);
+  }
   return adapter.chat({ ...call.body, model }, options);
 }
 
 /** The adapter's streaming call for the method, with the target's upstream model. */
 function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderStream> {
+  if (call.method === "embedding") throw new GatewayError("invalid_argument", "embeddings do not stream", { type: "caller_invalid_request", httpStatus: 400, field: "stream" });
   if (call.method === "responses") return adapter.responsesStream({ ...call.body, model }, options);
+  if (call.method === "messages") {
+    const req = { ...call.body, model };
+    return adapter.messagesStream ? adapter.messagesStream(req, options) : bridgeMessagesStream(adapter, req, options);
+  }
   return adapter.chatStream({ ...call.body, model }, options);
+}
+
+/** The `method` label of a call: the Messages API is a chat API. */
+function metricMethod(method: CallMethod | undefined): InferenceMethod {
+  return method === "messages" || method === undefined ? "chat" : method;
 }
 
 /** Running facts of one request across its attempts. */
@@ -186,14 +234,15 @@ function usageOutcome(usage: TokenUsage | null): Partial<AttemptOutcome> {
   return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
 }
 
-/** The response model, finish reasons and text of an answer, for its attempt's span. */
+/** The response model, finish reasons and text of an answer (chat, Responses or Messages), for its attempt's span; an embedding's vectors are no text. */
 function answerOutcome(body: JsonObject): Partial<AttemptOutcome> {
-  const out: Partial<AttemptOutcome> = { completion: body["choices"] ?? body["output"] };
+  const out: Partial<AttemptOutcome> = { completion: body["choices"] ?? body["output"] ?? body["content"] };
   if (typeof body["model"] === "string") out.responseModel = body["model"];
   const choices = body["choices"];
   if (Array.isArray(choices)) {
     out.finishReasons = choices.flatMap((c) => (c !== null && typeof c === "object" && typeof (c as JsonObject)["finish_reason"] === "string" ? [(c as JsonObject)["finish_reason"] as string] : []));
   } else if (typeof body["status"] === "string") out.finishReasons = [body["status"]];
+  else if (typeof body["stop_reason"] === "string") out.finishReasons = [body["stop_reason"]];
   return out;
 }
 
@@ -209,7 +258,7 @@ export function asGatewayError(err: unknown): GatewayError {
   return new GatewayError("internal", "internal error: the gateway log has the details", { type: "gateway_internal", httpStatus: 500, cause: err });
 }
 
-/** Creates the inference service (chat and responses) over the in-memory inference state. */
+/** Creates the inference service (chat, responses and messages) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
   const { inference, observer } = deps;
   // Compiled once per settings change, not per request.
@@ -221,7 +270,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   function resolveKey(headers: IncomingHttpHeaders): VirtualKey | null {
     const key = inference.virtualKeys.resolve(virtualKeyCredential(headers));
     if (key === null && deps.settings.client.enforceGovernance) {
-      throw new GatewayError("unauthenticated", "this gateway requires a virtual key on /v1 (client.enforce_governance); send it as x-gw-vk or Authorization: Bearer", {
+      throw new GatewayError("unauthenticated", "this gateway requires a virtual key for inference (client.enforce_governance); send it as x-gw-vk, Authorization: Bearer or x-api-key", {
         type: "caller_virtual_key_required",
         httpStatus: 401,
       });
@@ -239,7 +288,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
-    const mode = base.method === "responses" ? "responses" : "chat";
+    const mode = base.method === "responses" || base.method === "embedding" ? base.method : "chat";
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
@@ -283,7 +332,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
-    const method: InferenceMethod = call.method ?? "chat";
+    const method = metricMethod(call.method);
     const custom = call.scope?.dims.metricValues;
     const rawFallbacks = call.body["fallbacks"];
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
@@ -368,17 +417,44 @@ export function createChatService(deps: ChatDeps): ChatService {
     throw error;
   }
 
+  /** The options of one upstream call with the key `choice` picked. */
+  function callOptions(
+    call: { body: { model: string }; rawBody?: string | undefined; signal: RequestAbort | AbortSignal },
+    provider: InferenceProvider,
+    providerName: string,
+    choice: KeyChoice,
+    forwarded: Readonly<Record<string, string>> | undefined,
+    span: AttemptSpan | undefined,
+  ): CallOptions {
+    // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
+    const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
+    if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${providerName} vanished`, { type: "gateway_internal", httpStatus: 500 });
+    const options: CallOptions = { key, signal: call.signal };
+    if (forwarded !== undefined) options.headers = forwarded;
+    // The upstream continues the caller's trace under this attempt's span.
+    if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
+    // The client's own bytes may go upstream only when the model is not rewritten.
+    if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
+    const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
+    if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
+    return options;
+  }
+
+  /** The provider a target names; a routing error when it is not configured. */
+  function providerOf(target: RouteTarget): InferenceProvider {
+    const provider = inference.providers.get(target.provider);
+    if (provider !== undefined) return provider;
+    throw new RoutingError(
+      "caller_provider_not_configured",
+      `provider "${target.provider}" is not configured on this gateway; add it under providers or pick another provider`,
+      "model",
+    );
+  }
+
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
     const { method, virtualKey, engines, target, fallbackIndex, state } = at;
-    const provider = inference.providers.get(target.provider);
     state.lastLabels = labels(virtualKey, engines, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace });
-    if (provider === undefined) {
-      throw new RoutingError(
-        "caller_provider_not_configured",
-        `provider "${target.provider}" is not configured on this gateway; add it under providers or pick another provider`,
-        "model",
-      );
-    }
+    const provider = providerOf(target);
     const limiter = provider.limiter;
     if (limiter === null) return attemptKeys(call, at, provider, null);
     const wait = limiter.acquire(call.signal, deps.settings.client.dropExcessRequests);
@@ -410,27 +486,17 @@ export function createChatService(deps: ChatDeps): ChatService {
     for (const [index, choice] of choices.entries()) {
       const base = labels(virtualKey, engines, { method, custom, target, choice, fallbackIndex, retried: index > 0, trace: call.scope?.trace });
       state.lastLabels = base;
-      // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
-      const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
-      if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${target.provider} vanished`, { type: "gateway_internal", httpStatus: 500 });
-      const options: CallOptions = { key, signal: call.signal };
-      if (forwarded !== undefined) options.headers = forwarded;
-      // The client's own bytes may go upstream only when the model is not rewritten.
-      if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
-      const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
-      if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
       const span = call.scope?.trace?.attempt({
-        operation: "chat",
+        operation: call.method === "embedding" ? "embeddings" : "chat",
         provider: target.provider,
         requestModel: choice.upstreamModel,
         keyId: choice.key.id,
         fallbackIndex,
         retryIndex: index,
         stream: call.body.stream === true,
-        prompt: call.method === "responses" ? call.body.input : call.body.messages,
+        prompt: call.method === "responses" || call.method === "embedding" ? call.body.input : call.body.messages,
       });
-      // The upstream continues the caller's trace under this attempt's span.
-      if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
+      const options = callOptions(call, provider, target.provider, choice, forwarded, span);
       observer.attemptStarted(base);
       const attemptStarted = performance.now();
       try {
@@ -482,11 +548,48 @@ export function createChatService(deps: ChatDeps): ChatService {
     throw new GatewayError("internal", `no key of provider ${target.provider} was tried`, { type: "gateway_internal", httpStatus: 500 });
   }
 
+  async function countTokens(call: CountTokensCall): Promise<JsonObject> {
+    const virtualKey = resolveKey(call.headers);
+    const decision = routeRequest({ model: call.body.model, virtualKey }, { catalog: inference.catalog, limits: inference.limits, random: inference.random });
+    const target = decision.primary;
+    const trace = call.scope?.trace;
+    if (trace !== undefined) {
+      if (virtualKey !== null) trace.virtualKey(virtualKey.id, virtualKey.name);
+      trace.route({ provider: target.provider, model: target.model, fallbacks: decision.fallbacks.length, engines: decision.enginesUsed });
+    }
+    const provider = providerOf(target);
+    const count = provider.adapter.countTokens;
+    if (count === undefined) return estimateInputTokens({ ...call.body, model: target.model });
+    const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
+    const [choice] = orderKeys({ provider: target.provider, model: target.model, keys: provider.keys, config, catalog: inference.catalog, random: inference.random });
+    if (choice === undefined) throw new GatewayError("internal", `no key of provider ${target.provider} to count tokens with`, { type: "gateway_internal", httpStatus: 500 });
+    const span = trace?.attempt({
+      operation: "chat",
+      provider: target.provider,
+      requestModel: choice.upstreamModel,
+      keyId: choice.key.id,
+      fallbackIndex: 0,
+      retryIndex: 0,
+      stream: false,
+      prompt: call.body.messages,
+    });
+    const options = callOptions(call, provider, target.provider, choice, forwarding.pick(call.headers), span);
+    try {
+      const counted = await count.call(provider.adapter, { ...call.body, model: choice.upstreamModel }, options);
+      const inputTokens = counted["input_tokens"];
+      span?.end({ status: 200, ...(typeof inputTokens === "number" ? { inputTokens } : {}) });
+      return counted;
+    } catch (err) {
+      span?.end(failureOutcome(err));
+      throw err;
+    }
+  }
+
   function refuse(call: RefusedCall, error: GatewayError): void {
     const virtualKey = inference.virtualKeys.resolve(virtualKeyCredential(call.headers));
     const model = typeof call.model === "string" ? call.model : "";
-    observer.refused(refusalLabels(call.method, call.scope?.dims.metricValues, model, virtualKey), error);
+    observer.refused(refusalLabels(metricMethod(call.method), call.scope?.dims.metricValues, model, virtualKey), error);
   }
 
-  return { complete, refuse };
+  return { complete, countTokens, refuse };
 }

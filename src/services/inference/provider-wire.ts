@@ -6,6 +6,7 @@
 import { invalidField } from "../../errors.js";
 import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
 import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
+import { bedrockOf, bedrockWire, vertexOf, vertexWire } from "./cloud-key-wire.js";
 import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "./wire-fields.js";
 
 /** Provider names: they are the prefix of `provider/model`, so no slash and nothing exotic. */
@@ -53,31 +54,45 @@ function azureOf(raw: unknown, path: string): AzureKeyConfig | null {
   return { endpoint, deployments, apiVersion };
 }
 
-function keyOf(provider: string, raw: unknown, path: string): ProviderKey {
+const VERTEX_EXAMPLE = `{"project_id": "my-project", "region": "us-central1", "auth_credentials": "<the service account's JSON key>"}`;
+const BEDROCK_EXAMPLE = `{"access_key": "AKIA...", "secret_key": "...", "region": "us-east-1"}`;
+
+/**
+ * A cloud key block: required by its own provider, refused on any other (whose adapter would ignore it).
+ * `owner` is the provider the block belongs to.
+ */
+function blockFor<T>(provider: string, owner: string, block: T | null, path: string, example: string): T | null {
+  if (provider === owner && block === null) throw invalidField(path, `is required for ${owner}: ${example}`);
+  if (provider !== owner && block !== null) throw invalidField(path, `is only for the ${owner} provider; leave it out of ${provider}'s keys`);
+  return block;
+}
+
+/** A parsed key plus the wire it came from (the service account keeps its original text). */
+type ParsedKey = ProviderKey & { raw: Wire };
+
+function keyOf(provider: string, raw: unknown, path: string): ParsedKey {
   if (!isWire(raw)) throw invalidField(path, "must be an object {id, name, value, models, aliases, weight}");
   const id = requiredString(raw["id"], `${path}.id`, "the key id virtual keys name in key_ids");
   const name = typeof raw["name"] === "string" && raw["name"] !== "" ? raw["name"] : id;
   const value = raw["value"] ?? "";
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
-  // A local Ollama has no API key; every other provider needs one to be reachable at all.
-  if (value === "" && provider !== "ollama") throw invalidField(`${path}.value`, "is required: the provider's API key");
-  for (const block of ["bedrock_key_config", "vertex_key_config"]) {
-    const value = raw[block];
-    // Stored but unused, such a key would look configured and send nothing: refuse it until the adapter exists.
-    if (value !== undefined && value !== null && !(isWire(value) && Object.values(value).every((v) => v === "" || v === null))) {
-      throw invalidField(`${path}.${block}`, `is not supported yet: this gateway has no ${block === "bedrock_key_config" ? "Bedrock" : "Vertex"} adapter; leave it out`);
-    }
-  }
+  const bedrock = blockFor(provider, "bedrock", bedrockOf(raw["bedrock_key_config"], `${path}.bedrock_key_config`), `${path}.bedrock_key_config`, BEDROCK_EXAMPLE);
+  const vertex = blockFor(provider, "vertex", vertexOf(raw["vertex_key_config"], `${path}.vertex_key_config`), `${path}.vertex_key_config`, VERTEX_EXAMPLE);
+  // A local Ollama has no API key, and the cloud providers authenticate with their key blocks (where a
+  // value would be stored and never sent); every other provider needs one to be reachable at all.
+  const block = provider === "bedrock" ? "bedrock_key_config" : provider === "vertex" ? "vertex_key_config" : null;
+  if (block !== null && value !== "") throw invalidField(`${path}.value`, `is not used by ${provider}, whose keys authenticate with ${block}: leave value empty`);
+  if (value === "" && block === null && provider !== "ollama") throw invalidField(`${path}.value`, "is required: the provider's API key");
   const azure = azureOf(raw["azure_key_config"], `${path}.azure_key_config`);
   if (provider === "azure" && azure === null) {
     throw invalidField(`${path}.azure_key_config`, "is required for azure: {\"endpoint\": \"https://<resource>.openai.azure.com\", \"deployments\": {...}}");
   }
   const models = stringList(raw["models"], `${path}.models`);
   const aliases = stringMap(raw["aliases"], `${path}.aliases`, `{"fast": "gpt-4o-mini"}`);
-  return { id, name, value, models, aliases, weight: weightField(raw["weight"], `${path}.weight`), azure };
+  return { id, name, value, models, aliases, weight: weightField(raw["weight"], `${path}.weight`), azure, bedrock, vertex, raw };
 }
 
-function keyWire(key: ProviderKey): Wire {
+function keyWire({ raw, ...key }: ParsedKey): Wire {
   return {
     id: key.id,
     name: key.name,
@@ -86,6 +101,8 @@ function keyWire(key: ProviderKey): Wire {
     aliases: key.aliases,
     weight: key.weight,
     ...(key.azure ? { azure_key_config: { endpoint: key.azure.endpoint, deployments: key.azure.deployments, api_version: key.azure.apiVersion } } : {}),
+    ...(key.bedrock ? { bedrock_key_config: bedrockWire(key.bedrock) } : {}),
+    ...(key.vertex && isWire(raw["vertex_key_config"]) ? { vertex_key_config: vertexWire(key.vertex, raw["vertex_key_config"]) } : {}),
   };
 }
 
@@ -133,7 +150,7 @@ export function parseProviderWire(name: string, raw: Wire, path: string): Parsed
   }
   const limit = callLimitOf(raw["concurrency_and_buffer_size"], `${path}.concurrency_and_buffer_size`);
   return {
-    setup: { name, baseUrl, keys },
+    setup: { name, baseUrl, keys: keys.map(({ raw: _raw, ...key }) => key) },
     timeoutMs: timeoutSeconds > 0 ? timeoutSeconds * 1000 : null,
     limit,
     wire: {

@@ -32,7 +32,14 @@ export function providerWireOf(rec: ProviderRecord): Wire {
 
 /** A virtual key record's wire JSON (the value included: callers redact before answering). */
 export function virtualKeyWireOf(rec: VirtualKeyRecord): Wire {
-  return { id: rec.id, name: rec.name, value: rec.value, is_active: rec.isActive, provider_configs: rec.providerConfigs, mcp_configs: rec.mcpConfigs };
+  return {
+    id: rec.id,
+    name: rec.name,
+    value: rec.value,
+    is_active: rec.isActive,
+    provider_configs: rec.providerConfigs,
+    ...(rec.mcpConfigs === null ? {} : { mcp_configs: rec.mcpConfigs }),
+  };
 }
 
 /** Inserts or overwrites a provider with a parsed definition (not flushed). */

@@ -81,8 +81,12 @@ export function sentInclude(include: Include): boolean {
   return include.clients !== null || include.tools !== null;
 }
 
-/** Whether a virtual key lets its callers use `tool` of a client: its mcp_configs entry decides, else the client's allow_on_all_virtual_keys. */
+/**
+ * Whether a virtual key lets its callers use `tool` of a client: a key without mcp_configs narrows
+ * nothing; otherwise its entry for the client decides, else the client's allow_on_all_virtual_keys.
+ */
 export function keyAllowsTool(key: VirtualKey, ref: ToolRef): boolean {
+  if (key.mcpConfigs === null) return true;
   const config = key.mcpConfigs.find((entry) => entry.mcpClientName === ref.clientName);
   if (config === undefined) return ref.allowOnAllVirtualKeys;
   return config.toolsToExecute.includes("*") || config.toolsToExecute.includes(ref.toolName);

@@ -12,7 +12,8 @@ import { durationMs, isWire, numberField, requiredString, stringList, weightFiel
 export interface ParsedVirtualKey {
   key: VirtualKey;
   providerConfigs: Wire[];
-  mcpConfigs: Wire[];
+  /** null when the key does not set mcp_configs. */
+  mcpConfigs: Wire[] | null;
 }
 
 function budgetOf(raw: unknown, path: string): { budget: Budget; wire: Wire } {
@@ -98,15 +99,16 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   if (isActive !== undefined && isActive !== null && typeof isActive !== "boolean") throw invalidField(at("is_active"), "must be true or false");
   const rawConfigs = raw["provider_configs"] ?? [];
   if (!Array.isArray(rawConfigs)) throw invalidField(at("provider_configs"), "must be a list");
-  const rawMcp = raw["mcp_configs"] ?? [];
-  if (!Array.isArray(rawMcp)) throw invalidField(at("mcp_configs"), "must be a list");
+  // Omitted (or null) differs from []: the key then sees what a caller without a key sees.
+  const rawMcp = raw["mcp_configs"] ?? null;
+  if (rawMcp !== null && !Array.isArray(rawMcp)) throw invalidField(at("mcp_configs"), "must be a list");
   const configs = rawConfigs.map((config, index) => providerConfigOf(config, `${at("provider_configs")}[${index}]`));
   const providerConfigs = configs.map((c) => c.config);
   const problem = providerConfigsProblem(providerConfigs, at("provider_configs"));
   if (problem) throw problem;
-  const mcpConfigs = rawMcp.map((entry, index) => mcpConfigOf(entry, `${at("mcp_configs")}[${index}]`));
+  const mcpConfigs = rawMcp?.map((entry, index) => mcpConfigOf(entry, `${at("mcp_configs")}[${index}]`)) ?? null;
   const seenClients = new Set<string>();
-  for (const [index, entry] of mcpConfigs.entries()) {
+  for (const [index, entry] of (mcpConfigs ?? []).entries()) {
     if (seenClients.has(entry.mcpClientName)) {
       throw invalidField(`${at("mcp_configs")}[${index}].mcp_client_name`, `"${entry.mcpClientName}" appears twice; merge the two entries`);
     }
@@ -116,6 +118,6 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
     // A key is meant to be used; is_active: false switches it off.
     key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs },
     providerConfigs: configs.map((c) => c.wire),
-    mcpConfigs: mcpConfigs.map((c) => ({ mcp_client_name: c.mcpClientName, tools_to_execute: c.toolsToExecute })),
+    mcpConfigs: mcpConfigs?.map((c) => ({ mcp_client_name: c.mcpClientName, tools_to_execute: c.toolsToExecute })) ?? null,
   };
 }

@@ -29,6 +29,17 @@ export interface McpStdioConfig {
   envs: string[];
 }
 
+/** The non-secret fields of an oauth client's oauth_config (the client secret is a column of its own, encrypted). */
+export interface McpOauthConfig {
+  clientId: string;
+  authorizeUrl: string;
+  tokenUrl: string;
+  registrationUrl: string;
+  revocationUrl: string;
+  scopes: string[];
+  resource: string;
+}
+
 /** One tool as last listed by the upstream server. */
 export interface McpToolRecord {
   name: string;
@@ -50,11 +61,14 @@ export class McpClientRecord {
     | "needsSessionStickiness"
     | "disabled"
     | "allowOnAllVirtualKeys"
+    | "isCodeModeClient"
     | "tools"
     | "source"
     | "verified"
     | "discoveryHeaders"
     | "discoveryStatus"
+    | "oauthConfig"
+    | "oauthClientSecret"
     | "createdAt"
     | "updatedAt";
 
@@ -74,6 +88,8 @@ export class McpClientRecord {
   declare disabled: boolean;
   /** Virtual keys that do not name the client in their mcp_configs still see its tools. */
   declare allowOnAllVirtualKeys: boolean;
+  /** Models reach the client's tools only through the code-mode meta-tools. */
+  declare isCodeModeClient: boolean;
   declare tools: McpToolRecord[];
   declare source: McpClientSource;
   /** Whether the one-time verification of a per_user_headers client has been done. */
@@ -82,6 +98,10 @@ export class McpClientRecord {
   declare discoveryHeaders: Record<string, string> | null;
   /** Status of the admin discovery credential: null when there is none. */
   declare discoveryStatus: McpDiscoveryStatus | null;
+  /** How an oauth client authorizes (null for other auth types). */
+  declare oauthConfig: McpOauthConfig | null;
+  /** oauth_config.client_secret, encrypted; null when none is configured. */
+  declare oauthClientSecret: string | null;
   declare createdAt: Date;
   declare updatedAt: Date;
 }
@@ -105,11 +125,14 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     needsSessionStickiness: { type: "boolean", nullable: true, onCreate: () => null },
     disabled: { type: "boolean", onCreate: () => false },
     allowOnAllVirtualKeys: { type: "boolean", onCreate: () => false },
+    isCodeModeClient: { type: "boolean", onCreate: () => false },
     tools: { type: "json", onCreate: () => [] },
     source: { enum: true, items: [...MCP_CLIENT_SOURCES], onCreate: () => "api" },
     verified: { type: "boolean", onCreate: () => false },
     discoveryHeaders: { type: new EncryptedJsonType<Record<string, string>>(), nullable: true, onCreate: () => null },
     discoveryStatus: { enum: true, items: [...MCP_DISCOVERY_STATUSES], nullable: true, onCreate: () => null },
+    oauthConfig: { type: "json", nullable: true, onCreate: () => null },
+    oauthClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },
   },

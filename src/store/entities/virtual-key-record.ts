@@ -13,8 +13,8 @@ export class VirtualKeyRecord {
   declare isActive: boolean;
   /** Wire JSON (snake_case) of provider_configs, validated before it is stored. */
   declare providerConfigs: Record<string, unknown>[];
-  /** Wire JSON (snake_case) of mcp_configs. */
-  declare mcpConfigs: Record<string, unknown>[];
+  /** Wire JSON (snake_case) of mcp_configs; null when the key does not set it (unlike []). */
+  declare mcpConfigs: Record<string, unknown>[] | null;
   declare source: "api" | "config";
   declare createdAt: Date;
   declare updatedAt: Date;
@@ -31,7 +31,7 @@ export const VirtualKeySchema = new EntitySchema<VirtualKeyRecord>({
     valueHash: { type: "string", unique: "virtual_key_value_hash_unique" },
     isActive: { type: "boolean", onCreate: () => true },
     providerConfigs: { type: "json", onCreate: () => [] },
-    mcpConfigs: { type: "json", onCreate: () => [] },
+    mcpConfigs: { type: "json", nullable: true },
     source: { enum: true, items: ["api", "config"], onCreate: () => "api" },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/mcp_client.proto.
  */
 export const file_gw_admin_v1_mcp_client: GenFile = /*@__PURE__*/
-  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSLYCAoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBIhChlhbGxvd19vbl9hbGxfdmlydHVhbF9rZXlzGBUgASgIGkMKDEhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSIgoFdmFsdWUYAiABKAsyEy5ndy5hZG1pbi52MS5FbnZWYXI6AjgBGkkKD05vZGVTdGF0ZXNFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5ndy5hZG1pbi52MS5Ob2RlU3RhdGU6AjgBGjIKEFVzZXJIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIbChlfbmVlZHNfc2Vzc2lvbl9zdGlja2luZXNzIkAKFkNyZWF0ZU1jcENsaWVudFJlcXVlc3QSJgoGY2xpZW50GAEgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50Ik0KF0NyZWF0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCSKEAQoWVXBkYXRlTWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSJgoGY2xpZW50GAIgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50Ei8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJiChdVcGRhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRImCgZjbGllbnQYAyABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiKwoWRGVsZXRlTWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiOgoXRGVsZXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiRgoVTGlzdE1jcENsaWVudHNSZXF1ZXN0Eg0KBWxpbWl0GAEgASgFEg4KBm9mZnNldBgCIAEoBRIOCgZzZWFyY2gYAyABKAkiZQoWTGlzdE1jcENsaWVudHNSZXNwb25zZRInCgdjbGllbnRzGAEgAygLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50Eg0KBWNvdW50GAIgASgFEhMKC3RvdGFsX2NvdW50GAMgASgFIigKE0dldE1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIj4KFEdldE1jcENsaWVudFJlc3BvbnNlEiYKBmNsaWVudBgBIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudCIuChlSZWNvbm5lY3RNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI9ChpSZWNvbm5lY3RNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCSIqChVDbG9zZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjkKFkNsb3NlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkipwEKFFZlcmlmeUhlYWRlcnNSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCRJICgx1c2VyX2hlYWRlcnMYAiADKAsyMi5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVxdWVzdC5Vc2VySGVhZGVyc0VudHJ5GjIKEFVzZXJIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJNChVWZXJpZnlIZWFkZXJzUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSEwoLdG9vbHNfY291bnQYAyABKAUiJwoSUmVhdXRob3JpemVSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSJNChNSZWF1dGhvcml6ZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkiKgoVVmVyaWZ5RXhjaGFuZ2VSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSJOChZWZXJpZnlFeGNoYW5nZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIjAKG0luaXRpYXRlVmVyaWZpY2F0aW9uUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiVgocSW5pdGlhdGVWZXJpZmljYXRpb25SZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIVCg1hdXRob3JpemVfdXJsGAMgASgJIi8KFENvbXBsZXRlT2F1dGhSZXF1ZXN0EhcKD29hdXRoX2NvbmZpZ19pZBgBIAEoCSI4ChVDb21wbGV0ZU9hdXRoUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkqfwoOQ29ubmVjdGlvblR5cGUSHwobQ09OTkVDVElPTl9UWVBFX1VOU1BFQ0lGSUVEEAASGAoUQ09OTkVDVElPTl9UWVBFX0hUVFAQARIXChNDT05ORUNUSU9OX1RZUEVfU1NFEAISGQoVQ09OTkVDVElPTl9UWVBFX1NURElPEAMqwQEKCEF1dGhUeXBlEhkKFUFVVEhfVFlQRV9VTlNQRUNJRklFRBAAEhIKDkFVVEhfVFlQRV9OT05FEAESFQoRQVVUSF9UWVBFX0hFQURFUlMQAhITCg9BVVRIX1RZUEVfT0FVVEgQAxIeChpBVVRIX1RZUEVfUEVSX1VTRVJfSEVBREVSUxAEEhwKGEFVVEhfVFlQRV9QRVJfVVNFUl9PQVVUSBAFEhwKGEFVVEhfVFlQRV9UT0tFTl9FWENIQU5HRRAGKvQBCgtDbGllbnRTdGF0ZRIcChhDTElFTlRfU1RBVEVfVU5TUEVDSUZJRUQQABIYChRDTElFTlRfU1RBVEVfSEVBTFRIWRABEhkKFUNMSUVOVF9TVEFURV9VTlNUQUJMRRACEh0KGUNMSUVOVF9TVEFURV9ORUVEU19SRUFVVEgQAxIlCiFDTElFTlRfU1RBVEVfUEVORElOR19WRVJJRklDQVRJT04QBBIZChVDTElFTlRfU1RBVEVfRElTQUJMRUQQBRIWChJDTElFTlRfU1RBVEVfRVJST1IQBhIZChVDTElFTlRfU1RBVEVfREVHUkFERUQQByrgAQoMRmFpbHVyZVN0YWdlEh0KGUZBSUxVUkVfU1RBR0VfVU5TUEVDSUZJRUQQABIZChVGQUlMVVJFX1NUQUdFX0NPTk5FQ1QQARIWChJGQUlMVVJFX1NUQUdFX1BJTkcQAhIcChhGQUlMVVJFX1NUQUdFX0xJU1RfVE9PTFMQAxIgChxGQUlMVVJFX1NUQUdFX1RPT0xfRElTQ09WRVJZEAQSIAocRkFJTFVSRV9TVEFHRV9UUkFOU1BPUlRfTE9TVBAFEhwKGEZBSUxVUkVfU1RBR0VfQ1JFREVOVElBTBAGMsANChBNY3BDbGllbnRTZXJ2aWNlEoEBCg9DcmVhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVzcG9uc2UiI6C7GAGC0+STAhk6BmNsaWVudCIPL2FwaS9tY3AvY2xpZW50Eo0BCg9VcGRhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2UiL6C7GAGC0+STAiU6BmNsaWVudBobL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EoUBCg9EZWxldGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5EZWxldGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVzcG9uc2UiJ6C7GAGC0+STAh0qGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRJ3Cg5MaXN0TWNwQ2xpZW50cxIiLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVxdWVzdBojLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVzcG9uc2UiHKC7GAGC0+STAhISEC9hcGkvbWNwL2NsaWVudHMSfAoMR2V0TWNwQ2xpZW50EiAuZ3cuYWRtaW4udjEuR2V0TWNwQ2xpZW50UmVxdWVzdBohLmd3LmFkbWluLnYxLkdldE1jcENsaWVudFJlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0SmAEKElJlY29ubmVjdE1jcENsaWVudBImLmd3LmFkbWluLnYxLlJlY29ubmVjdE1jcENsaWVudFJlcXVlc3QaJy5ndy5hZG1pbi52MS5SZWNvbm5lY3RNY3BDbGllbnRSZXNwb25zZSIxoLsYAYLT5JMCJyIlL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3JlY29ubmVjdBKIAQoOQ2xvc2VNY3BDbGllbnQSIi5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlcXVlc3QaIy5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlc3BvbnNlIi2guxgBgtPkkwIjIiEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vY2xvc2USkQEKDVZlcmlmeUhlYWRlcnMSIS5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVxdWVzdBoiLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXNwb25zZSI5oLsYAYLT5JMCLzoBKiIqL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3ZlcmlmeS1oZWFkZXJzEoUBCgtSZWF1dGhvcml6ZRIfLmd3LmFkbWluLnYxLlJlYXV0aG9yaXplUmVxdWVzdBogLmd3LmFkbWluLnYxLlJlYXV0aG9yaXplUmVzcG9uc2UiM6C7GAGC0+STAikiJy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWF1dGhvcml6ZRKSAQoOVmVyaWZ5RXhjaGFuZ2USIi5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlcXVlc3QaIy5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlc3BvbnNlIjeguxgBgtPkkwItIisvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWV4Y2hhbmdlEqoBChRJbml0aWF0ZVZlcmlmaWNhdGlvbhIoLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVxdWVzdBopLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2UiPaC7GAGC0+STAjMiMS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9pbml0aWF0ZS12ZXJpZmljYXRpb24SlAEKDUNvbXBsZXRlT2F1dGgSIS5ndy5hZG1pbi52MS5Db21wbGV0ZU9hdXRoUmVxdWVzdBoiLmd3LmFkbWluLnYxLkNvbXBsZXRlT2F1dGhSZXNwb25zZSI8oLsYAYLT5JMCMiIwL2FwaS9tY3AvY2xpZW50L3tvYXV0aF9jb25maWdfaWR9L2NvbXBsZXRlLW9hdXRoQnQKD2NvbS5ndy5hZG1pbi52MUIOTWNwQ2xpZW50UHJvdG9QAVodZ3cvZ2VuL2dvL2d3L2FkbWluL3YxO2FkbWludjGiAgNHQUSqAgtHdy5BZG1pbi5WMcoCC0d3XEFkbWluXFYx6gINR3c6OkFkbWluOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSKlCQoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBIhChlhbGxvd19vbl9hbGxfdmlydHVhbF9rZXlzGBUgASgIEi4KDG9hdXRoX2NvbmZpZxgWIAEoCzIYLmd3LmFkbWluLnYxLk9hdXRoQ29uZmlnEhsKE2lzX2NvZGVfbW9kZV9jbGllbnQYHiABKAgaQwoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRIiCgV2YWx1ZRgCIAEoCzITLmd3LmFkbWluLnYxLkVudlZhcjoCOAEaSQoPTm9kZVN0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRIlCgV2YWx1ZRgCIAEoCzIWLmd3LmFkbWluLnYxLk5vZGVTdGF0ZToCOAEaMgoQVXNlckhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhsKGV9uZWVkc19zZXNzaW9uX3N0aWNraW5lc3MitQEKC09hdXRoQ29uZmlnEhEKCWNsaWVudF9pZBgBIAEoCRIVCg1jbGllbnRfc2VjcmV0GAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJdG9rZW5fdXJsGAQgASgJEhgKEHJlZ2lzdHJhdGlvbl91cmwYBSABKAkSFgoOcmV2b2NhdGlvbl91cmwYBiABKAkSDgoGc2NvcGVzGAcgAygJEhAKCHJlc291cmNlGAggASgJIkAKFkNyZWF0ZU1jcENsaWVudFJlcXVlc3QSJgoGY2xpZW50GAEgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50ItcBChdDcmVhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAQgASgJEhUKDWF1dGhvcml6ZV91cmwYBSABKAkSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY29tcGxldGVfdXJsGAcgASgJEhIKCnN0YXR1c191cmwYCCABKAkihAEKFlVwZGF0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiYKBmNsaWVudBgCIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYgoXVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGY2xpZW50GAMgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50IisKFkRlbGV0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjoKF0RlbGV0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkYKFUxpc3RNY3BDbGllbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZvZmZzZXQYAiABKAUSDgoGc2VhcmNoGAMgASgJImUKFkxpc3RNY3BDbGllbnRzUmVzcG9uc2USJwoHY2xpZW50cxgBIAMoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBINCgVjb3VudBgCIAEoBRITCgt0b3RhbF9jb3VudBgDIAEoBSIoChNHZXRNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI+ChRHZXRNY3BDbGllbnRSZXNwb25zZRImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAki0wEKE1JlYXV0aG9yaXplUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAUgASgJEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbXBsZXRlX3VybBgHIAEoCRISCgpzdGF0dXNfdXJsGAggASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJItwBChxJbml0aWF0ZVZlcmlmaWNhdGlvblJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJEhcKD29hdXRoX2NvbmZpZ19pZBgFIAEoCRIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb21wbGV0ZV91cmwYByABKAkSEgoKc3RhdHVzX3VybBgIIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiYAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRITCgt0b29sc19jb3VudBgEIAEoBSp/Cg5Db25uZWN0aW9uVHlwZRIfChtDT05ORUNUSU9OX1RZUEVfVU5TUEVDSUZJRUQQABIYChRDT05ORUNUSU9OX1RZUEVfSFRUUBABEhcKE0NPTk5FQ1RJT05fVFlQRV9TU0UQAhIZChVDT05ORUNUSU9OX1RZUEVfU1RESU8QAyrBAQoIQXV0aFR5cGUSGQoVQVVUSF9UWVBFX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9UWVBFX05PTkUQARIVChFBVVRIX1RZUEVfSEVBREVSUxACEhMKD0FVVEhfVFlQRV9PQVVUSBADEh4KGkFVVEhfVFlQRV9QRVJfVVNFUl9IRUFERVJTEAQSHAoYQVVUSF9UWVBFX1BFUl9VU0VSX09BVVRIEAUSHAoYQVVUSF9UWVBFX1RPS0VOX0VYQ0hBTkdFEAYq9AEKC0NsaWVudFN0YXRlEhwKGENMSUVOVF9TVEFURV9VTlNQRUNJRklFRBAAEhgKFENMSUVOVF9TVEFURV9IRUFMVEhZEAESGQoVQ0xJRU5UX1NUQVRFX1VOU1RBQkxFEAISHQoZQ0xJRU5UX1NUQVRFX05FRURTX1JFQVVUSBADEiUKIUNMSUVOVF9TVEFURV9QRU5ESU5HX1ZFUklGSUNBVElPThAEEhkKFUNMSUVOVF9TVEFURV9ESVNBQkxFRBAFEhYKEkNMSUVOVF9TVEFURV9FUlJPUhAGEhkKFUNMSUVOVF9TVEFURV9ERUdSQURFRBAHKuABCgxGYWlsdXJlU3RhZ2USHQoZRkFJTFVSRV9TVEFHRV9VTlNQRUNJRklFRBAAEhkKFUZBSUxVUkVfU1RBR0VfQ09OTkVDVBABEhYKEkZBSUxVUkVfU1RBR0VfUElORxACEhwKGEZBSUxVUkVfU1RBR0VfTElTVF9UT09MUxADEiAKHEZBSUxVUkVfU1RBR0VfVE9PTF9ESVNDT1ZFUlkQBBIgChxGQUlMVVJFX1NUQUdFX1RSQU5TUE9SVF9MT1NUEAUSHAoYRkFJTFVSRV9TVEFHRV9DUkVERU5USUFMEAYywA0KEE1jcENsaWVudFNlcnZpY2USgQEKD0NyZWF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLkNyZWF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXNwb25zZSIjoLsYAYLT5JMCGToGY2xpZW50Ig8vYXBpL21jcC9jbGllbnQSjQEKD1VwZGF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXNwb25zZSIvoLsYAYLT5JMCJToGY2xpZW50GhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0ShQEKD0RlbGV0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5EZWxldGVNY3BDbGllbnRSZXNwb25zZSInoLsYAYLT5JMCHSobL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EncKDkxpc3RNY3BDbGllbnRzEiIuZ3cuYWRtaW4udjEuTGlzdE1jcENsaWVudHNSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuTGlzdE1jcENsaWVudHNSZXNwb25zZSIcoLsYAYLT5JMCEhIQL2FwaS9tY3AvY2xpZW50cxJ8CgxHZXRNY3BDbGllbnQSIC5ndy5hZG1pbi52MS5HZXRNY3BDbGllbnRSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuR2V0TWNwQ2xpZW50UmVzcG9uc2UiJ6C7GAGC0+STAh0SGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKYAQoSUmVjb25uZWN0TWNwQ2xpZW50EiYuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBonLmd3LmFkbWluLnYxLlJlY29ubmVjdE1jcENsaWVudFJlc3BvbnNlIjGguxgBgtPkkwInIiUvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vcmVjb25uZWN0EogBCg5DbG9zZU1jcENsaWVudBIiLmd3LmFkbWluLnYxLkNsb3NlTWNwQ2xpZW50UmVxdWVzdBojLmd3LmFkbWluLnYxLkNsb3NlTWNwQ2xpZW50UmVzcG9uc2UiLaC7GAGC0+STAiMiIS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9jbG9zZRKRAQoNVmVyaWZ5SGVhZGVycxIhLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlIjmguxgBgtPkkwIvOgEqIiovYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWhlYWRlcnMShQEKC1JlYXV0aG9yaXplEh8uZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXF1ZXN0GiAuZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXNwb25zZSIzoLsYAYLT5JMCKSInL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3JlYXV0aG9yaXplEpIBCg5WZXJpZnlFeGNoYW5nZRIiLmd3LmFkbWluLnYxLlZlcmlmeUV4Y2hhbmdlUmVxdWVzdBojLmd3LmFkbWluLnYxLlZlcmlmeUV4Y2hhbmdlUmVzcG9uc2UiN6C7GAGC0+STAi0iKy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktZXhjaGFuZ2USqgEKFEluaXRpYXRlVmVyaWZpY2F0aW9uEiguZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXF1ZXN0GikuZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXNwb25zZSI9oLsYAYLT5JMCMyIxL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L2luaXRpYXRlLXZlcmlmaWNhdGlvbhKUAQoNQ29tcGxldGVPYXV0aBIhLmd3LmFkbWluLnYxLkNvbXBsZXRlT2F1dGhSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlc3BvbnNlIjyguxgBgtPkkwIyIjAvYXBpL21jcC9jbGllbnQve29hdXRoX2NvbmZpZ19pZH0vY29tcGxldGUtb2F1dGhCdAoPY29tLmd3LmFkbWluLnYxQg5NY3BDbGllbnRQcm90b1ABWh1ndy9nZW4vZ28vZ3cvYWRtaW4vdjE7YWRtaW52MaICA0dBRKoCC0d3LkFkbWluLlYxygILR3dcQWRtaW5cVjHqAg1Hdzo6QWRtaW46OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * EnvVar is one header value; on reads the value is always redacted.
@@ -331,6 +331,20 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
    * @generated from field: bool allow_on_all_virtual_keys = 21;
    */
   allowOnAllVirtualKeys: boolean;
+
+  /**
+   * oauth_config is how an oauth client authorizes upstream (oauth only; every field optional, empty means discovery).
+   *
+   * @generated from field: gw.admin.v1.OauthConfig oauth_config = 22;
+   */
+  oauthConfig?: OauthConfig | undefined;
+
+  /**
+   * is_code_mode_client hides the client's tools behind the code-mode meta-tools (listToolFiles, readToolFile, getToolDocs, executeToolCode); default false.
+   *
+   * @generated from field: bool is_code_mode_client = 30;
+   */
+  isCodeModeClient: boolean;
 };
 
 /**
@@ -339,6 +353,76 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
  */
 export const McpClientSchema: GenMessage<McpClient> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_mcp_client, 5);
+
+/**
+ * OauthConfig says how the gateway obtains an upstream OAuth token; empty fields are discovered from the MCP server URL.
+ *
+ * @generated from message gw.admin.v1.OauthConfig
+ */
+export type OauthConfig = Message<"gw.admin.v1.OauthConfig"> & {
+  /**
+   * client_id is a pre-registered client id; empty means dynamic client registration (RFC 7591).
+   *
+   * @generated from field: string client_id = 1;
+   */
+  clientId: string;
+
+  /**
+   * client_secret is the pre-registered client's secret, stored encrypted and read back as "<redacted>" (sent back, it keeps the stored value).
+   *
+   * @generated from field: string client_secret = 2;
+   */
+  clientSecret: string;
+
+  /**
+   * authorize_url overrides the discovered authorization endpoint (its query parameters are kept).
+   *
+   * @generated from field: string authorize_url = 3;
+   */
+  authorizeUrl: string;
+
+  /**
+   * token_url overrides the discovered token endpoint.
+   *
+   * @generated from field: string token_url = 4;
+   */
+  tokenUrl: string;
+
+  /**
+   * registration_url overrides the discovered dynamic registration endpoint.
+   *
+   * @generated from field: string registration_url = 5;
+   */
+  registrationUrl: string;
+
+  /**
+   * revocation_url overrides the discovered token revocation endpoint (RFC 7009).
+   *
+   * @generated from field: string revocation_url = 6;
+   */
+  revocationUrl: string;
+
+  /**
+   * scopes requested; empty means the scopes the server advertises.
+   *
+   * @generated from field: repeated string scopes = 7;
+   */
+  scopes: string[];
+
+  /**
+   * resource is the RFC 8707 resource indicator; empty means the MCP server URL.
+   *
+   * @generated from field: string resource = 8;
+   */
+  resource: string;
+};
+
+/**
+ * Describes the message gw.admin.v1.OauthConfig.
+ * Use `create(OauthConfigSchema)` to create a new message.
+ */
+export const OauthConfigSchema: GenMessage<OauthConfig> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_mcp_client, 6);
 
 /**
  * CreateMcpClientRequest carries the configuration of a new client.
@@ -359,7 +443,7 @@ export type CreateMcpClientRequest = Message<"gw.admin.v1.CreateMcpClientRequest
  * Use `create(CreateMcpClientRequestSchema)` to create a new message.
  */
 export const CreateMcpClientRequestSchema: GenMessage<CreateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 6);
+  messageDesc(file_gw_admin_v1_mcp_client, 7);
 
 /**
  * CreateMcpClientResponse confirms a creation.
@@ -387,6 +471,41 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
    * @generated from field: string client_id = 3;
    */
   clientId: string;
+
+  /**
+   * oauth_config_id identifies the OAuth authorization attempt an oauth client waits for (status "pending_oauth").
+   *
+   * @generated from field: string oauth_config_id = 4;
+   */
+  oauthConfigId: string;
+
+  /**
+   * authorize_url is where an admin gives consent (status "pending_oauth").
+   *
+   * @generated from field: string authorize_url = 5;
+   */
+  authorizeUrl: string;
+
+  /**
+   * expires_at is when the authorization attempt expires (status "pending_oauth").
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given (status "pending_oauth").
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status (status "pending_oauth").
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -394,7 +513,7 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
  * Use `create(CreateMcpClientResponseSchema)` to create a new message.
  */
 export const CreateMcpClientResponseSchema: GenMessage<CreateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 7);
+  messageDesc(file_gw_admin_v1_mcp_client, 8);
 
 /**
  * UpdateMcpClientRequest changes the fields named in update_mask.
@@ -429,7 +548,7 @@ export type UpdateMcpClientRequest = Message<"gw.admin.v1.UpdateMcpClientRequest
  * Use `create(UpdateMcpClientRequestSchema)` to create a new message.
  */
 export const UpdateMcpClientRequestSchema: GenMessage<UpdateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 8);
+  messageDesc(file_gw_admin_v1_mcp_client, 9);
 
 /**
  * UpdateMcpClientResponse returns the updated client.
@@ -464,7 +583,7 @@ export type UpdateMcpClientResponse = Message<"gw.admin.v1.UpdateMcpClientRespon
  * Use `create(UpdateMcpClientResponseSchema)` to create a new message.
  */
 export const UpdateMcpClientResponseSchema: GenMessage<UpdateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 9);
+  messageDesc(file_gw_admin_v1_mcp_client, 10);
 
 /**
  * DeleteMcpClientRequest names the client to delete.
@@ -485,7 +604,7 @@ export type DeleteMcpClientRequest = Message<"gw.admin.v1.DeleteMcpClientRequest
  * Use `create(DeleteMcpClientRequestSchema)` to create a new message.
  */
 export const DeleteMcpClientRequestSchema: GenMessage<DeleteMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 10);
+  messageDesc(file_gw_admin_v1_mcp_client, 11);
 
 /**
  * DeleteMcpClientResponse confirms a deletion.
@@ -513,7 +632,7 @@ export type DeleteMcpClientResponse = Message<"gw.admin.v1.DeleteMcpClientRespon
  * Use `create(DeleteMcpClientResponseSchema)` to create a new message.
  */
 export const DeleteMcpClientResponseSchema: GenMessage<DeleteMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 11);
+  messageDesc(file_gw_admin_v1_mcp_client, 12);
 
 /**
  * ListMcpClientsRequest pages through clients.
@@ -548,7 +667,7 @@ export type ListMcpClientsRequest = Message<"gw.admin.v1.ListMcpClientsRequest">
  * Use `create(ListMcpClientsRequestSchema)` to create a new message.
  */
 export const ListMcpClientsRequestSchema: GenMessage<ListMcpClientsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 12);
+  messageDesc(file_gw_admin_v1_mcp_client, 13);
 
 /**
  * ListMcpClientsResponse is one page of clients.
@@ -583,7 +702,7 @@ export type ListMcpClientsResponse = Message<"gw.admin.v1.ListMcpClientsResponse
  * Use `create(ListMcpClientsResponseSchema)` to create a new message.
  */
 export const ListMcpClientsResponseSchema: GenMessage<ListMcpClientsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 13);
+  messageDesc(file_gw_admin_v1_mcp_client, 14);
 
 /**
  * GetMcpClientRequest names the client to read.
@@ -604,7 +723,7 @@ export type GetMcpClientRequest = Message<"gw.admin.v1.GetMcpClientRequest"> & {
  * Use `create(GetMcpClientRequestSchema)` to create a new message.
  */
 export const GetMcpClientRequestSchema: GenMessage<GetMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 14);
+  messageDesc(file_gw_admin_v1_mcp_client, 15);
 
 /**
  * GetMcpClientResponse carries the client.
@@ -625,7 +744,7 @@ export type GetMcpClientResponse = Message<"gw.admin.v1.GetMcpClientResponse"> &
  * Use `create(GetMcpClientResponseSchema)` to create a new message.
  */
 export const GetMcpClientResponseSchema: GenMessage<GetMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 15);
+  messageDesc(file_gw_admin_v1_mcp_client, 16);
 
 /**
  * ReconnectMcpClientRequest names the client to re-dial.
@@ -646,7 +765,7 @@ export type ReconnectMcpClientRequest = Message<"gw.admin.v1.ReconnectMcpClientR
  * Use `create(ReconnectMcpClientRequestSchema)` to create a new message.
  */
 export const ReconnectMcpClientRequestSchema: GenMessage<ReconnectMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 16);
+  messageDesc(file_gw_admin_v1_mcp_client, 17);
 
 /**
  * ReconnectMcpClientResponse confirms a reconnect.
@@ -674,7 +793,7 @@ export type ReconnectMcpClientResponse = Message<"gw.admin.v1.ReconnectMcpClient
  * Use `create(ReconnectMcpClientResponseSchema)` to create a new message.
  */
 export const ReconnectMcpClientResponseSchema: GenMessage<ReconnectMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 17);
+  messageDesc(file_gw_admin_v1_mcp_client, 18);
 
 /**
  * CloseMcpClientRequest names the client whose connection to close.
@@ -695,7 +814,7 @@ export type CloseMcpClientRequest = Message<"gw.admin.v1.CloseMcpClientRequest">
  * Use `create(CloseMcpClientRequestSchema)` to create a new message.
  */
 export const CloseMcpClientRequestSchema: GenMessage<CloseMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 18);
+  messageDesc(file_gw_admin_v1_mcp_client, 19);
 
 /**
  * CloseMcpClientResponse confirms a close.
@@ -723,7 +842,7 @@ export type CloseMcpClientResponse = Message<"gw.admin.v1.CloseMcpClientResponse
  * Use `create(CloseMcpClientResponseSchema)` to create a new message.
  */
 export const CloseMcpClientResponseSchema: GenMessage<CloseMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 19);
+  messageDesc(file_gw_admin_v1_mcp_client, 20);
 
 /**
  * VerifyHeadersRequest carries admin sample values for a per_user_headers client.
@@ -751,7 +870,7 @@ export type VerifyHeadersRequest = Message<"gw.admin.v1.VerifyHeadersRequest"> &
  * Use `create(VerifyHeadersRequestSchema)` to create a new message.
  */
 export const VerifyHeadersRequestSchema: GenMessage<VerifyHeadersRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 20);
+  messageDesc(file_gw_admin_v1_mcp_client, 21);
 
 /**
  * VerifyHeadersResponse reports a successful verify.
@@ -786,7 +905,7 @@ export type VerifyHeadersResponse = Message<"gw.admin.v1.VerifyHeadersResponse">
  * Use `create(VerifyHeadersResponseSchema)` to create a new message.
  */
 export const VerifyHeadersResponseSchema: GenMessage<VerifyHeadersResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 21);
+  messageDesc(file_gw_admin_v1_mcp_client, 22);
 
 /**
  * ReauthorizeRequest names the OAuth client to reauthorize.
@@ -807,7 +926,7 @@ export type ReauthorizeRequest = Message<"gw.admin.v1.ReauthorizeRequest"> & {
  * Use `create(ReauthorizeRequestSchema)` to create a new message.
  */
 export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 22);
+  messageDesc(file_gw_admin_v1_mcp_client, 23);
 
 /**
  * ReauthorizeResponse reports where to continue the OAuth flow.
@@ -816,7 +935,7 @@ export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PUR
  */
 export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
   /**
-   * status is "success" or "pending".
+   * status is "pending_oauth".
    *
    * @generated from field: string status = 1;
    */
@@ -830,11 +949,46 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
   message: string;
 
   /**
-   * authorize_url is where an admin completes the OAuth consent, when one is needed.
+   * authorize_url is where an admin completes the OAuth consent.
    *
    * @generated from field: string authorize_url = 3;
    */
   authorizeUrl: string;
+
+  /**
+   * client_id identifies the client.
+   *
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+
+  /**
+   * oauth_config_id identifies the new authorization attempt.
+   *
+   * @generated from field: string oauth_config_id = 5;
+   */
+  oauthConfigId: string;
+
+  /**
+   * expires_at is when the attempt expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given.
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status.
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -842,7 +996,7 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
  * Use `create(ReauthorizeResponseSchema)` to create a new message.
  */
 export const ReauthorizeResponseSchema: GenMessage<ReauthorizeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 23);
+  messageDesc(file_gw_admin_v1_mcp_client, 24);
 
 /**
  * VerifyExchangeRequest names the token_exchange client to bootstrap.
@@ -863,7 +1017,7 @@ export type VerifyExchangeRequest = Message<"gw.admin.v1.VerifyExchangeRequest">
  * Use `create(VerifyExchangeRequestSchema)` to create a new message.
  */
 export const VerifyExchangeRequestSchema: GenMessage<VerifyExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 24);
+  messageDesc(file_gw_admin_v1_mcp_client, 25);
 
 /**
  * VerifyExchangeResponse reports the bootstrap outcome.
@@ -898,7 +1052,7 @@ export type VerifyExchangeResponse = Message<"gw.admin.v1.VerifyExchangeResponse
  * Use `create(VerifyExchangeResponseSchema)` to create a new message.
  */
 export const VerifyExchangeResponseSchema: GenMessage<VerifyExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 25);
+  messageDesc(file_gw_admin_v1_mcp_client, 26);
 
 /**
  * InitiateVerificationRequest names the OAuth client to verify.
@@ -919,7 +1073,7 @@ export type InitiateVerificationRequest = Message<"gw.admin.v1.InitiateVerificat
  * Use `create(InitiateVerificationRequestSchema)` to create a new message.
  */
 export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 26);
+  messageDesc(file_gw_admin_v1_mcp_client, 27);
 
 /**
  * InitiateVerificationResponse reports where to continue the OAuth flow.
@@ -928,7 +1082,7 @@ export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationR
  */
 export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerificationResponse"> & {
   /**
-   * status is "pending".
+   * status is "pending_oauth".
    *
    * @generated from field: string status = 1;
    */
@@ -947,6 +1101,41 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
    * @generated from field: string authorize_url = 3;
    */
   authorizeUrl: string;
+
+  /**
+   * client_id identifies the client.
+   *
+   * @generated from field: string client_id = 4;
+   */
+  clientId: string;
+
+  /**
+   * oauth_config_id identifies the new authorization attempt.
+   *
+   * @generated from field: string oauth_config_id = 5;
+   */
+  oauthConfigId: string;
+
+  /**
+   * expires_at is when the attempt expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 6;
+   */
+  expiresAt?: Timestamp | undefined;
+
+  /**
+   * complete_url is the path to POST once consent is given.
+   *
+   * @generated from field: string complete_url = 7;
+   */
+  completeUrl: string;
+
+  /**
+   * status_url is the path that reports the attempt's status.
+   *
+   * @generated from field: string status_url = 8;
+   */
+  statusUrl: string;
 };
 
 /**
@@ -954,7 +1143,7 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
  * Use `create(InitiateVerificationResponseSchema)` to create a new message.
  */
 export const InitiateVerificationResponseSchema: GenMessage<InitiateVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 27);
+  messageDesc(file_gw_admin_v1_mcp_client, 28);
 
 /**
  * CompleteOauthRequest names the OAuth configuration to complete.
@@ -975,7 +1164,7 @@ export type CompleteOauthRequest = Message<"gw.admin.v1.CompleteOauthRequest"> &
  * Use `create(CompleteOauthRequestSchema)` to create a new message.
  */
 export const CompleteOauthRequestSchema: GenMessage<CompleteOauthRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 28);
+  messageDesc(file_gw_admin_v1_mcp_client, 29);
 
 /**
  * CompleteOauthResponse reports the completion.
@@ -996,6 +1185,20 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
    * @generated from field: string message = 2;
    */
   message: string;
+
+  /**
+   * client_id identifies the client now connected.
+   *
+   * @generated from field: string client_id = 3;
+   */
+  clientId: string;
+
+  /**
+   * tools_count is the number of tools discovered upstream.
+   *
+   * @generated from field: int32 tools_count = 4;
+   */
+  toolsCount: number;
 };
 
 /**
@@ -1003,7 +1206,7 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
  * Use `create(CompleteOauthResponseSchema)` to create a new message.
  */
 export const CompleteOauthResponseSchema: GenMessage<CompleteOauthResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 29);
+  messageDesc(file_gw_admin_v1_mcp_client, 30);
 
 /**
  * ConnectionType is the transport to the upstream MCP server.

@@ -37,7 +37,7 @@ export type ToolManagerConfig = Message<"gw.admin.v1.ToolManagerConfig"> & {
   toolExecutionTimeout: string;
 
   /**
-   * code_mode_binding_level is the code-mode binding level; only "tool" is supported.
+   * code_mode_binding_level lays out code-mode tool files: "server" (default, one file per client) or "tool" (one per tool).
    *
    * @generated from field: string code_mode_binding_level = 3;
    */

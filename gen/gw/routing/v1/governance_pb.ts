@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/routing/v1/governance.proto.
  */
 export const file_gw_routing_v1_governance: GenFile = /*@__PURE__*/
-  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiMwoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCSJCCglSYXRlTGltaXQSFwoPdG9rZW5fbWF4X2xpbWl0GAEgASgDEhwKFHRva2VuX3Jlc2V0X2R1cmF0aW9uGAIgASgJIsEBCg5Qcm92aWRlckNvbmZpZxIQCghwcm92aWRlchgBIAEoCRIWCg5hbGxvd2VkX21vZGVscxgCIAMoCRIPCgdrZXlfaWRzGAMgAygJEhMKBndlaWdodBgEIAEoAUgAiAEBEiYKB2J1ZGdldHMYBSADKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAYgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXRCCQoHX3dlaWdodCI+CglNY3BDb25maWcSFwoPbWNwX2NsaWVudF9uYW1lGAEgASgJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYAiADKAkijAMKClZpcnR1YWxLZXkSDwoCaWQYASABKAlCA+BBBRIRCgRuYW1lGAIgASgJQgPgQQISDQoFdmFsdWUYAyABKAkSFgoJaXNfYWN0aXZlGAQgASgISACIAQESNwoQcHJvdmlkZXJfY29uZmlncxgFIAMoCzIdLmd3LnJvdXRpbmcudjEuUHJvdmlkZXJDb25maWcSLQoLbWNwX2NvbmZpZ3MYBiADKAsyGC5ndy5yb3V0aW5nLnYxLk1jcENvbmZpZxIlCgZidWRnZXQYByABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAggASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgwKCl9pc19hY3RpdmUikgEKC1JvdXRpbmdSdWxlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKZXhwcmVzc2lvbhgDIAEoCRIQCghwcm92aWRlchgEIAEoCRINCgVtb2RlbBgFIAEoCRIRCglmYWxsYmFja3MYBiADKAkSEAoIcHJpb3JpdHkYByABKAUSDwoHZW5hYmxlZBgIIAEoCCJJChdDcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSJKChhDcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiGAoWTGlzdFZpcnR1YWxLZXlzUmVxdWVzdCJZChdMaXN0VmlydHVhbEtleXNSZXNwb25zZRIvCgx2aXJ0dWFsX2tleXMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkSDQoFY291bnQYAiABKAUiIgoUR2V0VmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiRwoVR2V0VmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IoYBChdVcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIuCgt2aXJ0dWFsX2tleRgCIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSgoYVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IiUKF0RlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIioKGERlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiTAoYQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0EjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiTQoZQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIhkKF0xpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0IlwKGExpc3RSb3V0aW5nUnVsZXNSZXNwb25zZRIxCg1yb3V0aW5nX3J1bGVzGAEgAygLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRINCgVjb3VudBgCIAEoBSIjChVHZXRSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkiSgoWR2V0Um91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIokBChhVcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkSMAoMcm91dGluZ19ydWxlGAIgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siTQoZVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIiYKGERlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIrChlEZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTKDDAoRR292ZXJuYW5jZVNlcnZpY2USmgEKEENyZWF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkNyZWF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5DcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiNaC7GAGC0+STAis6C3ZpcnR1YWxfa2V5IhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEooBCg9MaXN0VmlydHVhbEtleXMSJS5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1JlcXVlc3QaJi5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1Jlc3BvbnNlIiiguxgBgtPkkwIeEhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEokBCg1HZXRWaXJ0dWFsS2V5EiMuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5UmVxdWVzdBokLmd3LnJvdXRpbmcudjEuR2V0VmlydHVhbEtleVJlc3BvbnNlIi2guxgBgtPkkwIjEiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SnwEKEFVwZGF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLlVwZGF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5VcGRhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiOqC7GAGC0+STAjA6C3ZpcnR1YWxfa2V5GiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SkgEKEERlbGV0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkRlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5EZWxldGVWaXJ0dWFsS2V5UmVzcG9uc2UiLaC7GAGC0+STAiMqIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKfAQoRQ3JlYXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkNyZWF0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZSI3oLsYAYLT5JMCLToMcm91dGluZ19ydWxlIh0vYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcxKOAQoQTGlzdFJvdXRpbmdSdWxlcxImLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdSdWxlc1JlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkxpc3RSb3V0aW5nUnVsZXNSZXNwb25zZSIpoLsYAYLT5JMCHxIdL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMSjQEKDkdldFJvdXRpbmdSdWxlEiQuZ3cucm91dGluZy52MS5HZXRSb3V0aW5nUnVsZVJlcXVlc3QaJS5ndy5yb3V0aW5nLnYxLkdldFJvdXRpbmdSdWxlUmVzcG9uc2UiLqC7GAGC0+STAiQSIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SpAEKEVVwZGF0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5VcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLlVwZGF0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiPKC7GAGC0+STAjI6DHJvdXRpbmdfcnVsZRoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfRKWAQoRRGVsZXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkRlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuRGVsZXRlUm91dGluZ1J1bGVSZXNwb25zZSIuoLsYAYLT5JMCJCoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfUKBAQoRY29tLmd3LnJvdXRpbmcudjFCD0dvdmVybmFuY2VQcm90b1ABWiFndy9nZW4vZ28vZ3cvcm91dGluZy92MTtyb3V0aW5ndjGiAgNHUk+qAg1Hdy5Sb3V0aW5nLlYxygINR3dcUm91dGluZ1xWMeoCD0d3OjpSb3V0aW5nOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Ch5ndy9yb3V0aW5nL3YxL2dvdmVybmFuY2UucHJvdG8SDWd3LnJvdXRpbmcudjEiMwoGQnVkZ2V0EhEKCW1heF9saW1pdBgBIAEoARIWCg5yZXNldF9kdXJhdGlvbhgCIAEoCSJCCglSYXRlTGltaXQSFwoPdG9rZW5fbWF4X2xpbWl0GAEgASgDEhwKFHRva2VuX3Jlc2V0X2R1cmF0aW9uGAIgASgJIsEBCg5Qcm92aWRlckNvbmZpZxIQCghwcm92aWRlchgBIAEoCRIWCg5hbGxvd2VkX21vZGVscxgCIAMoCRIPCgdrZXlfaWRzGAMgAygJEhMKBndlaWdodBgEIAEoAUgAiAEBEiYKB2J1ZGdldHMYBSADKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAYgASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXRCCQoHX3dlaWdodCI+CglNY3BDb25maWcSFwoPbWNwX2NsaWVudF9uYW1lGAEgASgJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYAiADKAkiOQoNTWNwQ29uZmlnTGlzdBIoCgZ2YWx1ZXMYASADKAsyGC5ndy5yb3V0aW5nLnYxLk1jcENvbmZpZyKQAwoKVmlydHVhbEtleRIPCgJpZBgBIAEoCUID4EEFEhEKBG5hbWUYAiABKAlCA+BBAhINCgV2YWx1ZRgDIAEoCRIWCglpc19hY3RpdmUYBCABKAhIAIgBARI3ChBwcm92aWRlcl9jb25maWdzGAUgAygLMh0uZ3cucm91dGluZy52MS5Qcm92aWRlckNvbmZpZxIxCgttY3BfY29uZmlncxgGIAEoCzIcLmd3LnJvdXRpbmcudjEuTWNwQ29uZmlnTGlzdBIlCgZidWRnZXQYByABKAsyFS5ndy5yb3V0aW5nLnYxLkJ1ZGdldBIsCgpyYXRlX2xpbWl0GAggASgLMhguZ3cucm91dGluZy52MS5SYXRlTGltaXQSMwoKY3JlYXRlZF9hdBgJIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDQgwKCl9pc19hY3RpdmUikgEKC1JvdXRpbmdSdWxlEgoKAmlkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKZXhwcmVzc2lvbhgDIAEoCRIQCghwcm92aWRlchgEIAEoCRINCgVtb2RlbBgFIAEoCRIRCglmYWxsYmFja3MYBiADKAkSEAoIcHJpb3JpdHkYByABKAUSDwoHZW5hYmxlZBgIIAEoCCJJChdDcmVhdGVWaXJ0dWFsS2V5UmVxdWVzdBIuCgt2aXJ0dWFsX2tleRgBIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleSJKChhDcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2USLgoLdmlydHVhbF9rZXkYASABKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkiGAoWTGlzdFZpcnR1YWxLZXlzUmVxdWVzdCJZChdMaXN0VmlydHVhbEtleXNSZXNwb25zZRIvCgx2aXJ0dWFsX2tleXMYASADKAsyGS5ndy5yb3V0aW5nLnYxLlZpcnR1YWxLZXkSDQoFY291bnQYAiABKAUiIgoUR2V0VmlydHVhbEtleVJlcXVlc3QSCgoCaWQYASABKAkiRwoVR2V0VmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IoYBChdVcGRhdGVWaXJ0dWFsS2V5UmVxdWVzdBIKCgJpZBgBIAEoCRIuCgt2aXJ0dWFsX2tleRgCIAEoCzIZLmd3LnJvdXRpbmcudjEuVmlydHVhbEtleRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siSgoYVXBkYXRlVmlydHVhbEtleVJlc3BvbnNlEi4KC3ZpcnR1YWxfa2V5GAEgASgLMhkuZ3cucm91dGluZy52MS5WaXJ0dWFsS2V5IiUKF0RlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0EgoKAmlkGAEgASgJIioKGERlbGV0ZVZpcnR1YWxLZXlSZXNwb25zZRIOCgZzdGF0dXMYASABKAkiTAoYQ3JlYXRlUm91dGluZ1J1bGVSZXF1ZXN0EjAKDHJvdXRpbmdfcnVsZRgBIAEoCzIaLmd3LnJvdXRpbmcudjEuUm91dGluZ1J1bGUiTQoZQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIhkKF0xpc3RSb3V0aW5nUnVsZXNSZXF1ZXN0IlwKGExpc3RSb3V0aW5nUnVsZXNSZXNwb25zZRIxCg1yb3V0aW5nX3J1bGVzGAEgAygLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRINCgVjb3VudBgCIAEoBSIjChVHZXRSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkiSgoWR2V0Um91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIokBChhVcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QSCgoCaWQYASABKAkSMAoMcm91dGluZ19ydWxlGAIgASgLMhouZ3cucm91dGluZy52MS5Sb3V0aW5nUnVsZRIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siTQoZVXBkYXRlUm91dGluZ1J1bGVSZXNwb25zZRIwCgxyb3V0aW5nX3J1bGUYASABKAsyGi5ndy5yb3V0aW5nLnYxLlJvdXRpbmdSdWxlIiYKGERlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBIKCgJpZBgBIAEoCSIrChlEZWxldGVSb3V0aW5nUnVsZVJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTKDDAoRR292ZXJuYW5jZVNlcnZpY2USmgEKEENyZWF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkNyZWF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5DcmVhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiNaC7GAGC0+STAis6C3ZpcnR1YWxfa2V5IhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEooBCg9MaXN0VmlydHVhbEtleXMSJS5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1JlcXVlc3QaJi5ndy5yb3V0aW5nLnYxLkxpc3RWaXJ0dWFsS2V5c1Jlc3BvbnNlIiiguxgBgtPkkwIeEhwvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzEokBCg1HZXRWaXJ0dWFsS2V5EiMuZ3cucm91dGluZy52MS5HZXRWaXJ0dWFsS2V5UmVxdWVzdBokLmd3LnJvdXRpbmcudjEuR2V0VmlydHVhbEtleVJlc3BvbnNlIi2guxgBgtPkkwIjEiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SnwEKEFVwZGF0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLlVwZGF0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5VcGRhdGVWaXJ0dWFsS2V5UmVzcG9uc2UiOqC7GAGC0+STAjA6C3ZpcnR1YWxfa2V5GiEvYXBpL2dvdmVybmFuY2UvdmlydHVhbC1rZXlzL3tpZH0SkgEKEERlbGV0ZVZpcnR1YWxLZXkSJi5ndy5yb3V0aW5nLnYxLkRlbGV0ZVZpcnR1YWxLZXlSZXF1ZXN0GicuZ3cucm91dGluZy52MS5EZWxldGVWaXJ0dWFsS2V5UmVzcG9uc2UiLaC7GAGC0+STAiMqIS9hcGkvZ292ZXJuYW5jZS92aXJ0dWFsLWtleXMve2lkfRKfAQoRQ3JlYXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkNyZWF0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuQ3JlYXRlUm91dGluZ1J1bGVSZXNwb25zZSI3oLsYAYLT5JMCLToMcm91dGluZ19ydWxlIh0vYXBpL2dvdmVybmFuY2Uvcm91dGluZy1ydWxlcxKOAQoQTGlzdFJvdXRpbmdSdWxlcxImLmd3LnJvdXRpbmcudjEuTGlzdFJvdXRpbmdSdWxlc1JlcXVlc3QaJy5ndy5yb3V0aW5nLnYxLkxpc3RSb3V0aW5nUnVsZXNSZXNwb25zZSIpoLsYAYLT5JMCHxIdL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMSjQEKDkdldFJvdXRpbmdSdWxlEiQuZ3cucm91dGluZy52MS5HZXRSb3V0aW5nUnVsZVJlcXVlc3QaJS5ndy5yb3V0aW5nLnYxLkdldFJvdXRpbmdSdWxlUmVzcG9uc2UiLqC7GAGC0+STAiQSIi9hcGkvZ292ZXJuYW5jZS9yb3V0aW5nLXJ1bGVzL3tpZH0SpAEKEVVwZGF0ZVJvdXRpbmdSdWxlEicuZ3cucm91dGluZy52MS5VcGRhdGVSb3V0aW5nUnVsZVJlcXVlc3QaKC5ndy5yb3V0aW5nLnYxLlVwZGF0ZVJvdXRpbmdSdWxlUmVzcG9uc2UiPKC7GAGC0+STAjI6DHJvdXRpbmdfcnVsZRoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfRKWAQoRRGVsZXRlUm91dGluZ1J1bGUSJy5ndy5yb3V0aW5nLnYxLkRlbGV0ZVJvdXRpbmdSdWxlUmVxdWVzdBooLmd3LnJvdXRpbmcudjEuRGVsZXRlUm91dGluZ1J1bGVSZXNwb25zZSIuoLsYAYLT5JMCJCoiL2FwaS9nb3Zlcm5hbmNlL3JvdXRpbmctcnVsZXMve2lkfUKBAQoRY29tLmd3LnJvdXRpbmcudjFCD0dvdmVybmFuY2VQcm90b1ABWiFndy9nZW4vZ28vZ3cvcm91dGluZy92MTtyb3V0aW5ndjGiAgNHUk+qAg1Hdy5Sb3V0aW5nLlYxygINR3dcUm91dGluZ1xWMeoCD0d3OjpSb3V0aW5nOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * Budget caps spend in USD over a rolling window.
@@ -158,6 +158,28 @@ export const McpConfigSchema: GenMessage<McpConfig> = /*@__PURE__*/
   messageDesc(file_gw_routing_v1_governance, 3);
 
 /**
+ * McpConfigList is a presence-aware list of McpConfig: REST JSON writes it as the bare array, so an omitted
+ * mcp_configs and `[]` stay distinct.
+ *
+ * @generated from message gw.routing.v1.McpConfigList
+ */
+export type McpConfigList = Message<"gw.routing.v1.McpConfigList"> & {
+  /**
+   * values are the entries.
+   *
+   * @generated from field: repeated gw.routing.v1.McpConfig values = 1;
+   */
+  values: McpConfig[];
+};
+
+/**
+ * Describes the message gw.routing.v1.McpConfigList.
+ * Use `create(McpConfigListSchema)` to create a new message.
+ */
+export const McpConfigListSchema: GenMessage<McpConfigList> = /*@__PURE__*/
+  messageDesc(file_gw_routing_v1_governance, 4);
+
+/**
  * VirtualKey is a caller credential with governance attached.
  *
  * @generated from message gw.routing.v1.VirtualKey
@@ -199,11 +221,11 @@ export type VirtualKey = Message<"gw.routing.v1.VirtualKey"> & {
   providerConfigs: ProviderConfig[];
 
   /**
-   * mcp_configs lists the MCP clients the key may use.
+   * mcp_configs lists the MCP clients the key may use: omitted, every client a caller without a key sees; [] none.
    *
-   * @generated from field: repeated gw.routing.v1.McpConfig mcp_configs = 6;
+   * @generated from field: gw.routing.v1.McpConfigList mcp_configs = 6;
    */
-  mcpConfigs: McpConfig[];
+  mcpConfigs?: McpConfigList | undefined;
 
   /**
    * budget caps the key's total spend (not enforced yet: refused when set; use provider_configs budgets).
@@ -239,7 +261,7 @@ export type VirtualKey = Message<"gw.routing.v1.VirtualKey"> & {
  * Use `create(VirtualKeySchema)` to create a new message.
  */
 export const VirtualKeySchema: GenMessage<VirtualKey> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 4);
+  messageDesc(file_gw_routing_v1_governance, 5);
 
 /**
  * RoutingRule routes requests matching a CEL expression.
@@ -309,7 +331,7 @@ export type RoutingRule = Message<"gw.routing.v1.RoutingRule"> & {
  * Use `create(RoutingRuleSchema)` to create a new message.
  */
 export const RoutingRuleSchema: GenMessage<RoutingRule> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 5);
+  messageDesc(file_gw_routing_v1_governance, 6);
 
 /**
  * CreateVirtualKeyRequest carries a new key.
@@ -330,7 +352,7 @@ export type CreateVirtualKeyRequest = Message<"gw.routing.v1.CreateVirtualKeyReq
  * Use `create(CreateVirtualKeyRequestSchema)` to create a new message.
  */
 export const CreateVirtualKeyRequestSchema: GenMessage<CreateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 6);
+  messageDesc(file_gw_routing_v1_governance, 7);
 
 /**
  * CreateVirtualKeyResponse returns the created key, value shown once.
@@ -351,7 +373,7 @@ export type CreateVirtualKeyResponse = Message<"gw.routing.v1.CreateVirtualKeyRe
  * Use `create(CreateVirtualKeyResponseSchema)` to create a new message.
  */
 export const CreateVirtualKeyResponseSchema: GenMessage<CreateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 7);
+  messageDesc(file_gw_routing_v1_governance, 8);
 
 /**
  * ListVirtualKeysRequest is empty.
@@ -366,7 +388,7 @@ export type ListVirtualKeysRequest = Message<"gw.routing.v1.ListVirtualKeysReque
  * Use `create(ListVirtualKeysRequestSchema)` to create a new message.
  */
 export const ListVirtualKeysRequestSchema: GenMessage<ListVirtualKeysRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 8);
+  messageDesc(file_gw_routing_v1_governance, 9);
 
 /**
  * ListVirtualKeysResponse lists keys.
@@ -394,7 +416,7 @@ export type ListVirtualKeysResponse = Message<"gw.routing.v1.ListVirtualKeysResp
  * Use `create(ListVirtualKeysResponseSchema)` to create a new message.
  */
 export const ListVirtualKeysResponseSchema: GenMessage<ListVirtualKeysResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 9);
+  messageDesc(file_gw_routing_v1_governance, 10);
 
 /**
  * GetVirtualKeyRequest names a key.
@@ -415,7 +437,7 @@ export type GetVirtualKeyRequest = Message<"gw.routing.v1.GetVirtualKeyRequest">
  * Use `create(GetVirtualKeyRequestSchema)` to create a new message.
  */
 export const GetVirtualKeyRequestSchema: GenMessage<GetVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 10);
+  messageDesc(file_gw_routing_v1_governance, 11);
 
 /**
  * GetVirtualKeyResponse carries a key.
@@ -436,7 +458,7 @@ export type GetVirtualKeyResponse = Message<"gw.routing.v1.GetVirtualKeyResponse
  * Use `create(GetVirtualKeyResponseSchema)` to create a new message.
  */
 export const GetVirtualKeyResponseSchema: GenMessage<GetVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 11);
+  messageDesc(file_gw_routing_v1_governance, 12);
 
 /**
  * UpdateVirtualKeyRequest changes a key.
@@ -471,7 +493,7 @@ export type UpdateVirtualKeyRequest = Message<"gw.routing.v1.UpdateVirtualKeyReq
  * Use `create(UpdateVirtualKeyRequestSchema)` to create a new message.
  */
 export const UpdateVirtualKeyRequestSchema: GenMessage<UpdateVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 12);
+  messageDesc(file_gw_routing_v1_governance, 13);
 
 /**
  * UpdateVirtualKeyResponse returns the stored key.
@@ -492,7 +514,7 @@ export type UpdateVirtualKeyResponse = Message<"gw.routing.v1.UpdateVirtualKeyRe
  * Use `create(UpdateVirtualKeyResponseSchema)` to create a new message.
  */
 export const UpdateVirtualKeyResponseSchema: GenMessage<UpdateVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 13);
+  messageDesc(file_gw_routing_v1_governance, 14);
 
 /**
  * DeleteVirtualKeyRequest names a key.
@@ -513,7 +535,7 @@ export type DeleteVirtualKeyRequest = Message<"gw.routing.v1.DeleteVirtualKeyReq
  * Use `create(DeleteVirtualKeyRequestSchema)` to create a new message.
  */
 export const DeleteVirtualKeyRequestSchema: GenMessage<DeleteVirtualKeyRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 14);
+  messageDesc(file_gw_routing_v1_governance, 15);
 
 /**
  * DeleteVirtualKeyResponse confirms a deletion.
@@ -534,7 +556,7 @@ export type DeleteVirtualKeyResponse = Message<"gw.routing.v1.DeleteVirtualKeyRe
  * Use `create(DeleteVirtualKeyResponseSchema)` to create a new message.
  */
 export const DeleteVirtualKeyResponseSchema: GenMessage<DeleteVirtualKeyResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 15);
+  messageDesc(file_gw_routing_v1_governance, 16);
 
 /**
  * CreateRoutingRuleRequest carries a new rule.
@@ -555,7 +577,7 @@ export type CreateRoutingRuleRequest = Message<"gw.routing.v1.CreateRoutingRuleR
  * Use `create(CreateRoutingRuleRequestSchema)` to create a new message.
  */
 export const CreateRoutingRuleRequestSchema: GenMessage<CreateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 16);
+  messageDesc(file_gw_routing_v1_governance, 17);
 
 /**
  * CreateRoutingRuleResponse returns the created rule.
@@ -576,7 +598,7 @@ export type CreateRoutingRuleResponse = Message<"gw.routing.v1.CreateRoutingRule
  * Use `create(CreateRoutingRuleResponseSchema)` to create a new message.
  */
 export const CreateRoutingRuleResponseSchema: GenMessage<CreateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 17);
+  messageDesc(file_gw_routing_v1_governance, 18);
 
 /**
  * ListRoutingRulesRequest is empty.
@@ -591,7 +613,7 @@ export type ListRoutingRulesRequest = Message<"gw.routing.v1.ListRoutingRulesReq
  * Use `create(ListRoutingRulesRequestSchema)` to create a new message.
  */
 export const ListRoutingRulesRequestSchema: GenMessage<ListRoutingRulesRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 18);
+  messageDesc(file_gw_routing_v1_governance, 19);
 
 /**
  * ListRoutingRulesResponse lists rules.
@@ -619,7 +641,7 @@ export type ListRoutingRulesResponse = Message<"gw.routing.v1.ListRoutingRulesRe
  * Use `create(ListRoutingRulesResponseSchema)` to create a new message.
  */
 export const ListRoutingRulesResponseSchema: GenMessage<ListRoutingRulesResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 19);
+  messageDesc(file_gw_routing_v1_governance, 20);
 
 /**
  * GetRoutingRuleRequest names a rule.
@@ -640,7 +662,7 @@ export type GetRoutingRuleRequest = Message<"gw.routing.v1.GetRoutingRuleRequest
  * Use `create(GetRoutingRuleRequestSchema)` to create a new message.
  */
 export const GetRoutingRuleRequestSchema: GenMessage<GetRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 20);
+  messageDesc(file_gw_routing_v1_governance, 21);
 
 /**
  * GetRoutingRuleResponse carries a rule.
@@ -661,7 +683,7 @@ export type GetRoutingRuleResponse = Message<"gw.routing.v1.GetRoutingRuleRespon
  * Use `create(GetRoutingRuleResponseSchema)` to create a new message.
  */
 export const GetRoutingRuleResponseSchema: GenMessage<GetRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 21);
+  messageDesc(file_gw_routing_v1_governance, 22);
 
 /**
  * UpdateRoutingRuleRequest changes a rule.
@@ -696,7 +718,7 @@ export type UpdateRoutingRuleRequest = Message<"gw.routing.v1.UpdateRoutingRuleR
  * Use `create(UpdateRoutingRuleRequestSchema)` to create a new message.
  */
 export const UpdateRoutingRuleRequestSchema: GenMessage<UpdateRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 22);
+  messageDesc(file_gw_routing_v1_governance, 23);
 
 /**
  * UpdateRoutingRuleResponse returns the stored rule.
@@ -717,7 +739,7 @@ export type UpdateRoutingRuleResponse = Message<"gw.routing.v1.UpdateRoutingRule
  * Use `create(UpdateRoutingRuleResponseSchema)` to create a new message.
  */
 export const UpdateRoutingRuleResponseSchema: GenMessage<UpdateRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 23);
+  messageDesc(file_gw_routing_v1_governance, 24);
 
 /**
  * DeleteRoutingRuleRequest names a rule.
@@ -738,7 +760,7 @@ export type DeleteRoutingRuleRequest = Message<"gw.routing.v1.DeleteRoutingRuleR
  * Use `create(DeleteRoutingRuleRequestSchema)` to create a new message.
  */
 export const DeleteRoutingRuleRequestSchema: GenMessage<DeleteRoutingRuleRequest> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 24);
+  messageDesc(file_gw_routing_v1_governance, 25);
 
 /**
  * DeleteRoutingRuleResponse confirms a deletion.
@@ -759,7 +781,7 @@ export type DeleteRoutingRuleResponse = Message<"gw.routing.v1.DeleteRoutingRule
  * Use `create(DeleteRoutingRuleResponseSchema)` to create a new message.
  */
 export const DeleteRoutingRuleResponseSchema: GenMessage<DeleteRoutingRuleResponse> = /*@__PURE__*/
-  messageDesc(file_gw_routing_v1_governance, 25);
+  messageDesc(file_gw_routing_v1_governance, 26);
 
 /**
  * GovernanceService manages virtual keys and routing rules.
