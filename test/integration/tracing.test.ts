@@ -5,6 +5,7 @@
  * traceparent at the mock upstream and the MCP server; the access log's ids; an unreachable collector.
  */
 import assert from "node:assert/strict";
+import Anthropic from "@anthropic-ai/sdk";
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -93,7 +94,7 @@ before(async () => {
         anthropic: { keys: [{ id: "an-1", name: "an-1", value: ANTHROPIC_SECRET, models: ["claude-sonnet-4-5"] }], network_config: { base_url: anthropic.url } },
       },
       [
-        { id: "vk-plain", name: "plain", value: PLAIN_KEY, provider_configs: [{ provider: "openai", ...all }, { provider: "anthropic", ...all }] },
+        { id: "vk-plain", name: "plain", value: PLAIN_KEY, provider_configs: [{ provider: "openai", ...all }, { provider: "anthropic", ...all }], mcp_configs: [] },
         { id: "vk-agent", name: "agent", value: AGENT_KEY, provider_configs: [{ provider: "openai", ...all }], mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["*"] }] },
       ],
     ),
@@ -255,6 +256,45 @@ test("a key rotation after a 429 is a sibling CLIENT span with the next retry in
   assert.equal(first.attributes["error.type"], "provider_rate_limited");
   assert.notEqual(first.attributes["gw.provider.key_id"], second.attributes["gw.provider.key_id"]);
   assertNoSecret(spans.filter((s) => s.traceId === caller.traceId));
+});
+
+/** An Anthropic SDK client of the gateway that continues `traceparent`. */
+function anthropicClient(traceparent: string): Anthropic {
+  return new Anthropic({ apiKey: PLAIN_KEY, baseURL: `${app.url}/anthropic`, maxRetries: 0, defaultHeaders: { traceparent } });
+}
+
+test("a /anthropic/v1/messages call is a SERVER span with a chat CLIENT span under it, its traceparent sent upstream", async () => {
+  const caller = callerContext();
+  const message = await anthropicClient(caller.header).messages.create({ model: "anthropic/claude-sonnet-4-5", max_tokens: 20, messages: [{ role: "user", content: "hello there" }] });
+  assert.equal(message.type, "message");
+  const spans = await traceOf(caller.traceId, ["POST /anthropic/v1/messages", "chat claude-sonnet-4-5"]);
+  const server = one(spans, "POST /anthropic/v1/messages");
+  const client = one(spans, "chat claude-sonnet-4-5");
+  assert.equal(server.kind, SERVER);
+  assert.equal(server.parentSpanId, caller.spanId);
+  assert.equal(server.attributes["gw.virtual_key.id"], "vk-plain");
+  assert.equal(client.kind, CLIENT);
+  assert.equal(client.parentSpanId, server.spanId);
+  assert.deepEqual(
+    { op: client.attributes["gen_ai.operation.name"], provider: client.attributes["gen_ai.provider.name"], input: client.attributes["gen_ai.usage.input_tokens"], finish: client.attributes["gen_ai.response.finish_reasons"] },
+    // The span counts every input token, cached ones included (Anthropic reports those apart).
+    { op: "chat", provider: "anthropic", input: message.usage.input_tokens + (message.usage.cache_read_input_tokens ?? 0) + (message.usage.cache_creation_input_tokens ?? 0), finish: [message.stop_reason] },
+  );
+  const [, traceId, parentId] = (anthropic.requests.at(-1)?.headers["traceparent"] ?? "").split("-");
+  assert.deepEqual([traceId, parentId], [caller.traceId, client.spanId]);
+  assertNoSecret(spans);
+});
+
+test("an upstream count_tokens call is a chat CLIENT span under the count_tokens SERVER span", async () => {
+  const caller = callerContext();
+  const counted = await anthropicClient(caller.header).messages.countTokens({ model: "anthropic/claude-sonnet-4-5", messages: [{ role: "user", content: "count me" }] });
+  const spans = await traceOf(caller.traceId, ["POST /anthropic/v1/messages/count_tokens", "chat claude-sonnet-4-5"]);
+  const server = one(spans, "POST /anthropic/v1/messages/count_tokens");
+  const client = one(spans, "chat claude-sonnet-4-5");
+  assert.equal(client.parentSpanId, server.spanId);
+  assert.equal(client.attributes["gen_ai.usage.input_tokens"], counted.input_tokens);
+  assert.equal(anthropic.requests.at(-1)?.path, "/v1/messages/count_tokens");
+  assert.equal(anthropic.requests.at(-1)?.headers["traceparent"]?.split("-")[2], client.spanId);
 });
 
 test("an agent-mode call has one span per iteration, its model call and its two tool calls under it", async () => {
