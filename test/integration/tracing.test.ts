@@ -15,7 +15,7 @@ import { inferenceOptionsFromFile } from "../../src/services/inference/config.js
 import type { OtlpTracingOptions } from "../../src/telemetry/otlp-tracing.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { startMockAnthropic } from "../fixtures/mock-anthropic.js";
-import type { MockUpstream } from "../fixtures/mock-openai.js";
+import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { call, startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { closeMcp, connectMcp, resultText } from "../helpers/mcp-client.js";
@@ -30,6 +30,7 @@ const CLIENT = 3;
 
 let model: ScriptedModel;
 let anthropic: MockUpstream;
+let embedder: MockUpstream;
 let docs: McpFixture;
 let receiver: OtlpReceiver;
 let app: TestApp;
@@ -78,6 +79,7 @@ before(async () => {
   receiver = await startOtlpReceiver();
   model = await startScriptedModel();
   anthropic = await startMockAnthropic();
+  embedder = await startMockOpenAi();
   docs = await startMcpFixture();
   const all = { allowed_models: ["*"], key_ids: ["*"], weight: 1 };
   app = await startApp({
@@ -92,9 +94,10 @@ before(async () => {
           network_config: { base_url: model.url },
         },
         anthropic: { keys: [{ id: "an-1", name: "an-1", value: ANTHROPIC_SECRET, models: ["claude-sonnet-4-5"] }], network_config: { base_url: anthropic.url } },
+        azure: { keys: [{ id: "az-1", name: "az-1", value: "sk-azure-trace", models: ["embed-small"], azure_key_config: { endpoint: embedder.url, deployments: { "embed-small": "dep-embed" }, api_version: "2024-10-21" } }] },
       },
       [
-        { id: "vk-plain", name: "plain", value: PLAIN_KEY, provider_configs: [{ provider: "openai", ...all }, { provider: "anthropic", ...all }], mcp_configs: [] },
+        { id: "vk-plain", name: "plain", value: PLAIN_KEY, provider_configs: [{ provider: "openai", ...all }, { provider: "anthropic", ...all }, { provider: "azure", ...all }], mcp_configs: [] },
         { id: "vk-agent", name: "agent", value: AGENT_KEY, provider_configs: [{ provider: "openai", ...all }], mcp_configs: [{ mcp_client_name: "docs", tools_to_execute: ["*"] }] },
       ],
     ),
@@ -105,7 +108,7 @@ before(async () => {
 
 after(async () => {
   await app?.stop();
-  await Promise.all([model?.close(), anthropic?.close(), docs?.close(), receiver?.close()]);
+  await Promise.all([model?.close(), anthropic?.close(), embedder?.close(), docs?.close(), receiver?.close()]);
 });
 
 describe("a plain call", () => {
@@ -295,6 +298,22 @@ test("an upstream count_tokens call is a chat CLIENT span under the count_tokens
   assert.equal(client.attributes["gen_ai.usage.input_tokens"], counted.input_tokens);
   assert.equal(anthropic.requests.at(-1)?.path, "/v1/messages/count_tokens");
   assert.equal(anthropic.requests.at(-1)?.headers["traceparent"]?.split("-")[2], client.spanId);
+});
+
+test("a /v1/embeddings call has an embeddings CLIENT span under its SERVER span", async () => {
+  const caller = callerContext();
+  const res = await api(app, "POST", "/v1/embeddings", { model: "azure/embed-small", input: ["alpha"] }, { authorization: `Bearer ${PLAIN_KEY}`, traceparent: caller.header });
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const spans = await receiver.waitFor((all) => all.some((s) => s.traceId === caller.traceId && s.kind === SERVER) && all.some((s) => s.traceId === caller.traceId && s.kind === CLIENT));
+  const ours = spans.filter((s) => s.traceId === caller.traceId);
+  const server = one(ours, "POST /v1/embeddings");
+  const [client, ...others] = ours.filter((s) => s.kind === CLIENT);
+  assert.equal(others.length, 0);
+  assert.equal(client?.parentSpanId, server.spanId);
+  assert.equal(client?.attributes["gen_ai.operation.name"], "embeddings");
+  assert.equal(client?.attributes["gen_ai.provider.name"], "azure");
+  assert.equal(embedder.requests.at(-1)?.headers["traceparent"]?.split("-")[2], client?.spanId);
+  assertNoSecret(ours);
 });
 
 test("an agent-mode call has one span per iteration, its model call and its two tool calls under it", async () => {
