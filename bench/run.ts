@@ -6,7 +6,8 @@
  * OpenAI upstream answering at once), `floor.ts` twice (a minimal undici pass-through proxy, the least any
  * proxy can cost: `floor` only pipes, `floor-json` also parses the request JSON as any gateway must, and
  * is the floor every ratio is taken against) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real
- * app, governance on every request through the virtual key `sk-gw-bench`). Each child runs bundled by esbuild, as `npm start` runs
+ * app, governance on every request through the virtual key `sk-gw-bench`; `gateway-traced` also traces
+ * every request and exports the spans to `collector.ts`, a no-op OTLP/HTTP collector). Each child runs bundled by esbuild, as `npm start` runs
  * the gateway, not under tsx, whose per-closure function naming production does not pay. Every target gets the same POST /v1/chat/completions
  * (model "gpt-4o-mini") and is measured in turn, alone, as:
  *
@@ -57,6 +58,8 @@ interface GatewayVariant {
   routingRules?: number;
   logLevel?: string;
   databaseUrl?: string;
+  /** Export every request's spans (sample ratio 1) to the bench's no-op OTLP collector. */
+  traced?: boolean;
 }
 
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
@@ -70,6 +73,9 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   { name: "no-metrics", description: "metrics recording off (telemetry.recording false)", appOptions: { telemetry: { recording: false } } },
   // Every request evaluates 100 compiled CEL conditions that do not match: what routing rules cost.
   { name: "rules-100", description: "defaults plus 100 routing rules in the key's scope, none matching", appOptions: {}, routingRules: 100 },
+  // The defaults plus tracing of every request, exported over OTLP/HTTP to a local no-op collector: the
+  // difference from `gateway` is what tracing costs when it is on (off, the gateway loads no SDK at all).
+  { name: "gateway-traced", description: "the defaults with OpenTelemetry tracing on (sample ratio 1, OTLP/HTTP to a local no-op collector)", appOptions: {}, traced: true },
   ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 
@@ -579,8 +585,9 @@ function report(results: TargetResult[], loadAtStart: number): void {
 async function main(): Promise<void> {
   const loadAtStart = load();
   if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
-  const upstream = await startChild("upstream", "./upstream.ts", {});
+  const [upstream, collector] = await Promise.all([startChild("upstream", "./upstream.ts", {}), startChild("collector", "./collector.ts", {})]);
   const env = { BENCH_UPSTREAM_URL: upstream.url };
+  const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
   process.stderr.write(`starting the floors and ${GATEWAY_VARIANTS.length} gateway variant(s) (the embedded database takes a few seconds)...\n`);
   const starting = [
     startChild("floor", "./floor.ts", env),
@@ -589,7 +596,16 @@ async function main(): Promise<void> {
       startChild(
         variant.name,
         "./gateway.ts",
-        { ...env, BENCH_VARIANT: JSON.stringify({ name: variant.name, appOptions: variant.appOptions, routingRules: variant.routingRules, logLevel: variant.logLevel, databaseUrl: variant.databaseUrl }) },
+        {
+          ...env,
+          BENCH_VARIANT: JSON.stringify({
+            name: variant.name,
+            appOptions: variant.traced ? { ...variant.appOptions, tracing } : variant.appOptions,
+            routingRules: variant.routingRules,
+            logLevel: variant.logLevel,
+            databaseUrl: variant.databaseUrl,
+          }),
+        },
         // One directory per variant: node writes one profile per thread.
         PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/${variant.name}`] : [],
       ),

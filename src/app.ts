@@ -42,6 +42,8 @@ import { openStore, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
 import { Metrics } from "./telemetry/metrics.js";
+import { startOtlpTracing, type OtlpTracingOptions } from "./telemetry/otlp-tracing.js";
+import type { Tracing } from "./telemetry/tracing.js";
 
 /** The gateway's version, reported by /openapi.json. */
 export const VERSION = "0.1.0";
@@ -76,6 +78,8 @@ export interface AppOptions {
   inference?: InferenceOptions;
   /** Limits of the /mcp session table (defaults: 1000 sessions, 30 minutes idle). */
   mcpSessions?: Partial<McpSessionLimits>;
+  /** OTLP trace export (OTEL_* variables or telemetry.otlp); absent: tracing off, no SDK loaded. */
+  tracing?: OtlpTracingOptions;
 }
 
 /** A running gateway. */
@@ -137,7 +141,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   let inference: InferenceState | undefined;
   let usageFlusher: UsageFlusher | undefined;
   let runtime: McpRuntime | undefined;
+  let tracing: Tracing | undefined;
   try {
+    if (options.tracing) tracing = await startOtlpTracing(options.tracing, logger, VERSION);
     await seedStore(store, seedInputOf(options), logger);
     const settings = await loadSettings(store);
     const inferenceOptions = options.inference ?? { providers: {}, virtualKeys: [] };
@@ -213,6 +219,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       mcp: mcpEndpoint,
       oauth2: { server: oauth2, enabled: () => settings.client.mcpServerAuthMode !== "headers" },
       hostGuard: createHostGuard(host, () => settings.client),
+      ...(tracing ? { tracing } : {}),
     });
     serve = handler;
     logger.info({ url, embedded_database: store.embedded }, "gateway listening");
@@ -230,6 +237,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       const atNextStart: string[] = [];
       if ((next.databaseUrl ?? "") !== (options.databaseUrl ?? "")) atNextStart.push("database.url");
       if ((next.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES) !== maxBodyBytes) atNextStart.push("client.max_request_body_bytes");
+      if (JSON.stringify(next.tracing ?? null) !== JSON.stringify(options.tracing ?? null)) atNextStart.push("telemetry.otlp");
       for (const field of atNextStart) logger.warn({ field }, `config file changes ${field}; it takes effect at the next start`);
       const changed = describeChanges(changes, authChanged);
       logger.info({ changed }, Object.keys(changed).length === 0 ? "config file re-read: nothing to apply" : "config file reloaded");
@@ -258,6 +266,8 @@ export async function createApp(options: AppOptions): Promise<App> {
           await state.close();
           await mcpRuntime.shutdown();
           await store.close();
+          // Last, so the spans of the requests that finished while stopping are exported too.
+          await tracing?.shutdown();
           logger.info("gateway stopped");
         })();
         return closing;
@@ -270,6 +280,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await inference?.close();
     await runtime?.shutdown();
     await store.close();
+    await tracing?.shutdown();
     throw err;
   }
 }

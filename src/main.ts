@@ -9,6 +9,7 @@ import { appOptionsFromConfig, createApp, type App, type AppOptions } from "./ap
 import { loadConfigFile } from "./config/load-config.js";
 import { GatewayError } from "./errors.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
+import { otlpOptionsFrom } from "./telemetry/otlp-settings.js";
 
 const USAGE = "usage: npm start -- [--config path] [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--require-auth]";
 
@@ -30,7 +31,9 @@ async function fileOptions(configPath: string | undefined, env: NodeJS.ProcessEn
   const file = configPath ? await loadConfigFile(configPath, env) : undefined;
   const fromFile = file ? appOptionsFromConfig(file) : {};
   const databaseUrl = env["GW_DATABASE_URL"] || fromFile.databaseUrl;
-  return { ...fromFile, ...(databaseUrl ? { databaseUrl } : {}) };
+  // The OTEL_* variables win over telemetry.otlp, as in every OpenTelemetry SDK.
+  const tracing = otlpOptionsFrom(file?.telemetry.otlp, env);
+  return { ...fromFile, ...(databaseUrl ? { databaseUrl } : {}), ...(tracing ? { tracing } : {}) };
 }
 
 /** Re-reads the config file into the running app; a file that cannot be applied is logged and changes nothing. */

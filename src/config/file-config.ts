@@ -516,6 +516,28 @@ const pricingSchema = strict({
   syncIntervalMs: p.sync_interval,
 }));
 
+/** Where spans go: an OTLP/HTTP collector; absent (or no endpoint) leaves tracing off unless OTEL_* variables set it. */
+const otlpSchema = strict({
+  /** The collector's base URL; /v1/traces is appended, as with OTEL_EXPORTER_OTLP_ENDPOINT. */
+  endpoint: url(HTTP, HTTP_URL, true).nullish(),
+  headers: z.record(z.string(), z.string()).nullish(),
+  sample_ratio: z.number().min(0, "must be between 0 and 1").max(1, "must be between 0 and 1").nullish(),
+  capture_content: z.boolean().nullish(),
+}).transform((o) => ({
+  endpoint: o.endpoint ?? "",
+  headers: o.headers ?? {},
+  /** null: the sampler of OTEL_TRACES_SAMPLER, or every request. */
+  sampleRatio: o.sample_ratio ?? null,
+  captureContent: o.capture_content ?? false,
+}));
+
+const telemetrySchema = strict({
+  otlp: section(otlpSchema),
+}).transform((t) => ({ otlp: t.otlp }));
+
+/** The `telemetry` section. */
+export type TelemetryFileConfig = z.output<typeof telemetrySchema>;
+
 const databaseSchema = strict({
   url: url(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", false).nullish(),
 }).transform((d) => ({ url: d.url ?? null }));
@@ -531,6 +553,7 @@ export const gatewayFileConfigSchema = strict({
   governance: section(governanceSchema),
   mcp: section(mcpSchema),
   pricing: section(pricingSchema),
+  telemetry: section(telemetrySchema),
 })
   .superRefine(
     (f, ctx) => {
@@ -551,4 +574,5 @@ export const gatewayFileConfigSchema = strict({
     governance: f.governance,
     mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
     pricing: f.pricing,
+    telemetry: f.telemetry,
   }));

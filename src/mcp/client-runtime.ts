@@ -446,8 +446,9 @@ export class ClientRuntime {
   /**
    * Calls one tool within the deadline of `signal`. A per-user client needs the caller's header values,
    * which go on this call's fresh session only, merged with the static headers (spec rule 2).
+   * `traceparent` goes along in the request's `_meta`, where MCP servers read trace context.
    */
-  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>): Promise<ToolCallResult> {
+  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>, traceparent?: string): Promise<ToolCallResult> {
     if (this.mode === "sticky") {
       let session = this.session;
       let temporary = false;
@@ -467,7 +468,7 @@ export class ClientRuntime {
         }
       }
       try {
-        return await session.callTool(tool, args, { timeoutMs, signal });
+        return await session.callTool(tool, args, { timeoutMs, signal, ...(traceparent ? { traceparent } : {}) });
       } finally {
         if (temporary) await session.close().catch(() => undefined);
       }
@@ -479,7 +480,7 @@ export class ClientRuntime {
     }
     const session = await this.deps.sessions.open(target, { timeoutMs, signal });
     try {
-      return await session.callTool(tool, args, { timeoutMs, signal });
+      return await session.callTool(tool, args, { timeoutMs, signal, ...(traceparent ? { traceparent } : {}) });
     } finally {
       await session.close().catch(() => undefined);
     }

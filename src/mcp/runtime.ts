@@ -20,6 +20,7 @@ import type { DiscoveredTool } from "./discover.js";
 import type { StateRegistry } from "./state-registry.js";
 import { prefixedToolName, splitToolName, toolAllowed, toolAutoExecutable } from "./tool-names.js";
 import type { SessionFactory, ToolCallResult } from "./upstream-session.js";
+import type { TraceNode } from "../telemetry/tracing.js";
 
 /** What the runtime needs. */
 export interface McpRuntimeDeps {
@@ -61,6 +62,8 @@ export interface ExecuteOptions {
   origin?: string | null;
   /** The request's dimension values for the metric's custom labels. */
   custom?: CustomLabelValues;
+  /** The span the tool call's span hangs under, when the request is traced. */
+  trace?: TraceNode;
 }
 
 /** The snapshot of a stored client. */
@@ -347,14 +350,17 @@ export class McpRuntime implements RuntimeStateSource {
     // unparseable names and unknown clients are caller mistakes, not MCP operations.
     const started = performance.now();
     let errorType: McpErrorType = "_OTHER";
+    const span = options.trace?.toolCall({ tool: parts.tool, client: client.spec.name, authType: client.spec.authType, name: prefixedName, args });
+    let result: ToolCallResult | undefined;
     try {
-      const result = await this.run(client, parts.tool, prefixedName, args, options);
+      result = await this.run(client, parts.tool, prefixedName, args, options, span?.traceparent());
       if (!result.isError) errorType = "";
       return result;
     } catch (err) {
       if (err instanceof McpAuthRequiredError || (err instanceof GatewayError && err.type === "mcp_identity_required")) errorType = "auth_required";
       throw err;
     } finally {
+      span?.end({ status: null, ...(errorType !== "" ? { errorType: errorType === "_OTHER" ? "tool_error" : errorType } : {}), ...(result ? { completion: result.content } : {}) });
       this.deps.metrics?.recordMcpToolCall({
         mcpClient: client.spec.name,
         toolName: parts.tool,
@@ -373,6 +379,7 @@ export class McpRuntime implements RuntimeStateSource {
     prefixedName: string,
     args: Record<string, unknown>,
     options: ExecuteOptions,
+    traceparent: string | undefined,
   ): Promise<ToolCallResult> {
     if (!toolAllowed(client.spec.toolsToExecute, tool)) {
       throw new GatewayError("permission_denied", `tool "${tool}" is not in tools_to_execute of MCP client "${client.spec.name}"`, { type: "tool_not_allowed" });
@@ -387,7 +394,7 @@ export class McpRuntime implements RuntimeStateSource {
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
     try {
-      return await client.call(tool, args, timeoutMs, signal, userValues);
+      return await client.call(tool, args, timeoutMs, signal, userValues, traceparent);
     } catch (err) {
       if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
         return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };

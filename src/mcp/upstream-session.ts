@@ -50,6 +50,8 @@ export interface ToolCallResult {
 export interface OperationOptions {
   timeoutMs: number;
   signal?: AbortSignal;
+  /** W3C trace context of the caller's span, sent in a tools/call's `_meta`. */
+  traceparent?: string;
 }
 
 /** One initialized MCP session with an upstream. */
@@ -154,7 +156,8 @@ class McpUpstreamSession implements UpstreamSession {
       `tools/call ${name}`,
       opts,
       async (signal) => {
-        const raw = await this.client.callTool({ name, arguments: args }, undefined, { signal, timeout: opts.timeoutMs });
+        const params = opts.traceparent === undefined ? { name, arguments: args } : { name, arguments: args, _meta: { traceparent: opts.traceparent } };
+        const raw = await this.client.callTool(params, undefined, { signal, timeout: opts.timeoutMs });
         return { content: toolResultText(raw), isError: raw.isError === true, raw };
       },
       () => this.hint(),

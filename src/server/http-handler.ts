@@ -17,6 +17,7 @@ import type { RequestScope } from "../services/context.js";
 import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
+import { startServerTrace, type ServerTrace, type Tracing } from "../telemetry/tracing.js";
 import type { RequestHandler } from "./listener.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
@@ -88,6 +89,8 @@ export interface HttpHandlerOptions {
   oauth2?: { server: OAuth2Server; enabled: () => boolean };
   /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
   hostGuard?: (req: Req, path: string) => string | null;
+  /** Traces every request as a SERVER span; absent: tracing off, nothing is built per request. */
+  tracing?: Tracing;
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
@@ -142,12 +145,13 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
     try {
       dims = readDimensions(req.headers, opts.metrics.customLabels);
     } catch (err) {
-      observe(req, res, route, dims, opts);
+      observe(req, res, route, dims, opts, opts.tracing ? startServerTrace(opts.tracing, req, route, dims.logValues) : undefined);
       if (!(err instanceof GatewayError)) throw err;
       sendError(res, 400, err.type, err.message);
       return;
     }
-    observe(req, res, route, dims, opts);
+    const traced = opts.tracing ? startServerTrace(opts.tracing, req, route, dimensionAttributes(dims)) : undefined;
+    observe(req, res, route, dims, opts, traced);
     const refused = opts.hostGuard?.(req, path) ?? null;
     if (refused !== null) {
       sendError(res, 403, "host_not_allowed", refused);
@@ -191,7 +195,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
-      opts.mcp.handle(req, res, path);
+      opts.mcp.handle(req, res, path, traced?.node);
       return;
     }
     if (serveAnthropicModels !== null && (path === MODELS_PATH || path.startsWith(`${MODELS_PATH}/`))) {
@@ -209,7 +213,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
     }
     if (v1) {
       // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
-      v1(req, res, { dims, origin: originOfHeaders(req.headers) }).catch((err: unknown) => {
+      v1(req, res, { dims, origin: originOfHeaders(req.headers), ...(traced ? { trace: traced.node } : {}) }).catch((err: unknown) => {
         opts.logger.error({ err, path }, "inference handler failed");
         if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
         else res.end();
@@ -237,9 +241,15 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
   };
 }
 
-/** Records the http_* metrics and the request's log line once the response is done. */
-function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions): void {
-  const observation = new RequestObservation(req, res, route, dims, opts);
+/** The dimension values a span carries: every x-gw-dim-* header and the configured labels' values. */
+function dimensionAttributes(dims: RequestDimensions): Readonly<Record<string, string>> {
+  if (dims === NO_DIMENSIONS) return dims.logValues;
+  return { ...dims.metricValues, ...dims.logValues };
+}
+
+/** Records the http_* metrics, the request's log line and the end of its span once the response is done. */
+function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions, traced: ServerTrace | undefined): void {
+  const observation = new RequestObservation(req, res, route, dims, opts, traced);
   // on, not once: once wraps each listener per request, and the observation records only once.
   res.on("finish", observation.finish);
   res.on("close", observation.finish);
@@ -257,6 +267,7 @@ class RequestObservation {
     private readonly route: string,
     private readonly dims: RequestDimensions,
     private readonly opts: HttpHandlerOptions,
+    private readonly traced: ServerTrace | undefined,
   ) {
     this.finish = this.record.bind(this);
   }
@@ -283,7 +294,9 @@ class RequestObservation {
     const level = route === "/health" || route === "/metrics" ? "debug" : "info";
     // The line object is built only when it will be written.
     if (opts.logger.isLevelEnabled(level)) {
-      opts.logger[level]({ path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues }, "request");
+      const line = { path: route, method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, dims: dims.logValues };
+      opts.logger[level](this.traced ? { ...line, ...this.traced.ids() } : line, "request");
     }
+    this.traced?.end(status);
   }
 }

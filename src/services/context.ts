@@ -2,6 +2,7 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { NO_DIMENSIONS, type RequestDimensions } from "../telemetry/dimensions.js";
+import type { TraceNode } from "../telemetry/tracing.js";
 
 /** The unit of work of this call: a fresh EntityManager fork, set by the store interceptor. */
 export const kEntityManager = createContextKey<EntityManager | undefined>(undefined, { description: "entity manager" });
@@ -20,6 +21,8 @@ export interface RequestScope {
   dims: RequestDimensions;
   /** The origin (scheme://host) the request came in by, or null. */
   origin: string | null;
+  /** The span the request's work hangs under; absent when tracing is off or the request is not sampled. */
+  trace?: TraceNode;
 }
 
 /** The request scope of a call; calls that did not come through the HTTP handler get no dimensions and no origin. */

@@ -12,6 +12,7 @@ import { isMetaTool, META_TOOLS, runMetaTool } from "../mcp/code-mode/meta-tools
 import type { McpRuntime, OfferedTool } from "../mcp/runtime.js";
 import { splitToolName } from "../mcp/tool-names.js";
 import type { CustomLabelValues } from "../telemetry/metrics.js";
+import type { TraceNode } from "../telemetry/tracing.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { resolveToolCaller, type ToolCaller } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
@@ -31,6 +32,8 @@ export interface McpCaller extends ToolCaller {
   origin: string | null;
   /** Who the caller is, for binding a session to it: the identity and the key, never a secret. */
   owner: string;
+  /** The span of the HTTP request that carried the call, when it is traced. */
+  trace?: TraceNode;
 }
 
 /** A tool as tools/list shows it. */
@@ -103,6 +106,7 @@ export class McpServerTools {
       origin: caller.origin,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.custom ? { custom: options.custom } : {}),
+      ...(caller.trace ? { trace: caller.trace } : {}),
       ...(caller.key !== null ? { governance: { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name } } : {}),
     };
   }

@@ -66,15 +66,15 @@ export class InferenceTelemetry implements InferenceObserver {
   keyRotated(labels: BaseLabels, failReason: string, upstreamStatus: number | null, nextKeyId: string): void {
     const keyId = labels.selectedKeyId ?? "";
     this.metrics.recordKeyRotation({ provider: labels.provider, requestedModel: labels.model, keyId, keyName: labels.selectedKeyName ?? "", failReason });
-    this.logger.info({ provider: labels.provider, key_id: keyId, next_key_id: nextKeyId, status: upstreamStatus }, "rotating to the next provider key");
+    this.logger.info({ ...labels.logIds, provider: labels.provider, key_id: keyId, next_key_id: nextKeyId, status: upstreamStatus }, "rotating to the next provider key");
   }
 
   targetFailed(labels: BaseLabels, error: GatewayError, cause: unknown, next: FallbackTarget | undefined): void {
     if (error.type === "gateway_internal") {
-      this.logger.error({ err: cause, provider: labels.provider, method: labels.method }, "inference request failed inside the gateway");
+      this.logger.error({ ...labels.logIds, err: cause, provider: labels.provider, method: labels.method }, "inference request failed inside the gateway");
     }
     if (next !== undefined) {
-      this.logger.info({ provider: labels.provider, model: labels.model, error_type: error.type, next }, "falling back to the next provider");
+      this.logger.info({ ...labels.logIds, provider: labels.provider, model: labels.model, error_type: error.type, next }, "falling back to the next provider");
     }
   }
 
@@ -109,7 +109,7 @@ export class InferenceTelemetry implements InferenceObserver {
     const id = `${labels.provider}/${upstreamModel}`;
     if (this.unpriced.has(id)) return;
     this.unpriced.add(id);
-    this.logger.warn({ provider: labels.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
+    this.logger.warn({ ...labels.logIds, provider: labels.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
   }
 
   toolCall(name: string, failure: unknown): void {

@@ -71,6 +71,7 @@ describe("defaults", () => {
         toolSyncIntervalMinutes: 10,
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
+      telemetry: { otlp: { endpoint: "", headers: {}, sampleRatio: null, captureContent: false } },
     };
     assert.deepEqual(parseConfig({}, {}), expected);
   });

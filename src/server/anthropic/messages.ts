@@ -36,20 +36,20 @@ export function createMessagesHandler(opts: ChatCompletionsOptions): (req: Req, 
 }
 
 /** Builds the handler for POST /anthropic/v1/messages/count_tokens. */
-export function createCountTokensHandler(opts: ChatCompletionsOptions): (req: Req, res: Res) => Promise<void> {
-  return async (req, res) => {
+export function createCountTokensHandler(opts: ChatCompletionsOptions): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
+  return async (req, res, scope) => {
     const abort = new RequestAbort();
     res.on("close", () => {
       if (!res.writableFinished) abort.abort(new Error("the client closed the request"));
     });
     try {
       const body = await readJsonBodyWithText(req, opts.maxBodyBytes);
-      const counted: JsonObject = await opts.chat.countTokens({ body: validateCountTokensBody(body.json), rawBody: body.text, headers: req.headers, signal: abort });
+      const counted: JsonObject = await opts.chat.countTokens({ body: validateCountTokensBody(body.json), rawBody: body.text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       sendJson(res, 200, counted);
     } catch (err) {
       if (err instanceof ClientClosedError || abort.aborted || res.destroyed) return;
       const error = asGatewayError(err);
-      if (error.type === "gateway_internal") opts.logger.error({ err }, "count_tokens failed inside the gateway");
+      if (error.type === "gateway_internal") opts.logger.error({ ...scope?.trace?.ids(), err }, "count_tokens failed inside the gateway");
       const { status, body } = anthropicErrorBody(error);
       sendJson(res, status, body);
       if (status === 413) dropRefusedBody(req, res);

@@ -12,6 +12,7 @@ import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
 import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
 import { originOfHeaders } from "../../mcp/credentials/index.js";
+import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { OAuth2Server } from "../oauth2/oauth2-server.js";
 import type { Req, Res } from "../node-http.js";
@@ -41,7 +42,8 @@ export interface McpEndpointOptions {
 
 /** The endpoint: `handle` serves the three paths, `close` ends every session. */
 export interface McpEndpoint {
-  handle(req: Req, res: Res, path: string): void;
+  /** Serves one request; `trace` is its SERVER span when the request is traced. */
+  handle(req: Req, res: Res, path: string, trace?: TraceNode): void;
   close(): Promise<void>;
 }
 
@@ -125,10 +127,14 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     return req.headers;
   }
 
-  async function callerOf(req: Req): Promise<McpCaller> {
+  async function callerOf(req: Req, trace: TraceNode | undefined): Promise<McpCaller> {
     const headers = await authenticated(req);
     try {
-      return await opts.tools.caller(headers);
+      const caller = await opts.tools.caller(headers);
+      if (trace === undefined) return caller;
+      if (caller.key !== null) trace.virtualKey(caller.key.id, caller.key.name);
+      // The tool calls of this request hang under its span.
+      return { ...caller, trace };
     } catch (err) {
       if (err instanceof GatewayError) throw new Refusal(httpStatusOf(err), SERVER_ERROR, err.message);
       throw err;
@@ -161,13 +167,13 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     });
   }
 
-  async function streamable(req: Req, res: Res): Promise<void> {
+  async function streamable(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
     const method = req.method ?? "GET";
     if (method !== "POST" && method !== "GET" && method !== "DELETE") {
       throw new Refusal(405, SERVER_ERROR, `method ${method} is not allowed on ${MCP_PATH}; use POST, GET or DELETE`, { allow: "POST, GET, DELETE" });
     }
     const parsed = method === "POST" ? await readMessages(req) : null;
-    const caller = await callerOf(req);
+    const caller = await callerOf(req, trace);
     const sessionId = headerValue(req, SESSION_HEADER);
     const nodeReq = req as IncomingMessage;
     const nodeRes = res as ServerResponse;
@@ -203,9 +209,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     if (ref.current === undefined) await server.close();
   }
 
-  async function sseStream(req: Req, res: Res): Promise<void> {
+  async function sseStream(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
     if (req.method !== "GET") throw new Refusal(405, SERVER_ERROR, `method ${req.method ?? ""} is not allowed on ${MCP_SSE_PATH}; use GET`, { allow: "GET" });
-    const caller = await callerOf(req);
+    const caller = await callerOf(req, trace);
     if (!sessions.hasRoom()) throw full();
     const id = newSessionId();
     const ref: { current?: McpSession } = {};
@@ -220,11 +226,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     await server.connect(transport);
   }
 
-  async function sseMessage(req: Req, res: Res): Promise<void> {
+  async function sseMessage(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
     if (req.method !== "POST") throw new Refusal(405, SERVER_ERROR, `method ${req.method ?? ""} is not allowed on ${MCP_MESSAGES_PATH}; use POST`, { allow: "POST" });
     const sid = new URL(req.url ?? "/", "http://gateway").searchParams.get("sid") ?? "";
     const parsed = await readMessages(req);
-    const caller = await callerOf(req);
+    const caller = await callerOf(req, trace);
     const session = sessions.find(sid, caller.owner);
     if (!session || session.transportKind !== "sse") throw notFound();
     session.seen(caller, requestIds(parsed.messages));
@@ -252,9 +258,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   }
 
   return {
-    handle(req, res, path) {
+    handle(req, res, path, trace) {
       const run = path === MCP_SSE_PATH ? sseStream : path === MCP_MESSAGES_PATH ? sseMessage : streamable;
-      run(req, res).catch((err: unknown) => fail(req, res, err));
+      run(req, res, trace).catch((err: unknown) => fail(req, res, err));
     },
     close: () => sessions.closeAll(),
   };

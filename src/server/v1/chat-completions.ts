@@ -196,7 +196,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       // Nobody is left to answer a client that went away.
       if (err instanceof ClientClosedError || abort.aborted || gone(res)) return;
       const error = asGatewayError(err);
-      if (error.type === "gateway_internal") opts.logger.error({ err }, `${endpoint.name} failed inside the gateway`);
+      if (error.type === "gateway_internal") opts.logger.error({ ...scope?.trace?.ids(), err }, `${endpoint.name} failed inside the gateway`);
       if (!running) opts.chat.refuse({ method: endpoint.method, model: json?.["model"], headers: req.headers, ...(scope ? { scope } : {}) }, v1Error(error));
       const { status, body } = errorBody(error);
       if (res.headersSent) res.end();

@@ -14,6 +14,7 @@ import { autoRunnableCalls, EXECUTE_TOOL_CODE, isMetaTool, runMetaTool } from ".
 import type { McpRuntime, OfferedTool } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, MessagesRequest, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
+import type { TraceNode } from "../../telemetry/tracing.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
 import type { AdminAuth } from "../admin-auth.js";
 import { followUpToolChoice, injectTools, toolsForCaller, type AgentWire } from "./agent-tools.js";
@@ -237,8 +238,8 @@ function streamRefusal(wire: AgentWire): GatewayError {
 export function createAgentService(deps: AgentDeps): ChatService {
   const { chat, runtime, settings, observer } = deps;
 
-  /** The options of one tool execution for the loop's caller. */
-  function executeOptions(caller: LoopCaller, timeoutMs: number, signal: AbortSignal) {
+  /** The options of one tool execution for the loop's caller; its spans hang under `trace`. */
+  function executeOptions(caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined) {
     const { key } = caller;
     return {
       timeoutMs,
@@ -246,6 +247,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       identity: caller.identity,
       origin: caller.origin,
       ...(caller.custom ? { custom: caller.custom } : {}),
+      ...(trace ? { trace } : {}),
       ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
     };
   }
@@ -263,7 +265,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     return allowedCalls === null ? null : { allowedCalls };
   }
 
-  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
+  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
     const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
     const args = parseArguments(call.arguments);
     if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
@@ -271,7 +273,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     let executed: ExecutedCall;
     try {
       if (caller.metaTools.has(call.name)) {
-        const options = executeOptions(caller, timeoutMs, signal);
+        const options = executeOptions(caller, timeoutMs, signal, trace);
         const outcome = await runMetaTool(call.name, args, {
           tools: caller.codeMode,
           bindingLevel: settings.toolManager.codeModeBindingLevel,
@@ -282,7 +284,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
         });
         executed = done(outcome.content, outcome.isError);
       } else {
-        const result = await runtime.execute(call.name, args, executeOptions(caller, timeoutMs, signal));
+        const result = await runtime.execute(call.name, args, executeOptions(caller, timeoutMs, signal, trace));
         executed = done(result.content, result.isError);
       }
     } catch (err) {
@@ -310,25 +312,32 @@ export function createAgentService(deps: AgentDeps): ChatService {
     // The MCP SDK takes only a real AbortSignal.
     const signal = asAbortSignal(call.signal);
     const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
+    const scope = call.scope;
     for (;;) {
-      const outcome = await chat.complete(withBody(call, next));
-      // Agent requests never stream; a stream here would mean the body changed under us.
-      if (outcome.kind !== "json") return outcome;
-      const answer = outcome.body;
-      usage = addUsage(usage, answer["usage"]);
-      const calls = format.calls(answer);
-      if (calls.length === 0) return finish(answer);
-      depth++;
-      const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
-      const runs = decided.filter((d) => d.run !== null);
-      if (runs.length === 0 || depth >= maxAgentDepth) {
-        observer.toolCallsReturned(depth, calls.length);
-        return finish(answer);
+      // Each model call and the tool calls it asks for hang under one iteration span.
+      const iteration = scope?.trace?.iteration(depth + 1);
+      try {
+        const outcome = await chat.complete(withBody(iteration && scope ? { ...call, scope: { ...scope, trace: iteration } } : call, next));
+        // Agent requests never stream; a stream here would mean the body changed under us.
+        if (outcome.kind !== "json") return outcome;
+        const answer = outcome.body;
+        usage = addUsage(usage, answer["usage"]);
+        const calls = format.calls(answer);
+        if (calls.length === 0) return finish(answer);
+        depth++;
+        const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
+        const runs = decided.filter((d) => d.run !== null);
+        if (runs.length === 0 || depth >= maxAgentDepth) {
+          observer.toolCallsReturned(depth, calls.length);
+          return finish(answer);
+        }
+        const executed = await Promise.all(runs.map((d) => execute(d.call, caller, toolExecutionTimeoutMs, signal, iteration, d.run?.allowedCalls)));
+        const pending = decided.filter((d) => d.run === null).map((d) => d.call);
+        if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
+        next = format.followUp(next, answer, executed);
+      } finally {
+        iteration?.end();
       }
-      const executed = await Promise.all(runs.map((d) => execute(d.call, caller, toolExecutionTimeoutMs, signal, d.run?.allowedCalls)));
-      const pending = decided.filter((d) => d.run === null).map((d) => d.call);
-      if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
-      next = format.followUp(next, answer, executed);
     }
   }
 

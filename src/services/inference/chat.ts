@@ -39,6 +39,7 @@ import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
+import type { AttemptOutcome, AttemptSpan, TraceNode } from "../../telemetry/tracing.js";
 import type { RequestScope } from "../context.js";
 import { credentialFromHeaders } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
@@ -122,6 +123,8 @@ export interface CountTokensCall {
   rawBody?: string;
   headers: IncomingHttpHeaders;
   signal: RequestAbort | AbortSignal;
+  /** What the HTTP layer read from the request; its trace gets the route and the upstream count's attempt. */
+  scope?: RequestScope;
 }
 
 /** The entry point of the /v1 inference handlers. */
@@ -216,6 +219,8 @@ interface Attempt {
   choice: KeyChoice | null;
   fallbackIndex: number;
   retried: boolean;
+  /** The request's span when it is traced: its ids go on log lines. */
+  trace?: TraceNode | undefined;
 }
 
 function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attempt): BaseLabels {
@@ -239,6 +244,7 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
     ...(attempt.custom ? { custom: attempt.custom } : {}),
+    ...(attempt.trace ? { logIds: attempt.trace.ids() } : {}),
   };
 }
 
@@ -252,6 +258,30 @@ function levelError(over: LevelExceeded): RoutingError {
   const level = owner.level.replace("_", " ");
   const message = `${level} "${owner.id}" (${owner.name}) has used its ${LIMIT_NAMES[limit]}; wait for the window to reset or raise the limit`;
   return new RoutingError(limit === "budget" ? "policy_budget_exceeded" : "policy_rate_limited", message);
+}
+
+/** The token counts of an attempt's span. */
+function usageOutcome(usage: TokenUsage | null): Partial<AttemptOutcome> {
+  if (usage === null) return {};
+  return { inputTokens: usage.input_tokens, outputTokens: usage.output_tokens };
+}
+
+/** The response model, finish reasons and text of an answer (chat, Responses or Messages), for its attempt's span; an embedding's vectors are no text. */
+function answerOutcome(body: JsonObject): Partial<AttemptOutcome> {
+  const out: Partial<AttemptOutcome> = { completion: body["choices"] ?? body["output"] ?? body["content"] };
+  if (typeof body["model"] === "string") out.responseModel = body["model"];
+  const choices = body["choices"];
+  if (Array.isArray(choices)) {
+    out.finishReasons = choices.flatMap((c) => (c !== null && typeof c === "object" && typeof (c as JsonObject)["finish_reason"] === "string" ? [(c as JsonObject)["finish_reason"] as string] : []));
+  } else if (typeof body["status"] === "string") out.finishReasons = [body["status"]];
+  else if (typeof body["stop_reason"] === "string") out.finishReasons = [body["stop_reason"]];
+  return out;
+}
+
+/** How a failed attempt ends its span: the upstream status when there was one, and the error type. */
+function failureOutcome(err: unknown): AttemptOutcome {
+  if (err instanceof ProviderError) return { status: err.upstreamStatus, errorType: err.errorType };
+  return { status: null, errorType: asGatewayError(err).type };
 }
 
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
@@ -306,6 +336,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     onEnd: (usage: TokenUsage | null, err: unknown) => void,
     base: BaseLabels,
     startedAt: number,
+    span: AttemptSpan | undefined,
   ): AsyncGenerator<JsonObject> {
     let ended = false;
     let failure: unknown = null;
@@ -314,8 +345,10 @@ export function createChatService(deps: ChatDeps): ChatService {
     try {
       for await (const chunk of stream) {
         const now = performance.now();
-        if (first) observer.firstToken(base, (now - startedAt) / 1000);
-        else observer.chunk(base, (now - last) / 1000);
+        if (first) {
+          observer.firstToken(base, (now - startedAt) / 1000);
+          span?.firstToken();
+        } else observer.chunk(base, (now - last) / 1000);
         first = false;
         last = now;
         yield chunk;
@@ -366,6 +399,11 @@ export function createChatService(deps: ChatDeps): ChatService {
       throw error;
     }
 
+    const trace = call.scope?.trace;
+    if (trace !== undefined) {
+      if (virtualKey !== null) trace.virtualKey(virtualKey.id, virtualKey.name);
+      trace.route({ provider: decision.primary.provider, model: decision.primary.model, fallbacks: decision.fallbacks.length, engines: decision.enginesUsed });
+    }
     observer.started(method, custom);
     let activeDone = false;
     const finishActive = (): void => {
@@ -419,13 +457,13 @@ export function createChatService(deps: ChatDeps): ChatService {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
         const next = targets[fallbackIndex + 1];
-        observer.targetFailed(state.lastLabels ?? labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false }), targetError, err, next);
+        observer.targetFailed(state.lastLabels ?? labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace }), targetError, err, next);
         if (next !== undefined) state.retries++;
       }
       primaryError ??= targetError;
     }
     const error = primaryError ?? new GatewayError("internal", "no provider target was tried", { type: "gateway_internal", httpStatus: 500 });
-    const base = state.lastLabels ?? labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false });
+    const base = state.lastLabels ?? labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace: call.scope?.trace });
     observer.final(base, state.retries, error);
     throw error;
   }
@@ -437,12 +475,15 @@ export function createChatService(deps: ChatDeps): ChatService {
     providerName: string,
     choice: KeyChoice,
     forwarded: Readonly<Record<string, string>> | undefined,
+    span: AttemptSpan | undefined,
   ): CallOptions {
     // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
     const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
     if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${providerName} vanished`, { type: "gateway_internal", httpStatus: 500 });
     const options: CallOptions = { key, signal: call.signal };
     if (forwarded !== undefined) options.headers = forwarded;
+    // The upstream continues the caller's trace under this attempt's span.
+    if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
     // The client's own bytes may go upstream only when the model is not rewritten.
     if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
     const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
@@ -463,7 +504,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
     const { method, virtualKey, route, target, fallbackIndex, state } = at;
-    state.lastLabels = labels(virtualKey, route, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false });
+    state.lastLabels = labels(virtualKey, route, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace });
     const provider = providerOf(target);
     const limiter = provider.limiter;
     if (limiter === null) return attemptKeys(call, at, provider, null);
@@ -501,9 +542,19 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
     }
     for (const [index, choice] of choices.entries()) {
-      const base = labels(virtualKey, route, { method, custom, target, choice, fallbackIndex, retried: index > 0 });
+      const base = labels(virtualKey, route, { method, custom, target, choice, fallbackIndex, retried: index > 0, trace: call.scope?.trace });
       state.lastLabels = base;
-      const options = callOptions(call, provider, target.provider, choice, forwarded);
+      const span = call.scope?.trace?.attempt({
+        operation: call.method === "embedding" ? "embeddings" : "chat",
+        provider: target.provider,
+        requestModel: choice.upstreamModel,
+        keyId: choice.key.id,
+        fallbackIndex,
+        retryIndex: index,
+        stream: call.body.stream === true,
+        prompt: call.method === "responses" || call.method === "embedding" ? call.body.input : call.body.messages,
+      });
+      const options = callOptions(call, provider, target.provider, choice, forwarded, span);
       observer.attemptStarted(base);
       const attemptStarted = performance.now();
       try {
@@ -518,11 +569,14 @@ export function createChatService(deps: ChatDeps): ChatService {
             (usage, err) => {
               limiter?.release();
               finishActive();
-              observer.final(base, retries, err === null ? null : asGatewayError(err));
+              const error = err === null ? null : asGatewayError(err);
+              observer.final(base, retries, error);
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
+              span?.end({ status: 200, ...usageOutcome(usage), ...(error !== null ? { errorType: error.type } : {}) });
             },
             base,
             started,
+            span,
           );
           return { kind: "stream", chunks };
         }
@@ -531,8 +585,10 @@ export function createChatService(deps: ChatDeps): ChatService {
         observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         observer.final(base, state.retries, null);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
+        span?.end({ status: 200, ...usageOutcome(result.usage), ...answerOutcome(result.body) });
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
+        span?.end(failureOutcome(err));
         if (call.signal.aborted) throw err;
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
@@ -554,14 +610,37 @@ export function createChatService(deps: ChatDeps): ChatService {
     const virtualKey = resolveKey(call.headers);
     const decision = routeRequest({ model: call.body.model, virtualKey }, { catalog: inference.catalog, limits: inference.limits, random: inference.random });
     const target = decision.primary;
+    const trace = call.scope?.trace;
+    if (trace !== undefined) {
+      if (virtualKey !== null) trace.virtualKey(virtualKey.id, virtualKey.name);
+      trace.route({ provider: target.provider, model: target.model, fallbacks: decision.fallbacks.length, engines: decision.enginesUsed });
+    }
     const provider = providerOf(target);
     const count = provider.adapter.countTokens;
     if (count === undefined) return estimateInputTokens({ ...call.body, model: target.model });
     const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
     const [choice] = orderKeys({ provider: target.provider, model: target.model, keys: provider.keys, config, catalog: inference.catalog, random: inference.random });
     if (choice === undefined) throw new GatewayError("internal", `no key of provider ${target.provider} to count tokens with`, { type: "gateway_internal", httpStatus: 500 });
-    const options = callOptions(call, provider, target.provider, choice, forwarding.pick(call.headers));
-    return count.call(provider.adapter, { ...call.body, model: choice.upstreamModel }, options);
+    const span = trace?.attempt({
+      operation: "chat",
+      provider: target.provider,
+      requestModel: choice.upstreamModel,
+      keyId: choice.key.id,
+      fallbackIndex: 0,
+      retryIndex: 0,
+      stream: false,
+      prompt: call.body.messages,
+    });
+    const options = callOptions(call, provider, target.provider, choice, forwarding.pick(call.headers), span);
+    try {
+      const counted = await count.call(provider.adapter, { ...call.body, model: choice.upstreamModel }, options);
+      const inputTokens = counted["input_tokens"];
+      span?.end({ status: 200, ...(typeof inputTokens === "number" ? { inputTokens } : {}) });
+      return counted;
+    } catch (err) {
+      span?.end(failureOutcome(err));
+      throw err;
+    }
   }
 
   function refuse(call: RefusedCall, error: GatewayError): void {

@@ -1,0 +1,271 @@
+/**
+ * Request tracing on the OpenTelemetry API only: the code paths build spans through TraceNode and never
+ * load the SDK. With tracing off (the default) there is no Tracing at all: callers hold `undefined` and
+ * skip every span, so a request pays nothing. The span context travels explicitly (a TraceNode in the
+ * request scope) rather than through an AsyncLocalStorage context manager, whose promise hooks would cost
+ * every traced request a large share of its CPU time on Node 20.
+ */
+import { SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from "@opentelemetry/api";
+
+/** A running tracer: what otlp-tracing.ts builds when tracing is configured. */
+export interface Tracing {
+  readonly tracer: Tracer;
+  /** Reads and writes W3C traceparent / tracestate. */
+  readonly propagator: TextMapPropagator;
+  /** Prompt and completion text go on spans only when true. */
+  readonly captureContent: boolean;
+  /** The context of an incoming request's trace headers (the root context when it has none). */
+  extract(headers: Readonly<Record<string, string | string[] | undefined>>): Context;
+  /** Exports what is queued and stops; bounded in time, never throws. */
+  shutdown(): Promise<void>;
+}
+
+/** The ids a log line written inside a traced request carries. */
+export interface TraceIds {
+  trace_id: string;
+  span_id: string;
+}
+
+/** The ids of a span, for log lines. */
+function idsOf(span: Span): TraceIds {
+  const ctx = span.spanContext();
+  return { trace_id: ctx.traceId, span_id: ctx.spanId };
+}
+
+/** The traceparent header value of a span, for an upstream request. */
+export function traceparentOf(span: Span): string {
+  const ctx = span.spanContext();
+  return `00-${ctx.traceId}-${ctx.spanId}-${(ctx.traceFlags & 1) === 1 ? "01" : "00"}`;
+}
+
+/** What the route decision span records. */
+export interface RouteFacts {
+  provider: string;
+  model: string;
+  /** Fallback targets after the primary. */
+  fallbacks: number;
+  /** Routing engines that decided (governance, ...). */
+  engines: readonly string[];
+}
+
+/** What a client span of one upstream attempt starts with. */
+export interface AttemptFacts {
+  /** The GenAI operation: "chat" for chat completions and the Responses API alike. */
+  operation: string;
+  provider: string;
+  requestModel: string;
+  keyId: string;
+  /** 0 for the primary target, n for the n-th fallback. */
+  fallbackIndex: number;
+  /** 0 for the target's first key, n after n key rotations. */
+  retryIndex: number;
+  stream: boolean;
+  /** The request body; recorded only with capture_content. */
+  prompt?: unknown;
+}
+
+/** How an attempt ended. */
+export interface AttemptOutcome {
+  status: number | null;
+  errorType?: string;
+  responseModel?: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  finishReasons?: string[];
+  /** The answer; recorded only with capture_content. */
+  completion?: unknown;
+}
+
+/** What a tool call span records (never a credential). */
+export interface ToolFacts {
+  tool: string;
+  client: string;
+  authType: string;
+  /** The prefixed name the model or caller used. */
+  name: string;
+  args?: unknown;
+}
+
+function contentText(value: unknown): string {
+  return typeof value === "string" ? value : JSON.stringify(value) ?? "";
+}
+
+/** A span that ends once, with the outcome of the work it covers. */
+export class AttemptSpan {
+  private ended = false;
+  private firstTokenSeen = false;
+
+  constructor(
+    private readonly span: Span,
+    private readonly captureContent: boolean,
+  ) {}
+
+  /** The traceparent upstream servers continue. */
+  traceparent(): string {
+    return traceparentOf(this.span);
+  }
+
+  /** Marks the first event of a stream. */
+  firstToken(): void {
+    if (this.firstTokenSeen) return;
+    this.firstTokenSeen = true;
+    this.span.addEvent("gen_ai.first_token");
+  }
+
+  /** Ends the span with `outcome`; later calls change nothing. */
+  end(outcome: AttemptOutcome): void {
+    if (this.ended) return;
+    this.ended = true;
+    const span = this.span;
+    if (outcome.status !== null) span.setAttribute("http.response.status_code", outcome.status);
+    if (outcome.responseModel) span.setAttribute("gen_ai.response.model", outcome.responseModel);
+    if (outcome.inputTokens !== undefined) span.setAttribute("gen_ai.usage.input_tokens", outcome.inputTokens);
+    if (outcome.outputTokens !== undefined) span.setAttribute("gen_ai.usage.output_tokens", outcome.outputTokens);
+    if (outcome.finishReasons && outcome.finishReasons.length > 0) span.setAttribute("gen_ai.response.finish_reasons", outcome.finishReasons);
+    if (this.captureContent && outcome.completion !== undefined) span.setAttribute("gen_ai.output.messages", contentText(outcome.completion));
+    if (outcome.errorType !== undefined) {
+      span.setAttribute("error.type", outcome.errorType);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.errorType });
+    }
+    span.end();
+  }
+}
+
+/**
+ * A span that can parent others: the request's SERVER span, or an agent-mode iteration. Each node knows
+ * the request's root, where request-wide facts (the virtual key) go.
+ */
+export class TraceNode {
+  private readonly root: TraceNode;
+
+  constructor(
+    private readonly tracing: Tracing,
+    readonly span: Span,
+    private readonly context: Context,
+    root?: TraceNode,
+  ) {
+    this.root = root ?? this;
+  }
+
+  private start(name: string, kind: SpanKind, attributes: Attributes): Span {
+    return this.tracing.tracer.startSpan(name, { kind, attributes }, this.context);
+  }
+
+  private childNode(span: Span): TraceNode {
+    return new TraceNode(this.tracing, span, trace.setSpan(this.context, span), this.root);
+  }
+
+  /** The traceparent of this span. */
+  traceparent(): string {
+    return traceparentOf(this.span);
+  }
+
+  /** The ids of this span, for the log lines written under it. */
+  ids(): TraceIds {
+    return idsOf(this.span);
+  }
+
+  /** Ends a node of its own (an iteration); the SERVER span ends through ServerTrace. */
+  end(): void {
+    if (this.root !== this) this.span.end();
+  }
+
+  /** Records the request's virtual key (its id, never its value) on the SERVER span. */
+  virtualKey(id: string, name: string): void {
+    this.root.span.setAttribute("gw.virtual_key.id", id);
+    this.root.span.setAttribute("gw.virtual_key.name", name);
+  }
+
+  /** The route decision, as a span of its own that ends at once. */
+  route(facts: RouteFacts): void {
+    this.start("route", SpanKind.INTERNAL, {
+      "gw.route.provider": facts.provider,
+      "gw.route.model": facts.model,
+      "gw.route.fallbacks": facts.fallbacks,
+      "gw.route.engines": [...facts.engines],
+    }).end();
+  }
+
+  /** One upstream attempt: a CLIENT span named by the GenAI conventions; retries and fallbacks are siblings. */
+  attempt(facts: AttemptFacts): AttemptSpan {
+    const attributes: Attributes = {
+      "gen_ai.operation.name": facts.operation,
+      "gen_ai.provider.name": facts.provider,
+      "gen_ai.request.model": facts.requestModel,
+      "gw.provider.key_id": facts.keyId,
+      "gw.fallback_index": facts.fallbackIndex,
+      "gw.retry_index": facts.retryIndex,
+      "gw.stream": facts.stream,
+    };
+    if (this.tracing.captureContent && facts.prompt !== undefined) attributes["gen_ai.input.messages"] = contentText(facts.prompt);
+    return new AttemptSpan(this.start(`${facts.operation} ${facts.requestModel}`, SpanKind.CLIENT, attributes), this.tracing.captureContent);
+  }
+
+  /** One agent-mode iteration: the model call and the tool calls it asked for. */
+  iteration(depth: number): TraceNode {
+    return this.childNode(this.start("agent iteration", SpanKind.INTERNAL, { "gw.agent.iteration": depth }));
+  }
+
+  /** One MCP tool call, per the MCP conventions. */
+  toolCall(facts: ToolFacts): AttemptSpan {
+    const attributes: Attributes = {
+      "mcp.method.name": "tools/call",
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": facts.tool,
+      "gw.mcp.client.name": facts.client,
+      "gw.mcp.auth_type": facts.authType,
+      "gw.mcp.tool.prefixed_name": facts.name,
+    };
+    if (this.tracing.captureContent && facts.args !== undefined) attributes["gen_ai.tool.call.arguments"] = contentText(facts.args);
+    return new AttemptSpan(this.start(`tools/call ${facts.tool}`, SpanKind.CLIENT, attributes), this.tracing.captureContent);
+  }
+}
+
+/** A request's SERVER span and its node; `end` closes it with the response status. */
+export class ServerTrace {
+  readonly node: TraceNode;
+
+  constructor(
+    tracing: Tracing,
+    private readonly span: Span,
+    parent: Context,
+  ) {
+    this.node = new TraceNode(tracing, span, trace.setSpan(parent, span));
+  }
+
+  /** The trace and span ids for log lines. */
+  ids(): TraceIds {
+    return idsOf(this.span);
+  }
+
+  /** Ends the span with the response status (5xx and a client gone are errors). */
+  end(status: number): void {
+    this.span.setAttribute("http.response.status_code", status);
+    if (status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR });
+    if (status >= 500 || status === 499) this.span.setAttribute("error.type", String(status));
+    this.span.end();
+  }
+}
+
+/**
+ * Starts the SERVER span of a request named `<METHOD> <route>`, continuing the caller's traceparent;
+ * `dims` become `gw.dim.<label>` attributes. Returns undefined when the sampler drops the request, so
+ * nothing below it builds attributes.
+ */
+export function startServerTrace(
+  tracing: Tracing,
+  req: { method?: string | undefined; headers: Readonly<Record<string, string | string[] | undefined>> },
+  route: string,
+  dims: Readonly<Record<string, string>>,
+): ServerTrace | undefined {
+  const parent = tracing.extract(req.headers);
+  const method = req.method ?? "GET";
+  const attributes: Attributes = { "http.request.method": method, "http.route": route };
+  for (const label in dims) attributes[`gw.dim.${label}`] = dims[label];
+  const span = tracing.tracer.startSpan(`${method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);
+  if (!span.isRecording()) {
+    span.end();
+    return undefined;
+  }
+  return new ServerTrace(tracing, span, parent);
+}
