@@ -115,6 +115,17 @@ describe("an oauth client declared with only its URL", () => {
     assert.equal(refused.status, 409);
   });
 
+  test("reauthorize with another account's consent switches the token the upstream sees", async () => {
+    const created = await connectOauthClient(suite.app, suite.oauth, "switched");
+    assert.equal((await executeTool(suite.app, "switched-whoami")).body.content, "subject alice");
+    const again = await api(suite.app, "POST", `/api/mcp/client/${created.client_id}/reauthorize`);
+    assert.equal(again.status, 200, JSON.stringify(again.body));
+    assert.equal((await suite.oauth.approve(again.body.authorize_url, undefined, "bob")).status, 302);
+    assert.equal((await api(suite.app, "POST", again.body.complete_url)).status, 200);
+    assert.equal((await executeTool(suite.app, "switched-whoami")).body.content, "subject bob");
+    assert.equal((await api(suite.app, "GET", created.status_url)).body.status, "revoked");
+  });
+
   test("revoking the credential revokes it at the authorization server and refuses tool calls", async () => {
     const created = await connectOauthClient(suite.app, suite.oauth, "revoked");
     const before = suite.oauth.revocations;
