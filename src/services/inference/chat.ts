@@ -32,7 +32,7 @@ import type {
   TokenUsage,
 } from "../../providers/types.js";
 import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
-import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
+import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
@@ -492,6 +492,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       config,
       catalog: inference.catalog,
       random: inference.random,
+      health: inference.routeHealth,
     });
     const choices = pinnedKeyId === "" ? ordered : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
@@ -513,12 +514,14 @@ export function createChatService(deps: ChatDeps): ChatService {
           // A stream's overhead is the gateway's share of the time to its response headers.
           observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
           const retries = state.retries;
+          const streamStarted = attemptStarted;
           const chunks = relay(
             stream,
             (usage, err) => {
               limiter?.release();
               finishActive();
               observer.final(base, retries, err === null ? null : asGatewayError(err));
+              recordStreamOutcome(target.provider, choice.key.id, performance.now() - streamStarted, usage, err);
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
             },
             base,
@@ -530,6 +533,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         const answeredAt = performance.now();
         observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         observer.final(base, state.retries, null);
+        inference.routeHealth.recordSuccess(target.provider, choice.key.id, answeredAt - attemptStarted, result.usage?.output_tokens ?? 0);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
@@ -537,6 +541,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
         observer.attemptFailed(base, failedAfterMs / 1000, err instanceof ProviderError ? err.upstreamStatus : null);
+        recordFailure(target.provider, choice.key.id, err);
         const next = choices[index + 1];
         if (err instanceof ProviderError && err.rotateKey && next !== undefined) {
           state.retries++;
@@ -548,6 +553,20 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
     // orderKeys never returns an empty list; this keeps the compiler and a future change honest.
     throw new GatewayError("internal", `no key of provider ${target.provider} was tried`, { type: "gateway_internal", httpStatus: 500 });
+  }
+
+  /** Feeds a failed attempt to the route statistics when it says something about the route, not the caller. */
+  function recordFailure(provider: string, keyId: string, err: unknown): void {
+    if (!(err instanceof ProviderError)) return;
+    const status = err.upstreamStatus;
+    if (status !== null && status < 500 && !rotatesKey(status)) return;
+    inference.routeHealth.recordFailure(provider, keyId, status === 429);
+  }
+
+  /** Feeds a finished stream to the route statistics; a client that left says nothing about the route. */
+  function recordStreamOutcome(provider: string, keyId: string, latencyMs: number, usage: TokenUsage | null, err: unknown): void {
+    if (err === null) inference.routeHealth.recordSuccess(provider, keyId, latencyMs, usage?.output_tokens ?? 0);
+    else recordFailure(provider, keyId, err);
   }
 
   async function countTokens(call: CountTokensCall): Promise<JsonObject> {

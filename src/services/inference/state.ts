@@ -13,6 +13,7 @@ import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog
 import { PriceTable } from "../../routing/pricing.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
+import { RouteHealth } from "../../routing/route-health.js";
 import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
@@ -46,6 +47,8 @@ export interface Inference {
   readonly prices: PriceTable;
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
+  /** This node's statistics and health state of every provider and key route (adaptive load balancing). */
+  readonly routeHealth: RouteHealth;
 }
 
 /** The live state with the operations admin writes use. */
@@ -61,6 +64,7 @@ export class InferenceState implements Inference {
   readonly prices = new PriceTable();
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
+  readonly routeHealth: RouteHealth;
   /** client.initial_pool_size is read from here when a provider is loaded; without settings nothing is pre-opened. */
   readonly #settings: RuntimeSettings | undefined;
   readonly #logger: Logger | undefined;
@@ -72,6 +76,10 @@ export class InferenceState implements Inference {
     this.hierarchy = new Hierarchy(options.clock);
     this.#settings = options.settings;
     this.#logger = options.logger;
+    this.routeHealth = new RouteHealth({
+      ...(options.clock ? { clock: options.clock } : {}),
+      onChange: (change) => this.#logger?.info({ provider: change.provider, key_id: change.keyId, from: change.from, to: change.to, reason: change.reason }, `route ${change.provider}${change.keyId === "" ? "" : `/${change.keyId}`} is now ${change.to}: ${change.reason}`),
+    });
   }
 
   get providers(): ReadonlyMap<string, InferenceProvider> {
@@ -116,6 +124,7 @@ export class InferenceState implements Inference {
     const old = this.#providers.get(name);
     this.#providers.delete(name);
     this.#listed.delete(name);
+    this.routeHealth.forget(name);
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
   }
