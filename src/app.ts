@@ -156,6 +156,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
+    metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
     const mcpRuntime = new McpRuntime({
       store,

@@ -272,6 +272,11 @@ export class RouteHealth {
     return this.#providers.get(provider)?.keys.get(keyId)?.state ?? "healthy";
   }
 
+  /** The time on this balancer's clock. */
+  now(): number {
+    return this.#clock();
+  }
+
   /** Every route: each provider followed by its keys. */
   *routes(): IterableIterator<RouteStats> {
     for (const entry of this.#providers.values()) {

@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
-import { startApp, type TestApp } from "../helpers/app.js";
+import { api, startApp, type TestApp } from "../helpers/app.js";
 import { fileKey, sdk } from "../helpers/inference.js";
 
 let openai: MockUpstream;
@@ -59,6 +59,15 @@ describe("key health", () => {
     }
     assert.ok(failed, "traffic moved to k2");
     assert.ok(app.logLines.some((line) => line.includes('"to":"failed"') && line.includes('"key_id":"k1"')));
+    const routes = await api(app, "GET", "/api/governance/routes");
+    assert.equal(routes.status, 200);
+    const k1 = routes.body.routes.find((route: { key_id?: string }) => route.key_id === "k1");
+    assert.equal(k1.state, "failed");
+    assert.equal(k1.weight, 0);
+    assert.equal(k1.key_name, "k1");
+    assert.ok(k1.error_rate > 0.05);
+    const metrics = await fetch(`${app.url}/metrics`).then((res) => res.text());
+    assert.match(metrics, /gw_route_state\{provider="openai",key_id="k1",key_name="k1",state="failed"\} 1/);
     for (let i = 0; i < 3; i++) assert.equal(await chat(app), "Bearer sk-k2");
 
     now += 15_000;
@@ -67,5 +76,17 @@ describe("key health", () => {
     assert.ok(app.logLines.some((line) => line.includes('"to":"recovering"') && line.includes('"key_id":"k1"')));
     for (let i = 0; i < 4; i++) assert.equal(await chat(app), "Bearer sk-k1");
     assert.ok(app.logLines.some((line) => line.includes('"to":"healthy"') && line.includes('"key_id":"k1"')));
+  });
+
+  test("lists a provider route without a key and each key route with its name", async () => {
+    const { status, body } = await api(app, "GET", "/api/governance/routes");
+    assert.equal(status, 200);
+    const provider = body.routes.find((route: { provider: string; key_id?: string }) => route.provider === "openai" && route.key_id === undefined);
+    assert.ok(provider, "the provider route is listed");
+    assert.equal(provider.key_name, undefined);
+    const k2 = body.routes.find((route: { key_id?: string }) => route.key_id === "k2");
+    assert.equal(k2.key_name, "k2");
+    assert.equal(k2.state, "healthy");
+    assert.equal(k2.weight, 1);
   });
 });

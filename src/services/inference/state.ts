@@ -19,6 +19,7 @@ import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
 import type { Logger } from "../../telemetry/logger.js";
+import type { RouteStateSample } from "../../telemetry/metrics.js";
 import type { ParsedProvider } from "./provider-wire.js";
 
 /** One provider as the hot path uses it. */
@@ -156,6 +157,14 @@ export class InferenceState implements Inference {
   #rebuildCatalog(): void {
     const keys = new Map([...this.#providers].map(([name, provider]) => [name, provider.keys] as const));
     this.#catalog = createKeyCatalog(keys, undefined, this.#listed);
+  }
+
+  /** Every route the load balancer knows, with the key's configured name (empty for a provider route or a removed key). */
+  *routeStates(): IterableIterator<RouteStateSample> {
+    for (const route of this.routeHealth.routes()) {
+      const keyName = route.keyId === "" ? "" : (this.#providers.get(route.provider)?.keys.find((key) => key.id === route.keyId)?.name ?? "");
+      yield { provider: route.provider, keyId: route.keyId, keyName, state: route.state };
+    }
   }
 
   /** Closes every adapter's keep-alive pools. */
