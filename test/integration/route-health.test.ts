@@ -90,3 +90,165 @@ describe("key health", () => {
     assert.equal(k2.weight, 1);
   });
 });
+
+describe("load balancer toggles", () => {
+  let backup: MockUpstream;
+  let app: TestApp;
+
+  before(async () => {
+    backup = await startMockOpenAi();
+  });
+
+  after(async () => {
+    await backup?.close();
+  });
+
+  async function start(): Promise<void> {
+    app = await startApp({
+      inference: {
+        ...inferenceOptionsFromFile(
+          {
+            openai: { keys: [fileKey("oa")], network_config: { base_url: openai.url } },
+            backup: { keys: [fileKey("bk", { models: ["gpt-4o-mini"] })], network_config: { base_url: backup.url } },
+          },
+          [],
+        ),
+        random: () => 0,
+        clock: () => now,
+      },
+    });
+  }
+
+  /** Opens a provider's circuit with one rate-limited request. */
+  async function breakProvider(mock: MockUpstream, provider: string): Promise<void> {
+    mock.failNext(429, "slow down", 1);
+    await assert.rejects(sdk(app, null).chat.completions.create({ model: `${provider}/gpt-4o-mini`, messages: [{ role: "user", content: "hi" }] }));
+    const { body } = await api(app, "GET", "/api/governance/routes");
+    assert.equal(body.routes.find((route: { provider: string; key_id?: string }) => route.provider === provider && route.key_id === undefined).state, "failed");
+  }
+
+  /** Which mock served a pinned request, or "error". */
+  async function pinned(fallbacks: string[] = []): Promise<string> {
+    const before = { openai: openai.requests.length, backup: backup.requests.length };
+    try {
+      await sdk(app, null).chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }], ...(fallbacks.length ? { fallbacks } : {}) } as never);
+    } catch {
+      return "error";
+    }
+    return backup.requests.length > before.backup ? "backup" : openai.requests.length > before.openai ? "openai" : "none";
+  }
+
+  async function toggle(fields: Record<string, boolean>): Promise<void> {
+    const { status } = await api(app, "PUT", "/api/settings/load-balancer", fields);
+    assert.equal(status, 200);
+  }
+
+  test("answers the five toggles with their defaults", async () => {
+    await start();
+    try {
+      const { status, body } = await api(app, "GET", "/api/settings/load-balancer");
+      assert.equal(status, 200);
+      assert.deepEqual(body, {
+        direction_selection_enabled: true,
+        route_selection_enabled: true,
+        append_fallbacks_to_pinned: false,
+        reroute_failed_directions: false,
+        prune_failed_fallbacks: false,
+      });
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("a PUT changes only the toggles it sends and refuses an unknown one", async () => {
+    await start();
+    try {
+      const { body } = await api(app, "PUT", "/api/settings/load-balancer", { prune_failed_fallbacks: true });
+      assert.equal(body.prune_failed_fallbacks, true);
+      assert.equal(body.route_selection_enabled, true);
+      await api(app, "PUT", "/api/settings/load-balancer", { route_selection_enabled: false });
+      const after = await api(app, "GET", "/api/settings/load-balancer");
+      assert.equal(after.body.prune_failed_fallbacks, true);
+      assert.equal(after.body.route_selection_enabled, false);
+      const refused = await api(app, "PUT", "/api/settings/load-balancer", { circuit_breaker: true });
+      assert.equal(refused.status, 400);
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("a pinned request passes unchanged with the toggles off, and is re-routed with reroute_failed_directions on", async () => {
+    await start();
+    try {
+      await breakProvider(openai, "openai");
+      assert.equal(await pinned(), "openai");
+      await toggle({ reroute_failed_directions: true });
+      assert.equal(await pinned(), "backup");
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("prune_failed_fallbacks removes a circuit-broken fallback", async () => {
+    await start();
+    try {
+      await breakProvider(backup, "backup");
+      openai.failNext(500, "upstream broke", 1);
+      assert.equal(await pinned(["backup/gpt-4o-mini"]), "backup");
+      await toggle({ prune_failed_fallbacks: true });
+      openai.failNext(500, "upstream broke", 1);
+      assert.equal(await pinned(["backup/gpt-4o-mini"]), "error");
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("append_fallbacks_to_pinned adds healthy providers of the model as fallbacks", async () => {
+    await start();
+    try {
+      openai.failNext(500, "upstream broke", 1);
+      assert.equal(await pinned(), "error");
+      await toggle({ append_fallbacks_to_pinned: true });
+      openai.failNext(500, "upstream broke", 1);
+      assert.equal(await pinned(), "backup");
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("route_selection_enabled off keeps a circuit-broken key in the rotation", async () => {
+    app = await startApp({
+      inference: {
+        ...inferenceOptionsFromFile({ openai: { keys: [fileKey("k1"), fileKey("k2")], network_config: { base_url: openai.url } } }, []),
+        random: () => 0,
+        clock: () => now,
+      },
+    });
+    try {
+      openai.failNext(500, "upstream broke", 5);
+      for (let i = 0; i < 5; i++) assert.equal(await chat(app), "error");
+      assert.equal(await chat(app), "Bearer sk-k2");
+      await toggle({ route_selection_enabled: false });
+      assert.equal(await chat(app), "Bearer sk-k1");
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("a request that names no provider avoids a circuit-broken one and is labelled loadbalancing", async () => {
+    await start();
+    try {
+      // The catalog lists backup first for gpt-4o-mini; with backup broken, openai serves.
+      await sdk(app, null).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+      assert.equal((await api(app, "GET", "/api/governance/routing-log?limit=1")).body.entries[0].provider, "backup");
+      await breakProvider(backup, "backup");
+      const before = openai.requests.length;
+      await sdk(app, null).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+      assert.equal(openai.requests.length, before + 1);
+      const log = await api(app, "GET", "/api/governance/routing-log?limit=1");
+      assert.deepEqual(log.body.entries[0].engines, ["model-catalog", "loadbalancing"]);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -71,6 +71,13 @@ describe("defaults", () => {
         toolSyncIntervalMinutes: 10,
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
+      loadBalancer: {
+        directionSelectionEnabled: true,
+        routeSelectionEnabled: true,
+        appendFallbacksToPinned: false,
+        rerouteFailedDirections: false,
+        pruneFailedFallbacks: false,
+      },
     };
     assert.deepEqual(parseConfig({}, {}), expected);
   });

@@ -31,6 +31,7 @@ import type {
   ResponsesRequest,
   TokenUsage,
 } from "../../providers/types.js";
+import { balanceDirections } from "../../routing/adaptive-directions.js";
 import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
 import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
@@ -340,6 +341,32 @@ export function createChatService(deps: ChatDeps): ChatService {
     };
   }
 
+  /** Level 1 of adaptive load balancing over governance's decision; the `loadbalancing` engine is added when it changed the primary. */
+  function balance(decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingDecision {
+    const configured = virtualKey !== null && virtualKey.providerConfigs.length > 0;
+    const model = decision.primary.model;
+    const result = balanceDirections({
+      primary: decision.primary,
+      fallbacks: decision.fallbacks,
+      pinned: !decision.enginesUsed.includes("model-catalog"),
+      candidates: () => inference.catalog.providersOf(model),
+      allowed: (provider) => !configured || providerConfigOf(virtualKey, provider) !== null,
+      health: inference.routeHealth,
+      toggles: deps.settings.loadBalancer,
+      random: inference.random,
+    });
+    if (!result.changed) return decision;
+    const moved = result.primary !== decision.primary;
+    return {
+      ...decision,
+      primary: result.primary,
+      fallbacks: [...result.fallbacks],
+      enginesUsed: moved ? [...decision.enginesUsed, "loadbalancing"] : decision.enginesUsed,
+      // A key pinned by a rule belongs to the rule's provider.
+      pinnedKeyId: moved ? "" : decision.pinnedKeyId,
+    };
+  }
+
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
     const method = metricMethod(call.method);
@@ -358,6 +385,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
+      decision = balance(decision, virtualKey);
       observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
       if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
@@ -492,7 +520,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       config,
       catalog: inference.catalog,
       random: inference.random,
-      health: inference.routeHealth,
+      ...(deps.settings.loadBalancer.routeSelectionEnabled ? { health: inference.routeHealth } : {}),
     });
     const choices = pinnedKeyId === "" ? ordered : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
