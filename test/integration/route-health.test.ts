@@ -252,3 +252,64 @@ describe("load balancer toggles", () => {
     }
   });
 });
+
+describe("session affinity", () => {
+  let backup: MockUpstream;
+  let app: TestApp;
+
+  before(async () => {
+    backup = await startMockOpenAi();
+    app = await startApp({
+      inference: {
+        ...inferenceOptionsFromFile(
+          {
+            openai: { keys: [fileKey("k1"), fileKey("k2")], network_config: { base_url: openai.url } },
+            backup: { keys: [fileKey("bk", { models: ["gpt-4o-mini"] })], network_config: { base_url: backup.url } },
+          },
+          [],
+        ),
+        random: () => 0,
+        clock: () => now,
+      },
+    });
+  });
+
+  after(async () => {
+    await app?.stop();
+    await backup?.close();
+  });
+
+  /** Which mock and key served one request. */
+  async function served(model: string, session: string | null, fallbacks: string[] = []): Promise<string> {
+    const headers = session === null ? {} : { "x-gw-session-id": session };
+    const body = { model, messages: [{ role: "user" as const, content: "hi" }], ...(fallbacks.length ? { fallbacks } : {}) };
+    await sdk(app, null).chat.completions.create(body, { headers });
+    // The answering call is the last one either mock received.
+    const last = [openai.requests.at(-1), backup.requests.at(-1)].sort((a, b) => (b?.sequence ?? -1) - (a?.sequence ?? -1))[0];
+    return last !== undefined && backup.requests.includes(last) ? "backup" : `openai ${openai.last().headers["authorization"]}`;
+  }
+
+  test("a session goes back to the provider and key that last served it", async () => {
+    // The first request falls back from backup to openai, and rotates from k1 to k2 there.
+    backup.failNext(500, "upstream broke", 1);
+    openai.failNext(401, "bad key", 1);
+    assert.equal(await served("gpt-4o-mini", "s-1"), "openai Bearer sk-k2");
+    assert.equal(await served("gpt-4o-mini", "s-1"), "openai Bearer sk-k2");
+    assert.equal(await served("gpt-4o-mini", null), "backup");
+    assert.equal(await served("gpt-4o-mini", "s-2"), "backup");
+  });
+
+  test("a request that names its provider is not moved by its session", async () => {
+    backup.failNext(500, "upstream broke", 1);
+    assert.equal((await served("gpt-4o-mini", "s-3")).startsWith("openai"), true);
+    // openai is in the chain as a fallback, yet the named provider stays first.
+    assert.equal(await served("backup/gpt-4o-mini", "s-3", ["openai/gpt-4o-mini"]), "backup");
+  });
+
+  test("a session forgets its route after 30 minutes", async () => {
+    backup.failNext(500, "upstream broke", 1);
+    assert.equal((await served("gpt-4o-mini", "s-4")).startsWith("openai"), true);
+    now += 31 * 60_000;
+    assert.equal(await served("gpt-4o-mini", "s-4"), "backup");
+  });
+});

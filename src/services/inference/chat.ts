@@ -36,6 +36,7 @@ import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput }
 import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
+import { preferProvider } from "../../routing/session-affinity.js";
 import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
@@ -138,6 +139,13 @@ export interface ChatService {
   refuse(call: RefusedCall, error: GatewayError): void;
 }
 
+/** The request's session id: x-gw-session-id, else the MCP session header; "" without either. */
+export function sessionIdOf(headers: IncomingHttpHeaders): string {
+  const raw = headers["x-gw-session-id"] ?? headers["mcp-session-id"];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return value ?? "";
+}
+
 /** The credential the request carries, from the first header that has one; null when none. */
 export function virtualKeyCredential(headers: IncomingHttpHeaders): string | null {
   return credentialFromHeaders((name) => {
@@ -198,6 +206,8 @@ interface TargetAttempt {
   forwarded: Readonly<Record<string, string>> | undefined;
   /** The key a routing rule pinned for this target; "" lets key selection choose. */
   pinnedKeyId: string;
+  /** The request's session id for affinity; "" when it sent none. */
+  sessionId: string;
 }
 
 /** What routing decided that the labels of every attempt carry. */
@@ -367,6 +377,18 @@ export function createChatService(deps: ChatDeps): ChatService {
     };
   }
 
+  /** Session affinity: the provider that last served the session goes first, unless the request names its provider. */
+  function withAffinity(decision: RoutingDecision, sessionId: string, model: string): RoutingDecision {
+    if (sessionId === "") return decision;
+    const last = inference.affinity.get(sessionId);
+    if (last === null || last.provider === decision.primary.provider) return decision;
+    if (parseModelName(model, (name) => inference.catalog.isProvider(name)).provider !== null) return decision;
+    const targets = preferProvider([decision.primary, ...decision.fallbacks], last.provider);
+    const [primary, ...fallbacks] = targets;
+    if (primary === undefined || primary === decision.primary) return decision;
+    return { ...decision, primary, fallbacks, pinnedKeyId: "" };
+  }
+
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
     const method = metricMethod(call.method);
@@ -375,6 +397,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
     let virtualKey: VirtualKey | null = null;
     let decision: RoutingDecision;
+    const sessionId = sessionIdOf(call.headers);
     try {
       virtualKey = resolveKey(call.headers);
       if (virtualKey !== null && virtualKey.isActive) {
@@ -385,7 +408,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
-      decision = balance(decision, virtualKey);
+      decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
       if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
@@ -402,7 +425,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       observer.ended(method, custom);
     };
     try {
-      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
+      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId);
       if (outcome.kind === "json") finishActive();
       return outcome;
     } catch (err) {
@@ -429,6 +452,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     decision: RoutingDecision,
     started: number,
     finishActive: () => void,
+    sessionId: string,
   ): Promise<ChatOutcome> {
     const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
     const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null };
@@ -442,7 +466,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       let targetError: GatewayError;
       try {
         const pinnedKeyId = fallbackIndex === 0 ? decision.pinnedKeyId : "";
-        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId });
+        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId });
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
@@ -511,7 +535,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   /** The target's keys in their weighted order, rotating on the statuses that call for another key. */
   async function attemptKeys(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter | null): Promise<ChatOutcome> {
-    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId } = at;
+    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId } = at;
     const custom = call.scope?.dims.metricValues;
     const ordered = orderKeys({
       provider: target.provider,
@@ -522,7 +546,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
       ...(deps.settings.loadBalancer.routeSelectionEnabled ? { health: inference.routeHealth } : {}),
     });
-    const choices = pinnedKeyId === "" ? ordered : ordered.filter((choice) => choice.key.id === pinnedKeyId);
+    const choices = pinnedKeyId === "" ? reuseSessionKey(ordered, sessionId, target.provider) : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
       throw new RoutingError(
         "policy_keys_blocked",
@@ -543,6 +567,7 @@ export function createChatService(deps: ChatDeps): ChatService {
           observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
           const retries = state.retries;
           const streamStarted = attemptStarted;
+          if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
           const chunks = relay(
             stream,
             (usage, err) => {
@@ -562,6 +587,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         observer.final(base, state.retries, null);
         inference.routeHealth.recordSuccess(target.provider, choice.key.id, answeredAt - attemptStarted, result.usage?.output_tokens ?? 0);
+        if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {
@@ -581,6 +607,16 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
     // orderKeys never returns an empty list; this keeps the compiler and a future change honest.
     throw new GatewayError("internal", `no key of provider ${target.provider} was tried`, { type: "gateway_internal", httpStatus: 500 });
+  }
+
+  /** The key that last served the session first, while it is still among the keys to try. */
+  function reuseSessionKey(ordered: KeyChoice[], sessionId: string, provider: string): KeyChoice[] {
+    if (sessionId === "") return ordered;
+    const last = inference.affinity.get(sessionId);
+    if (last === null || last.provider !== provider) return ordered;
+    const index = ordered.findIndex((choice) => choice.key.id === last.keyId);
+    if (index <= 0) return ordered;
+    return [ordered[index] as KeyChoice, ...ordered.slice(0, index), ...ordered.slice(index + 1)];
   }
 
   /** Feeds a failed attempt to the route statistics when it says something about the route, not the caller. */

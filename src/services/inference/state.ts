@@ -15,6 +15,7 @@ import { RoutingLog } from "../../telemetry/routing-log.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
 import { RouteHealth } from "../../routing/route-health.js";
 import { RoutingRuleSet } from "../../routing/routing-rules.js";
+import { SessionAffinity } from "../../routing/session-affinity.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
@@ -50,6 +51,8 @@ export interface Inference {
   readonly upstreamTimeoutMs: number | undefined;
   /** This node's statistics and health state of every provider and key route (adaptive load balancing). */
   readonly routeHealth: RouteHealth;
+  /** The provider and key that last served each session (x-gw-session-id or the MCP session header). */
+  readonly affinity: SessionAffinity;
 }
 
 /** The live state with the operations admin writes use. */
@@ -66,6 +69,7 @@ export class InferenceState implements Inference {
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
   readonly routeHealth: RouteHealth;
+  readonly affinity: SessionAffinity;
   /** client.initial_pool_size is read from here when a provider is loaded; without settings nothing is pre-opened. */
   readonly #settings: RuntimeSettings | undefined;
   readonly #logger: Logger | undefined;
@@ -77,6 +81,7 @@ export class InferenceState implements Inference {
     this.hierarchy = new Hierarchy(options.clock);
     this.#settings = options.settings;
     this.#logger = options.logger;
+    this.affinity = new SessionAffinity(options.clock);
     this.routeHealth = new RouteHealth({
       ...(options.clock ? { clock: options.clock } : {}),
       onChange: (change) => this.#logger?.info({ provider: change.provider, key_id: change.keyId, from: change.from, to: change.to, reason: change.reason }, `route ${change.provider}${change.keyId === "" ? "" : `/${change.keyId}`} is now ${change.to}: ${change.reason}`),
