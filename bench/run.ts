@@ -70,6 +70,12 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   { name: "no-metrics", description: "metrics recording off (telemetry.recording false)", appOptions: { telemetry: { recording: false } } },
   // Every request evaluates 100 compiled CEL conditions that do not match: what routing rules cost.
   { name: "rules-100", description: "defaults plus 100 routing rules in the key's scope, none matching", appOptions: {}, routingRules: 100 },
+  // The same gateway with both load balancer levels off: the difference is what adaptive selection costs.
+  {
+    name: "balancer-off",
+    description: "defaults with the adaptive load balancer off (load_balancer_config: both levels false)",
+    appOptions: { loadBalancer: { directionSelectionEnabled: false, routeSelectionEnabled: false, appendFallbacksToPinned: false, rerouteFailedDirections: false, pruneFailedFallbacks: false } },
+  },
   ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 
