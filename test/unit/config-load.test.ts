@@ -689,3 +689,19 @@ describe("loadConfigFile", () => {
     });
   });
 });
+
+describe("load_balancer_config", () => {
+  test("reads the toggles it sets and defaults the others", () => {
+    const { loadBalancer } = parseConfig({ load_balancer_config: { prune_failed_fallbacks: true, route_selection_enabled: false } }, {});
+    assert.equal(loadBalancer.pruneFailedFallbacks, true);
+    assert.equal(loadBalancer.routeSelectionEnabled, false);
+    assert.equal(loadBalancer.directionSelectionEnabled, true);
+  });
+
+  test("refuses a toggle it does not know, naming it", () => {
+    assert.throws(
+      () => parseConfig({ load_balancer_config: { circuit_breaker: true } }, {}),
+      (error: unknown) => error instanceof GatewayError && error.field === "load_balancer_config.circuit_breaker",
+    );
+  });
+});

@@ -190,3 +190,20 @@ describe("orderKeys with route health", () => {
     }
   });
 });
+
+describe("provider routes", () => {
+  test("a provider much slower per token than the others is degraded and loses share", () => {
+    const clock = fakeClock();
+    const health = new RouteHealth({ clock: clock.now });
+    for (let i = 0; i < 30; i++) {
+      health.recordSuccess("fast-a", "k", 100, 10);
+      health.recordSuccess("fast-b", "k", 120, 10);
+      health.recordSuccess("slow", "k", 2_000, 10);
+    }
+    clock.advance(5_000);
+    health.refresh();
+    assert.equal(health.providerState("slow"), "degraded");
+    assert.equal(health.providerState("fast-a"), "healthy");
+    assert.ok(health.providerFactor("slow") < 0.2, `factor ${health.providerFactor("slow")}`);
+  });
+});
