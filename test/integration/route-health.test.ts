@@ -160,6 +160,19 @@ describe("load balancer toggles", () => {
     }
   });
 
+  test("starts with the toggles of the config file's load_balancer_config", async () => {
+    const seeded = await startApp({
+      loadBalancer: { directionSelectionEnabled: false, routeSelectionEnabled: true, appendFallbacksToPinned: true, rerouteFailedDirections: false, pruneFailedFallbacks: false },
+    });
+    try {
+      const { body } = await api(seeded, "GET", "/api/settings/load-balancer");
+      assert.equal(body.direction_selection_enabled, false);
+      assert.equal(body.append_fallbacks_to_pinned, true);
+    } finally {
+      await seeded.stop();
+    }
+  });
+
   test("a PUT changes only the toggles it sends and refuses an unknown one", async () => {
     await start();
     try {
