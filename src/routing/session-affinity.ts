@@ -52,9 +52,9 @@ export class SessionAffinity {
   }
 }
 
-/** Moves the target whose provider last served the session to the front; the same array when nothing moves. */
-export function preferProvider<T extends { provider: string }>(targets: readonly T[], provider: string): readonly T[] {
-  const index = targets.findIndex((target) => target.provider === provider);
-  if (index <= 0) return targets;
-  return [targets[index] as T, ...targets.slice(0, index), ...targets.slice(index + 1)];
+/** Moves the first item `matches` accepts to the front (the rest keep their order); the same array when nothing moves. */
+export function moveToFront<T>(items: readonly T[], matches: (item: T) => boolean): readonly T[] {
+  const index = items.findIndex(matches);
+  if (index <= 0) return items;
+  return [items[index] as T, ...items.slice(0, index), ...items.slice(index + 1)];
 }

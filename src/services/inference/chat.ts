@@ -36,7 +36,7 @@ import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput }
 import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
-import { preferProvider } from "../../routing/session-affinity.js";
+import { moveToFront } from "../../routing/session-affinity.js";
 import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
@@ -383,7 +383,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const last = inference.affinity.get(sessionId);
     if (last === null || last.provider === decision.primary.provider) return decision;
     if (parseModelName(model, (name) => inference.catalog.isProvider(name)).provider !== null) return decision;
-    const targets = preferProvider([decision.primary, ...decision.fallbacks], last.provider);
+    const targets = moveToFront([decision.primary, ...decision.fallbacks], (target) => target.provider === last.provider);
     const [primary, ...fallbacks] = targets;
     if (primary === undefined || primary === decision.primary) return decision;
     return { ...decision, primary, fallbacks, pinnedKeyId: "" };
@@ -544,7 +544,8 @@ export function createChatService(deps: ChatDeps): ChatService {
       config,
       catalog: inference.catalog,
       random: inference.random,
-      ...(deps.settings.loadBalancer.routeSelectionEnabled ? { health: inference.routeHealth } : {}),
+      // A key a routing rule pins is used whatever its health: the rule decides.
+      ...(deps.settings.loadBalancer.routeSelectionEnabled && pinnedKeyId === "" ? { health: inference.routeHealth } : {}),
     });
     const choices = pinnedKeyId === "" ? reuseSessionKey(ordered, sessionId, target.provider) : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
@@ -610,13 +611,11 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   /** The key that last served the session first, while it is still among the keys to try. */
-  function reuseSessionKey(ordered: KeyChoice[], sessionId: string, provider: string): KeyChoice[] {
+  function reuseSessionKey(ordered: readonly KeyChoice[], sessionId: string, provider: string): readonly KeyChoice[] {
     if (sessionId === "") return ordered;
     const last = inference.affinity.get(sessionId);
     if (last === null || last.provider !== provider) return ordered;
-    const index = ordered.findIndex((choice) => choice.key.id === last.keyId);
-    if (index <= 0) return ordered;
-    return [ordered[index] as KeyChoice, ...ordered.slice(0, index), ...ordered.slice(index + 1)];
+    return moveToFront(ordered, (choice) => choice.key.id === last.keyId);
   }
 
   /** Feeds a failed attempt to the route statistics when it says something about the route, not the caller. */
