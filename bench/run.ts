@@ -76,6 +76,12 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   // The defaults plus tracing of every request, exported over OTLP/HTTP to a local no-op collector: the
   // difference from `gateway` is what tracing costs when it is on (off, the gateway loads no SDK at all).
   { name: "gateway-traced", description: "the defaults with OpenTelemetry tracing on (sample ratio 1, OTLP/HTTP to a local no-op collector)", appOptions: {}, traced: true },
+  // The same gateway with both load balancer levels off: the difference is what adaptive selection costs.
+  {
+    name: "balancer-off",
+    description: "defaults with the adaptive load balancer off (load_balancer_config: both levels false)",
+    appOptions: { loadBalancer: { directionSelectionEnabled: false, routeSelectionEnabled: false, appendFallbacksToPinned: false, rerouteFailedDirections: false, pruneFailedFallbacks: false } },
+  },
   ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 

@@ -5,7 +5,7 @@
  */
 import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
 import type { GatewayFileConfig } from "./config/file-config.js";
-import { clientSettings, type ClientSettings, type RuntimeSettings, type ToolManagerSettings } from "./config/runtime-settings.js";
+import { clientSettings, type ClientSettings, type RuntimeSettings, type ToolManagerSettings, type LoadBalancerSettings } from "./config/runtime-settings.js";
 import type { McpClientSpec } from "./mcp/client-spec.js";
 import type { RuntimeTiming } from "./mcp/client-runtime.js";
 import { McpRuntime } from "./mcp/runtime.js";
@@ -64,6 +64,8 @@ export interface AppOptions {
   encryptionKey?: string;
   auth?: AdminAuthConfig;
   toolManager?: ToolManagerSettings;
+  /** The load balancer's toggles from the config file's load_balancer_config. */
+  loadBalancer?: LoadBalancerSettings;
   client?: ClientSettings & { maxRequestBodyBytes?: number };
   /** MCP clients declared in the config file. */
   mcpClients?: McpClientSpec[];
@@ -162,6 +164,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
+    metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
     const mcpRuntime = new McpRuntime({
       store,
@@ -295,6 +298,7 @@ function seedInputOf(options: Partial<AppOptions>): SeedInput {
   const inference = options.inference ?? { providers: {}, virtualKeys: [] };
   return {
     ...(options.toolManager ? { toolManager: options.toolManager } : {}),
+    ...(options.loadBalancer ? { loadBalancer: options.loadBalancer } : {}),
     ...(options.client ? { client: stripBodyLimit(options.client) } : {}),
     mcpClients: options.mcpClients ?? [],
     providers: inference.providers,
@@ -309,6 +313,7 @@ function describeChanges(changes: SeedChanges, authChanged: boolean): Record<str
   const out: Record<string, unknown> = {};
   if (changes.toolManager) out["tool_manager_config"] = true;
   if (changes.client) out["client"] = true;
+  if (changes.loadBalancer) out["load_balancer_config"] = true;
   if (changes.mcpClients.length > 0) out["mcp_clients"] = changes.mcpClients.map((client) => client.name);
   if (changes.providers.length > 0) out["providers"] = changes.providers;
   if (changes.virtualKeyIds.length > 0) out["virtual_keys"] = changes.virtualKeyIds;
@@ -330,6 +335,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
       sessionTtlMs: auth.sessionTtlMs,
     },
     toolManager: { ...file.mcp.toolManagerConfig },
+    loadBalancer: { ...file.loadBalancer },
     client: { ...clientSettings(file.client, file.mcp.toolSyncIntervalMinutes), maxRequestBodyBytes: file.client.maxRequestBodyBytes },
     mcpClients: file.mcp.clientConfigs,
     inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {

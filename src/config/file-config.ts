@@ -335,6 +335,24 @@ export const toolManagerSchema = strict({
   codeModeBindingLevel: t.code_mode_binding_level ?? "server",
 }));
 
+/** `load_balancer_config`: the adaptive load balancer's toggles (defaults: both levels on, pinned requests untouched). */
+export const loadBalancerSchema = strict({
+  direction_selection_enabled: z.boolean().nullish(),
+  route_selection_enabled: z.boolean().nullish(),
+  append_fallbacks_to_pinned: z.boolean().nullish(),
+  reroute_failed_directions: z.boolean().nullish(),
+  prune_failed_fallbacks: z.boolean().nullish(),
+}).transform((l) => ({
+  directionSelectionEnabled: l.direction_selection_enabled ?? true,
+  routeSelectionEnabled: l.route_selection_enabled ?? true,
+  appendFallbacksToPinned: l.append_fallbacks_to_pinned ?? false,
+  rerouteFailedDirections: l.reroute_failed_directions ?? false,
+  pruneFailedFallbacks: l.prune_failed_fallbacks ?? false,
+}));
+
+/** The load balancer's toggles as the gateway uses them. */
+export type LoadBalancerFileConfig = z.output<typeof loadBalancerSchema>;
+
 /** The `mcp` section; its global sync interval default is the gateway's. */
 export const mcpSchema = strict({
   client_configs: mcpClientListSchema.nullish(),
@@ -554,6 +572,7 @@ export const gatewayFileConfigSchema = strict({
   mcp: section(mcpSchema),
   pricing: section(pricingSchema),
   telemetry: section(telemetrySchema),
+  load_balancer_config: section(loadBalancerSchema),
 })
   .superRefine(
     (f, ctx) => {
@@ -575,4 +594,5 @@ export const gatewayFileConfigSchema = strict({
     mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
     pricing: f.pricing,
     telemetry: f.telemetry,
+    loadBalancer: f.load_balancer_config,
   }));

@@ -3,7 +3,22 @@
  * memory so the request path reads them without touching the database; services/ persists every change
  * before it lands here. Their types and defaults are the config file schema's: a setting is declared once.
  */
-import { clientSchema, mcpSchema, toolManagerSchema, type ClientFileConfig, type McpFileConfig, type ToolManagerFileConfig } from "./file-config.js";
+import {
+  clientSchema,
+  loadBalancerSchema,
+  mcpSchema,
+  toolManagerSchema,
+  type ClientFileConfig,
+  type LoadBalancerFileConfig,
+  type McpFileConfig,
+  type ToolManagerFileConfig,
+} from "./file-config.js";
+
+/** The adaptive load balancer's toggles. */
+export type LoadBalancerSettings = LoadBalancerFileConfig;
+
+/** The toggles of a file that sets none. */
+export const DEFAULT_LOAD_BALANCER: LoadBalancerSettings = loadBalancerSchema.parse({});
 
 /** Agent-mode tool manager settings. */
 export type ToolManagerSettings = ToolManagerFileConfig;
@@ -34,10 +49,12 @@ type Listener = (settings: RuntimeSettings) => void;
 export class RuntimeSettings {
   toolManager: ToolManagerSettings;
   client: ClientSettings;
+  loadBalancer: LoadBalancerSettings;
   private readonly listeners = new Set<Listener>();
 
-  constructor(toolManager: ToolManagerSettings = DEFAULT_TOOL_MANAGER, client: ClientSettings = DEFAULT_CLIENT) {
+  constructor(toolManager: ToolManagerSettings = DEFAULT_TOOL_MANAGER, client: ClientSettings = DEFAULT_CLIENT, loadBalancer: LoadBalancerSettings = DEFAULT_LOAD_BALANCER) {
     this.toolManager = { ...toolManager };
+    this.loadBalancer = { ...loadBalancer };
     this.client = { ...client, prometheusLabels: [...client.prometheusLabels], allowedHeaders: [...client.allowedHeaders] };
   }
 
@@ -50,6 +67,12 @@ export class RuntimeSettings {
   /** Replaces the client settings and tells listeners. */
   setClient(next: ClientSettings): void {
     this.client = { ...next };
+    this.emit();
+  }
+
+  /** Replaces the load balancer's toggles and tells listeners. */
+  setLoadBalancer(next: LoadBalancerSettings): void {
+    this.loadBalancer = { ...next };
     this.emit();
   }
 

@@ -5,6 +5,7 @@
  */
 import { allowedModelsOfConfig, keyAllowsModel, resolveAlias } from "./allowed-models.js";
 import type { ModelCatalog } from "./model-catalog.js";
+import type { RouteHealth } from "./route-health.js";
 import { RoutingError } from "./routing-error.js";
 import { weightedOrder } from "./weighted-random.js";
 import type { ProviderConfig, ProviderKey, Random } from "./types.js";
@@ -29,6 +30,8 @@ export interface KeySelectionInput {
   config: ProviderConfig | null;
   catalog: ModelCatalog;
   random: Random;
+  /** Route statistics that scale each key's weight; none keeps the configured weights. */
+  health?: RouteHealth;
 }
 
 /** Upstream statuses after which the same provider is retried with its next key (429, 401, 403, 402). */
@@ -75,7 +78,17 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
       "model",
     );
   }
-  return weightedOrder(serving, (key) => key.weight, input.random).map((key) => {
+  const health = input.health;
+  let order: readonly ProviderKey[];
+  if (health === undefined) order = weightedOrder(serving, (key) => key.weight, input.random);
+  else {
+    health.refresh();
+    // A circuit-broken key (factor 0) is skipped while any other key can serve.
+    const open = serving.filter((key) => health.keyFactor(provider, key.id) > 0);
+    const pool = open.length > 0 ? open : serving;
+    order = weightedOrder(pool, (key) => key.weight * health.keyFactor(provider, key.id), input.random);
+  }
+  return order.map((key) => {
     const upstreamModel = resolveAlias(key, model);
     return { key, upstreamModel, alias: Object.hasOwn(key.aliases, model) ? model : null };
   });

@@ -75,7 +75,7 @@ export interface RouteTarget {
 }
 
 /** Routing engines the spec names for the `routing_engine_used` label. */
-export type RoutingEngine = "routing-rule" | "governance" | "model-catalog";
+export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog";
 
 /** Returns a number in [0, 1); Math.random in production, a seeded generator in tests. */
 export type Random = () => number;

@@ -10,7 +10,9 @@ import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import {
   DEFAULT_CLIENT,
+  DEFAULT_LOAD_BALANCER,
   DEFAULT_TOOL_MANAGER,
+  type LoadBalancerSettings,
   RuntimeSettings,
   type ClientSettings,
   type ToolManagerSettings,
@@ -27,12 +29,13 @@ import { assignGroup, checkGroupReferences, checkKeyMembership, parseGroupWire, 
 import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-input.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
-import { SETTING_CLIENT, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
+import { SETTING_CLIENT, SETTING_LOAD_BALANCER, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
 
 /** What the config file declares that seeds the store; absent settings seed the defaults. */
 export interface SeedInput {
   toolManager?: ToolManagerSettings;
   client?: ClientSettings;
+  loadBalancer?: LoadBalancerSettings;
   mcpClients: readonly McpClientSpec[];
   /** Provider name -> wire JSON {keys, network_config}. */
   providers: Readonly<Record<string, Wire>>;
@@ -47,6 +50,7 @@ export interface SeedInput {
 export interface SeedChanges {
   toolManager: boolean;
   client: boolean;
+  loadBalancer: boolean;
   mcpClients: { id: string; name: string }[];
   providers: string[];
   virtualKeyIds: string[];
@@ -109,6 +113,7 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
   const changes = await store.fork().transactional(async (em): Promise<SeedChanges> => ({
     toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager, DEFAULT_TOOL_MANAGER),
     client: await seedSetting(em, SETTING_CLIENT, input.client, DEFAULT_CLIENT),
+    loadBalancer: await seedSetting(em, SETTING_LOAD_BALANCER, input.loadBalancer, DEFAULT_LOAD_BALANCER),
     mcpClients: await seedMcpClients(em, input.mcpClients, logger, notes),
     providers: await seedProviders(em, input.providers, notes),
     groupIds: await seedGroups(em, input.groups, notes),
@@ -117,17 +122,20 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
   }));
   // Without a file the defaults are written once, which is nothing to report.
   if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
+  if (changes.loadBalancer && input.loadBalancer) notes.push({ fields: {}, msg: "load balancer settings applied from the config file" });
   if (changes.client && input.client) notes.push({ fields: {}, msg: "client settings applied from the config file" });
   for (const note of notes) logger.info(note.fields, note.msg);
   return changes;
 }
 
 /** The stored run-time settings over the defaults (after seedStore, the file's or the API's). */
-export async function readSettings(store: Store): Promise<{ toolManager: ToolManagerSettings; client: ClientSettings }> {
+export async function readSettings(store: Store): Promise<{ toolManager: ToolManagerSettings; client: ClientSettings; loadBalancer: LoadBalancerSettings }> {
   const em = store.fork();
   const toolManager = await em.findOne(SettingRecord, { key: SETTING_TOOL_MANAGER });
   const client = await em.findOne(SettingRecord, { key: SETTING_CLIENT });
+  const loadBalancer = await em.findOne(SettingRecord, { key: SETTING_LOAD_BALANCER });
   return {
+    loadBalancer: { ...DEFAULT_LOAD_BALANCER, ...(loadBalancer?.value as Partial<LoadBalancerSettings> | undefined) },
     toolManager: { ...DEFAULT_TOOL_MANAGER, ...(toolManager?.value as Partial<ToolManagerSettings> | undefined) },
     client: { ...DEFAULT_CLIENT, ...(client?.value as Partial<ClientSettings> | undefined) },
   };
@@ -135,8 +143,8 @@ export async function readSettings(store: Store): Promise<{ toolManager: ToolMan
 
 /** The live run-time settings, loaded from the store. */
 export async function loadSettings(store: Store): Promise<RuntimeSettings> {
-  const { toolManager, client } = await readSettings(store);
-  return new RuntimeSettings(toolManager, client);
+  const { toolManager, client, loadBalancer } = await readSettings(store);
+  return new RuntimeSettings(toolManager, client, loadBalancer);
 }
 
 /** Creates or updates the MCP clients the config file declares; returns those written. */

@@ -355,6 +355,30 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       const entries = inference.routingLog.recent(limit).map((entry) => ({ ...entry, engines: [...entry.engines], fallbacks: [...entry.fallbacks] }));
       return { entries, count: entries.length };
     },
+
+    listRoutes() {
+      const health = inference.routeHealth;
+      health.refresh();
+      const now = health.now();
+      const routes = [];
+      for (const route of health.routes()) {
+        const base = {
+          provider: route.provider,
+          state: route.state,
+          errorRate: route.errorRate(now),
+          latencyMsPerToken: route.latencyPerToken,
+          requests: BigInt(route.requests),
+          lastChangeAt: new Date(route.lastChangeAt).toISOString(),
+        };
+        if (route.keyId === "") {
+          routes.push({ ...base, weight: route.factor });
+          continue;
+        }
+        const key = inference.providers.get(route.provider)?.keys.find((candidate) => candidate.id === route.keyId);
+        routes.push({ ...base, keyId: route.keyId, ...(key ? { keyName: key.name } : {}), weight: (key?.weight ?? 1) * route.factor });
+      }
+      return { routes };
+    },
   };
 }
 

@@ -24,6 +24,7 @@ import { kEntityManager } from "./context.js";
 /** Keys of the persisted settings rows. */
 export const SETTING_TOOL_MANAGER = "tool_manager_config";
 export const SETTING_CLIENT = "client_settings";
+export const SETTING_LOAD_BALANCER = "load_balancer_config";
 
 /** What the settings service needs. */
 export interface SettingsServiceDeps {
@@ -194,6 +195,21 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
       settings.setToolManager(next);
       deps.logger.info({ fields: req.updateMask?.paths }, "tool manager settings updated");
       return { status: "success", config: toolManagerMessage(next) };
+    },
+    getLoadBalancerConfig() {
+      return { ...settings.loadBalancer };
+    },
+    async updateLoadBalancerConfig(req, ctx) {
+      const next = { ...settings.loadBalancer };
+      if (req.directionSelectionEnabled !== undefined) next.directionSelectionEnabled = req.directionSelectionEnabled;
+      if (req.routeSelectionEnabled !== undefined) next.routeSelectionEnabled = req.routeSelectionEnabled;
+      if (req.appendFallbacksToPinned !== undefined) next.appendFallbacksToPinned = req.appendFallbacksToPinned;
+      if (req.rerouteFailedDirections !== undefined) next.rerouteFailedDirections = req.rerouteFailedDirections;
+      if (req.pruneFailedFallbacks !== undefined) next.pruneFailedFallbacks = req.pruneFailedFallbacks;
+      await saveSetting(emOf(ctx, store), SETTING_LOAD_BALANCER, next);
+      settings.setLoadBalancer(next);
+      deps.logger.info({ load_balancer_config: next }, "load balancer settings updated");
+      return next;
     },
     getConfig() {
       return { config: { client: clientMessage(settings.client) } };

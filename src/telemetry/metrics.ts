@@ -219,6 +219,23 @@ class MetricSet {
         for (const { labels, value } of state.keyUp.values()) this.set(state.project(labels, ["provider", "key_id", "key_name"], custom), value);
       },
     });
+    new Gauge({
+      name: "gw_route_state",
+      help: "1 for the state each provider route (key_id empty) and key route is in on this node, 0 for the other states.",
+      labelNames: withCustom(["provider", "key_id", "key_name", "state"]),
+      registers,
+      collect() {
+        this.reset();
+        const source = state.routeStates;
+        if (source === null) return;
+        for (const route of source()) {
+          for (const name of ROUTE_STATE_NAMES) {
+            const labels = { provider: route.provider, key_id: route.keyId, key_name: route.keyName, state: name };
+            this.set(state.project(labels, ["provider", "key_id", "key_name", "state"], custom), route.state === name ? 1 : 0);
+          }
+        }
+      },
+    });
     this.keyRotations = counter("gw_key_rotation_events_total", "Provider key swaps after a 429, 401/403 or 402.", withCustom(["provider", "requested_model", "key_id", "key_name", "fail_reason"]));
     this.retries = histogram("gw_request_retries", "Retries per inference request (observed once per request).", base, RETRY_BUCKETS);
     this.firstToken = histogram("gw_stream_first_token_latency_seconds", "Time to the first streamed token, in seconds.", base, SECONDS_BUCKETS);
@@ -232,11 +249,25 @@ class MetricSet {
   }
 }
 
+/** One route as gw_route_state shows it. */
+export interface RouteStateSample {
+  provider: string;
+  /** "" for a provider route. */
+  keyId: string;
+  keyName: string;
+  state: string;
+}
+
+/** The states gw_route_state has a series for. */
+const ROUTE_STATE_NAMES = ["healthy", "degraded", "failed", "recovering"] as const;
+
 /** The state behind the two gauges, kept outside prom-client so it survives a registry rebuild. */
 class StateGauges {
   /** label-key -> labels (own + custom) and the number in flight. */
   readonly active = new Map<string, { labels: Labels; value: number }>();
   readonly keyUp = new Map<string, { labels: Labels; value: number }>();
+  /** Reads the load balancer's routes at scrape time; none until the inference state registers it. */
+  routeStates: (() => Iterable<RouteStateSample>) | null = null;
 
   constructor(private readonly cap: () => LabelCap) {}
 
@@ -636,6 +667,11 @@ export class Metrics {
       if (value <= 0) this.state.active.delete(key);
       else this.state.active.set(key, { labels, value });
     });
+  }
+
+  /** gw_route_state reads `source` at each scrape (routes are state, not events; custom labels stay empty). */
+  watchRouteStates(source: () => Iterable<RouteStateSample>): void {
+    this.state.routeStates = source;
   }
 
   /**

@@ -72,6 +72,13 @@ describe("defaults", () => {
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
       telemetry: { otlp: { endpoint: "", headers: {}, sampleRatio: null, captureContent: false } },
+      loadBalancer: {
+        directionSelectionEnabled: true,
+        routeSelectionEnabled: true,
+        appendFallbacksToPinned: false,
+        rerouteFailedDirections: false,
+        pruneFailedFallbacks: false,
+      },
     };
     assert.deepEqual(parseConfig({}, {}), expected);
   });
@@ -681,5 +688,21 @@ describe("loadConfigFile", () => {
       assert.ok(error.message.startsWith(`cannot read config file ${path}: `), error.message);
       return true;
     });
+  });
+});
+
+describe("load_balancer_config", () => {
+  test("reads the toggles it sets and defaults the others", () => {
+    const { loadBalancer } = parseConfig({ load_balancer_config: { prune_failed_fallbacks: true, route_selection_enabled: false } }, {});
+    assert.equal(loadBalancer.pruneFailedFallbacks, true);
+    assert.equal(loadBalancer.routeSelectionEnabled, false);
+    assert.equal(loadBalancer.directionSelectionEnabled, true);
+  });
+
+  test("refuses a toggle it does not know, naming it", () => {
+    assert.throws(
+      () => parseConfig({ load_balancer_config: { circuit_breaker: true } }, {}),
+      (error: unknown) => error instanceof GatewayError && error.field === "load_balancer_config.circuit_breaker",
+    );
   });
 });

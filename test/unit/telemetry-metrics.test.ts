@@ -29,6 +29,7 @@ const TABLE: Record<string, [string, string[]]> = {
   gw_cost_total: ["counter", BASE],
   gw_active_requests: ["gauge", ["method"]],
   gw_provider_key_up: ["gauge", ["provider", "key_id", "key_name"]],
+  gw_route_state: ["gauge", ["provider", "key_id", "key_name", "state"]],
   gw_key_rotation_events_total: ["counter", ["provider", "requested_model", "key_id", "key_name", "fail_reason"]],
   gw_request_retries: ["histogram", BASE],
   gw_stream_first_token_latency_seconds: ["histogram", BASE],
@@ -61,6 +62,7 @@ function recordEverything(m: Metrics): void {
   m.recordKeyRotation({ provider: "openai", requestedModel: "gpt-4o-mini", keyId: "k1", keyName: "main", failReason: "rate_limited" });
   m.activeRequestStarted("chat");
   m.setProviderKeyUp("openai", "k1", "main", true);
+  m.watchRouteStates(() => [{ provider: "openai", keyId: "k1", keyName: "main", state: "degraded" }]);
   m.recordMcpToolCall({ mcpClient: "docs", toolName: "search", durationS: 0.05, errorType: "" });
 }
 
@@ -193,4 +195,14 @@ test("a full queue drops records and counts them instead of growing", () => {
   for (let i = 0; i < 5; i++) m.recordSuccess(BASE_VALUES);
   assert.equal(m.dropped, 3);
   m.flush();
+});
+
+test("gw_route_state shows 1 for a route's current state and 0 for the others", async () => {
+  const m = new Metrics();
+  m.watchRouteStates(() => [{ provider: "openai", keyId: "k1", keyName: "main", state: "failed" }]);
+  const states = parseExposition((await m.exposition()).body).filter((x) => x.name === "gw_route_state");
+  assert.deepEqual(
+    states.map((s) => [s.labels["state"], s.value]),
+    [["healthy", 0], ["degraded", 0], ["failed", 1], ["recovering", 0]],
+  );
 });

@@ -31,10 +31,12 @@ import type {
   ResponsesRequest,
   TokenUsage,
 } from "../../providers/types.js";
+import { balanceDirections } from "../../routing/adaptive-directions.js";
 import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
-import { orderKeys, type KeyChoice } from "../../routing/key-selection.js";
+import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
+import { moveToFront } from "../../routing/session-affinity.js";
 import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
@@ -140,6 +142,13 @@ export interface ChatService {
   refuse(call: RefusedCall, error: GatewayError): void;
 }
 
+/** The request's session id: x-gw-session-id, else the MCP session header; "" without either. */
+export function sessionIdOf(headers: IncomingHttpHeaders): string {
+  const raw = headers["x-gw-session-id"] ?? headers["mcp-session-id"];
+  const value = Array.isArray(raw) ? raw[0] : raw;
+  return value ?? "";
+}
+
 /** The credential the request carries, from the first header that has one; null when none. */
 export function virtualKeyCredential(headers: IncomingHttpHeaders): string | null {
   return credentialFromHeaders((name) => {
@@ -200,6 +209,8 @@ interface TargetAttempt {
   forwarded: Readonly<Record<string, string>> | undefined;
   /** The key a routing rule pinned for this target; "" lets key selection choose. */
   pinnedKeyId: string;
+  /** The request's session id for affinity; "" when it sent none. */
+  sessionId: string;
 }
 
 /** What routing decided that the labels of every attempt carry. */
@@ -373,6 +384,44 @@ export function createChatService(deps: ChatDeps): ChatService {
     };
   }
 
+  /** Level 1 of adaptive load balancing over governance's decision; the `loadbalancing` engine is added when it changed the primary. */
+  function balance(decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingDecision {
+    const configured = virtualKey !== null && virtualKey.providerConfigs.length > 0;
+    const model = decision.primary.model;
+    const result = balanceDirections({
+      primary: decision.primary,
+      fallbacks: decision.fallbacks,
+      pinned: !decision.enginesUsed.includes("model-catalog"),
+      candidates: () => inference.catalog.providersOf(model),
+      allowed: (provider) => !configured || providerConfigOf(virtualKey, provider) !== null,
+      health: inference.routeHealth,
+      toggles: deps.settings.loadBalancer,
+      random: inference.random,
+    });
+    if (!result.changed) return decision;
+    const moved = result.primary !== decision.primary;
+    return {
+      ...decision,
+      primary: result.primary,
+      fallbacks: [...result.fallbacks],
+      enginesUsed: moved ? [...decision.enginesUsed, "loadbalancing"] : decision.enginesUsed,
+      // A key pinned by a rule belongs to the rule's provider.
+      pinnedKeyId: moved ? "" : decision.pinnedKeyId,
+    };
+  }
+
+  /** Session affinity: the provider that last served the session goes first, unless the request names its provider. */
+  function withAffinity(decision: RoutingDecision, sessionId: string, model: string): RoutingDecision {
+    if (sessionId === "") return decision;
+    const last = inference.affinity.get(sessionId);
+    if (last === null || last.provider === decision.primary.provider) return decision;
+    if (parseModelName(model, (name) => inference.catalog.isProvider(name)).provider !== null) return decision;
+    const targets = moveToFront([decision.primary, ...decision.fallbacks], (target) => target.provider === last.provider);
+    const [primary, ...fallbacks] = targets;
+    if (primary === undefined || primary === decision.primary) return decision;
+    return { ...decision, primary, fallbacks, pinnedKeyId: "" };
+  }
+
   async function complete(call: ChatCall): Promise<ChatOutcome> {
     const started = performance.now();
     const method = metricMethod(call.method);
@@ -381,6 +430,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
     let virtualKey: VirtualKey | null = null;
     let decision: RoutingDecision;
+    const sessionId = sessionIdOf(call.headers);
     try {
       virtualKey = resolveKey(call.headers);
       if (virtualKey !== null && virtualKey.isActive) {
@@ -391,6 +441,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
+      decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
       if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
@@ -412,7 +463,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       observer.ended(method, custom);
     };
     try {
-      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive);
+      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId);
       if (outcome.kind === "json") finishActive();
       return outcome;
     } catch (err) {
@@ -439,6 +490,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     decision: RoutingDecision,
     started: number,
     finishActive: () => void,
+    sessionId: string,
   ): Promise<ChatOutcome> {
     const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
     const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null };
@@ -452,7 +504,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       let targetError: GatewayError;
       try {
         const pinnedKeyId = fallbackIndex === 0 ? decision.pinnedKeyId : "";
-        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId });
+        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId });
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
@@ -524,7 +576,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   /** The target's keys in their weighted order, rotating on the statuses that call for another key. */
   async function attemptKeys(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter | null): Promise<ChatOutcome> {
-    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId } = at;
+    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId } = at;
     const custom = call.scope?.dims.metricValues;
     const ordered = orderKeys({
       provider: target.provider,
@@ -533,8 +585,10 @@ export function createChatService(deps: ChatDeps): ChatService {
       config,
       catalog: inference.catalog,
       random: inference.random,
+      // A key a routing rule pins is used whatever its health: the rule decides.
+      ...(deps.settings.loadBalancer.routeSelectionEnabled && pinnedKeyId === "" ? { health: inference.routeHealth } : {}),
     });
-    const choices = pinnedKeyId === "" ? ordered : ordered.filter((choice) => choice.key.id === pinnedKeyId);
+    const choices = pinnedKeyId === "" ? reuseSessionKey(ordered, sessionId, target.provider) : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
       throw new RoutingError(
         "policy_keys_blocked",
@@ -564,6 +618,8 @@ export function createChatService(deps: ChatDeps): ChatService {
           // A stream's overhead is the gateway's share of the time to its response headers.
           observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - state.upstreamMs - (headersAt - attemptStarted)) * 1000);
           const retries = state.retries;
+          const streamStarted = attemptStarted;
+          if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
           const chunks = relay(
             stream,
             (usage, err) => {
@@ -571,6 +627,7 @@ export function createChatService(deps: ChatDeps): ChatService {
               finishActive();
               const error = err === null ? null : asGatewayError(err);
               observer.final(base, retries, error);
+              recordStreamOutcome(target.provider, choice.key.id, performance.now() - streamStarted, usage, err);
               recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
               span?.end({ status: 200, ...usageOutcome(usage), ...(error !== null ? { errorType: error.type } : {}) });
             },
@@ -584,6 +641,8 @@ export function createChatService(deps: ChatDeps): ChatService {
         const answeredAt = performance.now();
         observer.attemptSucceeded(base, (answeredAt - attemptStarted) / 1000, (answeredAt - started - state.upstreamMs - (answeredAt - attemptStarted)) * 1000);
         observer.final(base, state.retries, null);
+        inference.routeHealth.recordSuccess(target.provider, choice.key.id, answeredAt - attemptStarted, result.usage?.output_tokens ?? 0);
+        if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
         recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
         span?.end({ status: 200, ...usageOutcome(result.usage), ...answerOutcome(result.body) });
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
@@ -593,6 +652,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         const failedAfterMs = performance.now() - attemptStarted;
         state.upstreamMs += failedAfterMs;
         observer.attemptFailed(base, failedAfterMs / 1000, err instanceof ProviderError ? err.upstreamStatus : null);
+        recordFailure(target.provider, choice.key.id, err);
         const next = choices[index + 1];
         if (err instanceof ProviderError && err.rotateKey && next !== undefined) {
           state.retries++;
@@ -604,6 +664,28 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
     // orderKeys never returns an empty list; this keeps the compiler and a future change honest.
     throw new GatewayError("internal", `no key of provider ${target.provider} was tried`, { type: "gateway_internal", httpStatus: 500 });
+  }
+
+  /** The key that last served the session first, while it is still among the keys to try. */
+  function reuseSessionKey(ordered: readonly KeyChoice[], sessionId: string, provider: string): readonly KeyChoice[] {
+    if (sessionId === "") return ordered;
+    const last = inference.affinity.get(sessionId);
+    if (last === null || last.provider !== provider) return ordered;
+    return moveToFront(ordered, (choice) => choice.key.id === last.keyId);
+  }
+
+  /** Feeds a failed attempt to the route statistics when it says something about the route, not the caller. */
+  function recordFailure(provider: string, keyId: string, err: unknown): void {
+    if (!(err instanceof ProviderError)) return;
+    const status = err.upstreamStatus;
+    if (status !== null && status < 500 && !rotatesKey(status)) return;
+    inference.routeHealth.recordFailure(provider, keyId, status === 429);
+  }
+
+  /** Feeds a finished stream to the route statistics; a client that left says nothing about the route. */
+  function recordStreamOutcome(provider: string, keyId: string, latencyMs: number, usage: TokenUsage | null, err: unknown): void {
+    if (err === null) inference.routeHealth.recordSuccess(provider, keyId, latencyMs, usage?.output_tokens ?? 0);
+    else recordFailure(provider, keyId, err);
   }
 
   async function countTokens(call: CountTokensCall): Promise<JsonObject> {

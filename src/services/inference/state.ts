@@ -13,11 +13,14 @@ import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog
 import { PriceTable } from "../../routing/pricing.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
+import { RouteHealth } from "../../routing/route-health.js";
 import { RoutingRuleSet } from "../../routing/routing-rules.js";
+import { SessionAffinity } from "../../routing/session-affinity.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
 import type { Logger } from "../../telemetry/logger.js";
+import type { RouteStateSample } from "../../telemetry/metrics.js";
 import type { ParsedProvider } from "./provider-wire.js";
 
 /** One provider as the hot path uses it. */
@@ -46,6 +49,10 @@ export interface Inference {
   readonly prices: PriceTable;
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
+  /** This node's statistics and health state of every provider and key route (adaptive load balancing). */
+  readonly routeHealth: RouteHealth;
+  /** The provider and key that last served each session (x-gw-session-id or the MCP session header). */
+  readonly affinity: SessionAffinity;
 }
 
 /** The live state with the operations admin writes use. */
@@ -61,6 +68,8 @@ export class InferenceState implements Inference {
   readonly prices = new PriceTable();
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
+  readonly routeHealth: RouteHealth;
+  readonly affinity: SessionAffinity;
   /** client.initial_pool_size is read from here when a provider is loaded; without settings nothing is pre-opened. */
   readonly #settings: RuntimeSettings | undefined;
   readonly #logger: Logger | undefined;
@@ -72,6 +81,11 @@ export class InferenceState implements Inference {
     this.hierarchy = new Hierarchy(options.clock);
     this.#settings = options.settings;
     this.#logger = options.logger;
+    this.affinity = new SessionAffinity(options.clock);
+    this.routeHealth = new RouteHealth({
+      ...(options.clock ? { clock: options.clock } : {}),
+      onChange: (change) => this.#logger?.info({ provider: change.provider, key_id: change.keyId, from: change.from, to: change.to, reason: change.reason }, `route ${change.provider}${change.keyId === "" ? "" : `/${change.keyId}`} is now ${change.to}: ${change.reason}`),
+    });
   }
 
   get providers(): ReadonlyMap<string, InferenceProvider> {
@@ -116,6 +130,7 @@ export class InferenceState implements Inference {
     const old = this.#providers.get(name);
     this.#providers.delete(name);
     this.#listed.delete(name);
+    this.routeHealth.forget(name);
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
   }
@@ -147,6 +162,14 @@ export class InferenceState implements Inference {
   #rebuildCatalog(): void {
     const keys = new Map([...this.#providers].map(([name, provider]) => [name, provider.keys] as const));
     this.#catalog = createKeyCatalog(keys, undefined, this.#listed);
+  }
+
+  /** Every route the load balancer knows, with the key's configured name (empty for a provider route or a removed key). */
+  *routeStates(): IterableIterator<RouteStateSample> {
+    for (const route of this.routeHealth.routes()) {
+      const keyName = route.keyId === "" ? "" : (this.#providers.get(route.provider)?.keys.find((key) => key.id === route.keyId)?.name ?? "");
+      yield { provider: route.provider, keyId: route.keyId, keyName, state: route.state };
+    }
   }
 
   /** Closes every adapter's keep-alive pools. */

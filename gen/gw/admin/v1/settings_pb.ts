@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/settings.proto.
  */
 export const file_gw_admin_v1_settings: GenFile = /*@__PURE__*/
-  fileDesc("Chpndy9hZG1pbi92MS9zZXR0aW5ncy5wcm90bxILZ3cuYWRtaW4udjEibQoRVG9vbE1hbmFnZXJDb25maWcSFwoPbWF4X2FnZW50X2RlcHRoGAEgASgFEh4KFnRvb2xfZXhlY3V0aW9uX3RpbWVvdXQYAiABKAkSHwoXY29kZV9tb2RlX2JpbmRpbmdfbGV2ZWwYAyABKAkiHQobR2V0VG9vbE1hbmFnZXJDb25maWdSZXF1ZXN0Ik4KHEdldFRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2USLgoGY29uZmlnGAEgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWcigQEKHlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBIuCgZjb25maWcYASABKAsyHi5ndy5hZG1pbi52MS5Ub29sTWFuYWdlckNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYQofVXBkYXRlVG9vbE1hbmFnZXJDb25maWdSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSLgoGY29uZmlnGAIgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWci8gIKDkNsaWVudFNldHRpbmdzEhkKEXByb21ldGhldXNfbGFiZWxzGAEgAygJEhwKFGRyb3BfZXhjZXNzX3JlcXVlc3RzGAIgASgIEhkKEWluaXRpYWxfcG9vbF9zaXplGAMgASgFEhcKD2FsbG93ZWRfaGVhZGVycxgEIAMoCRIiChptY3BfZW5hYmxlX3RlbXBfdG9rZW5fYXV0aBgFIAEoCBIfChdtY3BfZXh0ZXJuYWxfY2xpZW50X3VybBgGIAEoCRIeChZtY3BfdG9vbF9zeW5jX2ludGVydmFsGAcgASgFEhoKEmVuZm9yY2VfZ292ZXJuYW5jZRgIIAEoCBIkChxtY3BfZGlzYWJsZV9hdXRvX3Rvb2xfaW5qZWN0GBQgASgIEhUKDWFsbG93ZWRfaG9zdHMYFSADKAkSFwoPYWxsb3dlZF9vcmlnaW5zGBYgAygJEhwKFG1jcF9zZXJ2ZXJfYXV0aF9tb2RlGBcgASgJIjwKDUdhdGV3YXlDb25maWcSKwoGY2xpZW50GAEgASgLMhsuZ3cuYWRtaW4udjEuQ2xpZW50U2V0dGluZ3MiEgoQR2V0Q29uZmlnUmVxdWVzdCI/ChFHZXRDb25maWdSZXNwb25zZRIqCgZjb25maWcYASABKAsyGi5ndy5hZG1pbi52MS5HYXRld2F5Q29uZmlnInIKE1VwZGF0ZUNvbmZpZ1JlcXVlc3QSKgoGY29uZmlnGAEgASgLMhouZ3cuYWRtaW4udjEuR2F0ZXdheUNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siUgoUVXBkYXRlQ29uZmlnUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEioKBmNvbmZpZxgCIAEoCzIaLmd3LmFkbWluLnYxLkdhdGV3YXlDb25maWcytwQKD1NldHRpbmdzU2VydmljZRKeAQoUR2V0VG9vbE1hbmFnZXJDb25maWcSKC5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1JlcXVlc3QaKS5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1Jlc3BvbnNlIjGguxgBgtPkkwInEiUvYXBpL3NldHRpbmdzL21jcC90b29sLW1hbmFnZXItY29uZmlnEq8BChdVcGRhdGVUb29sTWFuYWdlckNvbmZpZxIrLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBosLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2UiOaC7GAGC0+STAi86BmNvbmZpZxolL2FwaS9zZXR0aW5ncy9tY3AvdG9vbC1tYW5hZ2VyLWNvbmZpZxJfCglHZXRDb25maWcSHS5ndy5hZG1pbi52MS5HZXRDb25maWdSZXF1ZXN0Gh4uZ3cuYWRtaW4udjEuR2V0Q29uZmlnUmVzcG9uc2UiE6C7GAGC0+STAgkSBy9jb25maWcScAoMVXBkYXRlQ29uZmlnEiAuZ3cuYWRtaW4udjEuVXBkYXRlQ29uZmlnUmVxdWVzdBohLmd3LmFkbWluLnYxLlVwZGF0ZUNvbmZpZ1Jlc3BvbnNlIhuguxgBgtPkkwIROgZjb25maWcyBy9jb25maWdCcwoPY29tLmd3LmFkbWluLnYxQg1TZXR0aW5nc1Byb3RvUAFaHWd3L2dlbi9nby9ndy9hZG1pbi92MTthZG1pbnYxogIDR0FEqgILR3cuQWRtaW4uVjHKAgtHd1xBZG1pblxWMeoCDUd3OjpBZG1pbjo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_field_mask, file_gw_api_v1_access]);
+  fileDesc("Chpndy9hZG1pbi92MS9zZXR0aW5ncy5wcm90bxILZ3cuYWRtaW4udjEibQoRVG9vbE1hbmFnZXJDb25maWcSFwoPbWF4X2FnZW50X2RlcHRoGAEgASgFEh4KFnRvb2xfZXhlY3V0aW9uX3RpbWVvdXQYAiABKAkSHwoXY29kZV9tb2RlX2JpbmRpbmdfbGV2ZWwYAyABKAkiHQobR2V0VG9vbE1hbmFnZXJDb25maWdSZXF1ZXN0Ik4KHEdldFRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2USLgoGY29uZmlnGAEgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWcigQEKHlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBIuCgZjb25maWcYASABKAsyHi5ndy5hZG1pbi52MS5Ub29sTWFuYWdlckNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYQofVXBkYXRlVG9vbE1hbmFnZXJDb25maWdSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSLgoGY29uZmlnGAIgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWciHgocR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdCLMAQodR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVzcG9uc2USIwobZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkGAEgASgIEh8KF3JvdXRlX3NlbGVjdGlvbl9lbmFibGVkGAIgASgIEiIKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgIEiEKGXJlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnMYBCABKAgSHgoWcHJ1bmVfZmFpbGVkX2ZhbGxiYWNrcxgFIAEoCCL7AgofVXBkYXRlTG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBIoChtkaXJlY3Rpb25fc2VsZWN0aW9uX2VuYWJsZWQYASABKAhIAIgBARIkChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCEgBiAEBEicKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgISAKIAQESJgoZcmVyb3V0ZV9mYWlsZWRfZGlyZWN0aW9ucxgEIAEoCEgDiAEBEiMKFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAhIBIgBAUIeChxfZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkQhoKGF9yb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZEIdChtfYXBwZW5kX2ZhbGxiYWNrc190b19waW5uZWRCHAoaX3Jlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnNCGQoXX3BydW5lX2ZhaWxlZF9mYWxsYmFja3MizwEKIFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlEiMKG2RpcmVjdGlvbl9zZWxlY3Rpb25fZW5hYmxlZBgBIAEoCBIfChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCBIiChphcHBlbmRfZmFsbGJhY2tzX3RvX3Bpbm5lZBgDIAEoCBIhChlyZXJvdXRlX2ZhaWxlZF9kaXJlY3Rpb25zGAQgASgIEh4KFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAgi8gIKDkNsaWVudFNldHRpbmdzEhkKEXByb21ldGhldXNfbGFiZWxzGAEgAygJEhwKFGRyb3BfZXhjZXNzX3JlcXVlc3RzGAIgASgIEhkKEWluaXRpYWxfcG9vbF9zaXplGAMgASgFEhcKD2FsbG93ZWRfaGVhZGVycxgEIAMoCRIiChptY3BfZW5hYmxlX3RlbXBfdG9rZW5fYXV0aBgFIAEoCBIfChdtY3BfZXh0ZXJuYWxfY2xpZW50X3VybBgGIAEoCRIeChZtY3BfdG9vbF9zeW5jX2ludGVydmFsGAcgASgFEhoKEmVuZm9yY2VfZ292ZXJuYW5jZRgIIAEoCBIkChxtY3BfZGlzYWJsZV9hdXRvX3Rvb2xfaW5qZWN0GBQgASgIEhUKDWFsbG93ZWRfaG9zdHMYFSADKAkSFwoPYWxsb3dlZF9vcmlnaW5zGBYgAygJEhwKFG1jcF9zZXJ2ZXJfYXV0aF9tb2RlGBcgASgJIjwKDUdhdGV3YXlDb25maWcSKwoGY2xpZW50GAEgASgLMhsuZ3cuYWRtaW4udjEuQ2xpZW50U2V0dGluZ3MiEgoQR2V0Q29uZmlnUmVxdWVzdCI/ChFHZXRDb25maWdSZXNwb25zZRIqCgZjb25maWcYASABKAsyGi5ndy5hZG1pbi52MS5HYXRld2F5Q29uZmlnInIKE1VwZGF0ZUNvbmZpZ1JlcXVlc3QSKgoGY29uZmlnGAEgASgLMhouZ3cuYWRtaW4udjEuR2F0ZXdheUNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siUgoUVXBkYXRlQ29uZmlnUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEioKBmNvbmZpZxgCIAEoCzIaLmd3LmFkbWluLnYxLkdhdGV3YXlDb25maWcy9wYKD1NldHRpbmdzU2VydmljZRKeAQoUR2V0VG9vbE1hbmFnZXJDb25maWcSKC5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1JlcXVlc3QaKS5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1Jlc3BvbnNlIjGguxgBgtPkkwInEiUvYXBpL3NldHRpbmdzL21jcC90b29sLW1hbmFnZXItY29uZmlnEq8BChdVcGRhdGVUb29sTWFuYWdlckNvbmZpZxIrLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBosLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2UiOaC7GAGC0+STAi86BmNvbmZpZxolL2FwaS9zZXR0aW5ncy9tY3AvdG9vbC1tYW5hZ2VyLWNvbmZpZxKXAQoVR2V0TG9hZEJhbGFuY2VyQ29uZmlnEikuZ3cuYWRtaW4udjEuR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBoqLmd3LmFkbWluLnYxLkdldExvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL3NldHRpbmdzL2xvYWQtYmFsYW5jZXISowEKGFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZxIsLmd3LmFkbWluLnYxLlVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1JlcXVlc3QaLS5ndy5hZG1pbi52MS5VcGRhdGVMb2FkQmFsYW5jZXJDb25maWdSZXNwb25zZSIqoLsYAYLT5JMCIDoBKhobL2FwaS9zZXR0aW5ncy9sb2FkLWJhbGFuY2VyEl8KCUdldENvbmZpZxIdLmd3LmFkbWluLnYxLkdldENvbmZpZ1JlcXVlc3QaHi5ndy5hZG1pbi52MS5HZXRDb25maWdSZXNwb25zZSIToLsYAYLT5JMCCRIHL2NvbmZpZxJwCgxVcGRhdGVDb25maWcSIC5ndy5hZG1pbi52MS5VcGRhdGVDb25maWdSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuVXBkYXRlQ29uZmlnUmVzcG9uc2UiG6C7GAGC0+STAhE6BmNvbmZpZzIHL2NvbmZpZ0JzCg9jb20uZ3cuYWRtaW4udjFCDVNldHRpbmdzUHJvdG9QAVodZ3cvZ2VuL2dvL2d3L2FkbWluL3YxO2FkbWludjGiAgNHQUSqAgtHdy5BZG1pbi5WMcoCC0d3XEFkbWluXFYx6gINR3c6OkFkbWluOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_field_mask, file_gw_api_v1_access]);
 
 /**
  * ToolManagerConfig bounds agent-mode tool execution.
@@ -144,6 +144,168 @@ export const UpdateToolManagerConfigResponseSchema: GenMessage<UpdateToolManager
   messageDesc(file_gw_admin_v1_settings, 4);
 
 /**
+ * GetLoadBalancerConfigRequest is empty.
+ *
+ * @generated from message gw.admin.v1.GetLoadBalancerConfigRequest
+ */
+export type GetLoadBalancerConfigRequest = Message<"gw.admin.v1.GetLoadBalancerConfigRequest"> & {
+};
+
+/**
+ * Describes the message gw.admin.v1.GetLoadBalancerConfigRequest.
+ * Use `create(GetLoadBalancerConfigRequestSchema)` to create a new message.
+ */
+export const GetLoadBalancerConfigRequestSchema: GenMessage<GetLoadBalancerConfigRequest> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 5);
+
+/**
+ * GetLoadBalancerConfigResponse is the load balancer's toggles.
+ *
+ * @generated from message gw.admin.v1.GetLoadBalancerConfigResponse
+ */
+export type GetLoadBalancerConfigResponse = Message<"gw.admin.v1.GetLoadBalancerConfigResponse"> & {
+  /**
+   * direction_selection_enabled turns on level 1: choosing and ordering providers by health for requests that name none.
+   *
+   * @generated from field: bool direction_selection_enabled = 1;
+   */
+  directionSelectionEnabled: boolean;
+
+  /**
+   * route_selection_enabled turns on level 2: scaling key weights by health and skipping circuit-broken keys.
+   *
+   * @generated from field: bool route_selection_enabled = 2;
+   */
+  routeSelectionEnabled: boolean;
+
+  /**
+   * append_fallbacks_to_pinned appends healthy providers serving the model as fallbacks of a request with a pinned provider.
+   *
+   * @generated from field: bool append_fallbacks_to_pinned = 3;
+   */
+  appendFallbacksToPinned: boolean;
+
+  /**
+   * reroute_failed_directions moves a pinned request whose provider is circuit-broken to a healthy provider serving the model.
+   *
+   * @generated from field: bool reroute_failed_directions = 4;
+   */
+  rerouteFailedDirections: boolean;
+
+  /**
+   * prune_failed_fallbacks removes circuit-broken providers from a request's fallbacks.
+   *
+   * @generated from field: bool prune_failed_fallbacks = 5;
+   */
+  pruneFailedFallbacks: boolean;
+};
+
+/**
+ * Describes the message gw.admin.v1.GetLoadBalancerConfigResponse.
+ * Use `create(GetLoadBalancerConfigResponseSchema)` to create a new message.
+ */
+export const GetLoadBalancerConfigResponseSchema: GenMessage<GetLoadBalancerConfigResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 6);
+
+/**
+ * UpdateLoadBalancerConfigRequest holds the toggles to change; an absent field keeps its value.
+ *
+ * @generated from message gw.admin.v1.UpdateLoadBalancerConfigRequest
+ */
+export type UpdateLoadBalancerConfigRequest = Message<"gw.admin.v1.UpdateLoadBalancerConfigRequest"> & {
+  /**
+   * direction_selection_enabled turns on level 1: choosing and ordering providers by health for requests that name none.
+   *
+   * @generated from field: optional bool direction_selection_enabled = 1;
+   */
+  directionSelectionEnabled?: boolean | undefined;
+
+  /**
+   * route_selection_enabled turns on level 2: scaling key weights by health and skipping circuit-broken keys.
+   *
+   * @generated from field: optional bool route_selection_enabled = 2;
+   */
+  routeSelectionEnabled?: boolean | undefined;
+
+  /**
+   * append_fallbacks_to_pinned appends healthy providers serving the model as fallbacks of a request with a pinned provider.
+   *
+   * @generated from field: optional bool append_fallbacks_to_pinned = 3;
+   */
+  appendFallbacksToPinned?: boolean | undefined;
+
+  /**
+   * reroute_failed_directions moves a pinned request whose provider is circuit-broken to a healthy provider serving the model.
+   *
+   * @generated from field: optional bool reroute_failed_directions = 4;
+   */
+  rerouteFailedDirections?: boolean | undefined;
+
+  /**
+   * prune_failed_fallbacks removes circuit-broken providers from a request's fallbacks.
+   *
+   * @generated from field: optional bool prune_failed_fallbacks = 5;
+   */
+  pruneFailedFallbacks?: boolean | undefined;
+};
+
+/**
+ * Describes the message gw.admin.v1.UpdateLoadBalancerConfigRequest.
+ * Use `create(UpdateLoadBalancerConfigRequestSchema)` to create a new message.
+ */
+export const UpdateLoadBalancerConfigRequestSchema: GenMessage<UpdateLoadBalancerConfigRequest> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 7);
+
+/**
+ * UpdateLoadBalancerConfigResponse is the toggles as stored.
+ *
+ * @generated from message gw.admin.v1.UpdateLoadBalancerConfigResponse
+ */
+export type UpdateLoadBalancerConfigResponse = Message<"gw.admin.v1.UpdateLoadBalancerConfigResponse"> & {
+  /**
+   * direction_selection_enabled turns on level 1: choosing and ordering providers by health for requests that name none.
+   *
+   * @generated from field: bool direction_selection_enabled = 1;
+   */
+  directionSelectionEnabled: boolean;
+
+  /**
+   * route_selection_enabled turns on level 2: scaling key weights by health and skipping circuit-broken keys.
+   *
+   * @generated from field: bool route_selection_enabled = 2;
+   */
+  routeSelectionEnabled: boolean;
+
+  /**
+   * append_fallbacks_to_pinned appends healthy providers serving the model as fallbacks of a request with a pinned provider.
+   *
+   * @generated from field: bool append_fallbacks_to_pinned = 3;
+   */
+  appendFallbacksToPinned: boolean;
+
+  /**
+   * reroute_failed_directions moves a pinned request whose provider is circuit-broken to a healthy provider serving the model.
+   *
+   * @generated from field: bool reroute_failed_directions = 4;
+   */
+  rerouteFailedDirections: boolean;
+
+  /**
+   * prune_failed_fallbacks removes circuit-broken providers from a request's fallbacks.
+   *
+   * @generated from field: bool prune_failed_fallbacks = 5;
+   */
+  pruneFailedFallbacks: boolean;
+};
+
+/**
+ * Describes the message gw.admin.v1.UpdateLoadBalancerConfigResponse.
+ * Use `create(UpdateLoadBalancerConfigResponseSchema)` to create a new message.
+ */
+export const UpdateLoadBalancerConfigResponseSchema: GenMessage<UpdateLoadBalancerConfigResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 8);
+
+/**
  * ClientSettings are gateway-wide client settings.
  *
  * @generated from message gw.admin.v1.ClientSettings
@@ -239,7 +401,7 @@ export type ClientSettings = Message<"gw.admin.v1.ClientSettings"> & {
  * Use `create(ClientSettingsSchema)` to create a new message.
  */
 export const ClientSettingsSchema: GenMessage<ClientSettings> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 5);
+  messageDesc(file_gw_admin_v1_settings, 9);
 
 /**
  * GatewayConfig is the run-time-changeable gateway configuration.
@@ -260,7 +422,7 @@ export type GatewayConfig = Message<"gw.admin.v1.GatewayConfig"> & {
  * Use `create(GatewayConfigSchema)` to create a new message.
  */
 export const GatewayConfigSchema: GenMessage<GatewayConfig> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 6);
+  messageDesc(file_gw_admin_v1_settings, 10);
 
 /**
  * GetConfigRequest is empty.
@@ -275,7 +437,7 @@ export type GetConfigRequest = Message<"gw.admin.v1.GetConfigRequest"> & {
  * Use `create(GetConfigRequestSchema)` to create a new message.
  */
 export const GetConfigRequestSchema: GenMessage<GetConfigRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 7);
+  messageDesc(file_gw_admin_v1_settings, 11);
 
 /**
  * GetConfigResponse carries the configuration.
@@ -296,7 +458,7 @@ export type GetConfigResponse = Message<"gw.admin.v1.GetConfigResponse"> & {
  * Use `create(GetConfigResponseSchema)` to create a new message.
  */
 export const GetConfigResponseSchema: GenMessage<GetConfigResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 8);
+  messageDesc(file_gw_admin_v1_settings, 12);
 
 /**
  * UpdateConfigRequest changes configuration fields.
@@ -324,7 +486,7 @@ export type UpdateConfigRequest = Message<"gw.admin.v1.UpdateConfigRequest"> & {
  * Use `create(UpdateConfigRequestSchema)` to create a new message.
  */
 export const UpdateConfigRequestSchema: GenMessage<UpdateConfigRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 9);
+  messageDesc(file_gw_admin_v1_settings, 13);
 
 /**
  * UpdateConfigResponse returns the configuration as stored.
@@ -352,7 +514,7 @@ export type UpdateConfigResponse = Message<"gw.admin.v1.UpdateConfigResponse"> &
  * Use `create(UpdateConfigResponseSchema)` to create a new message.
  */
 export const UpdateConfigResponseSchema: GenMessage<UpdateConfigResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_settings, 10);
+  messageDesc(file_gw_admin_v1_settings, 14);
 
 /**
  * SettingsService reads and changes gateway settings at run time.
@@ -379,6 +541,26 @@ export const SettingsService: GenService<{
     methodKind: "unary";
     input: typeof UpdateToolManagerConfigRequestSchema;
     output: typeof UpdateToolManagerConfigResponseSchema;
+  },
+  /**
+   * GetLoadBalancerConfig returns the adaptive load balancer's toggles as a flat object.
+   *
+   * @generated from rpc gw.admin.v1.SettingsService.GetLoadBalancerConfig
+   */
+  getLoadBalancerConfig: {
+    methodKind: "unary";
+    input: typeof GetLoadBalancerConfigRequestSchema;
+    output: typeof GetLoadBalancerConfigResponseSchema;
+  },
+  /**
+   * UpdateLoadBalancerConfig changes the toggles present in the request; omitted ones keep their value.
+   *
+   * @generated from rpc gw.admin.v1.SettingsService.UpdateLoadBalancerConfig
+   */
+  updateLoadBalancerConfig: {
+    methodKind: "unary";
+    input: typeof UpdateLoadBalancerConfigRequestSchema;
+    output: typeof UpdateLoadBalancerConfigResponseSchema;
   },
   /**
    * GetConfig returns the run-time gateway configuration.
