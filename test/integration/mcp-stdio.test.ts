@@ -40,7 +40,12 @@ describe("stdio clients", () => {
   }
 
   test("a real stdio MCP server connects, lists its tools and runs one", async () => {
-    const client = await waitSettled("everything");
+    let client = await waitSettled("everything");
+    // The listing reads the stored tool list, written as the client turns healthy: poll briefly for it.
+    for (let i = 0; i < 100 && client.tools.length === 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      client = await waitSettled("everything");
+    }
     assert.equal(client.state, "healthy");
     assert.ok(client.tools.some((t) => t.name === "echo"), JSON.stringify(client.tools.map((t) => t.name)));
     const res = await api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name: "everything-echo", arguments: JSON.stringify({ message: "hi there" }) } });
