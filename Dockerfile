@@ -1,5 +1,5 @@
 # gw as a container: built in one stage (npm ci with the dev dependencies runs `prepare`, which bundles
-# dist/main.js), run in the next with production dependencies only, as an unprivileged user.
+# dist/main.js and the dashboard in dist/web), run in the next with production dependencies only, as an unprivileged user.
 #   docker build -t gw .
 #   docker run -p 8080:8080 -v gw-data:/data -e GW_ADMIN_USERNAME=admin -e GW_ADMIN_PASSWORD=... \
 #     -e GW_ENCRYPTION_KEY=$(openssl rand -hex 32) gw
@@ -11,6 +11,7 @@ COPY package.json package-lock.json ./
 COPY tsconfig.json ./
 COPY src ./src
 COPY gen ./gen
+COPY web ./web
 RUN npm ci --no-audit --no-fund
 
 FROM node:20-slim

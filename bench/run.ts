@@ -22,7 +22,11 @@
  *    time to the first body byte.
  * 4. concurrent streaming: STREAM_CONNECTIONS (8) connections each streaming one answer after another,
  *    2 s warm-up then BENCH_SECONDS: time to first byte p50/p99 and streams completed per second.
- * 5. memory: peak RSS of each target's whole process tree (the process and every descendant, their
+ * 5. cache hits (gateways only): the closed loop of 1 with `x-gw-cache: direct`, so every request after
+ *    the first is answered from the response cache without an upstream call (each counted answer must
+ *    carry `x-gw-cache: hit-direct`): requests/s, reported as a multiple of the floor's pass-through
+ *    throughput of phase 1.
+ * 6. memory: peak RSS of each target's whole process tree (the process and every descendant, their
  *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
  *    the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
@@ -32,7 +36,9 @@
  * The machine has 2 cores shared by the generator, the upstream and the target, so compare ratios
  * between targets of one run rather than absolute figures between machines.
  *
- * Env: BENCH_SECONDS (default 10), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
+ * Env: BENCH_SECONDS (default 10), BENCH_PHASES (a comma-separated subset of throughput, latency,
+ * streaming, concurrent-streams, cache-hit; default all), BENCH_VARIANTS (a comma-separated subset of the
+ * gateway variants; default all; direct and the floors always run), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
  * schema of its own), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
  * writing into bench/profiles/<variant>/ (one file per thread; the main thread's is the largest).
  */
@@ -85,6 +91,16 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
   ...(DATABASE_URL ? [{ name: "gateway-pg", description: "defaults, on the PostgreSQL server of BENCH_DATABASE_URL", appOptions: {}, databaseUrl: DATABASE_URL }] : []),
 ];
 
+/** The measurements of each target, in the order they run. */
+const PHASES = ["throughput", "latency", "streaming", "concurrent-streams", "cache-hit"] as const;
+type Phase = (typeof PHASES)[number];
+
+const SELECTED_PHASES = subset("BENCH_PHASES", PHASES);
+const SELECTED_VARIANTS = subset(
+  "BENCH_VARIANTS",
+  GATEWAY_VARIANTS.map((variant) => variant.name),
+);
+
 const SECONDS = positiveNumber("BENCH_SECONDS", 10);
 const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const WARMUP_MS = 2_000;
@@ -102,6 +118,8 @@ const START_TIMEOUT_MS = 120_000;
 const EXIT_TIMEOUT_MS = 20_000;
 
 const HEADERS = { "content-type": "application/json", authorization: "Bearer sk-gw-bench" };
+/** The same request, asking the gateway's response cache to answer it. */
+const CACHED_HEADERS = { ...HEADERS, "x-gw-cache": "direct" };
 const MESSAGES = [
   { role: "system", content: "You are a concise assistant for backend engineers." },
   { role: "user", content: "Explain in three sentences why keep-alive connections matter for an API gateway in front of model providers." },
@@ -115,6 +133,16 @@ const REPO = here("..");
 const PROFILE_DIR = here("./profiles");
 const LAST_RUN = here("./last-run.json");
 const BUILD_DIR = here("../.tmp/bench");
+
+/** The names a comma-separated env variable picks out of `all` (all when unset); an unknown name stops the run. */
+function subset<T extends string>(name: string, all: readonly T[]): ReadonlySet<T> {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return new Set(all);
+  const picked = raw.split(",").map((entry) => entry.trim());
+  const unknown = picked.filter((entry) => !(all as readonly string[]).includes(entry));
+  if (unknown.length > 0) throw new Error(`${name} names ${unknown.join(", ")}; pick from ${all.join(", ")}`);
+  return new Set(picked as T[]);
+}
 
 function positiveNumber(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -307,13 +335,25 @@ class Errors {
   }
 }
 
-/** One non-streaming request read to its end; true when it was a 200. */
-async function chat(pool: Pool, errors: Errors): Promise<boolean> {
+/** How a request of a loop is sent and what its answer must show. */
+interface RequestShape {
+  headers: Record<string, string>;
+  /** The `x-gw-cache` answer header every counted request must carry; undefined checks nothing. */
+  cache?: string;
+}
+
+const PLAIN: RequestShape = { headers: HEADERS };
+const CACHE_HIT: RequestShape = { headers: CACHED_HEADERS, cache: "hit-direct" };
+
+/** One non-streaming request read to its end; true when it was a 200 (with the cache header `shape` expects). */
+async function chat(pool: Pool, errors: Errors, shape: RequestShape = PLAIN): Promise<boolean> {
   try {
-    const res = await pool.request({ method: "POST", path: PATH, headers: HEADERS, body: CHAT_BODY });
+    const res = await pool.request({ method: "POST", path: PATH, headers: shape.headers, body: CHAT_BODY });
     const body = await res.body.arrayBuffer();
-    if (res.statusCode === 200 && body.byteLength > 0) return true;
-    errors.add(`HTTP ${res.statusCode}: ${Buffer.from(body).toString("utf8")}`);
+    const cache = res.headers["x-gw-cache"];
+    if (res.statusCode === 200 && body.byteLength > 0 && (shape.cache === undefined || cache === shape.cache)) return true;
+    if (res.statusCode === 200) errors.add(`x-gw-cache: ${String(cache)}, expected ${shape.cache ?? ""}`);
+    else errors.add(`HTTP ${res.statusCode}: ${Buffer.from(body).toString("utf8")}`);
   } catch (err) {
     errors.add(String(err));
   }
@@ -326,22 +366,24 @@ function percentile(sorted: Float64Array, q: number): number {
 }
 
 /** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
-async function throughput(url: string, pid: number | undefined, errors: Errors): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
+async function throughput(url: string, pid: number | undefined, errors: Errors, shape: RequestShape = PLAIN): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
-  const loop = async (until: number): Promise<number> => {
+  const loop = async (until: number, count: Errors): Promise<number> => {
     let ok = 0;
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
-        while (performance.now() < until) if (await chat(pool, errors)) ok++;
+        while (performance.now() < until) if (await chat(pool, count, shape)) ok++;
       }),
     );
     return ok;
   };
   try {
-    await loop(performance.now() + WARMUP_MS);
+    // The first cached requests of the warm-up are misses that fill the cache: they are not errors.
+    if (shape.cache !== undefined) await chat(pool, new Errors(), { headers: shape.headers });
+    await loop(performance.now() + WARMUP_MS, errors);
     const cpuBefore = cpuMs(pid);
     const started = performance.now();
-    const requests = await loop(started + SECONDS * 1000);
+    const requests = await loop(started + SECONDS * 1000, errors);
     const elapsed = performance.now() - started;
     return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
   } finally {
@@ -461,25 +503,55 @@ interface TargetResult {
   latencyMs: { p50: number; p99: number; maxLagMs: number; requests: number };
   streamTtfbMs: { p50: number; p99: number; requests: number };
   concurrentStreams: { p50: number; p99: number; streamsPerSecond: number; requests: number };
+  /** Closed-loop throughput of requests the response cache answers; null for targets without a cache. */
+  cacheHits: { rps: number; requests: number; cpuUsPerRequest: number } | null;
   /** Peak RSS of the target's whole process tree. */
   peakRssMiB: number | null;
   errors: number;
   errorSamples: string[];
 }
 
+/**
+ * Runs `run` when `selected` is among the phases picked, announcing `label` and pausing after it so one
+ * phase's tail does not skew the next; else answers `skipped`.
+ */
+async function phase<T>(target: string, selected: Phase, label: string, run: () => Promise<T>, skipped: T): Promise<T> {
+  if (!SELECTED_PHASES.has(selected)) return skipped;
+  process.stderr.write(`${target}: ${label}...\n`);
+  const result = await run();
+  await sleep(500);
+  return result;
+}
+
+const NOT_RUN = { rps: Number.NaN, requests: 0, cpuUsPerRequest: Number.NaN };
+
 async function measure(target: { name: string; kind: TargetResult["kind"]; description: string; url: string; pid: number | undefined }): Promise<TargetResult> {
   const errors = new Errors();
-  process.stderr.write(`${target.name}: throughput (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)...\n`);
-  const rps = await throughput(target.url, target.pid, errors);
-  await sleep(500);
-  process.stderr.write(`${target.name}: latency at ${RATE} req/s (${LATENCY_WARMUP} warm-up + ${LATENCY_COUNT})...\n`);
-  const lat = await latency(target.url, errors);
-  await sleep(500);
-  process.stderr.write(`${target.name}: streaming time to first byte (${STREAM_WARMUP} warm-up + ${STREAM_COUNT})...\n`);
-  const ttfb = await streaming(target.url, errors);
-  await sleep(500);
-  process.stderr.write(`${target.name}: ${STREAM_CONNECTIONS} concurrent streams (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)...\n`);
-  const concurrent = await concurrentStreaming(target.url, errors);
+  const name = target.name;
+  const rps = await phase(name, "throughput", `throughput (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors), NOT_RUN);
+  const lat = await phase(name, "latency", `latency at ${RATE} req/s (${LATENCY_WARMUP} warm-up + ${LATENCY_COUNT})`, () => latency(target.url, errors), {
+    p50: Number.NaN,
+    p99: Number.NaN,
+    maxLagMs: Number.NaN,
+    requests: 0,
+  });
+  const ttfb = await phase(name, "streaming", `streaming time to first byte (${STREAM_WARMUP} warm-up + ${STREAM_COUNT})`, () => streaming(target.url, errors), {
+    p50: Number.NaN,
+    p99: Number.NaN,
+    requests: 0,
+  });
+  const concurrent = await phase(
+    name,
+    "concurrent-streams",
+    `${STREAM_CONNECTIONS} concurrent streams (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`,
+    () => concurrentStreaming(target.url, errors),
+    { p50: Number.NaN, p99: Number.NaN, streamsPerSecond: Number.NaN, requests: 0 },
+  );
+  // Only a gateway has a response cache; the floors would just pass the header through.
+  const cacheHits =
+    target.kind !== "gateway"
+      ? null
+      : await phase(name, "cache-hit", `cache hits (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors, CACHE_HIT), null);
   return {
     name: target.name,
     kind: target.kind,
@@ -488,6 +560,7 @@ async function measure(target: { name: string; kind: TargetResult["kind"]; descr
     latencyMs: lat,
     streamTtfbMs: ttfb,
     concurrentStreams: concurrent,
+    cacheHits,
     peakRssMiB: null,
     errors: errors.count,
     errorSamples: [...errors.samples],
@@ -567,6 +640,8 @@ function report(results: TargetResult[], loadAtStart: number): void {
         ...ratios(cttfb99),
         row(`${STREAM_CONNECTIONS} streams: streams/s`, (r) => fmt(streamsPerSecond(r), 0)),
         row("  ÷ floor", (r) => pct(streamsPerSecond(r) / streamsPerSecond(floor))),
+        row("cache-hit throughput req/s", (r) => fmt(r.cacheHits?.rps ?? null, 0)),
+        row("  ÷ floor pass-through", (r) => (r.cacheHits === null ? "-" : times(r.cacheHits.rps, floor.throughput.rps))),
         row("peak RSS MiB (process tree)", (r) => fmt(r.peakRssMiB, 0)),
         ...ratios((r) => r.peakRssMiB),
         row("errors", (r) => String(r.errors)),
@@ -582,6 +657,12 @@ function report(results: TargetResult[], loadAtStart: number): void {
         `${times(cttfb50(r), cttfb50(floor))} the floor's, ${pct(streamsPerSecond(r) / streamsPerSecond(floor))} of its streams/s; ` +
         `peak RSS ${fmt(r.peakRssMiB, 0)} MiB`,
     );
+    if (r.cacheHits !== null) {
+      console.log(
+        `${r.name}: cache hits ${fmt(r.cacheHits.rps, 0)} req/s, ${times(r.cacheHits.rps, floor.throughput.rps)} the floor's pass-through ` +
+          `${fmt(floor.throughput.rps, 0)} req/s, ${fmt(r.cacheHits.cpuUsPerRequest, 0)} µs CPU per hit`,
+      );
+    }
   }
   const errors = results.reduce((sum, r) => sum + r.errors, 0);
   console.log(`errors: ${errors}${errors > 0 ? "  <- INVALID RUN" : ""}`);
@@ -594,11 +675,11 @@ async function main(): Promise<void> {
   const [upstream, collector] = await Promise.all([startChild("upstream", "./upstream.ts", {}), startChild("collector", "./collector.ts", {})]);
   const env = { BENCH_UPSTREAM_URL: upstream.url };
   const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
-  process.stderr.write(`starting the floors and ${GATEWAY_VARIANTS.length} gateway variant(s) (the embedded database takes a few seconds)...\n`);
+  process.stderr.write(`starting the floors and ${SELECTED_VARIANTS.size} gateway variant(s) (the embedded database takes a few seconds)...\n`);
   const starting = [
     startChild("floor", "./floor.ts", env),
     startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }),
-    ...GATEWAY_VARIANTS.map((variant) =>
+    ...GATEWAY_VARIANTS.filter((variant) => SELECTED_VARIANTS.has(variant.name)).map((variant) =>
       startChild(
         variant.name,
         "./gateway.ts",
@@ -623,7 +704,7 @@ async function main(): Promise<void> {
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
     { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid },
     { name: "floor-json", kind: "floor" as const, description: "the same, parsing the request JSON first", url: floor.url, pid: floor.process.pid },
-    ...gateways.map((g, i) => ({ name: g.name, kind: "gateway" as const, description: GATEWAY_VARIANTS[i]?.description ?? "", url: g.url, pid: g.process.pid })),
+    ...gateways.map((g) => ({ name: g.name, kind: "gateway" as const, description: GATEWAY_VARIANTS.find((v) => v.name === g.name)?.description ?? "", url: g.url, pid: g.process.pid })),
   ];
   const results: TargetResult[] = [];
   for (const target of targets) {
@@ -646,7 +727,7 @@ async function main(): Promise<void> {
         node: process.version,
         cores: availableParallelism(),
         loadAverage: { atStart: loadAtStart, atEnd: load() },
-        settings: { seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
+        settings: { phases: [...SELECTED_PHASES], seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
         results,
         errors,
         valid: errors === 0,

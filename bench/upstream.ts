@@ -1,7 +1,7 @@
 /**
  * Bench child: a mock OpenAI upstream on 127.0.0.1 (port 0) that answers POST /v1/chat/completions
  * at once with a fixed, realistic chat.completion, or with a whole SSE stream of chunks when the body
- * asks for `"stream": true` (50 content chunks, one write each). Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
+ * asks for `"stream": true` (50 content chunks, one write each), or with a tool call when it offers tools. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
  * so it never outlives the bench.
  */
 import * as http from "node:http";
@@ -31,6 +31,25 @@ const COMPLETION = Buffer.from(
     usage: USAGE,
     service_tier: "default",
     system_fingerprint: "fp_0ba0d124f1",
+  }),
+);
+
+/** The answer to a request that offers tools: one call of a weather tool. */
+const TOOL_CALL = Buffer.from(
+  JSON.stringify({
+    id: "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcU",
+    object: "chat.completion",
+    created: CREATED,
+    model: MODEL,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: null, refusal: null, tool_calls: [{ id: "call_bench_1", type: "function", function: { name: "get_weather", arguments: '{"city":"Paris"}' } }] },
+        logprobs: null,
+        finish_reason: "tool_calls",
+      },
+    ],
+    usage: USAGE,
   }),
 );
 
@@ -90,8 +109,10 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
       return;
     }
     if (body["stream"] !== true) {
-      res.writeHead(200, { "content-type": "application/json", "content-length": COMPLETION.length });
-      res.end(COMPLETION);
+      // A request offering tools is answered with a call of the first one, as a model picking a tool does.
+      const answer = Array.isArray(body["tools"]) && body["tools"].length > 0 ? TOOL_CALL : COMPLETION;
+      res.writeHead(200, { "content-type": "application/json", "content-length": answer.length });
+      res.end(answer);
       return;
     }
     const options = body["stream_options"] as Record<string, unknown> | undefined;

@@ -3,8 +3,9 @@
  * opens the store, seeds it from the config file, wires every service, interceptor and protocol onto that
  * port, and returns the running app with its reload() and close().
  */
+import { EgressPolicy, installEgressPolicy, type EgressConfig } from "./config/egress-policy.js";
 import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
-import type { GatewayFileConfig } from "./config/file-config.js";
+import { defaultServerLimits, type GatewayFileConfig, type ServerLimits } from "./config/file-config.js";
 import { clientSettings, type ClientSettings, type RuntimeSettings, type ToolManagerSettings, type LoadBalancerSettings } from "./config/runtime-settings.js";
 import type { McpClientSpec } from "./mcp/client-spec.js";
 import type { RuntimeTiming } from "./mcp/client-runtime.js";
@@ -13,6 +14,8 @@ import { StateRegistry } from "./mcp/state-registry.js";
 import { createSessionFactory } from "./mcp/upstream-session.js";
 import { GatewayError } from "./errors.js";
 import { unauthenticatedExposure } from "./server/exposure.js";
+import { ChangeListener } from "./cluster/change-listener.js";
+import { NodeRegistry } from "./cluster/node-registry.js";
 import { createHttpHandler } from "./server/http-handler.js";
 import { createHostGuard } from "./server/host-guard.js";
 import { createMcpEndpoint, MCP_PATH } from "./server/mcp/mcp-endpoint.js";
@@ -28,17 +31,30 @@ import { createResponsesHandler } from "./server/v1/responses.js";
 import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./services/inference/chat.js";
+import { ComplexityClassifier } from "./services/inference/complexity-classifier.js";
+import type { ComplexitySettings } from "./routing/complexity.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
 import { loadInference } from "./services/inference/records.js";
 import { InferenceState } from "./services/inference/state.js";
+import { ProviderModelLists } from "./services/inference/model-lists.js";
+import { createProviderEmbedder, type EmbeddingTarget } from "./services/inference/cache-embedder.js";
+import { ResponseCache, type ResponseCacheLimits } from "./services/inference/response-cache.js";
 import { UsageFlusher } from "./services/inference/usage-flusher.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
+import { bearerRefusal, IdpTokens, jwtBearer } from "./services/sso/idp-tokens.js";
+import { SsoLogin } from "./services/sso/sso-login.js";
+import { createSsoRoutes } from "./server/pages/sso-routes.js";
+import { originOfHeaders } from "./mcp/credentials/index.js";
+import { SSO_OFF, type SsoSettings } from "./config/sso-config.js";
 import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
+import { configChangeHandlers } from "./services/cluster-sync.js";
+import { NodeStatePublisher } from "./services/mcp-node-states.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
-import { openStore, type Store } from "./store/index.js";
+import { PricingSync, type PricingSettings } from "./routing/pricing-sync.js";
+import { ensureVectorExtension, openStore, ResponseCacheTable, type Store } from "./store/index.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
 import { Metrics } from "./telemetry/metrics.js";
@@ -59,6 +75,8 @@ export interface AppOptions {
   port?: number;
   /** postgres://... for a real server; absent uses the embedded database. */
   databaseUrl?: string;
+  /** Header size, timeouts and the connection cap of the listener (the config file's `server`); read only at start. */
+  server?: ServerLimits;
   /** PostgreSQL schema (tests isolate runs with it). */
   databaseSchema?: string;
   encryptionKey?: string;
@@ -66,6 +84,8 @@ export interface AppOptions {
   toolManager?: ToolManagerSettings;
   /** The load balancer's toggles from the config file's load_balancer_config. */
   loadBalancer?: LoadBalancerSettings;
+  /** network.egress: the destinations upstream connections may reach (the built-in denials when absent). */
+  egress?: EgressConfig;
   client?: ClientSettings & { maxRequestBodyBytes?: number };
   /** MCP clients declared in the config file. */
   mcpClients?: McpClientSpec[];
@@ -78,10 +98,20 @@ export interface AppOptions {
   telemetry?: { userLabelsEnabled?: boolean; maxLabelValues?: number; recording?: boolean };
   /** Providers and virtual keys of the /v1 inference path (none: every /v1 model names no provider). */
   inference?: InferenceOptions;
+  /** How complexity tiers are computed for routing rules that read complexity_tier (routing.complexity); absent: they read "". */
+  complexity?: ComplexitySettings;
+  /** The response cache: the embedding model of semantic lookups (none: semantic caching is unavailable) and its bounds. */
+  cache?: { embedding?: EmbeddingTarget | null; limits?: Partial<ResponseCacheLimits> };
   /** Limits of the /mcp session table (defaults: 1000 sessions, 30 minutes idle). */
   mcpSessions?: Partial<McpSessionLimits>;
   /** OTLP trace export (OTEL_* variables or telemetry.otlp); absent: tracing off, no SDK loaded. */
   tracing?: OtlpTracingOptions;
+  /** pricing.pricing_url and sync_interval (absent: the bundled datasheet only). */
+  pricing?: PricingSettings;
+  /** Download tuning of the pricing sync (tests shorten the waits and the size cap). */
+  pricingTiming?: { retryDelaysMs?: readonly number[]; tickMs?: number; maxBytes?: number; timeoutMs?: number };
+  /** Single sign-on and IdP bearer tokens (the config file's `sso`); absent: off. */
+  sso?: SsoSettings;
 }
 
 /** A running gateway. */
@@ -103,6 +133,7 @@ export interface App {
 }
 
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
+const NO_PRICING_URL: PricingSettings = { url: "", syncIntervalMs: 24 * 3_600_000 };
 const AUTH_OFF: AdminAuthConfig = { enabled: false, username: "", password: "", sessionTtlMs: 86_400_000 };
 
 /** Warns about an admin API open to the network, or refuses it with `requireAuth`. */
@@ -117,11 +148,21 @@ function checkExposure(host: string, auth: AdminAuthConfig | undefined, requireA
 export async function createApp(options: AppOptions): Promise<App> {
   const logger = options.logger ?? createLogger();
   const host = options.host ?? "127.0.0.1";
+  // Before any provider or MCP client is set up, so their first connections already obey it.
+  const egress = new EgressPolicy(options.egress);
+  installEgressPolicy(egress);
+  // Config-file providers were checked against the built-in denials only, before the file's policy was known.
+  for (const [name, wire] of Object.entries(options.inference?.providers ?? {})) {
+    const network = wire["network_config"];
+    const baseUrl = network !== null && typeof network === "object" && !Array.isArray(network) ? (network as Record<string, unknown>)["base_url"] : undefined;
+    if (typeof baseUrl === "string" && baseUrl !== "") egress.checkUrl(baseUrl, `providers.${name}.network_config.base_url`);
+  }
   checkExposure(host, options.auth, options.requireAuth ?? false, logger);
   const readiness = new Readiness(() => logger.info("gateway ready"));
   // Bound first, so probes get an answer while the store opens (a first embedded start runs initdb).
   let serve: RequestHandler = createStartingHandler(readiness);
-  const server = createOnePortServer((req, res) => serve(req, res));
+  const serverLimits = options.server ?? defaultServerLimits();
+  const server = createOnePortServer((req, res) => serve(req, res), serverLimits);
   const address = await server.listen(options.port ?? 8080, host);
   const hostForUrl = address.host.includes(":") ? `[${address.host}]` : address.host;
   const url = `http://${hostForUrl}:${address.port}`;
@@ -142,11 +183,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   readiness.done("store");
   let inference: InferenceState | undefined;
   let usageFlusher: UsageFlusher | undefined;
+  let responseCache: ResponseCache | undefined;
   let runtime: McpRuntime | undefined;
   let tracing: Tracing | undefined;
+  let pricingSync: PricingSync | undefined;
+  let nodes: NodeRegistry | undefined;
+  let changes: ChangeListener | undefined;
+  let nodeStates: NodeStatePublisher | undefined;
   try {
     if (options.tracing) tracing = await startOtlpTracing(options.tracing, logger, VERSION);
-    await seedStore(store, seedInputOf(options), logger);
+    // Nodes started together with one config file would otherwise insert the same entries at once.
+    await store.exclusive("seed", () => seedStore(store, seedInputOf(options), logger));
     const settings = await loadSettings(store);
     const inferenceOptions = options.inference ?? { providers: {}, virtualKeys: [] };
     const state = new InferenceState({
@@ -158,14 +205,31 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     inference = state;
     await loadInference(store, state, logger);
+    const pricing = new PricingSync({
+      store,
+      logger,
+      settings: options.pricing ?? NO_PRICING_URL,
+      onChange: (snapshot) => state.setPrices(snapshot.table, snapshot.entries),
+      ...options.pricingTiming,
+    });
+    pricingSync = pricing;
+    await pricing.start();
     readiness.done("catalog");
-    const flusher = new UsageFlusher(store, state.limits, logger, inferenceOptions.usageFlushIntervalMs);
+    const modelLists = new ProviderModelLists({ store, logger, inference: state });
+    // In the background: an unreachable provider is a warning and must not hold up readiness.
+    void modelLists.refetchAll();
+    const cache = await startResponseCache(store, state, options, logger);
+    responseCache = cache;
+    const flusher = new UsageFlusher(store, state, logger, inferenceOptions.usageFlushIntervalMs);
     usageFlusher = flusher;
     flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
+    const idp = new IdpTokens(options.sso ?? SSO_OFF);
+    const ssoLogin = new SsoLogin(idp);
+    const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
     const mcpRuntime = new McpRuntime({
       store,
       logger,
@@ -173,13 +237,24 @@ export async function createApp(options: AppOptions): Promise<App> {
       states: new StateRegistry(),
       metrics,
       sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
+      defaultTokenEndpoint: async () => (idp.enabled ? (await idp.metadata()).tokenEndpoint : null),
       ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
     const oauth2Store = new OAuth2Store(store);
     await oauth2Store.load();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store };
+    const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
+    nodes = cluster;
+    await cluster.start();
+    // Other nodes' admin writes and reloads reach this node's caches through the database.
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime }) });
+    changes = changeListener;
+    await changeListener.start();
+    const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
+    nodeStates = publisher;
+    publisher.start();
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -188,12 +263,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
     const observer = new InferenceTelemetry(metrics, logger, state.routingLog);
-    const chat = createChatService({ inference: state, observer, settings });
+    const complexity = options.complexity ? new ComplexityClassifier(options.complexity, state, { embedding: (...a) => observer.routingEmbedding(...a), failed: (...a) => observer.complexityFailed(...a) }) : undefined;
+    // The examples are embedded in the background: a request that needs them before then waits for the same call.
+    void complexity?.warmup();
+    const chat = createChatService({ inference: state, observer, settings, cache, idp, ...(complexity ? { complexity } : {}) });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
-    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer });
+    const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer, idp, ssoSession });
     const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });
     const mcpEndpoint = createMcpEndpoint({
-      tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth }),
+      tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth, idp, ssoSession }),
       oauth: { server: oauth2, mode: () => settings.client.mcpServerAuthMode },
       logger,
       version: VERSION,
@@ -214,8 +292,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       responses: createResponsesHandler({ chat: agent, maxBodyBytes, logger }),
       messages: createMessagesHandler({ chat: agent, maxBodyBytes, logger }),
       countTokens: createCountTokensHandler({ chat: agent, maxBodyBytes, logger }),
-      modelLookup: createModelLookup({ inference: state, settings }),
-      compatModelNames: createCompatModelNames({ inference: state, settings }),
+      modelLookup: createModelLookup({ inference: state, settings, idp }),
+      compatModelNames: createCompatModelNames({ inference: state, settings, idp }),
       // Embeddings have no tools to inject: they go to the single-call service directly.
       embeddings: createEmbeddingsHandler({ chat, maxBodyBytes, logger }),
       readiness,
@@ -223,6 +301,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       oauth2: { server: oauth2, enabled: () => settings.client.mcpServerAuthMode !== "headers" },
       hostGuard: createHostGuard(host, () => settings.client),
       ...(tracing ? { tracing } : {}),
+      sso: createSsoRoutes({
+        login: ssoLogin,
+        base: (req) => settings.client.mcpExternalClientUrl.trim() || (originOfHeaders(req.headers) ?? url),
+        logger,
+      }),
+      bearerCheck: (authorization) => (idp.enabled && jwtBearer(authorization) !== null ? bearerRefusal(idp, authorization, (value) => isVirtualKey(state, value)) : null),
     });
     serve = handler;
     logger.info({ url, embedded_database: store.embedded }, "gateway listening");
@@ -235,12 +319,19 @@ export async function createApp(options: AppOptions): Promise<App> {
       const nextAuth = next.auth ?? AUTH_OFF;
       checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
       const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
+      for (const name of changes.providers) void modelLists.refetch(name).catch((err: unknown) => logger.warn({ provider: name, err }, "could not store the provider's model list"));
       const authChanged = auth.reconfigure(nextAuth);
+      pricing.reconfigure(next.pricing ?? NO_PRICING_URL);
+      if (idp.reconfigure(next.sso ?? SSO_OFF)) logger.info({ issuer: (next.sso ?? SSO_OFF).issuer }, "single sign-on settings applied from the config file");
       if (authChanged) logger.info({ enabled: nextAuth.enabled }, "admin authentication settings applied from the config file");
       const atNextStart: string[] = [];
       if ((next.databaseUrl ?? "") !== (options.databaseUrl ?? "")) atNextStart.push("database.url");
+      if (JSON.stringify(next.server ?? defaultServerLimits()) !== JSON.stringify(serverLimits)) atNextStart.push("server");
       if ((next.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES) !== maxBodyBytes) atNextStart.push("client.max_request_body_bytes");
       if (JSON.stringify(next.tracing ?? null) !== JSON.stringify(options.tracing ?? null)) atNextStart.push("telemetry.otlp");
+      if (JSON.stringify(next.complexity ?? null) !== JSON.stringify(options.complexity ?? null)) atNextStart.push("routing.complexity");
+      const noEgress = { allow: [], deny: [] };
+      if (JSON.stringify(next.egress ?? noEgress) !== JSON.stringify(options.egress ?? noEgress)) atNextStart.push("network.egress");
       for (const field of atNextStart) logger.warn({ field }, `config file changes ${field}; it takes effect at the next start`);
       const changed = describeChanges(changes, authChanged);
       logger.info({ changed }, Object.keys(changed).length === 0 ? "config file re-read: nothing to apply" : "config file reloaded");
@@ -262,10 +353,16 @@ export async function createApp(options: AppOptions): Promise<App> {
       close() {
         closing ??= (async () => {
           unwatchLabels();
+          pricing.stop();
+          modelLists.close();
           // Open MCP streams would otherwise hold the server's close until its grace period ends.
           await mcpEndpoint.close();
           await server.close();
+          await changeListener.stop();
+          await publisher.stop();
           await flusher.stop();
+          await cache.close();
+          await cluster.stop();
           await state.close();
           await mcpRuntime.shutdown();
           await store.close();
@@ -278,13 +375,56 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
   } catch (err) {
     // A failed start (a bad config entry, say) must not leave stdio children or upstream connections behind.
+    pricingSync?.stop();
     await server.close();
+    await changes?.stop();
+    await nodeStates?.stop();
     await usageFlusher?.stop();
+    await responseCache?.close();
+    await nodes?.stop();
     await inference?.close();
     await runtime?.shutdown();
     await store.close();
     await tracing?.shutdown();
     throw err;
+  }
+}
+
+/**
+ * The response cache over the store. pgvector is made available when the database has it; semantic
+ * caching configured (an embedding model, or a config-file key in semantic mode) without it stops the start.
+ */
+async function startResponseCache(store: Store, state: InferenceState, options: AppOptions, logger: Logger): Promise<ResponseCache> {
+  const embedding = options.cache?.embedding ?? null;
+  // Without an embedding model there are no semantic lookups, so pgvector is not needed.
+  const vectorSchema = embedding === null ? null : await ensureVectorExtension(store);
+  const cache = new ResponseCache({
+    table: new ResponseCacheTable(store),
+    logger,
+    clock: options.inference?.clock ?? Date.now,
+    embedder: embedding === null ? null : createProviderEmbedder(state, embedding),
+    vectorSchema,
+    ...(options.cache?.limits ? { limits: options.cache.limits } : {}),
+  });
+  const problem = cache.semanticProblem;
+  const semanticKey = (options.inference?.virtualKeys ?? []).findIndex((key) => {
+    const settings = key["cache"];
+    return settings !== null && typeof settings === "object" && (settings as Record<string, unknown>)["mode"] === "semantic";
+  });
+  if (problem !== null && (embedding !== null || semanticKey >= 0)) {
+    const field = semanticKey >= 0 ? `governance.virtual_keys[${semanticKey}].cache.mode` : "cache.embedding";
+    throw new GatewayError("failed_precondition", `${field}: ${problem}`, { field });
+  }
+  cache.start();
+  return cache;
+}
+
+/** True when `value` is a configured virtual key (the registry throws for unknown values). */
+function isVirtualKey(state: InferenceState, value: string): boolean {
+  try {
+    return state.virtualKeys.resolve(value) !== null;
+  } catch {
+    return false;
   }
 }
 
@@ -328,16 +468,22 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
   const auth = file.authConfig;
   return {
     ...(file.database.url ? { databaseUrl: file.database.url } : {}),
+    server: file.server,
     auth: {
       enabled: auth.isEnabled,
       username: auth.adminUsername ?? "",
       password: auth.adminPassword ?? "",
       sessionTtlMs: auth.sessionTtlMs,
     },
+    sso: file.sso,
     toolManager: { ...file.mcp.toolManagerConfig },
+    pricing: { url: file.pricing.pricingUrl, syncIntervalMs: file.pricing.syncIntervalMs },
     loadBalancer: { ...file.loadBalancer },
+    egress: file.network.egress,
     client: { ...clientSettings(file.client, file.mcp.toolSyncIntervalMinutes), maxRequestBodyBytes: file.client.maxRequestBodyBytes },
     mcpClients: file.mcp.clientConfigs,
+    ...(file.routing.complexity ? { complexity: file.routing.complexity } : {}),
+    cache: { embedding: file.cache.embedding },
     inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {
       business_unit: file.governance.businessUnits,
       customer: file.governance.customers,

@@ -29,6 +29,8 @@ export interface GatewayErrorOptions {
   httpStatus?: number;
   /** The underlying error. */
   cause?: unknown;
+  /** Seconds a client should wait before trying again; sent as the retry-after header on every protocol. */
+  retryAfterSeconds?: number;
 }
 
 /** An error with a stable code and a message a user can act on. */
@@ -37,6 +39,7 @@ export class GatewayError extends Error {
   readonly type: string;
   readonly field: string | undefined;
   readonly httpStatus: number | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: GatewayErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -45,6 +48,7 @@ export class GatewayError extends Error {
     this.type = options.type ?? code;
     this.field = options.field;
     this.httpStatus = options.httpStatus;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
@@ -78,9 +82,13 @@ export const ERROR_TYPE_HEADER = "gw-error-type";
 /** RPC metadata header carrying an error's explicit HTTP status, for REST. */
 export const HTTP_STATUS_HEADER = "gw-http-status";
 
-/** The RPC metadata that carries `err`'s type and explicit status to the REST bridge. */
+/** RPC metadata and HTTP header telling a refused client how many seconds to wait. */
+export const RETRY_AFTER_HEADER = "retry-after";
+
+/** The RPC metadata that carries `err`'s type, explicit status and retry-after to the REST bridge and RPC clients. */
 export function errorMetadata(err: GatewayError): Headers {
   const metadata = new Headers({ [ERROR_TYPE_HEADER]: err.type });
   if (err.httpStatus !== undefined) metadata.set(HTTP_STATUS_HEADER, String(err.httpStatus));
+  if (err.retryAfterSeconds !== undefined) metadata.set(RETRY_AFTER_HEADER, String(err.retryAfterSeconds));
   return metadata;
 }

@@ -86,6 +86,8 @@ async function main(): Promise<void> {
     port: portText === undefined ? 8080 : parsePort(portText, args.port !== undefined ? "--port" : "GW_PORT"),
     requireAuth: args["require-auth"] === true || parseSwitch(env["GW_REQUIRE_AUTH"], "GW_REQUIRE_AUTH"),
     ...(env["GW_ENCRYPTION_KEY"] ? { encryptionKey: env["GW_ENCRYPTION_KEY"] } : {}),
+    // Several gateways (or test runs) can share one database, each group in a schema of its own.
+    ...(env["GW_DATABASE_SCHEMA"] ? { databaseSchema: env["GW_DATABASE_SCHEMA"] } : {}),
     logger,
   };
 

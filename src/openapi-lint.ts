@@ -34,6 +34,9 @@ function servedServices(): ReturnType<typeof implementedServices> {
     runtime: unused("runtime"),
     inference: unused("inference"),
     oauth2: unused("oauth2"),
+    pricing: unused("pricing"),
+    modelLists: unused("modelLists"),
+    cluster: unused("cluster"),
   };
   return implementedServices(deps);
 }

@@ -5,6 +5,7 @@
  * (plus the client-name hyphen rule and duplicate client names): the cross-field MCP rules belong to the
  * MCP domain, which applies them to the API and the file alike.
  */
+import { EgressPolicy, type EgressConfig } from "./egress-policy.js";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GatewayError } from "../errors.js";
@@ -16,6 +17,7 @@ import { allowedHeaderProblem } from "./allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
 import { parseDuration } from "./duration.js";
+import { ssoSchema } from "./sso-config.js";
 
 export type McpConnectionType = "http" | "sse" | "stdio";
 export type McpAuthType = "none" | "headers" | "oauth" | "per_user_headers" | "per_user_oauth" | "token_exchange";
@@ -48,6 +50,15 @@ export interface McpClientFileConfig {
     resource: string;
   } | null;
   isCodeModeClient: boolean;
+  /** token_exchange, for token_exchange clients; null when absent. */
+  tokenExchange: {
+    audience: string;
+    clientId: string;
+    clientSecret: string;
+    authorizationServerUrl: string;
+    scopes: string[];
+    grantStyle: "rfc8693" | "entra_obo";
+  } | null;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -279,10 +290,26 @@ const mcpClientSchema = z.looseObject({
       needsSessionStickiness: (raw["needs_session_stickiness"] as boolean | null | undefined) ?? null,
       disabled: (raw["disabled"] as boolean | null | undefined) ?? false,
       allowOnAllVirtualKeys: (raw["allow_on_all_virtual_keys"] as boolean | null | undefined) ?? false,
-      oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth"),
+      oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth" || raw["auth_type"] === "per_user_oauth"),
       isCodeModeClient: (raw["is_code_mode_client"] as boolean | null | undefined) ?? false,
+      tokenExchange: tokenExchangeOf(raw["token_exchange"]),
     };
   });
+
+/** A file entry's token_exchange (already checked against the API's schema); the MCP rules check what is required. */
+function tokenExchangeOf(value: unknown): McpClientFileConfig["tokenExchange"] {
+  if (!isRecord(value)) return null;
+  const text = (key: string): string => (typeof value[key] === "string" ? (value[key] as string) : "");
+  const scopes = value["scopes"];
+  return {
+    audience: text("audience"),
+    clientId: text("client_id"),
+    clientSecret: text("client_secret"),
+    authorizationServerUrl: text("authorization_server_url"),
+    scopes: Array.isArray(scopes) ? scopes.filter((scope): scope is string => typeof scope === "string") : [],
+    grantStyle: value["grant_style"] === "entra_obo" ? "entra_obo" : "rfc8693",
+  };
+}
 
 /** A file entry's oauth_config (already checked against the API's schema); an oauth client without one discovers everything. */
 function oauthConfigOf(value: unknown, oauth: boolean): McpClientFileConfig["oauthConfig"] {
@@ -520,19 +547,48 @@ const governanceSchema = strict({
   routingRules: g.routing_rules ?? [],
 }));
 
-/** Prices come from the bundled table; a download that never happens must not look configured. */
-const PRICING_SYNC_UNSUPPORTED = "is not supported yet: prices come from the bundled table; leave it out (or empty)";
-
 const pricingSchema = strict({
-  pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true)
-    .refine((value) => value === "", { message: PRICING_SYNC_UNSUPPORTED, when: (payload) => (payload.issues?.length ?? 0) === 0 })
-    .nullish(),
-  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true).refine((ms) => ms === DEFAULT_PRICING_SYNC_MS, PRICING_SYNC_UNSUPPORTED),
+  pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true).nullish(),
+  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true),
 }).transform((p) => ({
   /** "" = the bundled datasheet only. */
   pricingUrl: p.pricing_url ?? "",
   syncIntervalMs: p.sync_interval,
 }));
+
+const modelRefSchema = strict({
+  provider: z.string().min(1, "is required: a configured provider"),
+  model: z.string().min(1, "is required: a model of that provider"),
+});
+
+const tierExamples = z.array(z.string().min(1, "must not be empty").max(8_000, "must be at most 8000 characters")).max(200, "must list at most 200 examples").nullish();
+
+/** `routing.complexity`: how complexity tiers are computed for rules that read `complexity_tier`. */
+const complexitySchema = strict({
+  mechanism: z.enum(["semantic", "llm"], { error: "must be semantic or llm" }),
+  embedding: modelRefSchema.nullish(),
+  classifier: modelRefSchema.nullish(),
+  examples: strict({ SIMPLE: tierExamples, MEDIUM: tierExamples, COMPLEX: tierExamples }).nullish(),
+})
+  .superRefine((c, ctx) => {
+    if (c.mechanism === "semantic") {
+      if (!c.embedding) ctx.addIssue({ code: "custom", path: ["embedding"], message: 'is required with mechanism "semantic": {"provider", "model"} of an embeddings model' });
+      for (const tier of ["SIMPLE", "MEDIUM", "COMPLEX"] as const) {
+        if ((c.examples?.[tier]?.length ?? 0) === 0) ctx.addIssue({ code: "custom", path: ["examples", tier], message: 'needs at least one example request with mechanism "semantic"' });
+      }
+    }
+    if (c.mechanism === "llm" && !c.classifier) ctx.addIssue({ code: "custom", path: ["classifier"], message: 'is required with mechanism "llm": {"provider", "model"} of a small chat model' });
+  })
+  .transform((c) => ({
+    mechanism: c.mechanism,
+    embedding: c.embedding ?? null,
+    classifier: c.classifier ?? null,
+    examples: { SIMPLE: c.examples?.SIMPLE ?? [], MEDIUM: c.examples?.MEDIUM ?? [], COMPLEX: c.examples?.COMPLEX ?? [] },
+  }));
+
+const routingSchema = strict({
+  complexity: complexitySchema.nullish(),
+}).transform((r) => ({ complexity: r.complexity ?? null }));
 
 /** Where spans go: an OTLP/HTTP collector; absent (or no endpoint) leaves tracing off unless OTEL_* variables set it. */
 const otlpSchema = strict({
@@ -556,6 +612,67 @@ const telemetrySchema = strict({
 /** The `telemetry` section. */
 export type TelemetryFileConfig = z.output<typeof telemetrySchema>;
 
+/** The `server` section: what one client connection may cost. Read only at start. */
+export const serverSchema = strict({
+  max_header_bytes: z.int().min(1024, "must be at least 1024").max(1024 * 1024, "must be at most 1048576").nullish(),
+  headers_timeout: duration(30_000, "30s", true),
+  // "0" turns the whole-request limit off; streaming answers are not limited by it (it covers receiving).
+  request_timeout: duration(300_000, "5m", false),
+  keep_alive_timeout: duration(65_000, "65s", true),
+  max_connections: z.int().positive().nullish(),
+}).superRefine((s, ctx) => {
+  if (s.request_timeout < 0) ctx.addIssue({ code: "custom", path: ["request_timeout"], message: "must be 0 (no limit) or a positive duration" });
+  else if (s.request_timeout > 0 && s.request_timeout < s.headers_timeout) {
+    ctx.addIssue({ code: "custom", path: ["request_timeout"], message: "must be at least server.headers_timeout (or 0 for no limit)" });
+  }
+}).transform((s) => ({
+  /** Largest request head (request line and headers) in bytes; past it, 431. */
+  maxHeaderBytes: s.max_header_bytes ?? 16 * 1024,
+  /** Time to receive a complete request head; past it, 408 and the connection closes. */
+  headersTimeoutMs: s.headers_timeout,
+  /** Time to receive a whole request, head and body; past it, 408. 0: no limit. */
+  requestTimeoutMs: s.request_timeout,
+  /** How long an idle keep-alive connection (or HTTP/2 session) stays open. */
+  keepAliveTimeoutMs: s.keep_alive_timeout,
+  /** Open connections at once; further ones are closed as they are accepted. */
+  maxConnections: s.max_connections ?? 10_000,
+}));
+
+/** The `server` section as the listener uses it. */
+export type ServerLimits = z.output<typeof serverSchema>;
+
+/** The server limits when the config file names none. */
+export function defaultServerLimits(): ServerLimits {
+  return serverSchema.parse({});
+}
+/** One egress list: each entry must parse (a CIDR, an address, a host name or a *.suffix). */
+const egressList = z.array(z.string()).nullish().transform((entries) => entries ?? []);
+
+const egressSchema = strict({ allow: egressList, deny: egressList })
+  .superRefine((e, ctx) => {
+    try {
+      new EgressPolicy(e, "network.egress");
+    } catch (err) {
+      ctx.addIssue({ code: "custom", message: err instanceof Error ? err.message : String(err) });
+    }
+  })
+  .transform((e): EgressConfig => ({ allow: e.allow, deny: e.deny }));
+
+const networkSchema = strict({ egress: section(egressSchema) }).transform((n) => ({ egress: n.egress }));
+/** The provider and model that embed questions for semantic caching. */
+const cacheEmbeddingSchema = strict({
+  provider: z.string().trim().min(1, "is required: a configured provider, e.g. \"openai\""),
+  model: z.string().trim().min(1, "is required: an embedding model of that provider, e.g. \"text-embedding-3-small\""),
+});
+
+/** The `cache` section: gateway-wide response cache settings (modes and ttls are per key and per request). */
+const cacheSchema = strict({
+  embedding: cacheEmbeddingSchema.nullish(),
+}).transform((c) => ({ embedding: c.embedding ?? null }));
+
+/** The `cache` section. */
+export type CacheFileConfig = z.output<typeof cacheSchema>;
+
 const databaseSchema = strict({
   url: url(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", false).nullish(),
 }).transform((d) => ({ url: d.url ?? null }));
@@ -571,8 +688,13 @@ export const gatewayFileConfigSchema = strict({
   governance: section(governanceSchema),
   mcp: section(mcpSchema),
   pricing: section(pricingSchema),
+  routing: section(routingSchema),
   telemetry: section(telemetrySchema),
   load_balancer_config: section(loadBalancerSchema),
+  server: section(serverSchema),
+  network: section(networkSchema),
+  cache: section(cacheSchema),
+  sso: ssoSchema,
 })
   .superRefine(
     (f, ctx) => {
@@ -587,12 +709,17 @@ export const gatewayFileConfigSchema = strict({
   )
   .transform((f) => ({
     database: f.database,
+    server: f.server,
     authConfig: f.auth_config,
     client: f.client,
     providers: f.providers ?? {},
     governance: f.governance,
     mcp: { ...f.mcp, toolSyncIntervalMinutes: f.client.mcpToolSyncIntervalMinutes ?? f.mcp.toolSyncIntervalMinutes },
     pricing: f.pricing,
+    routing: f.routing,
     telemetry: f.telemetry,
     loadBalancer: f.load_balancer_config,
+    network: f.network,
+    cache: f.cache,
+    sso: f.sso,
   }));

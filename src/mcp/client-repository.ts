@@ -5,8 +5,9 @@
 import { randomUUID } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
-import { McpClientRecord, type McpOauthConfig } from "../store/index.js";
+import { McpClientRecord, type McpOauthConfig, type McpTokenExchangeConfig } from "../store/index.js";
 import type { OauthConfigSpec } from "./oauth/oauth-config.js";
+import type { TokenExchangeSpec } from "./token-exchange/token-exchange-config.js";
 import type { McpClientSpec } from "./client-spec.js";
 import type { DiscoveredTool } from "./discover.js";
 
@@ -30,6 +31,7 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     allowOnAllVirtualKeys: rec.allowOnAllVirtualKeys,
     oauthConfig: rec.oauthConfig ? { ...rec.oauthConfig, scopes: [...rec.oauthConfig.scopes], clientSecret: rec.oauthClientSecret ?? "" } : null,
     isCodeModeClient: rec.isCodeModeClient,
+    tokenExchange: rec.tokenExchange ? { ...rec.tokenExchange, scopes: [...rec.tokenExchange.scopes], clientSecret: rec.tokenExchangeClientSecret ?? "" } : null,
   };
 }
 
@@ -51,11 +53,19 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.oauthConfig = spec.oauthConfig ? oauthColumns(spec.oauthConfig) : null;
   rec.oauthClientSecret = spec.oauthConfig && spec.oauthConfig.clientSecret !== "" ? spec.oauthConfig.clientSecret : null;
   rec.isCodeModeClient = spec.isCodeModeClient;
+  rec.tokenExchange = spec.tokenExchange ? tokenExchangeColumns(spec.tokenExchange) : null;
+  rec.tokenExchangeClientSecret = spec.tokenExchange && spec.tokenExchange.clientSecret !== "" ? spec.tokenExchange.clientSecret : null;
   rec.updatedAt = new Date();
 }
 
 /** The non-secret columns of an oauth_config. */
 function oauthColumns(cfg: OauthConfigSpec): McpOauthConfig {
+  const { clientSecret: _secret, ...rest } = cfg;
+  return { ...rest, scopes: [...cfg.scopes] };
+}
+
+/** The non-secret columns of a token_exchange block. */
+function tokenExchangeColumns(cfg: TokenExchangeSpec): McpTokenExchangeConfig {
   const { clientSecret: _secret, ...rest } = cfg;
   return { ...rest, scopes: [...cfg.scopes] };
 }
@@ -76,12 +86,14 @@ export async function insertClient(
 ): Promise<McpClientRecord> {
   await assertNameFree(em, spec.name);
   const now = new Date();
-  const { oauthConfig, ...columns } = spec;
+  const { oauthConfig, tokenExchange, ...columns } = spec;
   const rec = em.create(McpClientRecord, {
     id: randomUUID(),
     ...columns,
     oauthConfig: oauthConfig ? oauthColumns(oauthConfig) : null,
     oauthClientSecret: oauthConfig && oauthConfig.clientSecret !== "" ? oauthConfig.clientSecret : null,
+    tokenExchange: tokenExchange ? tokenExchangeColumns(tokenExchange) : null,
+    tokenExchangeClientSecret: tokenExchange && tokenExchange.clientSecret !== "" ? tokenExchange.clientSecret : null,
     tools: extra.tools,
     source: extra.source,
     verified: extra.verified,

@@ -67,6 +67,12 @@ export interface ClientRuntimeDeps {
 
 type Mode = "sticky" | "per_call" | "per_user";
 
+/** The caller's own credential on a per-user call: header values (per_user_headers) or an OAuth token source (per_user_oauth). */
+export interface CallerCredential {
+  values?: Record<string, string>;
+  bearer?: BearerSource;
+}
+
 function modeOf(spec: McpClientSpec): Mode {
   if (isPerUser(spec.authType)) return "per_user";
   return isPerCall(spec) ? "per_call" : "sticky";
@@ -140,16 +146,24 @@ export class ClientRuntime {
     return this.deps.logger;
   }
 
-  private target(headers = this.snap.spec.headers): UpstreamTarget {
+  /** The upstream of a call or check; `bearer` defaults to the client's own OAuth credential (oauth clients). */
+  private target(headers = this.snap.spec.headers, bearer: BearerSource | undefined = this.snap.spec.authType === "oauth" ? this.deps.bearer?.(this.id) : undefined): UpstreamTarget {
     const { spec } = this.snap;
-    const bearer = spec.authType === "oauth" ? this.deps.bearer?.(this.id) : undefined;
     return { connectionType: spec.connectionType, connectionString: spec.connectionString, stdioConfig: spec.stdioConfig, headers, ...(bearer ? { bearer } : {}) };
   }
 
-  /** Headers for a per-user client's periodic discovery: the admin discovery credential over the static ones. */
+  /**
+   * The upstream of a per-user client's periodic discovery: the admin discovery credential (header values
+   * over the static headers, or for per_user_oauth the admin's OAuth token); null without an active one.
+   */
   private discoveryTarget(): UpstreamTarget | null {
     const { spec, discoveryHeaders, discoveryStatus } = this.snap;
-    if (!discoveryHeaders || discoveryStatus !== "active") return null;
+    if (discoveryStatus !== "active") return null;
+    if (spec.authType === "per_user_oauth") {
+      const bearer = this.deps.bearer?.(this.id);
+      return bearer ? this.target(spec.headers, bearer) : null;
+    }
+    if (!discoveryHeaders) return null;
     return this.target(perUserWireHeaders(spec.headers, spec.perUserHeaderKeys, discoveryHeaders));
   }
 
@@ -444,11 +458,12 @@ export class ClientRuntime {
   }
 
   /**
-   * Calls one tool within the deadline of `signal`. A per-user client needs the caller's header values,
-   * which go on this call's fresh session only, merged with the static headers (spec rule 2).
+   * Calls one tool within the deadline of `signal`. A per-user client needs the caller's credential
+   * (header values merged with the static headers, spec rule 2, or an OAuth token), which goes on this
+   * call's fresh session only.
    * `traceparent` goes along in the request's `_meta`, where MCP servers read trace context.
    */
-  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, userValues?: Record<string, string>, traceparent?: string): Promise<ToolCallResult> {
+  async call(tool: string, args: Record<string, unknown>, timeoutMs: number, signal: AbortSignal, caller?: CallerCredential, traceparent?: string): Promise<ToolCallResult> {
     if (this.mode === "sticky") {
       let session = this.session;
       let temporary = false;
@@ -475,8 +490,9 @@ export class ClientRuntime {
     }
     let target = this.target();
     if (this.mode === "per_user") {
-      if (!userValues) throw new GatewayError("internal", `per-user client "${this.spec.name}" was called without the caller's credential`);
-      target = this.target(perUserWireHeaders(this.spec.headers, this.spec.perUserHeaderKeys, userValues));
+      if (caller?.bearer) target = this.target(this.spec.headers, caller.bearer);
+      else if (caller?.values) target = this.target(perUserWireHeaders(this.spec.headers, this.spec.perUserHeaderKeys, caller.values));
+      else throw new GatewayError("internal", `per-user client "${this.spec.name}" was called without the caller's credential`);
     }
     const session = await this.deps.sessions.open(target, { timeoutMs, signal });
     try {

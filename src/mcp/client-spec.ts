@@ -4,8 +4,10 @@
  * rule holds the same way whichever door a client comes in by. Field names in messages are the
  * documented snake_case names, so a user can find the field they sent.
  */
+import { egressPolicy } from "../config/egress-policy.js";
 import { invalidField } from "../errors.js";
 import { applyOauthPatch, validateOauthConfig, type OauthConfigSpec } from "./oauth/oauth-config.js";
+import { applyTokenExchangePatch, validateTokenExchange, type TokenExchangeSpec } from "./token-exchange/token-exchange-config.js";
 import {
   MCP_AUTH_TYPES as AUTH_TYPES,
   MCP_CONNECTION_TYPES as CONNECTION_TYPES,
@@ -18,11 +20,11 @@ export { AUTH_TYPES, CONNECTION_TYPES, type AuthType, type ConnectionType };
 /** Auth types whose upstream calls always use a fresh per-call connection (spec rule 1). */
 const PER_USER_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "per_user_oauth", "token_exchange"]);
 
-/** Auth types whose flows this gateway does not implement yet; refused at creation rather than half-served. */
-const UNSUPPORTED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_oauth", "token_exchange"]);
-
 /** Auth types whose clients start in pending_verification and run nothing until an admin verifies them. */
-const VERIFIED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "oauth"]);
+const VERIFIED_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "oauth", "per_user_oauth", "token_exchange"]);
+
+/** Auth types that authorize upstream with OAuth and take an oauth_config. */
+const OAUTH_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["oauth", "per_user_oauth"]);
 
 /** Sent back instead of a header value; sending it back on update keeps the stored value. */
 export const REDACTED = "<redacted>";
@@ -54,6 +56,8 @@ export interface McpClientSpec {
   oauthConfig: OauthConfigSpec | null;
   /** Models and /mcp callers reach the client's tools only through the code-mode meta-tools. */
   isCodeModeClient: boolean;
+  /** How a token_exchange client exchanges callers' IdP tokens; null or absent for other auth types. */
+  tokenExchange?: TokenExchangeSpec | null;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -76,6 +80,11 @@ export function isPerCall(spec: Pick<McpClientSpec, "connectionType" | "authType
 /** True when a client of this auth type waits in pending_verification until its one-time verification. */
 export function needsVerification(authType: AuthType): boolean {
   return VERIFIED_AUTH_TYPES.has(authType);
+}
+
+/** True for the OAuth auth types (oauth, per_user_oauth): an admin consent starts them. */
+export function isOauth(authType: AuthType): boolean {
+  return OAUTH_AUTH_TYPES.has(authType);
 }
 
 /** True for the per-user auth types (per_user_headers, per_user_oauth, token_exchange). */
@@ -129,6 +138,7 @@ function validateUrl(value: string | null, field: string): void {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw invalidField(field, `must be an http:// or https:// URL, got "${url.protocol}"`);
   }
+  egressPolicy().checkUrl(value, field);
 }
 
 function validateHeaderKeys(keys: readonly string[], field: string): void {
@@ -163,11 +173,10 @@ export function validateSpec(spec: McpClientSpec, fieldPrefix = ""): void {
     validateUrl(spec.connectionString, f("connection_string"));
     if (spec.stdioConfig) throw invalidField(f("stdio_config"), `is only for stdio clients, not ${spec.connectionType}`);
   }
-  if (UNSUPPORTED_AUTH_TYPES.has(spec.authType)) {
-    throw invalidField(f("auth_type"), `${spec.authType} is not supported by this gateway yet; use none, headers, oauth or per_user_headers`);
-  }
-  if (spec.authType === "oauth") validateOauthConfig(spec.oauthConfig, f("oauth_config"));
-  else if (spec.oauthConfig !== null) throw invalidField(f("oauth_config"), `is only for oauth clients, not ${spec.authType}`);
+  if (isOauth(spec.authType)) validateOauthConfig(spec.oauthConfig, f("oauth_config"));
+  else if (spec.oauthConfig !== null) throw invalidField(f("oauth_config"), `is only for oauth and per_user_oauth clients, not ${spec.authType}`);
+  if (spec.authType === "token_exchange") validateTokenExchange(spec.tokenExchange ?? null, f("token_exchange"));
+  else if ((spec.tokenExchange ?? null) !== null) throw invalidField(f("token_exchange"), `is only for token_exchange clients, not ${spec.authType}`);
   if (spec.authType === "per_user_headers" && spec.connectionType === "stdio") {
     throw invalidField(f("auth_type"), "per_user_headers is valid only for http and sse clients");
   }
@@ -217,7 +226,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient" | "tokenExchange"
   >
 >;
 
@@ -263,6 +272,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.allowOnAllVirtualKeys !== undefined) next.allowOnAllVirtualKeys = patch.allowOnAllVirtualKeys;
   if (patch.oauthConfig !== undefined) next.oauthConfig = applyOauthPatch(current.oauthConfig, patch.oauthConfig, REDACTED);
   if (patch.isCodeModeClient !== undefined) next.isCodeModeClient = patch.isCodeModeClient;
+  if (patch.tokenExchange !== undefined) next.tokenExchange = applyTokenExchangePatch(current.tokenExchange ?? null, patch.tokenExchange ?? null, REDACTED);
   validateSpec(next);
   return next;
 }

@@ -9,8 +9,9 @@ import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { CustomLabelValues, GovernanceLabels, McpErrorType, Metrics } from "../telemetry/metrics.js";
 import { allClients, recordToSpec } from "./client-repository.js";
-import { needsVerification } from "./client-spec.js";
-import { McpAuthRequiredError, PerUserCredentials, type CallerIdentity } from "./credentials/index.js";
+import { isOauth, needsVerification } from "./client-spec.js";
+import { McpAuthRequiredError, PerUserCredentials, describeIdentity, identityRequired, type CallerIdentity } from "./credentials/index.js";
+import { TokenExchangeError, TokenExchanger } from "./token-exchange/exchanger.js";
 import { afterSchemaChange } from "./credentials/status.js";
 import { sweepExpired } from "./oauth/flows.js";
 import { OauthTokens } from "./oauth/oauth-tokens.js";
@@ -32,6 +33,8 @@ export interface McpRuntimeDeps {
   timing?: Partial<RuntimeTiming>;
   /** Records gw_mcp_client_operation_duration_seconds for every tool execution. */
   metrics?: Metrics;
+  /** The SSO issuer's token endpoint, where token_exchange clients exchange by default (absent: none). */
+  defaultTokenEndpoint?: () => Promise<string | null>;
 }
 
 /** A tool as offered to models. */
@@ -58,6 +61,8 @@ export interface ExecuteOptions {
   governance?: GovernanceLabels;
   /** Who is calling (user > virtual key > session); per_user_headers clients need it. */
   identity?: CallerIdentity | null;
+  /** The signed-in caller's own IdP access token, which token_exchange clients exchange (never sent upstream). */
+  subjectToken?: string | null;
   /** The origin the request came in by, for submission links when mcp_external_client_url is unset. */
   origin?: string | null;
   /** The request's dimension values for the metric's custom labels. */
@@ -90,9 +95,15 @@ function applyDiscoverySchema(rec: McpClientRecord): void {
 const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
   needs_reauth: "its upstream credential was rejected; update the client's headers, or for an oauth client POST /api/mcp/client/{id}/reauthorize",
   disabled: "it is disabled",
-  pending_verification: "its one-time verification is not done (per_user_headers: POST /api/mcp/client/{id}/verify-headers; oauth: initiate-verification, consent, then complete-oauth)",
+  pending_verification: "its one-time verification is not done (per_user_headers: POST /api/mcp/client/{id}/verify-headers; oauth: initiate-verification, consent, then complete-oauth; token_exchange: POST /api/mcp/client/{id}/verify-exchange)",
   error: "it is not running in this instance",
 };
+
+/** True when the tool says a second run cannot do harm (read-only or idempotent), so a call the upstream rejected may be retried. */
+function safeToRetry(client: ClientRuntime, tool: string): boolean {
+  const hints = client.tools.find((t) => t.name === tool)?.annotations;
+  return hints?.readOnlyHint === true || hints?.idempotentHint === true;
+}
 
 /** Holds the live side of every client. */
 export class McpRuntime implements RuntimeStateSource {
@@ -103,11 +114,13 @@ export class McpRuntime implements RuntimeStateSource {
   /** Clients start() found whose first connect or discovery has not finished: id -> name. */
   private readonly connectingAtStart = new Map<string, string>();
   private firstConnections: Promise<void> = Promise.resolve();
-  /** Per-user credentials of the per_user_headers clients, cached in memory for the call path. */
+  /** Per-user credentials of the per_user_headers and per_user_oauth clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
   private readonly toolListeners = new Set<() => void>();
-  /** The OAuth tokens of the oauth clients, cached in memory for the call path. */
+  /** The OAuth tokens of the oauth clients and the admin discovery credentials of per_user_oauth clients, in memory. */
   readonly oauth: OauthTokens;
+  /** Exchanged upstream tokens of the token_exchange clients, cached in memory for the call path. */
+  readonly exchanger: TokenExchanger;
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
@@ -119,11 +132,13 @@ export class McpRuntime implements RuntimeStateSource {
       settings: deps.settings,
       now: this.timing.now,
       verifyTimeoutMs: this.timing.operationTimeoutMs,
+      oauthGrant: (id) => this.oauth.grantOf(id),
       clientOf: (id) => {
         const client = this.clients.get(id);
         return client ? { id, spec: client.spec } : undefined;
       },
     });
+    this.exchanger = new TokenExchanger({ defaultTokenEndpoint: deps.defaultTokenEndpoint ?? (async () => null), now: this.timing.now });
     this.oauth = new OauthTokens({
       store: deps.store,
       logger: deps.logger,
@@ -135,6 +150,16 @@ export class McpRuntime implements RuntimeStateSource {
   /** The clock flows and tokens expire by (tests move it). */
   now(): number {
     return this.timing.now();
+  }
+
+  /** How many tools this runtime holds for a client (0 for one it does not hold). */
+  toolsCount(clientId: string): number {
+    return this.clients.get(clientId)?.tools.length ?? 0;
+  }
+
+  /** The ids of the clients this runtime holds. */
+  clientIds(): string[] {
+    return [...this.clients.keys()];
   }
 
   /** The live state of a client, or undefined when the runtime does not hold it. */
@@ -171,7 +196,7 @@ export class McpRuntime implements RuntimeStateSource {
     await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
-    await this.oauth.load(records.filter((rec) => rec.authType === "oauth").map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
+    await this.oauth.load(records.filter((rec) => isOauth(rec.authType)).map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
     await sweepExpired(em, this.timing.now());
     const firsts = records.map((rec) => {
       this.connectingAtStart.set(rec.id, rec.name);
@@ -248,6 +273,7 @@ export class McpRuntime implements RuntimeStateSource {
       await this.add(snapshot);
       return;
     }
+    this.exchanger.forgetClient(snapshot.id);
     if (client.spec.name !== snapshot.spec.name) this.idsByName.delete(client.spec.name);
     this.idsByName.set(snapshot.spec.name, snapshot.id);
     try {
@@ -263,6 +289,7 @@ export class McpRuntime implements RuntimeStateSource {
     if (!client) return;
     this.clients.delete(clientId);
     this.idsByName.delete(client.spec.name);
+    this.exchanger.forgetClient(clientId);
     await client.stop();
     this.deps.states.remove(clientId);
     this.toolsMayHaveChanged();
@@ -330,7 +357,7 @@ export class McpRuntime implements RuntimeStateSource {
   /**
    * Executes `<client>-<tool>`. Caller mistakes (no such client, tool not allowed, client refusing
    * calls) throw; what happens upstream (tool error, failure, timeout) comes back as an error result.
-   * A per_user_headers client needs `identity`: without one the call is a 401 (mcp_identity_required),
+   * A per-user (per_user_headers, per_user_oauth) client needs `identity`: without one the call is a 401 (mcp_identity_required),
    * and without a usable credential it throws McpAuthRequiredError, whose `toolResult` is the
    * mcp_auth_required JSON, and the tool does not run.
    */
@@ -388,19 +415,116 @@ export class McpRuntime implements RuntimeStateSource {
     if (needsVerification(client.spec.authType) && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
-    // From memory: the per-user lookup never waits on the database.
-    const userValues = client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity, options.origin ?? null) : undefined;
     const timeoutMs = options.timeoutMs ?? this.deps.settings.toolManager.toolExecutionTimeoutMs;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
+    if (client.spec.authType === "per_user_oauth") return this.runAsCaller(client, tool, prefixedName, args, options, traceparent, { timeoutMs, deadline, signal });
+    if (client.spec.authType === "token_exchange") return this.runExchanged(client, tool, prefixedName, args, options, traceparent, { timeoutMs, deadline, signal });
+    // From memory: the per-user lookup never waits on the database.
+    const userValues =
+      client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity, options.origin ?? null) : undefined;
     try {
-      return await client.call(tool, args, timeoutMs, signal, userValues, traceparent);
+      return await client.call(tool, args, timeoutMs, signal, userValues ? { values: userValues } : undefined, traceparent);
     } catch (err) {
-      if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
-        return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };
+      return this.failedResult(err, prefixedName, timeoutMs, deadline);
+    }
+  }
+
+  /**
+   * A per_user_oauth call with the caller's own token. When the upstream rejects it (401/403) the token is
+   * refreshed and the call is retried once, but only for a tool whose annotations say it is read-only or
+   * idempotent; any other call fails closed with the error. A grant the authorization server refused for
+   * good answers mcp_auth_required, so the caller can consent again.
+   */
+  private async runAsCaller(
+    client: ClientRuntime,
+    tool: string,
+    prefixedName: string,
+    args: Record<string, unknown>,
+    options: ExecuteOptions,
+    traceparent: string | undefined,
+    limits: { timeoutMs: number; deadline: AbortSignal; signal: AbortSignal },
+  ): Promise<ToolCallResult> {
+    const perUser = { id: client.id, spec: client.spec };
+    const origin = options.origin ?? null;
+    const retryable = safeToRetry(client, tool);
+    for (let attempt = 0; ; attempt++) {
+      const bearer = await this.credentials.bearerForCall(perUser, options.identity, origin);
+      try {
+        return await client.call(tool, args, limits.timeoutMs, limits.signal, { bearer }, traceparent);
+      } catch (err) {
+        if (!(err instanceof GatewayError && err.type === "upstream_auth_rejected") || !options.identity) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
+        // A 403 never reached the token source: refresh here (shared with a refresh already running).
+        if (bearer.lastSent !== null) await this.credentials.refreshRejected(perUser, options.identity, bearer.lastSent).catch(() => undefined);
+        const again = await this.credentials.oauthAuthRequiredIfDead(perUser, options.identity, origin);
+        if (again) throw again;
+        if (attempt > 0 || !retryable) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
       }
-      const message = err instanceof Error ? err.message : String(err);
-      return { content: `Error: tool ${prefixedName} failed: ${message}`, isError: true, raw: null };
+    }
+  }
+
+  /**
+   * A token_exchange call with a token exchanged for the caller. When the upstream rejects it (401/403) the
+   * cached exchanged token is dropped, so the next call exchanges afresh; the call itself is exchanged and
+   * retried once only for a tool whose annotations say it is read-only or idempotent, any other call fails
+   * closed with the error (it may have had an effect before the rejection was seen).
+   */
+  private async runExchanged(
+    client: ClientRuntime,
+    tool: string,
+    prefixedName: string,
+    args: Record<string, unknown>,
+    options: ExecuteOptions,
+    traceparent: string | undefined,
+    limits: { timeoutMs: number; deadline: AbortSignal; signal: AbortSignal },
+  ): Promise<ToolCallResult> {
+    const retryable = safeToRetry(client, tool);
+    for (let attempt = 0; ; attempt++) {
+      const values = await this.exchangedHeaders(client, options);
+      try {
+        return await client.call(tool, args, limits.timeoutMs, limits.signal, { values }, traceparent);
+      } catch (err) {
+        if (!(err instanceof GatewayError && err.type === "upstream_auth_rejected")) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
+        // exchangedHeaders only answers when both are set.
+        if (options.identity && options.subjectToken) this.exchanger.forget(client.id, options.identity, options.subjectToken);
+        if (attempt > 0 || !retryable) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
+      }
+    }
+  }
+
+  /** The error result of a call that failed upstream. */
+  private failedResult(err: unknown, prefixedName: string, timeoutMs: number, deadline: AbortSignal): ToolCallResult {
+    if (deadline.aborted || (err instanceof GatewayError && err.type === "upstream_timeout")) {
+      return { content: `Error: tool ${prefixedName} timed out after ${timeoutMs} ms`, isError: true, raw: null };
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    return { content: `Error: tool ${prefixedName} failed: ${message}`, isError: true, raw: null };
+  }
+
+  /**
+   * The Authorization header a token_exchange call carries: the caller's IdP token exchanged for one of
+   * the MCP server. No identity is the inline 401; an identity without an IdP token, or an exchange the
+   * identity provider refuses, is mcp_auth_required of kind "exchange" and the tool does not run.
+   */
+  private async exchangedHeaders(client: ClientRuntime, options: ExecuteOptions): Promise<Record<string, string>> {
+    const { spec } = client;
+    if (!options.identity) throw identityRequired(spec.name);
+    const base = { kind: "exchange" as const, mcp_client_id: client.id, mcp_client_name: spec.name };
+    if (!options.subjectToken) {
+      throw new McpAuthRequiredError({
+        ...base,
+        subject_token_missing: true,
+        message: `MCP client "${spec.name}" acts as you at the upstream server and needs your own identity-provider token, which ${describeIdentity(options.identity)} does not carry: call with Authorization: Bearer <your IdP access token>, or sign in to the gateway through SSO`,
+      });
+    }
+    if (!spec.tokenExchange) throw new GatewayError("internal", `token_exchange client "${spec.name}" has no token_exchange configuration`);
+    try {
+      const token = await this.exchanger.tokenFor(client.id, spec.tokenExchange, options.identity, options.subjectToken);
+      return { Authorization: `Bearer ${token}` };
+    } catch (err) {
+      if (!(err instanceof TokenExchangeError)) throw err;
+      this.deps.logger.info({ client_id: client.id, client: spec.name, identity_kind: options.identity.kind, error: err.message }, "token exchange refused");
+      throw new McpAuthRequiredError({ ...base, subject_token_missing: false, exchange_error: err.message, message: `MCP client "${spec.name}" could not get a token for you: ${err.message}` });
     }
   }
 

@@ -4,6 +4,7 @@
  * timeout, other); every operation is bounded by its timeout and the caller's signal. The factory owns
  * the keep-alive pool shared by all http/sse sessions and closes whatever is still open.
  */
+import { egressPolicy } from "../config/egress-policy.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -23,6 +24,17 @@ export interface DiscoveredTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
+  /** The hints a retry decision reads, present only when the server declared one. */
+  annotations?: { readOnlyHint?: boolean; idempotentHint?: boolean };
+}
+
+/** The retry-relevant annotations of a listed tool, or undefined when it declares none. */
+function retryHints(annotations: { readOnlyHint?: boolean | undefined; idempotentHint?: boolean | undefined } | undefined): DiscoveredTool["annotations"] {
+  if (!annotations) return undefined;
+  const out: NonNullable<DiscoveredTool["annotations"]> = {};
+  if (typeof annotations.readOnlyHint === "boolean") out.readOnlyHint = annotations.readOnlyHint;
+  if (typeof annotations.idempotentHint === "boolean") out.idempotentHint = annotations.idempotentHint;
+  return Object.keys(out).length > 0 ? out : undefined;
 }
 
 /** Where and how to reach one upstream MCP server. */
@@ -138,7 +150,8 @@ class McpUpstreamSession implements UpstreamSession {
         for (let page = 0; page < MAX_TOOL_PAGES; page++) {
           const result = await this.client.listTools(cursor === undefined ? {} : { cursor }, { signal, timeout: opts.timeoutMs });
           for (const tool of result.tools) {
-            tools.push({ name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema as Record<string, unknown> });
+            const hints = retryHints(tool.annotations);
+            tools.push({ name: tool.name, description: tool.description ?? "", inputSchema: tool.inputSchema as Record<string, unknown>, ...(hints ? { annotations: hints } : {}) });
           }
           cursor = result.nextCursor;
           if (!cursor) return tools;
@@ -289,6 +302,9 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
     } catch {
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
+    // Clients saved before the policy changed are checked again each time a connection opens.
+    const refused = egressPolicy().refusal(url.hostname);
+    if (refused !== null) throw upstreamError(`connection_string ${url.origin} is not a permitted destination: ${refused}`);
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
     const send = target.bearer ? bearerFetch(fetch, target.bearer) : fetch;
     const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, send) : httpTransport(url, target.headers, send);

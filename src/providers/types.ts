@@ -133,8 +133,12 @@ export interface CallOptions {
    * send the same JSON sends these bytes instead (no re-encoding, numbers and field order kept).
    */
   rawBody?: string;
-  /** Upper bound on waiting for response headers and on any gap between body chunks. */
+  /** Upper bound on waiting for response headers. */
   timeoutMs?: number;
+  /** Upper bound on any gap between body chunks. */
+  idleTimeoutMs?: number;
+  /** The most bytes of answer read before the call fails. */
+  maxResponseBytes?: number;
   /** The caller's headers to send along (lower-case names, already filtered); the provider's own headers win. */
   headers?: Readonly<Record<string, string>>;
 }

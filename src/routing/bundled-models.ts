@@ -1,7 +1,7 @@
 /**
  * A small offline table of well-known model ids per provider, so `allowed_models: ["*"]` and bare-model
- * resolution work before the model catalog (pricing data and list-models) exists. Kept deliberately short:
- * provider keys' `models` lists extend it.
+ * resolution work before a pricing datasheet or a list-models answer is known. Kept deliberately short:
+ * the datasheet, list-models and provider keys' `models` lists extend it.
  */
 
 /** Provider name -> model ids the gateway knows without asking anyone. */

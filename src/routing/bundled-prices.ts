@@ -1,8 +1,8 @@
 /**
  * The bundled pricing datasheet, so budgets spend and the catalog works offline.
  * Keys are `model|provider|mode`; prices are USD per token, from the providers' public price lists
- * (standard tier, no caching or batch discounts). A pricing_url download will override it when the
- * model-catalog sync lands.
+ * (standard tier, no caching or batch discounts). A datasheet downloaded from pricing.pricing_url (or
+ * its stored copy) replaces it.
  */
 
 /** USD per token of one model. */

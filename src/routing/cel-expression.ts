@@ -4,6 +4,7 @@
  */
 import { CelScalar, celEnv, isCelError, mapType, parse, plan, type CelResult } from "@bufbuild/cel";
 import { invalidField } from "../errors.js";
+import { compileFastCondition, type CelNode } from "./cel-fast-path.js";
 
 /** The variables a condition may read, with their CEL types. */
 const VARIABLES = {
@@ -21,6 +22,7 @@ const VARIABLES = {
   budget_used: CelScalar.DOUBLE,
   tokens_used: CelScalar.DOUBLE,
   request: CelScalar.DOUBLE,
+  complexity_tier: CelScalar.STRING,
 } as const;
 
 /** The values of one request a condition reads; `headers` keys are lowercase. */
@@ -39,6 +41,8 @@ export interface RuleVariables {
   budget_used: number;
   tokens_used: number;
   request: number;
+  /** SIMPLE, MEDIUM or COMPLEX, computed only when a rule in scope reads it; "" otherwise. */
+  complexity_tier: string;
 }
 
 /** The names a condition may use, for messages and the README. */
@@ -47,7 +51,11 @@ export const RULE_VARIABLE_NAMES: readonly string[] = Object.keys(VARIABLES);
 const ENV = celEnv({ variables: VARIABLES });
 
 /** A compiled condition: true, false, or an evaluation error (a missing header, say). */
-export type RuleCondition = (vars: RuleVariables) => boolean | Error;
+export interface RuleCondition {
+  (vars: RuleVariables): boolean | Error;
+  /** The variables the expression reads, so costly ones are computed only when some rule needs them. */
+  readonly reads: ReadonlySet<string>;
+}
 
 /** Values every variable takes when nothing is known, for the compile-time result check. */
 const EMPTY: RuleVariables = {
@@ -65,16 +73,14 @@ const EMPTY: RuleVariables = {
   budget_used: 0,
   tokens_used: 0,
   request: 0,
+  complexity_tier: "",
 };
 
 /** Operators whose result is never boolean, so a condition made of one cannot match anything. */
 const NON_BOOLEAN_CALLS = new Set(["_+_", "_-_", "_*_", "_/_", "_%_", "-_", "size", "string", "int", "double", "uint"]);
 
 /** A parsed CEL node; the AST is typed by the library but walked structurally here. */
-interface Node {
-  id: bigint;
-  exprKind: { case: string | undefined; value?: unknown };
-}
+type Node = CelNode;
 
 function lineColumn(source: string, offset: number): string {
   const before = source.slice(0, Math.max(0, offset));
@@ -113,8 +119,12 @@ function childrenOf(node: Node): { child: Node; binds: string[] }[] {
   }
 }
 
-/** Refuses unknown variables and lowercases constant header names, so `headers["X-Tier"]` reads `x-tier`. */
-function checkAndNormalize(root: Node, source: string, positions: Record<string, number>, field: string): void {
+/**
+ * Refuses unknown variables and lowercases constant header names, so `headers["X-Tier"]` reads `x-tier`;
+ * returns the variables the expression reads.
+ */
+function checkAndNormalize(root: Node, source: string, positions: Record<string, number>, field: string): Set<string> {
+  const reads = new Set<string>();
   const stack: { node: Node; bound: ReadonlySet<string> }[] = [{ node: root, bound: new Set() }];
   // A well-formed AST is a tree; the bound keeps a malformed one from looping forever.
   for (let steps = 0; stack.length > 0 && steps < 100_000; steps++) {
@@ -126,12 +136,14 @@ function checkAndNormalize(root: Node, source: string, positions: Record<string,
         const at = positions[String(node.id)];
         throw invalidField(field, `unknown variable "${name}"${at === undefined ? "" : ` at ${lineColumn(source, at)}`}; use one of: ${RULE_VARIABLE_NAMES.join(", ")}`);
       }
+      if (!bound.has(name)) reads.add(name);
     }
     if (kind.case === "callExpr") lowercaseHeaderName(kind.value as { function: string; args: Node[] });
     for (const { child, binds } of childrenOf(node)) {
       stack.push({ node: child, bound: binds.length === 0 ? bound : new Set([...bound, ...binds]) });
     }
   }
+  return reads;
 }
 
 function isIdent(node: Node | undefined, name: string): boolean {
@@ -176,8 +188,8 @@ function asBoolean(result: CelResult): boolean | Error {
  * Compiles a condition; an empty expression always matches. Throws a 400 on `field` naming the problem:
  * a syntax error with its line and column, an unknown variable, or a result that is not boolean.
  */
-export function compileCondition(expression: string, field: string): RuleCondition {
-  if (expression.trim() === "") return () => true;
+export function compileCondition(expression: string, field: string, options: { fastPath?: boolean } = {}): RuleCondition {
+  if (expression.trim() === "") return Object.assign(() => true, { reads: new Set<string>() });
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(expression);
@@ -189,12 +201,20 @@ export function compileCondition(expression: string, field: string): RuleConditi
   const root = parsed.expr as unknown as Node;
   const positions: Record<string, number> = {};
   for (const [id, offset] of Object.entries(parsed.sourceInfo?.positions ?? {})) positions[id] = offset;
-  checkAndNormalize(root, expression, positions, field);
+  const reads = checkAndNormalize(root, expression, positions, field);
   const why = nonBooleanRoot(root);
   if (why !== null) throw invalidField(field, `must be a boolean expression, but ${why}`);
   const run = plan(ENV, parsed);
   // With every variable empty, a result that is neither boolean nor an error proves the type wrong.
   const dry = run(EMPTY as never);
   if (!isCelError(dry) && typeof dry !== "boolean") throw invalidField(field, `must be a boolean expression, but it returns a ${typeof dry === "bigint" ? "int" : typeof dry}`);
-  return (vars) => asBoolean(run(vars as never));
+  // `fastPath: false` keeps every evaluation on the planner: the reference the fast path is tested against.
+  const fast = options.fastPath === false ? null : compileFastCondition(root);
+  if (fast === null) return Object.assign((vars: RuleVariables) => asBoolean(run(vars as never)), { reads });
+  const evaluate = (vars: RuleVariables): boolean | Error => {
+    const result = fast(vars as unknown as Readonly<Record<string, unknown>>);
+    if (result === true || result === false || result instanceof Error) return result;
+    return asBoolean(run(vars as never));
+  };
+  return Object.assign(evaluate, { reads });
 }

@@ -5,7 +5,7 @@
  * selection happens per attempt in key-selection.ts.
  */
 import { configAllowsModel } from "./allowed-models.js";
-import type { ModelCatalog } from "./model-catalog.js";
+import type { CatalogCandidate, ModelCatalog } from "./model-catalog.js";
 import { formatTarget, parseModelName, type ParsedModel } from "./model-name.js";
 import { RoutingError } from "./routing-error.js";
 import type { RuleMatch } from "./routing-rules.js";
@@ -25,6 +25,8 @@ export interface RoutingRequest {
   virtualKey: VirtualKey | null;
   /** Routing rules to evaluate first, with the request's variables built on demand. */
   rules?: RulesInput;
+  /** The canonical provider of the integration route the request came through (`anthropic` for /anthropic), or null. */
+  integration?: string | null;
 }
 
 /** The routing rules of a request: the set, the variables (built only when a rule is in scope), the error sink. */
@@ -59,11 +61,24 @@ export interface RoutingDecision {
   rule: { id: string; name: string } | null;
   /** A provider key a rule pinned for the primary target; "" lets key selection choose. */
   pinnedKeyId: string;
+  /** How the model catalog resolved a bare model, when it did (for the `model-catalog` routing log entry). */
+  catalog?: CatalogResolution;
+}
+
+/** The model-catalog resolver's choice: the bare model, every candidate provider it found, the one selected. */
+export interface CatalogResolution {
+  model: string;
+  options: readonly CatalogCandidate[];
+  selected: string;
 }
 
 /** The provider config of a virtual key for a provider, or null when the key has none. */
 export function providerConfigOf(virtualKey: VirtualKey, provider: string): ProviderConfig | null {
   return virtualKey.providerConfigs.find((config) => config.provider === provider) ?? null;
+}
+
+function isWildcardList(list: readonly string[]): boolean {
+  return list.length === 1 && list[0] === "*";
 }
 
 function servesAnything(config: ProviderConfig): boolean {
@@ -116,15 +131,19 @@ function routeWithoutKey(request: RoutingRequest, context: RoutingContext): Rout
     const primary = { provider: parsed.provider, model: parsed.model };
     return { primary, fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))), enginesUsed: [], rule: null, pinnedKeyId: "" };
   }
-  const [provider] = context.catalog.providersOf(parsed.model);
-  if (provider === undefined) throw providerRequired(parsed);
-  const primary = { provider, model: parsed.model };
+  // Without a virtual key every configured provider is allowed, and the catalog's pool holds only those.
+  const options = context.catalog.candidatesOf(parsed.model);
+  const preferred = request.integration ? options.find((c) => c.provider === request.integration) : undefined;
+  const chosen = preferred ?? options[0];
+  if (chosen === undefined) throw providerRequired(parsed);
+  const primary = { provider: chosen.provider, model: chosen.model };
   return {
     primary,
     fallbacks: appendDistinct([], requested.filter((t) => !sameTarget(t, primary))),
     enginesUsed: ["model-catalog"],
     rule: null,
     pinnedKeyId: "",
+    catalog: { model: parsed.model, options, selected: chosen.provider },
   };
 }
 
@@ -217,12 +236,18 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
   if (eligible.length === 0) throw limitError(virtualKey, reasons, parsed.model);
 
   const chosen = eligible[weightedIndex(eligible, (config) => config.weight, context.random)] as ProviderConfig;
-  const primary = { provider: chosen.provider, model: parsed.model };
+  // A provider allowed through the catalog (allowed_models ["*"]) receives its own id for the model
+  // (an aggregator's `openai/gpt-4o`); an explicit list names the model as the provider takes it.
+  const targetOf = (config: ProviderConfig): RouteTarget => ({
+    provider: config.provider,
+    model: isWildcardList(config.allowedModels) ? context.catalog.idAt(config.provider, parsed.model) : parsed.model,
+  });
+  const primary = targetOf(chosen);
   // Array.prototype.sort is stable, so equal weights keep their configured order.
   const rest = eligible
     .filter((config) => config !== chosen)
     .sort((a, b) => b.weight - a.weight)
-    .map((config) => ({ provider: config.provider, model: parsed.model }));
+    .map(targetOf);
   const fallbacks = appendDistinct(appendDistinct([], keptFallbacks), rest).filter((t) => !sameTarget(t, primary));
   return { primary, fallbacks, enginesUsed: ["governance"], rule: null, pinnedKeyId: "" };
 }
@@ -252,6 +277,17 @@ function applyRules(request: RoutingRequest, rules: RulesInput, context: Routing
   return { request: { ...request, model, ...(fallbacks ? { fallbacks } : {}) }, match };
 }
 
+/** The keys a rule's fallbacks pin, put on the decision's fallback targets they name. */
+function withFallbackKeys(fallbacks: RouteTarget[], match: RuleMatch): RouteTarget[] {
+  const pinned = new Map<string, string>();
+  for (const f of match.fallbacks) if (f.keyId !== "") pinned.set(`${f.provider}/${f.model === "" ? match.model : f.model}`, f.keyId);
+  if (pinned.size === 0) return fallbacks;
+  return fallbacks.map((target) => {
+    const keyId = pinned.get(`${target.provider}/${target.model}`);
+    return keyId === undefined ? target : { ...target, keyId };
+  });
+}
+
 /** Decides the primary provider/model and the fallbacks of a request: routing rules, then the virtual key's rules. */
 export function routeRequest(request: RoutingRequest, context: RoutingContext): RoutingDecision {
   const ruled = request.rules === undefined ? null : applyRules(request, request.rules, context);
@@ -259,6 +295,7 @@ export function routeRequest(request: RoutingRequest, context: RoutingContext): 
   const decision = routeGoverned(ruled.request, context);
   return {
     ...decision,
+    fallbacks: withFallbackKeys(decision.fallbacks, ruled.match),
     enginesUsed: ["routing-rule", ...decision.enginesUsed],
     rule: { id: ruled.match.rule.id, name: ruled.match.rule.name },
     pinnedKeyId: ruled.match.keyId,

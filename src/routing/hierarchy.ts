@@ -2,7 +2,8 @@
  * The governance hierarchy in memory: business units > customers > teams > virtual keys, each level with
  * an optional budget (USD) and rate limit (requests and tokens). Every level a request belongs to is
  * checked before it runs (most specific first, so a refusal names the nearest exhausted level) and every
- * level is charged the same request, cost and tokens. Counters live only here, off the database.
+ * level is charged the same request, cost and tokens. The hot path reads and writes only this memory; the
+ * owner persists `snapshot()` on an interval and feeds it back through `restore()` at start-up.
  */
 import { currentWindowStart, windowEnd, type WindowSpec } from "./limit-window.js";
 import type { Clock, VirtualKey } from "./types.js";
@@ -56,15 +57,24 @@ export interface LevelUsage {
   tokens: WindowState | null;
 }
 
-interface Counter {
+/** One window's running total, from its start (ms since the epoch). */
+export interface Counter {
   start: number;
   used: number;
 }
 
-interface Counters {
+/** The windows of one level's owner; null before its first request. */
+export interface Counters {
   budget: Counter | null;
   requests: Counter | null;
   tokens: Counter | null;
+}
+
+/** Every owner's counters, safe to JSON-encode; `revision` grows with every count. */
+export interface HierarchySnapshot {
+  revision: number;
+  /** `ownerKey` is `<level>:<id>`. */
+  entries: { ownerKey: string; counters: Counters }[];
 }
 
 function key(level: Level, id: string): string {
@@ -76,6 +86,7 @@ export class Hierarchy {
   readonly #owners = new Map<string, LevelOwner>();
   readonly #counters = new Map<string, Counters>();
   readonly #now: Clock;
+  #revision = 0;
 
   constructor(now: Clock = Date.now) {
     this.#now = now;
@@ -89,7 +100,7 @@ export class Hierarchy {
   /** Removes an owner and its counters. */
   remove(level: Level, id: string): void {
     this.#owners.delete(key(level, id));
-    this.#counters.delete(key(level, id));
+    if (this.#counters.delete(key(level, id))) this.#revision += 1;
   }
 
   /** The owner of a level, or null. */
@@ -139,6 +150,23 @@ export class Hierarchy {
     const window = this.#window(owner, which, spec, aligned, now);
     counters[which] = { start: window.start, used: window.used + amount };
     this.#counters.set(id, counters);
+    this.#revision += 1;
+  }
+
+  /** The revision of the counters; compare with a stored snapshot's to skip writing unchanged state. */
+  get revision(): number {
+    return this.#revision;
+  }
+
+  /** A deep copy of every counter, for asynchronous persistence. */
+  snapshot(): HierarchySnapshot {
+    return { revision: this.#revision, entries: [...this.#counters].map(([ownerKey, counters]) => ({ ownerKey, counters: structuredClone(counters) })) };
+  }
+
+  /** Replaces every counter with stored ones (start-up, before traffic); windows that passed restart on use. */
+  restore(entries: readonly { ownerKey: string; counters: Counters }[]): void {
+    this.#counters.clear();
+    for (const entry of entries) this.#counters.set(entry.ownerKey, structuredClone(entry.counters));
   }
 
   /** Counts an admitted request at every level that limits requests. */

@@ -4,15 +4,27 @@
  * as chat; when the upstream id has no price the alias the caller named is tried the same way.
  */
 import { BUNDLED_PRICES, type TokenPrice } from "./bundled-prices.js";
+import type { PriceEntry } from "./pricing-data.js";
 
 /** Which API the request used. */
 export type PricingMode = "chat" | "responses" | "embedding";
 
-/** Hosted providers whose models are priced like their parent's (Azure OpenAI bills as OpenAI). */
-const PARENT_PROVIDER: Readonly<Record<string, string>> = { azure: "openai" };
+/**
+ * Providers whose models are priced like their parent cloud's: Azure OpenAI bills as OpenAI, the Gemini
+ * API as Vertex, the datasheets list many models only under the cloud that hosts them.
+ */
+const PARENT_PROVIDER: Readonly<Record<string, string>> = { azure: "openai", gemini: "vertex" };
 
 /** Vendor prefixes aggregators put on model ids (`openai/gpt-4o`). */
-const VENDORS = ["openai", "anthropic", "mistral", "meta-llama", "google"] as const;
+const VENDORS = ["openai", "anthropic", "mistral", "meta-llama", "google", "deepseek", "x-ai", "qwen"] as const;
+
+/** The bundled datasheet as entries. */
+export function bundledPriceEntries(): PriceEntry[] {
+  return Object.entries(BUNDLED_PRICES).map(([key, price]) => {
+    const [model = "", provider = "", mode = "chat"] = key.split("|");
+    return { provider, model, mode, ...price };
+  });
+}
 
 /** A price list with the fallback chain. */
 export class PriceTable {
@@ -20,6 +32,13 @@ export class PriceTable {
 
   constructor(prices: Readonly<Record<string, TokenPrice>> = BUNDLED_PRICES) {
     this.#prices = prices;
+  }
+
+  /** A table over datasheet entries (a later entry for the same `model|provider|mode` wins). */
+  static fromEntries(entries: readonly PriceEntry[]): PriceTable {
+    const prices: Record<string, TokenPrice> = Object.create(null) as Record<string, TokenPrice>;
+    for (const entry of entries) prices[`${entry.model}|${entry.provider}|${entry.mode}`] = entry;
+    return new PriceTable(prices);
   }
 
   #exact(model: string, provider: string, mode: PricingMode): TokenPrice | null {
@@ -41,9 +60,12 @@ export class PriceTable {
       const found = this.#exact(bare, vendor, mode) ?? providers.map((p) => this.#exact(bare, p, mode)).find((x) => x !== null) ?? null;
       if (found) return found;
     } else {
-      for (const vendor of VENDORS) {
-        const found = this.#exact(`${vendor}/${model}`, provider, mode);
-        if (found) return found;
+      for (const p of providers) {
+        for (const vendor of VENDORS) {
+          // Aggregators write `vendor/model`, cloud hosts such as Bedrock `vendor.model`.
+          const found = this.#exact(`${vendor}/${model}`, p, mode) ?? this.#exact(`${vendor}.${model}`, p, mode);
+          if (found) return found;
+        }
       }
     }
     return null;

@@ -23,11 +23,13 @@ export interface RuleTarget {
   weight: number;
 }
 
-/** A fallback of a rule: `provider/model`, or `provider/` for the chosen model on that provider. */
+/** A fallback of a rule: `provider/model`, `provider/` for the chosen model on that provider, or an object that may pin a key. */
 export interface RuleFallback {
   provider: string;
   /** Empty: the model the rule chose. */
   model: string;
+  /** "" lets key selection choose. */
+  keyId: string;
 }
 
 /** A compiled routing rule. */
@@ -84,6 +86,9 @@ export interface RuleEvaluationError {
 /** At most this many rules apply to one request, so a chain always ends. */
 const MAX_CHAIN = 10;
 
+/** Subjects whose in-scope rule lists are kept between changes. */
+const MAX_CACHED_SUBJECTS = 10_000;
+
 function scopeKey(scope: RuleScope, scopeId: string): string {
   return scope === "global" ? "global" : `${scope}:${scopeId}`;
 }
@@ -93,6 +98,10 @@ export class RoutingRuleSet {
   readonly #byId = new Map<string, RoutingRule>();
   /** Enabled rules by scope key, in ascending priority, then name. */
   #index = new Map<string, RoutingRule[]>();
+  /** The rules in scope per subject, built on first use after each change: subjects repeat per key. */
+  #inScopeCache = new Map<string, RoutingRule[]>();
+  /** Whether any enabled rule reads complexity_tier: most gateways have none, and then nothing is classified. */
+  #anyReadsComplexity = false;
 
   /** Adds or replaces a rule. */
   put(rule: RoutingRule): void {
@@ -133,10 +142,15 @@ export class RoutingRuleSet {
     }
     for (const list of index.values()) list.sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
     this.#index = index;
+    this.#inScopeCache = new Map();
+    this.#anyReadsComplexity = [...this.#byId.values()].some((rule) => rule.enabled && rule.condition.reads.has("complexity_tier"));
   }
 
   /** The enabled rules that apply to a subject, most specific scope first. */
   #inScope(subject: RuleSubject): RoutingRule[] {
+    const cacheKey = `${subject.virtualKeyId}\n${subject.teamId}\n${subject.customerId}`;
+    const cached = this.#inScopeCache.get(cacheKey);
+    if (cached !== undefined) return cached;
     const out: RoutingRule[] = [];
     const add = (key: string | null): void => {
       const list = key === null ? undefined : this.#index.get(key);
@@ -146,7 +160,15 @@ export class RoutingRuleSet {
     add(subject.teamId === "" ? null : scopeKey("team", subject.teamId));
     add(subject.customerId === "" ? null : scopeKey("customer", subject.customerId));
     add("global");
+    // Bounded: a gateway has few subjects, but a flood of unknown ones must not grow it forever.
+    if (this.#inScopeCache.size >= MAX_CACHED_SUBJECTS) this.#inScopeCache.clear();
+    this.#inScopeCache.set(cacheKey, out);
     return out;
+  }
+
+  /** True when a rule that applies to the subject reads complexity_tier, which then has to be computed first. */
+  needsComplexity(subject: RuleSubject): boolean {
+    return this.#anyReadsComplexity && this.#inScope(subject).some((rule) => rule.condition.reads.has("complexity_tier"));
   }
 
   /**
@@ -188,8 +210,9 @@ export class RoutingRuleSet {
 }
 
 function firstMatch(rules: readonly RoutingRule[], vars: RuleVariables, seen: ReadonlySet<string>, onError: (failure: RuleEvaluationError) => void): RoutingRule | null {
+  const chained = seen.size > 0;
   for (const rule of rules) {
-    if (seen.has(rule.id)) continue;
+    if (chained && seen.has(rule.id)) continue;
     const result = rule.condition(vars);
     if (result === true) return rule;
     if (result instanceof Error) onError({ rule, error: result });

@@ -16,28 +16,30 @@ export interface AffinityRoute {
   keyId: string;
 }
 
-/** Session id -> the route that last served it. */
-export class SessionAffinity {
+/** Session id -> a value remembered until `ttlMs` after its last use; memory bounded by sweeping. */
+export class SessionMemory<V> {
   readonly #clock: Clock;
-  readonly #entries = new Map<string, AffinityRoute & { expiresAt: number }>();
+  readonly #ttlMs: number;
+  readonly #entries = new Map<string, { value: V; expiresAt: number }>();
 
-  constructor(clock: Clock = Date.now) {
+  constructor(clock: Clock = Date.now, ttlMs = AFFINITY_TTL_MS) {
     this.#clock = clock;
+    this.#ttlMs = ttlMs;
   }
 
-  /** The route that last served the session, or null when none did within the TTL. */
-  get(sessionId: string): AffinityRoute | null {
+  /** The session's value, or null when none was set within the TTL. */
+  get(sessionId: string): V | null {
     const entry = this.#entries.get(sessionId);
     if (entry === undefined) return null;
     if (entry.expiresAt <= this.#clock()) {
       this.#entries.delete(sessionId);
       return null;
     }
-    return entry;
+    return entry.value;
   }
 
-  /** Remembers the route that served the session now. */
-  remember(sessionId: string, provider: string, keyId: string): void {
+  /** Remembers the session's value now. */
+  set(sessionId: string, value: V): void {
     const now = this.#clock();
     if (this.#entries.size >= SWEEP_AT && !this.#entries.has(sessionId)) {
       for (const [id, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(id);
@@ -48,7 +50,26 @@ export class SessionAffinity {
       }
     }
     this.#entries.delete(sessionId);
-    this.#entries.set(sessionId, { provider, keyId, expiresAt: now + AFFINITY_TTL_MS });
+    this.#entries.set(sessionId, { value, expiresAt: now + this.#ttlMs });
+  }
+}
+
+/** Session id -> the route that last served it. */
+export class SessionAffinity {
+  readonly #memory: SessionMemory<AffinityRoute>;
+
+  constructor(clock: Clock = Date.now) {
+    this.#memory = new SessionMemory(clock);
+  }
+
+  /** The route that last served the session, or null when none did within the TTL. */
+  get(sessionId: string): AffinityRoute | null {
+    return this.#memory.get(sessionId);
+  }
+
+  /** Remembers the route that served the session now. */
+  remember(sessionId: string, provider: string, keyId: string): void {
+    this.#memory.set(sessionId, { provider, keyId });
   }
 }
 

@@ -38,6 +38,18 @@ export interface McpConfig {
   toolsToExecute: readonly string[];
 }
 
+/** How a request's answer may come from the response cache. */
+export type CacheMode = "off" | "direct" | "semantic";
+
+/** A virtual key's response cache (carried through; routing does not read it). */
+export interface CacheSettings {
+  mode: CacheMode;
+  /** How long an answer stays cached. */
+  ttlMs: number;
+  /** The least cosine similarity a semantic hit needs, in (0, 1]. */
+  threshold: number;
+}
+
 /** A caller credential with its governance rules. */
 export interface VirtualKey {
   id: string;
@@ -54,6 +66,8 @@ export interface VirtualKey {
   /** The key's own limits over every provider. */
   budget: LevelBudget | null;
   rateLimit: LevelRateLimit | null;
+  /** The key's response cache; absent, caching is off unless a request asks for it. */
+  cache?: CacheSettings;
 }
 
 /** One upstream credential of a provider (the secret value is not routing's business). */
@@ -72,6 +86,8 @@ export interface RouteTarget {
   provider: string;
   /** The model as the caller named it (possibly an alias); the key decides the upstream id. */
   model: string;
+  /** A provider key a routing rule's fallback pinned for this target; absent lets key selection choose. */
+  keyId?: string;
 }
 
 /** Routing engines the spec names for the `routing_engine_used` label. */

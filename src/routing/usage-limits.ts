@@ -29,6 +29,14 @@ export interface UsageSnapshot {
   entries: UsageEntry[];
 }
 
+/** One window of a provider config as the usage API shows it. */
+export interface ConfigWindow {
+  used: number;
+  maxLimit: number;
+  resetDurationMs: number;
+  resetsAtMs: number;
+}
+
 /** What one request cost. */
 export interface RequestUsage {
   costUsd: number;
@@ -102,6 +110,29 @@ export class UsageLimits {
       }
     }
     return { budget: Math.min(100, budget), tokens: Math.min(100, tokens) };
+  }
+
+  /**
+   * The config's current windows for the usage API: the budget closest to running out (a config may have
+   * several) and the token rate limit; null where nothing is configured. Windows that never reset end never
+   * (`resetsAtMs` Infinity).
+   */
+  windows(virtualKeyId: string, config: ProviderConfig): { budget: ConfigWindow | null; tokens: ConfigWindow | null } {
+    const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+    const now = this.#now();
+    const state = (window: WindowUsage | null, maxLimit: number, durationMs: number): ConfigWindow => {
+      const at = current(window, durationMs, now);
+      return { used: at.used, maxLimit, resetDurationMs: durationMs, resetsAtMs: durationMs > 0 ? at.windowStartMs + durationMs : Infinity };
+    };
+    let budget: ConfigWindow | null = null;
+    for (const [index, limit] of config.budgets.entries()) {
+      const window = state(entry?.budgets[index] ?? null, limit.maxLimit, limit.resetDurationMs);
+      const share = (w: ConfigWindow): number => (w.maxLimit > 0 ? w.used / w.maxLimit : 0);
+      if (budget === null || share(window) > share(budget)) budget = window;
+    }
+    const rate = config.rateLimit;
+    const tokens = rate === null ? null : state(entry?.tokens ?? null, rate.tokenMaxLimit, rate.tokenResetDurationMs);
+    return { budget, tokens };
   }
 
   /** Adds a finished request's cost and tokens to the config's current windows. */

@@ -53,6 +53,11 @@ export class VirtualKeyRegistry {
     this.#changed();
   }
 
+  /** The ids of every key held. */
+  ids(): string[] {
+    return [...this.#byId.keys()];
+  }
+
   /** The key with this id, or null. */
   byId(id: string): VirtualKey | null {
     return this.#byId.get(id) ?? null;

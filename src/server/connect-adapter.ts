@@ -6,12 +6,15 @@
  * body over it is answered 413 like on every other path, and the rest of it dropped (refused-body.ts).
  */
 import type * as http from "node:http";
+import { TextDecoder } from "node:util";
 import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import type { JsonReadOptions, JsonWriteOptions } from "@bufbuild/protobuf";
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import { compressionBrotli, compressionGzip, universalRequestFromNodeRequest, universalResponseToNodeResponse } from "@connectrpc/connect-node";
 import { createAsyncIterable, type UniversalServerRequest, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
+import { PEER_ADDRESS_HEADER, socketPeerAddress } from "../peer-address.js";
 import type { Logger } from "../telemetry/logger.js";
 import { dropRefusedBody } from "./refused-body.js";
 import { ClientClosedError, readBodyBytes } from "./rest/request-body.js";
@@ -34,9 +37,24 @@ const COMPRESSED_FLAG = 0b00000001;
 /** Bytes before an envelope's data: one flag byte and a four-byte length. */
 const ENVELOPE_HEADER = 5;
 
+/**
+ * How Connect reads JSON: unknown fields are refused, as proto3 JSON parsers do by default and as the REST
+ * bridge does, so a typo does not pass silently; invalid UTF-8 is refused instead of read as U+FFFD. The
+ * router hands these options to its JSON serialization, which also takes the decoder.
+ */
+const CONNECT_JSON_OPTIONS: Partial<JsonReadOptions & JsonWriteOptions> & { textDecoder: TextDecoder } = {
+  ignoreUnknownFields: false,
+  textDecoder: new TextDecoder("utf-8", { fatal: true }),
+};
+
 /** Builds the handler; it answers the procedures of `routes` and hands every other path to `fallback`. */
 export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: Res) => void {
-  const router = createConnectRouter({ interceptors: o.interceptors, readMaxBytes: o.readMaxBytes, acceptCompression: [compressionGzip, compressionBrotli] });
+  const router = createConnectRouter({
+    interceptors: o.interceptors,
+    readMaxBytes: o.readMaxBytes,
+    acceptCompression: [compressionGzip, compressionBrotli],
+    jsonOptions: CONNECT_JSON_OPTIONS,
+  });
   o.routes(router);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
   return (req, res) => {
@@ -47,6 +65,8 @@ export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: 
     }
     // connect-node's request and response types are the two Node servers' own; both are served here.
     const uReq = universalRequestFromNodeRequest(req as http.IncomingMessage, res as http.ServerResponse, undefined, undefined);
+    // The services read the caller's address from this header; the socket's value replaces any the client sent.
+    uReq.header.set(PEER_ADDRESS_HEADER, socketPeerAddress(req.socket));
     const serve = (request: UniversalServerRequest): void => {
       handler(request)
         .then((uRes) => universalResponseToNodeResponse(watchOutcome(uRes, res), res as http.ServerResponse))

@@ -1,6 +1,7 @@
 /**
  * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
- * /openapi.json, /metrics, the per-user credential page, the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
+ * /openapi.json, /metrics, the per-user credential page, the dashboard under /workspace/ (and the `/`
+ * redirect to it), the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
  * POST /v1/chat/completions, /v1/responses and /v1/embeddings, GET /v1/models/{id} and the Anthropic
  * Messages and Models endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
@@ -10,7 +11,7 @@
  */
 import type { DescService } from "@bufbuild/protobuf";
 import type { ConnectRouter, Interceptor, Transport } from "@connectrpc/connect";
-import { GatewayError } from "../errors.js";
+import { GatewayError, httpStatusOf } from "../errors.js";
 import { originOfHeaders } from "../mcp/credentials/index.js";
 import type { JsonObject } from "../providers/types.js";
 import type { RequestScope } from "../services/context.js";
@@ -22,8 +23,10 @@ import type { RequestHandler } from "./listener.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
+import { createDashboard, DASHBOARD_PREFIX, isDashboardPath } from "./pages/dashboard.js";
 import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { createOauthCallback, OAUTH_CALLBACK_PAGE_PATH } from "./pages/oauth-callback.js";
+import { SSO_CALLBACK_PATH, SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./pages/sso-routes.js";
 import { OAUTH2_PREFIX, type OAuth2Server } from "./oauth2/oauth2-server.js";
 import { bodyBytesOf } from "./counting-response.js";
 import { countedStatus } from "./rpc-status.js";
@@ -33,6 +36,8 @@ import { REFLECTION_SERVICES } from "./reflection.js";
 import { sendReadiness, type Readiness } from "./readiness.js";
 import { buildGatewayOpenApi } from "./openapi/gateway-document.js";
 import { sendError, sendJson, type Req, type Res } from "./node-http.js";
+import { dropRefusedBody } from "./refused-body.js";
+import { anthropicErrorBody } from "./anthropic/anthropic-error.js";
 import { createModelHandler, MODEL_PATH_PREFIX, type ModelLookup } from "./v1/model.js";
 import { createAnthropicModelsHandler, MODELS_PATH } from "./anthropic/models.js";
 import type { CompatModelNames } from "../services/model-service.js";
@@ -89,8 +94,17 @@ export interface HttpHandlerOptions {
   oauth2?: { server: OAuth2Server; enabled: () => boolean };
   /** Refuses requests by Host and Origin (DNS-rebinding protection); absent: every request is served. */
   hostGuard?: (req: Req, path: string) => string | null;
+  /** The built dashboard (absent: dist/web beside the gateway). */
+  webDir?: string;
   /** Traces every request as a SERVER span; absent: tracing off, nothing is built per request. */
   tracing?: Tracing;
+  /**
+   * Checks an IdP bearer token before any handler sees the request: null when there is nothing to check
+   * (synchronously, so other requests pay nothing), else the refusal to answer with or null to go on.
+   */
+  bearerCheck?: (authorization: string | undefined) => Promise<GatewayError | null> | null;
+  /** Serves the SSO browser routes (/api/sso/login, /api/sso/callback, /api/sso/logout); absent: none. */
+  sso?: (req: Req, res: Res, path: string) => void;
 }
 
 /** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
@@ -124,6 +138,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const serveMetrics = createMetricsEndpoint(opts.metrics, opts.metricsAuth);
   const authPage = createMcpAuthPage({ transport: opts.restTransport, logger: opts.logger });
   const oauthCallback = createOauthCallback({ transport: opts.restTransport, logger: opts.logger });
+  const dashboard = createDashboard(opts.webDir);
   const routeOf = routeTemplates(opts.services, table);
   const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
   const serveAnthropicModels = opts.compatModelNames ? createAnthropicModelsHandler(opts.compatModelNames) : null;
@@ -157,6 +172,24 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       sendError(res, 403, "host_not_allowed", refused);
       return;
     }
+    const checking = opts.bearerCheck?.(req.headers.authorization) ?? null;
+    if (checking === null) {
+      dispatch(req, res, path, dims, traced);
+      return;
+    }
+    checking.then(
+      (refusal) => {
+        if (refusal === null) dispatch(req, res, path, dims, traced);
+        else sendRefusal(req, res, path, refusal);
+      },
+      (err: unknown) => {
+        opts.logger.error({ err, path }, "checking the IdP bearer token failed");
+        if (!res.headersSent) sendError(res, 500, "internal", "internal error: the gateway log has the details");
+      },
+    );
+  };
+
+  function dispatch(req: Req, res: Res, path: string, dims: RequestDimensions, traced: ServerTrace | undefined): void {
     if (path === "/health" && (req.method === "GET" || req.method === "HEAD")) {
       sendJson(res, 200, { status: "ok" });
       return;
@@ -190,6 +223,15 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
+    // After the flow page, so /workspace/mcp-sessions/auth stays the server-rendered page.
+    if (isDashboardPath(path)) {
+      dashboard(req, res, path);
+      return;
+    }
+    if (opts.sso && (path === SSO_LOGIN_PATH || path === SSO_CALLBACK_PATH || path === SSO_LOGOUT_PATH)) {
+      opts.sso(req, res, path);
+      return;
+    }
     if (opts.oauth2 && opts.oauth2.server.handles(path) && opts.oauth2.enabled()) {
       opts.oauth2.server.handle(req, res, path, originOfHeaders(req.headers) ?? "");
       return;
@@ -221,12 +263,21 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     connect(req, res);
-  };
+  }
+}
+
+/** A refusal before dispatch, in the error envelope of the path's API; the unread body is dropped. */
+function sendRefusal(req: Req, res: Res, path: string, err: GatewayError): void {
+  const status = httpStatusOf(err);
+  if (path.startsWith("/anthropic/")) sendJson(res, status, anthropicErrorBody(err).body);
+  else if (path.startsWith("/v1/")) sendJson(res, status, { error: { message: err.message, type: err.type, param: null, code: err.type } });
+  else sendError(res, status, err.type, err.message);
+  dropRefusedBody(req, res);
 }
 
 /** The `path` label of a request: a fixed path, a Connect procedure path, a REST route template, or "unmatched". */
 function routeTemplates(services: readonly DescService[], table: RouteTable): (method: string, path: string) => string {
-  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH, OAUTH_CALLBACK_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH]);
+  const fixed = new Set(["/health", "/ready", "/openapi.json", "/metrics", CHAT_COMPLETIONS_PATH, RESPONSES_PATH, EMBEDDINGS_PATH, MESSAGES_PATH, COUNT_TOKENS_PATH, MODELS_PATH, MCP_AUTH_PAGE_PATH, OAUTH_CALLBACK_PAGE_PATH, MCP_PATH, MCP_SSE_PATH, MCP_MESSAGES_PATH, SSO_LOGIN_PATH, SSO_CALLBACK_PATH, SSO_LOGOUT_PATH]);
   // Connect serves `/<package.Service>/<Method>` for the implemented services and the reflection ones.
   const procedures = new Set([...services, ...REFLECTION_SERVICES].flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
   return (method, path) => {
@@ -235,6 +286,7 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
     if (path.startsWith(`${MODELS_PATH}/`)) return `${MODELS_PATH}/{id}`;
     // The OAuth server's paths carry ids (interactions, clients); one label each for its tree and the discovery documents.
     if (path.startsWith(`${OAUTH2_PREFIX}/`)) return `${OAUTH2_PREFIX}/*`;
+    if (isDashboardPath(path)) return `${DASHBOARD_PREFIX}/*`;
     if (path.startsWith("/.well-known/")) return "/.well-known/*";
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";

@@ -6,6 +6,7 @@
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
+import type { ServerLimits } from "../config/file-config.js";
 import { CountingHttp2ServerResponse, CountingServerResponse } from "./counting-response.js";
 
 /** The handler both protocol servers call. */
@@ -15,6 +16,18 @@ export type RequestHandler = (
 ) => void;
 
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
+
+/** The answer to a request the HTTP/1.1 parser refused, by Node's error code: status and reason. */
+function clientErrorAnswer(code: string | undefined): { status: number; reason: string; type: string; message: string } {
+  switch (code) {
+    case "HPE_HEADER_OVERFLOW":
+      return { status: 431, reason: "Request Header Fields Too Large", type: "header_too_large", message: "the request head is larger than server.max_header_bytes" };
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return { status: 408, reason: "Request Timeout", type: "request_timeout", message: "the request was not received within server.headers_timeout / server.request_timeout" };
+    default:
+      return { status: 400, reason: "Bad Request", type: "bad_request", message: `the request is not valid HTTP/1.1 (${code ?? "parse error"})` };
+  }
+}
 
 /** A listening one-port server. */
 export interface OnePortServer {
@@ -26,7 +39,7 @@ export interface OnePortServer {
 }
 
 /** Creates the server; nothing listens until listen(). */
-export function createOnePortServer(handler: RequestHandler): OnePortServer {
+export function createOnePortServer(handler: RequestHandler, limits: ServerLimits): OnePortServer {
   let closing = false;
   // HTTP/1.1 sockets and their in-flight request counts. The h1 server never listens itself, so it
   // does not track connections; this map lets close() end idle keep-alive sockets at once.
@@ -48,19 +61,41 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
     handler(req, res);
   };
   const h1 = http.createServer(
-    { keepAliveTimeout: 65_000, headersTimeout: 30_000, requestTimeout: 0, ServerResponse: CountingServerResponse },
+    {
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      maxHeaderSize: limits.maxHeaderBytes,
+      // How often the two timeouts above are checked: often enough that a short timeout is kept closely.
+      connectionsCheckingInterval: Math.max(100, Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs || Infinity, 30_000) / 4),
+      ServerResponse: CountingServerResponse,
+    },
     h1Handler,
   );
-  const h2 = http2.createServer({ Http2ServerResponse: CountingHttp2ServerResponse }, handler);
+  const h2 = http2.createServer(
+    { Http2ServerResponse: CountingHttp2ServerResponse, maxSessionInvalidFrames: 100, settings: { maxHeaderListSize: limits.maxHeaderBytes } },
+    handler,
+  );
   h2.on("session", (session) => {
+    // A session quiet for this long is closed as an idle keep-alive connection is; close() lets open streams finish.
+    session.setTimeout(limits.keepAliveTimeoutMs, () => session.close());
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
     if (closing) session.close();
   });
-  // A client that talks garbage gets its socket closed, never an uncaught error.
-  h1.on("clientError", (_err, socket) => {
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n");
-    else socket.destroy();
+  // A client that talks garbage gets a JSON error and its socket closed, never an uncaught error.
+  h1.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    // Node's own handler makes the same check: once a response has begun, a second status line would corrupt it.
+    const current = (socket as net.Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || current?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    const answer = clientErrorAnswer(err.code);
+    const body = JSON.stringify({ error: { type: answer.type, message: answer.message } });
+    socket.end(
+      `HTTP/1.1 ${answer.status} ${answer.reason}\r\nconnection: close\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+    );
   });
 
   const server = net.createServer((socket) => {
@@ -75,6 +110,10 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
       h1Sockets.delete(socket);
     });
     socket.on("error", () => socket.destroy());
+    // A connection that never sends enough bytes to pick a protocol gets the headers timeout too.
+    const undecidedTimer = setTimeout(() => socket.destroy(), limits.headersTimeoutMs);
+    undecidedTimer.unref();
+    socket.once("close", () => clearTimeout(undecidedTimer));
     let head: Buffer = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = head.length === 0 ? chunk : Buffer.concat([head, chunk]);
@@ -82,6 +121,7 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
       const isH2Prefix = head.subarray(0, n).equals(PREFACE.subarray(0, n));
       if (isH2Prefix && head.length < PREFACE.length) return; // wait for the rest of the preface
       socket.off("data", onData);
+      clearTimeout(undecidedTimer);
       undecided.delete(socket);
       socket.pause();
       socket.unshift(head);
@@ -98,6 +138,9 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
     socket.on("data", onData);
   });
 
+  // Past the cap, Node closes each new connection as it is accepted.
+  server.maxConnections = limits.maxConnections;
+
   return {
     server,
     listen(port, host) {
@@ -105,6 +148,9 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
+          // The HTTP/1.1 server is handed its sockets and never listens itself, but Node starts the
+          // timer that enforces headersTimeout and requestTimeout only on "listening".
+          h1.emit("listening");
           const addr = server.address() as net.AddressInfo;
           resolve({ port: addr.port, host: addr.address });
         });
@@ -114,6 +160,8 @@ export function createOnePortServer(handler: RequestHandler): OnePortServer {
       if (!server.listening) return;
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Stops the timeout-checking timer; the error says only that h1 never listened.
+      h1.close(() => {});
       for (const [socket, active] of h1Sockets) if (active === 0) socket.destroy();
       for (const session of sessions) session.close();
       for (const socket of undecided) socket.destroy();

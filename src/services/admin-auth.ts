@@ -7,6 +7,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { GatewayError } from "../errors.js";
 import { AdminSessionRecord, type Store } from "../store/index.js";
 import type { AdminPrincipal } from "./context.js";
+import { LoginThrottle } from "./login-throttle.js";
 
 /** The admin credentials and session lifetime from auth_config. */
 export interface AdminAuthConfig {
@@ -40,6 +41,8 @@ export class AdminAuth {
   private readonly cache = new Map<string, { username: string; expiresAt: number }>();
   /** Hashes of bearer values the store did not know (bounded: cleared when full). */
   private readonly unknown = new Set<string>();
+  /** Failed sign-ins per source address. */
+  private readonly throttle = new LoginThrottle();
 
   constructor(
     private config: AdminAuthConfig,
@@ -49,6 +52,11 @@ export class AdminAuth {
   /** True when auth_config.is_enabled is set. */
   get enabled(): boolean {
     return this.config.enabled;
+  }
+
+  /** True when `name` is the configured admin's user name and admin auth is on (a password sign-in exists for it). */
+  isAdminUser(name: string): boolean {
+    return this.config.enabled && name === this.config.username;
   }
 
   /**
@@ -61,14 +69,22 @@ export class AdminAuth {
     return changed;
   }
 
-  /** Exchanges admin credentials for a session token. */
-  async login(username: string, password: string): Promise<{ token: string; expiresAt: Date }> {
+  /**
+   * Exchanges admin credentials for a session token. `peerAddress` is the caller's socket address: after
+   * repeated failures from it, attempts are refused (resource_exhausted, retry-after) before any compare.
+   */
+  async login(username: string, password: string, peerAddress: string): Promise<{ token: string; expiresAt: Date }> {
     if (!this.config.enabled) {
       throw new GatewayError("failed_precondition", "admin authentication is disabled: set auth_config.is_enabled with admin_username and admin_password to sign in");
     }
+    this.throttle.check(peerAddress);
+    // Both compares always run, so the time taken does not tell which of the two was wrong.
     const userOk = secretEquals(username, this.config.username);
     const passOk = secretEquals(password, this.config.password);
-    if (!userOk || !passOk) throw new GatewayError("unauthenticated", "wrong admin username or password", { type: "invalid_credentials" });
+    if (!userOk || !passOk) {
+      this.throttle.fail(peerAddress);
+      throw new GatewayError("unauthenticated", "wrong admin username or password", { type: "invalid_credentials" });
+    }
     const token = randomBytes(32).toString("base64url");
     const hash = sha256(token).toString("hex");
     const expiresAt = new Date(Date.now() + this.config.sessionTtlMs);

@@ -24,7 +24,7 @@ export interface ReloadTarget {
 /** Seeds the store from the re-read file and applies what changed to the running gateway; a bad entry throws before anything changes. */
 export async function reloadSeededConfig(input: SeedInput, target: ReloadTarget): Promise<SeedChanges> {
   const { store, logger, settings, inference, runtime } = target;
-  const changes = await seedStore(store, input, logger);
+  const changes = await store.exclusive("seed", () => seedStore(store, input, logger));
   if (changes.toolManager || changes.client) {
     const stored = await readSettings(store);
     if (changes.toolManager) settings.setToolManager(stored.toolManager);

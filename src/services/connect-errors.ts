@@ -7,7 +7,7 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ERROR_TYPE_HEADER, errorMetadata, GatewayError, type GatewayErrorCode } from "../errors.js";
-import { isUniqueViolation } from "../store/index.js";
+import { isDatabaseUnavailable, isUniqueViolation } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 
 const CODES: Record<GatewayErrorCode, Code> = {
@@ -41,6 +41,14 @@ export function toConnectError(err: unknown, logger: Logger): ConnectError {
   }
   if (isUniqueViolation(err)) {
     return new ConnectError("a record with the same unique name already exists", Code.AlreadyExists, new Headers({ [ERROR_TYPE_HEADER]: "already_exists" }));
+  }
+  if (isDatabaseUnavailable(err)) {
+    logger.warn({ err }, "the database is unreachable; answered 503");
+    return new ConnectError(
+      "the database is unreachable right now, so the change was not saved; inference keeps serving from memory. Retry once the database is back",
+      Code.Unavailable,
+      new Headers({ [ERROR_TYPE_HEADER]: "database_unavailable" }),
+    );
   }
   logger.error({ err }, "unexpected error in a service call");
   return new ConnectError("internal error: the gateway log has the details", Code.Internal);

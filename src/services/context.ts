@@ -10,6 +10,8 @@ export const kEntityManager = createContextKey<EntityManager | undefined>(undefi
 /** The signed-in admin, when the call carries a valid session token. */
 export interface AdminPrincipal {
   username: string;
+  /** For an admin signed in through SSO: their IdP access token (memory only), which verify-exchange exchanges. */
+  idpToken?: string;
 }
 
 /** Set by the auth interceptor on every ACCESS_ADMIN call: the admin behind the call, or null (auth disabled). */

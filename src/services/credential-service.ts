@@ -1,8 +1,12 @@
 /**
- * gw.credential.v1.CredentialService: the per-user header submission flows behind the browser page
- * (GetFlow, SubmitFlow) and the caller's stored credentials (ListSessions, RevokeSession). Values are
- * accepted here and never returned: responses carry ids, statuses and header names only.
+ * gw.credential.v1.CredentialService: the per-user flows behind the browser page (GetFlow, SubmitFlow for
+ * header values, ConnectOauthFlow for an OAuth consent) and the caller's stored credentials (ListSessions,
+ * RevokeSession). Values and tokens are accepted here and never returned: responses carry ids, statuses
+ * and header names only.
  */
+import type { IdpTokens, IdpUser } from "./sso/idp-tokens.js";
+import type { SsoLogin } from "./sso/sso-login.js";
+import { bearerToken } from "./admin-auth.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GatewayError } from "../errors.js";
@@ -31,6 +35,10 @@ export interface CredentialServiceDeps {
   runtime: McpRuntime;
   inference: Inference;
   auth: AdminAuth;
+  /** Tells an IdP bearer token from a virtual key, and verifies it; absent: SSO off. */
+  idp?: Pick<IdpTokens, "claimsIssuer" | "verify" | "enabled">;
+  /** SSO browser logins: the user behind a request's gw_session cookie (absent: SSO off). */
+  ssoLogin?: Pick<SsoLogin, "signedIn">;
 }
 
 /** Whether a virtual key (by id) may use a client, read from the in-memory registry. */
@@ -58,20 +66,44 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     return deps.auth.authenticate(ctx.requestHeader.get("authorization"));
   }
 
+  /** The SSO user behind the call's IdP bearer token or, without one, its gw_session cookie, or null; a bad IdP token throws its 401. */
+  async function ssoUserOf(ctx: HandlerContext): Promise<IdpUser | null> {
+    const token = bearerToken(ctx.requestHeader.get("authorization"));
+    // Checked before the request reached a handler when it claims the issuer; verify finds it cached.
+    if (token !== null && deps.idp?.claimsIssuer(token)) return (await deps.idp.verify(token)).user;
+    return deps.ssoLogin?.signedIn(ctx.requestHeader.get("cookie"))?.user ?? null;
+  }
+
+  /** How the request stands with the user a flow is bound to (GetFlowResponse.sign_in), and who it is signed in as. */
+  async function signInState(ctx: HandlerContext, bound: { kind: string; id: string }): Promise<{ signIn: string; signedInAs: string }> {
+    if (bound.kind !== "user") return { signIn: "", signedInAs: "" };
+    const admin = (await signedIn(ctx))?.username ?? null;
+    const sso = await ssoUserOf(ctx).catch(() => null);
+    if (admin === bound.id || sso?.id === bound.id) return { signIn: "signed_in", signedInAs: "" };
+    if (sso !== null) return { signIn: "other_user", signedInAs: sso.name };
+    if (admin !== null) return { signIn: "other_user", signedInAs: admin };
+    const password = deps.auth.isAdminUser(bound.id) || deps.idp?.enabled !== true;
+    return { signIn: password ? "password" : "sso", signedInAs: "" };
+  }
+
   /**
-   * Whose credentials the caller sees: a signed-in user (the gateway's admin) sees all, a virtual key or
-   * session id its own; with admin auth disabled the admin API is open, so a caller without either sees all.
+   * Whose credentials the caller sees: the gateway's admin or an SSO user listed as an admin sees all; any
+   * other SSO user (IdP bearer token or gw_session cookie), a virtual key or a session id its own, by the
+   * precedence user > virtual key > session; with admin auth disabled the admin API is open, so a caller
+   * without any of them sees all.
    */
   async function scopeOf(ctx: HandlerContext): Promise<CredentialScope> {
     if ((await signedIn(ctx)) !== null) return { all: true };
+    const user = await ssoUserOf(ctx);
+    if (user?.admin === true) return { all: true };
     const get = (name: string) => ctx.requestHeader.get(name);
-    const key = deps.inference.virtualKeys.resolve(credentialFromHeaders(get));
-    const identity = pickIdentity({ user: null, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
+    const key = deps.inference.virtualKeys.resolve(credentialFromHeaders(get, (token) => deps.idp?.claimsIssuer(token) === true));
+    const identity = pickIdentity({ user: user === null ? null : { id: user.id, name: user.name }, virtualKey: key, session: sessionIdentity(get(SESSION_ID_HEADER)) });
     if (identity !== null) return { all: false, identity };
     if (!deps.auth.enabled) return { all: true };
     throw new GatewayError(
       "unauthenticated",
-      `listing per-user credentials requires an identity: sign in (Authorization: Bearer <session token>), send your virtual key, or set ${SESSION_ID_HEADER}`,
+      `listing per-user credentials requires an identity: sign in (Authorization: Bearer <session token> or <IdP access token>, or the SSO login), send your virtual key, or set ${SESSION_ID_HEADER}`,
       { type: "mcp_identity_required" },
     );
   }
@@ -82,8 +114,9 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
   }
 
   return {
-    async getFlow(req) {
+    async getFlow(req, ctx) {
       const view = credentials().describeFlow(req.flowId);
+      const { signIn, signedInAs } = await signInState(ctx, view.identity);
       return {
         flowId: view.flowId,
         kind: view.kind,
@@ -94,16 +127,28 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
         adminHeaderKeys: view.adminHeaderKeys,
         storedHeaderKeys: view.storedHeaderKeys,
         expiresAt: timestampFromDate(view.expiresAt),
+        error: view.error ?? "",
+        signIn,
+        signedInAs,
       };
+    },
+
+    async connectOauthFlow(req, ctx) {
+      const user = (await signedIn(ctx))?.username ?? null;
+      const ssoUser = (await ssoUserOf(ctx))?.id ?? null;
+      const started = await credentials().connectOauth(req.flowId, { user, tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER), adminAuthEnabled: deps.auth.enabled, ssoUser });
+      return { authorizeUrl: started.authorizeUrl, expiresAt: timestampFromDate(started.expiresAt) };
     },
 
     async submitFlow(req, ctx) {
       const user = (await signedIn(ctx))?.username ?? null;
+      const ssoUser = (await ssoUserOf(ctx))?.id ?? null;
       try {
         const saved = await credentials().submit(req.flowId, req.headers, {
           user,
           tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER),
           adminAuthEnabled: deps.auth.enabled,
+          ssoUser,
         });
         return { status: "success", credentialId: saved.id, updatedAt: timestampFromDate(saved.updatedAt) };
       } catch (err) {

@@ -11,10 +11,14 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { REDACTED } from "../mcp/client-spec.js";
 import type { WindowState } from "../routing/hierarchy.js";
+import type { ConfigWindow } from "../routing/usage-limits.js";
+import { formatDuration } from "../config/duration.js";
+import type { VirtualKey as RoutingVirtualKey } from "../routing/types.js";
 import { GovernanceGroupRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import {
   BusinessUnitSchema,
+  CacheModeSchema,
   CustomerSchema,
   GovernanceService,
   RoutingRuleSchema,
@@ -26,6 +30,7 @@ import {
   type Team,
   type VirtualKey,
 } from "../../gen/gw/routing/v1/governance_pb.js";
+import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
 import { assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
@@ -40,6 +45,7 @@ import {
   type GroupKind,
 } from "./inference/group-records.js";
 import { parseRoutingRule, routingRuleMessageOf } from "./inference/routing-rule-input.js";
+import type { ResponseCache } from "./inference/response-cache.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
@@ -51,6 +57,8 @@ export interface GovernanceServiceDeps {
   inference: InferenceState;
   /** Called after a key is written or deleted, so per-user credentials follow its mcp_configs (orphan, restore, remove). */
   onVirtualKeyChanged?: (virtualKeyId: string, deleted: boolean) => Promise<void>;
+  /** The response cache: a key may only ask for a mode it can serve here. */
+  cache?: ResponseCache;
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
@@ -66,13 +74,27 @@ function wireOf(key: VirtualKey | undefined): Wire {
   // The wire writes the presence-aware list as its bare array; unset stays absent.
   const mcpConfigs = wire["mcp_configs"];
   if (mcpConfigs !== undefined) wire["mcp_configs"] = (mcpConfigs as { values?: unknown[] } | null)?.values ?? [];
+  // The wire (and the store) name the cache mode as REST does: "direct", not CACHE_MODE_DIRECT.
+  if (key.cache !== undefined) wire["cache"] = { ...(wire["cache"] as Wire | undefined), mode: enumNumberRestName(CacheModeSchema, key.cache.mode) ?? "off" };
   return wire;
+}
+
+/** A stored `cache` object with its mode as the proto JSON reader takes it. */
+function cacheJsonOf(cache: unknown): unknown {
+  if (cache === null || typeof cache !== "object" || Array.isArray(cache)) return cache;
+  const mode = (cache as Wire)["mode"];
+  return { ...cache, mode: typeof mode === "string" ? (enumInputNumber(CacheModeSchema, mode) ?? 0) : 0 };
 }
 
 /** The proto message of a stored key; the value only when `showValue` (the create response). */
 function messageOf(rec: VirtualKeyRecord, showValue: boolean): VirtualKey {
-  const { mcp_configs: mcpConfigs, ...wire } = virtualKeyWireOf(rec);
-  const json = { ...wire, value: showValue ? rec.value : REDACTED, ...(Array.isArray(mcpConfigs) ? { mcp_configs: { values: mcpConfigs } } : {}) };
+  const { mcp_configs: mcpConfigs, cache, ...wire } = virtualKeyWireOf(rec);
+  const json = {
+    ...wire,
+    value: showValue ? rec.value : REDACTED,
+    ...(Array.isArray(mcpConfigs) ? { mcp_configs: { values: mcpConfigs } } : {}),
+    ...(cache !== undefined ? { cache: cacheJsonOf(cache) } : {}),
+  };
   const key = fromJson(VirtualKeySchema, json as JsonObject);
   key.createdAt = timestampFromDate(rec.createdAt);
   key.updatedAt = timestampFromDate(rec.updatedAt);
@@ -168,7 +190,15 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
 }
 
 function windowJson(window: WindowState | null) {
-  return window === null ? undefined : { used: window.used, maxLimit: window.maxLimit, resetDuration: window.resetDuration, resetsAt: new Date(window.resetsAt).toISOString() };
+  if (window === null) return undefined;
+  // A window that never resets has no reset time to show.
+  const resetsAt = Number.isFinite(window.resetsAt) ? new Date(window.resetsAt).toISOString() : "";
+  return { used: window.used, maxLimit: window.maxLimit, resetDuration: window.resetDuration, resetsAt };
+}
+
+/** A provider config's window in the hierarchy's shape. */
+function configWindow(window: ConfigWindow | null): WindowState | null {
+  return window === null ? null : { used: window.used, maxLimit: window.maxLimit, resetDuration: formatDuration(Math.max(0, window.resetDurationMs)), resetsAt: window.resetsAtMs };
 }
 
 function ruleOf(rule: RoutingRuleMessage | undefined): RoutingRuleMessage {
@@ -179,6 +209,11 @@ function ruleOf(rule: RoutingRuleMessage | undefined): RoutingRuleMessage {
 /** Creates the service implementation. */
 export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImpl<typeof GovernanceService> {
   const { store, inference } = deps;
+  /** Semantic caching where this gateway cannot do it is refused, never stored and silently served as direct. */
+  const checkCacheSupported = (key: RoutingVirtualKey): void => {
+    const problem = deps.cache?.semanticProblem ?? null;
+    if (key.cache?.mode === "semantic" && problem !== null) throw invalidField("cache.mode", `${problem}; use "direct"`);
+  };
   const units = groupCrud<BusinessUnit>("business_unit", BusinessUnitSchema, deps);
   const customers = groupCrud<Customer>("customer", CustomerSchema, deps);
   const teams = groupCrud<Team>("team", TeamSchema, deps);
@@ -220,7 +255,13 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
     getVirtualKeyUsage(req) {
       const key = inference.virtualKeys.byId(req.id);
       if (key === null) throw new GatewayError("not_found", `virtual key "${req.id}" does not exist`, { type: "virtual_key_not_found" });
-      const levels = inference.hierarchy.usage(key).map((level) => {
+      const [own, ...above] = inference.hierarchy.usage(key);
+      // The key's provider configs sit between the key itself and its team, as the checks run.
+      const configs = key.providerConfigs.map((config) => {
+        const windows = inference.limits.windows(key.id, config);
+        return { owner: { level: "provider_config", id: config.provider, name: config.provider }, budget: configWindow(windows.budget), requests: null, tokens: configWindow(windows.tokens) };
+      });
+      const levels = [...(own ? [own] : []), ...configs, ...above].map((level) => {
         const budget = windowJson(level.budget);
         const requests = windowJson(level.requests);
         const tokens = windowJson(level.tokens);
@@ -242,6 +283,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       wire["id"] ??= `vk-${randomUUID()}`;
       if (wire["value"] === undefined || wire["value"] === "") wire["value"] = `sk-gw-${randomBytes(24).toString("base64url")}`;
       const parsed = parseVirtualKeyWire(wire, "");
+      checkCacheSupported(parsed.key);
       if (await em.findOne(VirtualKeyRecord, { id: parsed.key.id })) {
         throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
       }
@@ -275,6 +317,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       delete next["created_at"];
       delete next["updated_at"];
       const parsed = parseVirtualKeyWire(next, "");
+      checkCacheSupported(parsed.key);
       await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
       await checkKeyMembership(em, parsed, (field) => field);
       assignVirtualKey(em, rec, parsed, rec.source);

@@ -2,9 +2,14 @@
  * Registers every implemented service on a Connect router. What was registered is the list of implemented
  * services: server/ and reflection read it back from a router, never from a second list.
  */
+import type { ResponseCache } from "./inference/response-cache.js";
+import type { IdpTokens } from "./sso/idp-tokens.js";
+import type { SsoLogin } from "./sso/sso-login.js";
+import type { SsoCaller } from "./inference/caller.js";
 import type { DescService } from "@bufbuild/protobuf";
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
+import type { NodeRegistry } from "../cluster/node-registry.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -14,12 +19,15 @@ import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb.js";
 import { McpToolService } from "../../gen/gw/inference/v1/tool_pb.js";
 import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
-import { ModelService, ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import { ModelService, PricingService, ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
+import type { PricingSync } from "../routing/pricing-sync.js";
 import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { createGovernanceService } from "./governance-service.js";
 import { assertAccessDeclared } from "./access.js";
+import type { ProviderModelLists } from "./inference/model-lists.js";
 import type { InferenceState } from "./inference/state.js";
 import { createModelService } from "./model-service.js";
+import { createPricingService } from "./pricing-service.js";
 import { createProviderService } from "./provider-service.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { authInterceptor } from "./auth-interceptor.js";
@@ -35,6 +43,8 @@ import { storeInterceptor } from "./store-interceptor.js";
 import { createOAuth2SessionService } from "./oauth2-session-service.js";
 import type { OAuth2Store } from "./oauth2/oauth2-store.js";
 import { OAuth2SessionService } from "../../gen/gw/admin/v1/oauth2_pb.js";
+import { ClusterService } from "../../gen/gw/admin/v1/cluster_pb.js";
+import { createClusterService } from "./cluster-service.js";
 
 /** Everything the services need. */
 export interface ServiceDeps {
@@ -47,6 +57,20 @@ export interface ServiceDeps {
   inference: InferenceState;
   /** The grants, tokens and keys of the /mcp OAuth server. */
   oauth2: OAuth2Store;
+  /** The pricing datasheet in memory and its sync. */
+  pricing: PricingSync;
+  /** The providers' list-models calls. */
+  modelLists: ProviderModelLists;
+  /** The response cache; keys may only ask for what it can do here. */
+  cache?: ResponseCache;
+  /** This node's entry among the nodes sharing the database. */
+  cluster: NodeRegistry;
+  /** IdP bearer tokens of the SSO issuer. */
+  idp?: IdpTokens;
+  /** The SSO user behind a request's gw_session cookie (absent: SSO off). */
+  ssoSession?: (cookie: string | null | undefined) => SsoCaller | null;
+  /** SSO browser logins and their sessions (admins among them open the admin API). */
+  ssoLogin?: SsoLogin;
 }
 
 /** Registers the implemented services. */
@@ -60,7 +84,9 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(ProviderService, createProviderService(deps));
   router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
   router.service(ModelService, createModelService(deps));
+  router.service(PricingService, createPricingService(deps));
   router.service(OAuth2SessionService, createOAuth2SessionService(deps));
+  router.service(ClusterService, createClusterService(deps));
 }
 
 /**
@@ -76,5 +102,5 @@ export function implementedServices(deps: ServiceDeps): DescService[] {
 
 /** The interceptors every call goes through, outermost first. */
 export function serviceInterceptors(deps: ServiceDeps): Interceptor[] {
-  return [errorInterceptor(deps.logger), requestScopeInterceptor(deps.settings), storeInterceptor(deps.store), authInterceptor(deps.auth)];
+  return [errorInterceptor(deps.logger), requestScopeInterceptor(deps.settings), storeInterceptor(deps.store), authInterceptor(deps.auth, deps.idp, deps.ssoLogin)];
 }

@@ -7,6 +7,7 @@ import {
   CONNECTION_TYPES,
   REDACTED,
   effectiveStickiness,
+  isOauth,
   type AuthType,
   type ConnectionType,
   type McpClientSpec,
@@ -20,8 +21,10 @@ import {
   ConnectionTypeSchema,
   FailureStageSchema,
   McpClientSchema,
+  TokenExchangeGrantStyle,
   type McpClient,
 } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import type { TokenExchangeSpec } from "../mcp/token-exchange/token-exchange-config.js";
 import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { recordToSpec } from "../mcp/client-repository.js";
 
@@ -67,13 +70,28 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     allowOnAllVirtualKeys: cfg.allowOnAllVirtualKeys,
     oauthConfig: oauthConfigOf(cfg),
     isCodeModeClient: cfg.isCodeModeClient,
+    tokenExchange: tokenExchangeOf(cfg),
+  };
+}
+
+/** The domain token_exchange; a client of another auth type keeps it only to refuse it. */
+function tokenExchangeOf(cfg: McpClient): TokenExchangeSpec | null {
+  const t = cfg.tokenExchange;
+  if (!t) return null;
+  return {
+    audience: t.audience,
+    clientId: t.clientId,
+    clientSecret: t.clientSecret,
+    authorizationServerUrl: t.authorizationServerUrl,
+    scopes: [...t.scopes],
+    grantStyle: t.grantStyle === TokenExchangeGrantStyle.ENTRA_OBO ? "entra_obo" : "rfc8693",
   };
 }
 
 /** The domain oauth_config: an oauth client without one discovers everything; other auth types keep it only to refuse it. */
 function oauthConfigOf(cfg: McpClient): OauthConfigSpec | null {
   const o = cfg.oauthConfig;
-  if (!o) return authTypeOf(cfg.authType) === "oauth" ? emptyOauthConfig() : null;
+  if (!o) return isOauth(authTypeOf(cfg.authType)) ? emptyOauthConfig() : null;
   return {
     clientId: o.clientId,
     clientSecret: o.clientSecret,
@@ -86,7 +104,8 @@ function oauthConfigOf(cfg: McpClient): OauthConfigSpec | null {
   };
 }
 
-function lastFailureMessage(f: LastFailureView) {
+/** A last_failure as its proto message. */
+export function lastFailureMessage(f: LastFailureView) {
   return {
     stage: enumInputNumber(FailureStageSchema, f.stage) ?? 0,
     message: f.message,
@@ -115,6 +134,15 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
     allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys,
     ...(spec.oauthConfig ? { oauthConfig: { ...spec.oauthConfig, clientSecret: spec.oauthConfig.clientSecret === "" ? "" : REDACTED } } : {}),
     isCodeModeClient: spec.isCodeModeClient,
+    ...(spec.tokenExchange
+      ? {
+          tokenExchange: {
+            ...spec.tokenExchange,
+            clientSecret: spec.tokenExchange.clientSecret === "" ? "" : REDACTED,
+            grantStyle: spec.tokenExchange.grantStyle === "entra_obo" ? TokenExchangeGrantStyle.ENTRA_OBO : TokenExchangeGrantStyle.RFC8693,
+          },
+        }
+      : {}),
     tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),

@@ -2,7 +2,7 @@
 import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
-import { applyPatch, isPerCall, validateSpec, validateUserHeaders, type McpClientSpec } from "../mcp/client-spec.js";
+import { applyPatch, isOauth, isPerCall, validateSpec, validateUserHeaders, type McpClientSpec } from "../mcp/client-spec.js";
 import { reportedState, type RuntimeClientView } from "../mcp/client-state.js";
 import { afterSchemaChange, sameHeaderKeys } from "../mcp/credentials/status.js";
 import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
@@ -21,6 +21,8 @@ import { virtualKeyAccess } from "./credential-service.js";
 import type { Inference } from "./inference/state.js";
 import { oauthPublicBase, pendingOauthPayload, type PendingOauthPayload } from "./oauth-payload.js";
 import { configToSpec, recordToProto } from "./mcp-client-mapping.js";
+import { liveNodeViews, withNodeStates } from "./mcp-node-states.js";
+import type { NodeRegistry } from "../cluster/node-registry.js";
 
 /** What the MCP client service needs from the rest of the app. */
 export interface McpClientServiceDeps {
@@ -28,6 +30,8 @@ export interface McpClientServiceDeps {
   logger: Logger;
   /** The live side of every client. */
   runtime: McpRuntime;
+  /** The live nodes, for node_states in reads (absent: a single node). */
+  cluster?: NodeRegistry;
   /** Bounds each one-time upstream verify. */
   verifyTimeoutMs?: number;
   /** The virtual keys, to re-check which keys reach a renamed client (their mcp_configs name it). */
@@ -59,7 +63,9 @@ function verifyFailed(err: unknown, values: readonly string[]): GatewayError {
  */
 function projectedState(rec: McpClientRecord, runtime: McpRuntime): RuntimeClientView {
   const view = reportedState(rec.id, rec, rec.verified, runtime);
-  const repair = rec.authType === "per_user_headers" && rec.discoveryHeaders !== null && rec.discoveryStatus === "needs_update";
+  const repair =
+    ((rec.authType === "per_user_headers" || rec.authType === "token_exchange") && rec.discoveryHeaders !== null && rec.discoveryStatus === "needs_update") ||
+    (rec.authType === "per_user_oauth" && rec.verified && rec.discoveryStatus === "needs_update");
   return repair && (view.state === "healthy" || view.state === "unstable") ? { ...view, state: "needs_reauth" } : view;
 }
 
@@ -67,6 +73,15 @@ function projectedState(rec: McpClientRecord, runtime: McpRuntime): RuntimeClien
 export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<typeof McpClientService> {
   const { store, runtime } = deps;
   const verifyTimeoutMs = deps.verifyTimeoutMs ?? 30_000;
+
+  /** The read shapes of clients, with every live node's view when more than one node is live. */
+  async function readShapes(records: readonly McpClientRecord[]): Promise<McpClient[]> {
+    const views = deps.cluster ? await liveNodeViews(store, deps.cluster, records.map((rec) => rec.id)) : new Map();
+    return records.map((rec) => {
+      const own = projectedState(rec, runtime);
+      return withNodeStates(recordToProto(rec, own), own, store.nodeId, views.get(rec.id), runtime.toolsCount(rec.id));
+    });
+  }
 
   async function verifyUpstream(spec: McpClientSpec, userHeaders: Record<string, string>): Promise<DiscoveredTool[]> {
     if (spec.connectionType === "stdio" || spec.connectionString === null) {
@@ -107,6 +122,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       allowOnAllVirtualKeys: merged.allowOnAllVirtualKeys,
       oauthConfig: merged.oauthConfig,
       isCodeModeClient: merged.isCodeModeClient,
+      tokenExchange: merged.tokenExchange ?? null,
     });
   }
 
@@ -152,7 +168,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       } else if (Object.keys(userHeaders).length > 0) {
         throw invalidField("user_headers", `are only for per_user_headers clients, not ${spec.authType}`);
       }
-      if (spec.authType === "oauth") {
+      if (isOauth(spec.authType)) {
         // Discovery and registration first: an authorization server that is down or answers garbage stores nothing.
         const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin, deps.settings));
         const { rec, flow } = await em.transactional(async (tx) => {
@@ -222,14 +238,14 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
 
     async getMcpClient(req, ctx) {
       const rec = await getClient(emOf(ctx, store), req.clientId);
-      return { client: recordToProto(rec, projectedState(rec, runtime)) };
+      return { client: (await readShapes([rec]))[0] ?? recordToProto(rec, projectedState(rec, runtime)) };
     },
 
     async listMcpClients(req, ctx) {
       if (req.limit < 0) throw invalidField("limit", "must not be negative");
       if (req.offset < 0) throw invalidField("offset", "must not be negative");
       const { items, total } = await listClients(emOf(ctx, store), { limit: req.limit, offset: req.offset, search: req.search });
-      const clients = items.map((rec) => recordToProto(rec, projectedState(rec, runtime)));
+      const clients = await readShapes(items);
       return { clients, count: clients.length, totalCount: total };
     },
 
@@ -281,19 +297,60 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     async reauthorize(req, ctx) {
       const em = emOf(ctx, store);
       const rec = await getClient(em, req.clientId);
-      if (rec.authType !== "oauth") throw notApplicable("reauthorize", rec, ["oauth"]);
+      if (!isOauth(rec.authType)) throw notApplicable("reauthorize", rec, ["oauth", "per_user_oauth"]);
       return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to reauthorize "${rec.name}", then POST complete_url; the current connection serves until then`);
     },
 
     async verifyExchange(req, ctx) {
-      const rec = await getClient(emOf(ctx, store), req.clientId);
-      throw notApplicable("verify-exchange", rec, ["token_exchange"]);
+      const em = emOf(ctx, store);
+      const rec = await getClient(em, req.clientId);
+      if (rec.authType !== "token_exchange") throw notApplicable("verify-exchange", rec, ["token_exchange"]);
+      const spec = recordToSpec(rec);
+      const subjectToken = ctx.values.get(kAdmin)?.idpToken;
+      if (!subjectToken) {
+        throw new GatewayError(
+          "failed_precondition",
+          "verify-exchange exchanges your own identity-provider token: call it as an admin signed in through SSO, with Authorization: Bearer <your IdP access token>",
+          { type: "sso_admin_required" },
+        );
+      }
+      if (!spec.tokenExchange || spec.connectionType === "stdio" || spec.connectionString === null) {
+        throw new GatewayError("internal", `token_exchange client "${rec.name}" has no token_exchange configuration or URL`);
+      }
+      let token: string;
+      try {
+        ({ token } = await runtime.exchanger.exchange(spec.tokenExchange, subjectToken));
+      } catch (err) {
+        if (err instanceof GatewayError) throw new GatewayError("failed_precondition", `token exchange failed: ${err.message}`, { type: "token_exchange_failed", httpStatus: 422 });
+        throw err;
+      }
+      const discovery = { Authorization: `Bearer ${token}` };
+      let tools: DiscoveredTool[];
+      try {
+        tools = await discoverTools({ connectionType: spec.connectionType, connectionString: spec.connectionString }, discovery, { timeoutMs: verifyTimeoutMs });
+      } catch (err) {
+        throw verifyFailed(err, [token, subjectToken]);
+      }
+      const repaired = rec.verified;
+      rec.tools = tools;
+      rec.verified = true;
+      rec.discoveryHeaders = discovery;
+      rec.discoveryStatus = "active";
+      rec.updatedAt = new Date();
+      await em.flush();
+      await runtime.update(snapshotOf(rec));
+      deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length, repaired }, "token_exchange client verified");
+      return {
+        status: "success",
+        message: `client "${rec.name}" ${repaired ? "re-verified" : "verified"} with your exchanged token: ${tools.length} tools discovered`,
+        toolsCount: tools.length,
+      };
     },
 
     async initiateVerification(req, ctx) {
       const em = emOf(ctx, store);
       const rec = await getClient(em, req.clientId);
-      if (rec.authType !== "oauth") throw notApplicable("initiate-verification", rec, ["oauth"]);
+      if (!isOauth(rec.authType)) throw notApplicable("initiate-verification", rec, ["oauth", "per_user_oauth"]);
       if (rec.verified) {
         throw new GatewayError("already_exists", `client "${rec.name}" is already verified; use POST /api/mcp/client/${rec.id}/reauthorize to renew its credential`, {
           type: "already_verified",
@@ -333,6 +390,8 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       await em.nativeUpdate(McpOauthCredentialRecord, { clientId: rec.id, status: "authorized", id: { $ne: attempt.id } }, { status: "revoked", secrets: {}, updatedAt: new Date() });
       rec.verified = true;
       rec.tools = tools;
+      // per_user_oauth: the admin's token is the admin discovery credential, used for the tool sync only.
+      if (rec.authType === "per_user_oauth") rec.discoveryStatus = "active";
       rec.updatedAt = new Date();
       await em.flush();
       runtime.oauth.adopt(attempt, rec.connectionString);

@@ -4,6 +4,8 @@
  * call through the MCP runtime, exactly as POST /v1/mcp/tool/execute runs it. A tool the caller may not
  * use and a tool that does not exist give the same answer.
  */
+import type { SsoCaller } from "./inference/caller.js";
+import type { IdpTokens } from "./sso/idp-tokens.js";
 import type { IncomingHttpHeaders } from "node:http";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError } from "../errors.js";
@@ -24,6 +26,10 @@ export interface McpServerToolsDeps {
   inference: Inference;
   settings: RuntimeSettings;
   auth: AdminAuth;
+  /** IdP bearer tokens of the SSO issuer: the caller's user identity (absent: SSO off). */
+  idp?: IdpTokens;
+  /** The SSO user behind a request's gw_session cookie (absent: SSO off). */
+  ssoSession?: (cookie: string | null | undefined) => SsoCaller | null;
 }
 
 /** One /mcp request's caller: its key and identity, its include headers, and where links point back to. */
@@ -103,6 +109,7 @@ export class McpServerTools {
   private executeOptions(caller: McpCaller, options: CallOptions) {
     return {
       identity: caller.identity,
+      subjectToken: caller.subjectToken,
       origin: caller.origin,
       ...(options.signal ? { signal: options.signal } : {}),
       ...(options.custom ? { custom: options.custom } : {}),

@@ -52,7 +52,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
     async executeTool(req, ctx) {
       if (req.type !== "" && req.type !== "function") throw invalidField("type", `must be "function", got "${req.type}"`);
       if (!req.function || req.function.name === "") throw invalidField("function.name", "is required");
-      const { key, identity } = await resolveToolCaller((name) => ctx.requestHeader.get(name), deps);
+      const { key, identity, subjectToken } = await resolveToolCaller((name) => ctx.requestHeader.get(name), deps);
       const parts = splitToolName(req.function.name);
       const include = parseInclude(Object.fromEntries(ctx.requestHeader));
       const ref = parts && { clientName: parts.client, toolName: parts.tool, allowOnAllVirtualKeys: runtime.allowsAllVirtualKeys(parts.client) };
@@ -67,6 +67,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
       const options = {
         signal: ctx.signal,
         identity,
+        subjectToken,
         origin: scope.origin,
         custom: scope.dims.metricValues,
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),

@@ -1,12 +1,14 @@
 /**
- * gw.catalog.v1.ModelService: GET /v1/models (the catalog's models, `provider/model`, optionally of one
- * provider) and the coding-agent listing GET /anthropic/v1/models (the models the caller's virtual key may
+ * gw.catalog.v1.ModelService: GET /v1/models (the models the caller may use, `provider/model`, optionally
+ * of one provider) and the coding-agent listing GET /anthropic/v1/models (the models the caller's virtual key may
  * use, names without the provider prefix, in the Anthropic list shape); and the lookup behind
  * GET /v1/models/{id}. All read memory only.
  */
+import type { IdpTokens } from "./sso/idp-tokens.js";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { GatewayError, invalidField } from "../errors.js";
 import { servableModels } from "../routing/key-selection.js";
+import { routes, type RoutableContext } from "../routing/routable-models.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { ModelService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { callerVirtualKey } from "./inference/caller.js";
@@ -17,6 +19,8 @@ import type { VirtualKey } from "../routing/types.js";
 export interface ModelServiceDeps {
   inference: Inference;
   settings: RuntimeSettings;
+  /** Tells an IdP bearer token from a virtual key; absent: SSO off. */
+  idp?: Pick<IdpTokens, "claimsIssuer">;
 }
 
 /** The default and largest page of the compatibility listing. */
@@ -33,18 +37,23 @@ interface UsableModel {
 }
 
 /**
- * The models `key` may use: those its provider configs allow and a key their key_ids permit serves (a
- * model no permitted key serves, or a blocked provider, is not usable); without a key, every configured
- * provider's catalog models.
+ * The models `key` may use, each checked to route as `provider/model`: those its provider configs allow
+ * that a key their key_ids permit serves; without a key, every configured provider's catalog models that
+ * one of its keys serves.
  */
 function usableModels(inference: Inference, key: VirtualKey | null): UsableModel[] {
-  if (key === null) {
-    return [...inference.providers.keys()].sort().flatMap((provider) => inference.catalog.modelsOf(provider).map((model) => ({ provider, model })));
-  }
-  return key.providerConfigs.flatMap((config) => {
-    const keys = inference.providers.get(config.provider)?.keys ?? [];
-    return servableModels(config, keys, inference.catalog).map((model) => ({ provider: config.provider, model }));
-  });
+  const context = routableContext(inference);
+  const all = key === null
+    ? [...inference.providers.keys()].sort().flatMap((provider) => inference.catalog.modelsOf(provider).map((model) => ({ provider, model })))
+    : key.providerConfigs.flatMap((config) => {
+        const keys = inference.providers.get(config.provider)?.keys ?? [];
+        return servableModels(config, keys, inference.catalog).map((model) => ({ provider: config.provider, model }));
+      });
+  return all.filter(({ provider, model }) => routes(`${provider}/${model}`, key, context));
+}
+
+function routableContext(inference: Inference): RoutableContext {
+  return { catalog: inference.catalog, keysOf: (provider) => inference.providers.get(provider)?.keys };
 }
 
 /** The bare names of the models the caller (read from its headers) may use, in listing order, each once. */
@@ -56,8 +65,16 @@ export const COMPAT_CREATED_AT = createdAt;
 /** Creates the name source of the coding-agent listing; throws like a request for a missing or inactive key. */
 export function createCompatModelNames(deps: ModelServiceDeps): CompatModelNames {
   return (header) => {
-    const key = callerVirtualKey(header, deps.inference, deps.settings);
-    return [...new Set(usableModels(deps.inference, key).map(({ model }) => model))];
+    const key = callerVirtualKey(header, deps.inference, deps.settings, deps.idp);
+    const context = routableContext(deps.inference);
+    // Names go out without their provider prefix, so each is checked to route as the bare name it is; an
+    // aggregator's `vendor/model` that would not (the vendor is a provider too) goes out as `model` when that routes.
+    const names = usableModels(deps.inference, key).map(({ model }) => {
+      if (routes(model, key, context)) return model;
+      const bare = model.slice(model.indexOf("/") + 1);
+      return bare !== model && routes(bare, key, context) ? bare : null;
+    });
+    return [...new Set(names.filter((name): name is string => name !== null))];
   };
 }
 
@@ -76,7 +93,7 @@ export interface OpenAiModel {
  */
 export function createModelLookup(deps: ModelServiceDeps): (id: string, header: (name: string) => string | null | undefined) => OpenAiModel | null {
   return (id, header) => {
-    const key = callerVirtualKey(header, deps.inference, deps.settings);
+    const key = callerVirtualKey(header, deps.inference, deps.settings, deps.idp);
     const found = usableModels(deps.inference, key).find(({ provider, model }) => id === `${provider}/${model}` || id === model);
     return found === undefined ? null : { id, object: "model", created, owned_by: found.provider };
   };
@@ -88,14 +105,14 @@ export function createModelService(deps: ModelServiceDeps): ServiceImpl<typeof M
   const compatNames = createCompatModelNames(deps);
 
   return {
-    listModels(req) {
-      const providers = req.provider === "" ? [...inference.providers.keys()].sort() : [req.provider];
+    listModels(req, ctx) {
       if (req.provider !== "" && !inference.providers.has(req.provider)) {
         throw new GatewayError("not_found", `provider "${req.provider}" is not configured; GET /api/v1/providers lists the configured ones`, { field: "provider", type: "provider_not_found" });
       }
-      const data = providers.flatMap((provider) =>
-        inference.catalog.modelsOf(provider).map((model) => ({ id: `${provider}/${model}`, object: "model", created: BigInt(created), ownedBy: provider })),
-      );
+      const key = callerVirtualKey((name) => ctx.requestHeader.get(name), inference, deps.settings);
+      const data = usableModels(inference, key)
+        .filter(({ provider }) => req.provider === "" || provider === req.provider)
+        .map(({ provider, model }) => ({ id: `${provider}/${model}`, object: "model", created: BigInt(created), ownedBy: provider }));
       return { object: "list", data };
     },
 

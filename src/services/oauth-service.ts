@@ -104,6 +104,10 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
     },
 
     async oauthCallback(req, ctx) {
+      const query = { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription };
+      // A per_user_oauth caller's consent first (its flows live in memory), then the admin authorizations.
+      const own = await runtime.credentials.oauthCallback(query);
+      if (own) return { oauthConfigId: own.flowId, status: own.status, message: own.message, clientId: own.clientId, clientName: own.clientName };
       const outcome = await handleCallback(emOf(ctx, store), { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription }, runtime.now(), deps.logger);
       return { oauthConfigId: outcome.flowId, status: outcome.status, message: outcome.message, clientId: outcome.clientId, clientName: outcome.clientName };
     },

@@ -14,8 +14,9 @@ import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/cat
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
 import { keepBlockSecrets, redactBlocks } from "./inference/cloud-key-wire.js";
-import { checkProviderName, parseProviderWire, type ParsedProvider } from "./inference/provider-wire.js";
+import { checkProviderName, parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, providerWireOf } from "./inference/records.js";
+import type { ProviderModelLists } from "./inference/model-lists.js";
 import type { InferenceState } from "./inference/state.js";
 import { isWire, type Wire } from "./inference/wire-fields.js";
 
@@ -24,8 +25,8 @@ export interface ProviderServiceDeps {
   store: Store;
   logger: Logger;
   inference: InferenceState;
-  /** Bound on one list-models fetch (default 10 s). */
-  listModelsTimeoutMs?: number;
+  /** The provider list-models calls. */
+  modelLists: ProviderModelLists;
 }
 
 
@@ -73,32 +74,7 @@ function keepStoredValues(incoming: unknown, stored: readonly Wire[]): unknown {
 /** Creates the service implementation. */
 export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<typeof ProviderService> {
   const { store, inference, logger } = deps;
-  const timeoutMs = deps.listModelsTimeoutMs ?? 10_000;
-
-  /** Asks the provider for its models with each key in turn; null when none could. */
-  async function fetchModels(parsed: ParsedProvider): Promise<string[] | null> {
-    const provider = inference.providers.get(parsed.setup.name);
-    if (provider === undefined) return null;
-    let lastError: unknown = new Error("the provider has no keys");
-    for (const key of provider.keys) {
-      try {
-        const models = await provider.adapter.listModels(key, { timeoutMs });
-        return models.map((model) => model.id);
-      } catch (err) {
-        lastError = err;
-      }
-    }
-    logger.warn({ provider: parsed.setup.name, err: lastError }, "could not list the provider's models; the catalog keeps its keys' models and the bundled table");
-    return null;
-  }
-
-  async function refetch(em: EntityManager, rec: ProviderRecord, parsed: ParsedProvider): Promise<void> {
-    const models = await fetchModels(parsed);
-    if (models === null) return;
-    rec.listedModels = models;
-    await em.flush();
-    inference.setListedModels(rec.name, models);
-  }
+  const modelLists = deps.modelLists;
 
   return {
     async createProvider(req, ctx) {
@@ -115,7 +91,7 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       await em.flush();
       inference.putProvider(parsed);
       logger.info({ provider: name }, "provider created");
-      await refetch(em, rec, parsed);
+      await modelLists.refetch(name);
       return { provider: messageOf(rec) };
     },
 
@@ -132,7 +108,7 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       await em.flush();
       inference.putProvider(parsed);
       logger.info({ provider: rec.name, fields: paths }, "provider updated");
-      await refetch(em, rec, parsed);
+      await modelLists.refetch(rec.name);
       return { provider: messageOf(rec) };
     },
 
@@ -155,25 +131,17 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
     },
 
     async refetchModels(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
-      const parsed = parseProviderWire(rec.name, providerWireOf(rec), "provider");
-      const models = await fetchModels(parsed);
-      if (models === null) {
+      const rec = await getRecord(emOf(ctx, store), req.name);
+      const count = await modelLists.refetch(rec.name);
+      if (count === null) {
         throw new GatewayError("unavailable", `could not list the models of provider "${rec.name}"; the gateway log has the upstream error`, { type: "provider_list_models_failed" });
       }
-      rec.listedModels = models;
-      await em.flush();
-      inference.setListedModels(rec.name, models);
-      return { status: "success", modelsCount: models.length };
+      return { status: "success", modelsCount: count };
     },
 
     async clearModels(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
-      rec.listedModels = [];
-      await em.flush();
-      inference.setListedModels(rec.name, []);
+      const rec = await getRecord(emOf(ctx, store), req.name);
+      await modelLists.clear(rec.name);
       return { status: "success" };
     },
   };

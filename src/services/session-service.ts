@@ -3,15 +3,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { invalidField } from "../errors.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
+import { PEER_ADDRESS_HEADER } from "../peer-address.js";
 import type { AdminAuth } from "./admin-auth.js";
 
 /** Creates the service implementation. */
 export function createSessionService(auth: AdminAuth): ServiceImpl<typeof SessionService> {
   return {
-    async login(req) {
+    async login(req, ctx) {
       if (req.username === "") throw invalidField("username", "is required");
       if (req.password === "") throw invalidField("password", "is required");
-      const { token, expiresAt } = await auth.login(req.username, req.password);
+      const { token, expiresAt } = await auth.login(req.username, req.password, ctx.requestHeader.get(PEER_ADDRESS_HEADER) ?? "unknown");
       return { token, expiresAt: timestampFromDate(expiresAt) };
     },
     async logout(_req, ctx) {

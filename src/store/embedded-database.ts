@@ -8,6 +8,7 @@ import { cp, mkdir, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/pro
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PGlite } from "@electric-sql/pglite";
+import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -63,7 +64,8 @@ export async function startEmbeddedDatabase(
   await removeStaleSocket(socketPath);
   const pgliteDir = join(dataDir, "pglite");
   if (!(await exists(join(pgliteDir, "PG_VERSION")))) await createDatabase(pgliteDir, logger, options.templateDir ?? DEFAULT_TEMPLATE_DIR);
-  const db = await PGlite.create({ dataDir: pgliteDir, startParams: startParams() });
+  // pgvector ships with PGlite as an extension: the semantic response cache's nearest-neighbour search.
+  const db = await PGlite.create({ dataDir: pgliteDir, startParams: startParams(), extensions: { vector } });
   // The ORM pool holds one connection; the second slot only absorbs a reconnect racing the old
   // socket's close. pglite-socket serialises queries and keeps a transaction to its own connection.
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 2 });

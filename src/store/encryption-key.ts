@@ -63,7 +63,8 @@ export async function resolveEncryptionKey(options: {
   return key;
 }
 
-async function readKeyFile(file: string): Promise<string | undefined> {
+/** The key file's text, or undefined when there is none. */
+export async function readKeyFile(file: string): Promise<string | undefined> {
   try {
     return await readFile(file, "utf8");
   } catch (err) {

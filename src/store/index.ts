@@ -4,7 +4,10 @@ export { parseDatabaseUrl, type ConnectionTarget } from "./connection-target.js"
 export { EncryptedJsonType } from "./encrypted-json-type.js";
 export { parseEncryptionKey } from "./encryption-key.js";
 export { SecretBox } from "./secret-box.js";
-export { openStore, type Store, type StoreOptions } from "./store.js";
+export { ensureVectorExtension, ResponseCacheTable, type NearestAnswer, type StoredAnswer } from "./response-cache-table.js";
+export { applicationNameOf, openStore, type Store, type StoreOptions } from "./store.js";
+export { openRawConnection, type PgNotification, type RawConnection } from "./raw-connection.js";
 export { dropSchema, randomSchemaName } from "./test-support.js";
 export { isUniqueViolation } from "./unique-violation.js";
+export { isDatabaseUnavailable } from "./database-unavailable.js";
 export { createEmbeddedTemplate } from "./embedded-template.js";

@@ -15,6 +15,11 @@ import { Migration20261126130000_mcp_code_mode_client } from "./migrations/Migra
 import { Migration20261126130000_virtual_key_mcp_configs_presence } from "./migrations/Migration20261126130000_virtual_key_mcp_configs_presence.js";
 import { Migration20261126131500_oauth2_model } from "./migrations/Migration20261126131500_oauth2_model.js";
 import { Migration20261126140000_governance_hierarchy } from "./migrations/Migration20261126140000_governance_hierarchy.js";
+import { Migration20261126153000_pricing_snapshot } from "./migrations/Migration20261126153000_pricing_snapshot.js";
+import { Migration20261126153302_response_cache } from "./migrations/Migration20261126153302_response_cache.js";
+import { Migration20261126160000_cluster } from "./migrations/Migration20261126160000_cluster.js";
+import { Migration20261126160000_mcp_token_exchange } from "./migrations/Migration20261126160000_mcp_token_exchange.js";
+import { Migration20261126170000_level_usage } from "./migrations/Migration20261126170000_level_usage.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -29,4 +34,9 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126130000_virtual_key_mcp_configs_presence", class: Migration20261126130000_virtual_key_mcp_configs_presence },
   { name: "Migration20261126131500_oauth2_model", class: Migration20261126131500_oauth2_model },
   { name: "Migration20261126140000_governance_hierarchy", class: Migration20261126140000_governance_hierarchy },
+  { name: "Migration20261126153000_pricing_snapshot", class: Migration20261126153000_pricing_snapshot },
+  { name: "Migration20261126153302_response_cache", class: Migration20261126153302_response_cache },
+  { name: "Migration20261126160000_cluster", class: Migration20261126160000_cluster },
+  { name: "Migration20261126160000_mcp_token_exchange", class: Migration20261126160000_mcp_token_exchange },
+  { name: "Migration20261126170000_level_usage", class: Migration20261126170000_level_usage },
 ];

@@ -36,15 +36,21 @@ export function createOrmConfig(options: {
   target: ConnectionTarget;
   embedded: boolean;
   schema?: string | undefined;
+  /** Names this node's connections in pg_stat_activity and in the change notifications they cause. */
+  applicationName?: string | undefined;
   logger: Logger;
 }): Options {
   const { target, schema, logger } = options;
   const debug = logger.isLevelEnabled("debug");
   const pool: NonNullable<Options["pool"]> = options.embedded ? { min: 1, max: 1 } : {};
-  if (schema !== undefined) {
-    // Migrations are written without a schema qualifier; search_path points them at ours.
+  const setup: string[] = [];
+  // Migrations are written without a schema qualifier; search_path points them at ours.
+  if (schema !== undefined) setup.push(`set search_path to "${schema}"`);
+  // The change notifications carry the writer's application_name, so a node can skip its own changes.
+  if (options.applicationName !== undefined) setup.push(`set application_name to '${options.applicationName.replace(/'/g, "''")}'`);
+  if (setup.length > 0) {
     pool.afterCreate = (conn: PoolConnection, done: (err: Error | null, conn: PoolConnection) => void) => {
-      conn.query(`set search_path to "${schema}"`, (err) => done(err, conn));
+      conn.query(setup.join("; "), (err) => done(err, conn));
     };
   }
   return defineConfig({

@@ -2,6 +2,7 @@
  * Opening and closing the database: the embedded PGlite or a real server, the encryption key for
  * secret columns, and pending migrations, behind one handle the app keeps for its lifetime.
  */
+import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
@@ -12,6 +13,8 @@ import { parseDatabaseUrl, type ConnectionTarget } from "./connection-target.js"
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./embedded-database.js";
 import { registerSecretBox } from "./encrypted-json-type.js";
 import { resolveEncryptionKey } from "./encryption-key.js";
+import { verifyEncryptionKey } from "./key-check.js";
+import { withAdvisoryLock } from "./raw-connection.js";
 import { createOrmConfig, validateSchemaName } from "./orm-config.js";
 import { SecretBox } from "./secret-box.js";
 
@@ -24,12 +27,23 @@ export interface StoreOptions {
   schema?: string;
   /** GW_ENCRYPTION_KEY: 64 hex chars or base64 of 32 bytes. */
   encryptionKey?: string;
+  /** false for the embedded template, which must not carry a check value sealed with its throwaway key. */
+  keyCheck?: boolean;
   logger: Logger;
 }
 
 export interface Store {
   readonly orm: MikroORM;
   readonly embedded: boolean;
+  /** This process's id among the nodes sharing the database; its connections' application_name is `gw:<nodeId>`. */
+  readonly nodeId: string;
+  /** The schema the tables live in ("public" unless one was given). */
+  readonly schema: string;
+  /**
+   * Runs `work` while no other node sharing the database runs work under the same name (a PostgreSQL
+   * advisory lock); on the embedded database, which serves one node, it just runs it.
+   */
+  exclusive<T>(name: string, work: () => Promise<T>): Promise<T>;
   /** A fresh EntityManager: one unit of work per request. */
   fork(): EntityManager;
   /** Closes the ORM, the socket server and PGlite; idempotent. */
@@ -55,10 +69,11 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     target = urlTarget;
   }
 
+  const nodeId = randomUUID();
   const quiescing = trackOrmAsyncContexts();
   let orm: MikroORM | undefined;
   try {
-    orm = await MikroORM.init(createOrmConfig({ target, embedded: embedded !== undefined, schema, logger }));
+    orm = await MikroORM.init(createOrmConfig({ target, embedded: embedded !== undefined, schema, applicationName: applicationNameOf(nodeId), logger }));
     registerSecretBox(orm.em.getPlatform(), box);
     const check = await orm.checkConnection();
     if (!check.ok) {
@@ -68,11 +83,19 @@ export async function openStore(options: StoreOptions): Promise<Store> {
         { cause: check.error },
       );
     }
-    if (schema !== undefined) {
-      await orm.em.getConnection().execute(`create schema if not exists "${schema}"`);
-    }
-    const applied = await orm.getMigrator().up();
-    if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
+    const ready = orm;
+    const migrate = async (): Promise<void> => {
+      if (schema !== undefined) {
+        await ready.em.getConnection().execute(`create schema if not exists "${schema}"`);
+      }
+      const applied = await ready.getMigrator().up();
+      if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
+    };
+    // Nodes started together would otherwise race to create the same tables. The embedded database has a
+    // single connection and a single node, so it needs (and could take) no lock.
+    if (embedded === undefined) await withAdvisoryLock(orm, `gw_migrations:${schema ?? "public"}`, migrate);
+    else await migrate();
+    if (options.keyCheck !== false) await verifyEncryptionKey(orm.em.fork(), box);
   } catch (err) {
     await orm?.close(true).catch(() => undefined);
     await embedded?.close().catch(() => undefined);
@@ -85,6 +108,9 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   return {
     orm: readyOrm,
     embedded: embedded !== undefined,
+    nodeId,
+    schema: schema ?? "public",
+    exclusive: (name, work) => (embedded === undefined ? withAdvisoryLock(readyOrm, `gw:${schema ?? "public"}:${name}`, work) : work()),
     fork: () => readyOrm.em.fork(),
     close() {
       closing ??= (async () => {
@@ -95,6 +121,11 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       return closing;
     },
   };
+}
+
+/** The application_name of a node's pooled connections. */
+export function applicationNameOf(nodeId: string): string {
+  return `gw:${nodeId}`;
 }
 
 /** How often an idle ORM has its AsyncLocalStorage scopes switched off (see async-context-quiescer.ts). */

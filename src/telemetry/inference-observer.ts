@@ -5,8 +5,9 @@
  * allocates nothing, and no method throws.
  */
 import type { GatewayError } from "../errors.js";
-import type { BaseLabels, CustomLabelValues, InferenceMethod } from "./metrics.js";
+import type { BaseLabels, CacheType, CustomLabelValues, InferenceMethod } from "./metrics.js";
 import type { RoutingLogEntry } from "./routing-log.js";
+import type { TraceIds } from "./tracing.js";
 
 /** The provider and model a request falls back to. */
 export interface FallbackTarget {
@@ -38,6 +39,8 @@ export interface InferenceObserver {
   chunk(labels: BaseLabels, seconds: number): void;
   /** The outcome of a routed request, once: served when `error` is null; `retries` counts key rotations and fallbacks. */
   final(labels: BaseLabels, retries: number, error: GatewayError | null): void;
+  /** A request answered from the response cache (no provider call, no usage). */
+  cacheHit(labels: BaseLabels, cacheType: CacheType): void;
   /** Tokens and cost of a provider answer (a failed stream's too); `costUsd` is null when the model has no price. */
   usage(labels: BaseLabels, upstreamModel: string, inputTokens: number, outputTokens: number, costUsd: number | null): void;
   /** The agent loop ran the tool `name`; `failure` is what was thrown when it failed inside the gateway, else null. */
@@ -45,7 +48,7 @@ export interface InferenceObserver {
   /** The agent loop hands `pending` tool calls back to the caller after `depth` model calls with tool calls. */
   toolCallsReturned(depth: number, pending: number): void;
   /** A request was routed (one entry per routing decision). */
-  routed(entry: RoutingLogEntry): void;
+  routed(entry: RoutingLogEntry, logIds?: TraceIds): void;
   /** A routing rule's condition failed to evaluate for a request (it counted as no match). */
-  ruleFailed(ruleId: string, ruleName: string, error: Error): void;
+  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIds): void;
 }

@@ -7,8 +7,9 @@
 import { httpStatusOf, type GatewayError } from "../errors.js";
 import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
 import type { Logger } from "./logger.js";
-import type { BaseLabels, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
+import type { BaseLabels, CacheType, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
 import { RoutingLog, type RoutingLogEntry } from "./routing-log.js";
+import type { TraceIds } from "./tracing.js";
 
 /** A failing rule condition is logged at most this often per rule. */
 const RULE_ERROR_LOG_INTERVAL_MS = 60_000;
@@ -27,6 +28,7 @@ export class InferenceTelemetry implements InferenceObserver {
 
   /** When each rule's evaluation error was last logged. */
   private readonly ruleErrorsLoggedAt = new Map<string, number>();
+  private complexityErrorLoggedAt = 0;
 
   constructor(
     private readonly metrics: Metrics,
@@ -100,6 +102,10 @@ export class InferenceTelemetry implements InferenceObserver {
     this.metrics.recordRetries(base, retries);
   }
 
+  cacheHit(labels: BaseLabels, cacheType: CacheType): void {
+    this.metrics.recordCacheHit(labels, cacheType);
+  }
+
   usage(labels: BaseLabels, upstreamModel: string, inputTokens: number, outputTokens: number, costUsd: number | null): void {
     this.metrics.recordTokens(labels, inputTokens, outputTokens);
     if (costUsd !== null) {
@@ -120,10 +126,11 @@ export class InferenceTelemetry implements InferenceObserver {
     this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
   }
 
-  routed(entry: RoutingLogEntry): void {
+  routed(entry: RoutingLogEntry, logIds?: TraceIds): void {
     this.routingLog.add(entry);
     this.logger.debug(
       {
+        ...logIds,
         engines: entry.engines.join(","),
         requested_model: entry.requestedModel,
         provider: entry.provider,
@@ -137,14 +144,32 @@ export class InferenceTelemetry implements InferenceObserver {
     );
   }
 
-  ruleFailed(ruleId: string, ruleName: string, error: Error): void {
+  /** One embedding call made to compute complexity tiers. */
+  routingEmbedding(provider: string, model: string, phase: "request" | "warmup", costUsd: number | null): void {
+    this.metrics.recordRoutingEmbedding(provider, model, phase, costUsd);
+  }
+
+  /** A complexity tier could not be computed (the request went on without one); logged at most once a minute. */
+  complexityFailed(stage: "warmup" | "request", error: unknown): void {
+    const now = Date.now();
+    if (now - this.complexityErrorLoggedAt < RULE_ERROR_LOG_INTERVAL_MS) return;
+    this.complexityErrorLoggedAt = now;
+    this.logger.warn(
+      { stage, error: error instanceof Error ? error.message : String(error) },
+      stage === "warmup"
+        ? "routing.complexity: embedding the examples failed; the next request that needs a tier tries again"
+        : "routing.complexity: no complexity tier for a request (rules reading complexity_tier saw \"\"); logged at most once a minute",
+    );
+  }
+
+  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIds): void {
     // A condition that fails on most requests (a header most callers omit) must not flood the log.
     const now = Date.now();
     const last = this.ruleErrorsLoggedAt.get(ruleId);
     if (last !== undefined && now - last < RULE_ERROR_LOG_INTERVAL_MS) return;
     this.ruleErrorsLoggedAt.set(ruleId, now);
     this.logger.warn(
-      { routing_rule_id: ruleId, routing_rule_name: ruleName, error: error.message },
+      { ...logIds, routing_rule_id: ruleId, routing_rule_name: ruleName, error: error.message },
       "routing rule condition failed to evaluate and counted as no match (logged at most once a minute per rule)",
     );
   }

@@ -27,6 +27,10 @@ export type CustomLabelValues = Readonly<Record<string, string>>;
  * is ours, so the Responses API can be told apart from chat completions on a dashboard.
  */
 export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription" | "responses";
+
+/** Which response cache answered a request (the `cache_type` label). */
+export type CacheType = "direct" | "semantic";
+
 /** One entry of the comma-separated `routing_engine_used` label. */
 export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog" | "core";
 export type ComplexityTier = "SIMPLE" | "MEDIUM" | "COMPLEX";
@@ -145,8 +149,8 @@ const RETRY_BUCKETS = [0, 1, 2, 3, 5, 10];
 
 /**
  * Every metric the gateway feeds, registered in one registry with one custom label list. Families of
- * the spec's tables whose feature does not exist yet (cache hits, per-component overhead, semantic
- * routing's embedding calls) are left out until it does: an always-empty family would only mislead.
+ * the spec's tables whose feature does not exist yet (per-component overhead) are left out until it
+ * does: an always-empty family would only mislead.
  */
 class MetricSet {
   readonly registry = new Registry();
@@ -162,11 +166,14 @@ class MetricSet {
   readonly inputTokens: CounterFamily;
   readonly outputTokens: CounterFamily;
   readonly cost: CounterFamily;
+  readonly cacheHits: CounterFamily;
   readonly keyRotations: CounterFamily;
   readonly retries: HistogramFamily;
   readonly firstToken: HistogramFamily;
   readonly interToken: HistogramFamily;
   readonly mcpDuration: HistogramFamily;
+  readonly routingEmbeddingRequests: CounterFamily;
+  readonly routingEmbeddingCost: CounterFamily;
 
   constructor(
     readonly custom: readonly string[],
@@ -199,6 +206,9 @@ class MetricSet {
     this.inputTokens = counter("gw_input_tokens_total", "Input (prompt) tokens.", base);
     this.outputTokens = counter("gw_output_tokens_total", "Output (completion) tokens.", base);
     this.cost = counter("gw_cost_total", "Cost of inference requests, in USD.", base);
+    this.routingEmbeddingRequests = counter("gw_routing_embedding_requests_total", "Embedding calls made to compute complexity tiers, by phase (request or warmup).", withCustom(["provider", "model", "phase"]));
+    this.routingEmbeddingCost = counter("gw_routing_embedding_cost_total", "Cost of the embedding calls made to compute complexity tiers, in USD.", withCustom(["provider", "model", "phase"]));
+    this.cacheHits = counter("gw_cache_hits_total", "Inference requests answered from the response cache, by cache_type (direct or semantic).", baseWith("cache_type"));
     new Gauge({
       name: "gw_active_requests",
       help: "Inference requests in flight.",
@@ -559,6 +569,15 @@ export class Metrics {
     });
   }
 
+  /** gw_routing_embedding_*: one embedding call for complexity tiers; `costUsd` null when the model has no price. */
+  recordRoutingEmbedding(provider: string, model: string, phase: "request" | "warmup", costUsd: number | null): void {
+    this.enqueue((m, l) => {
+      const labels = l.own({ provider, model, phase }, NO_CUSTOM);
+      m.routingEmbeddingRequests.inc(labels);
+      if (costUsd !== null && finite(costUsd) && costUsd > 0) m.routingEmbeddingCost.inc(labels, costUsd);
+    });
+  }
+
   /** gw_mcp_client_operation_duration_seconds for one tool execution (mcp_method "tools/call"). */
   recordMcpToolCall(s: McpToolCallSample): void {
     const custom = s.custom ?? NO_CUSTOM;
@@ -572,6 +591,12 @@ export class Metrics {
   recordUpstreamRequest(base: BaseLabels, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => m.upstreamRequests.inc(l.base(base, c)));
+  }
+
+  /** gw_cache_hits_total: one request answered from the response cache. */
+  recordCacheHit(base: BaseLabels, cacheType: CacheType, custom?: CustomLabelValues): void {
+    const c = custom ?? base.custom ?? NO_CUSTOM;
+    this.enqueue((m, l) => m.cacheHits.inc(l.base(base, c, { cache_type: cacheType })));
   }
 
   /** gw_success_requests_total: one successful inference request. */

@@ -1,7 +1,7 @@
 /**
  * A migrated embedded-database directory to copy into each test's data directory. A fresh PGlite
  * initdb costs seconds; copying an initialized one costs a fraction of that. The template is keyed by
- * the migrations and the PGlite version, so a schema change builds a new one.
+ * the migrations, the PGlite version and the code that builds it, so a schema change builds a new one.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { cp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
@@ -12,12 +12,14 @@ import { createLogger } from "../../src/telemetry/logger.js";
 
 const MIGRATIONS = new URL("../../src/store/migrations/", import.meta.url);
 const PGLITE_PACKAGE = new URL("../../node_modules/@electric-sql/pglite/package.json", import.meta.url);
+const TEMPLATE_BUILDER = new URL("../../src/store/embedded-template.ts", import.meta.url);
 
 let template: Promise<string> | undefined;
 
 async function templateKey(): Promise<string> {
   const hash = createHash("sha256");
   hash.update(await readFile(PGLITE_PACKAGE));
+  hash.update(await readFile(TEMPLATE_BUILDER));
   for (const name of (await readdir(MIGRATIONS)).sort()) hash.update(name).update(await readFile(new URL(name, MIGRATIONS)));
   return hash.digest("hex").slice(0, 16);
 }

@@ -44,7 +44,7 @@ function providerSamples(): Json[] {
           azure_key_config: { endpoint: UPSTREAM, deployments: { "gpt-4o": "dep-4o" }, api_version: "2024-10-21" },
         },
       ],
-      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0, stream_idle_timeout_in_seconds: 45, max_response_bytes: 2097152 },
       concurrency_and_buffer_size: { concurrency: 4, buffer_size: 16 },
     },
     {
@@ -60,7 +60,7 @@ function providerSamples(): Json[] {
           bedrock_key_config: { access_key: "AKIAWALK", secret_key: "walk-secret", region: "us-east-1", session_token: "walk-token" },
         },
       ],
-      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0, stream_idle_timeout_in_seconds: 60, max_response_bytes: 1048576 },
     },
     {
       name: "vertex",
@@ -75,7 +75,7 @@ function providerSamples(): Json[] {
           vertex_key_config: { project_id: "walk-project", region: "europe-west4", auth_credentials: SERVICE_ACCOUNT_JSON },
         },
       ],
-      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0 },
+      network_config: { base_url: UPSTREAM, default_request_timeout_in_seconds: 30, max_retries: 0, stream_idle_timeout_in_seconds: 60, max_response_bytes: 1048576 },
     },
   ];
 }
@@ -103,6 +103,7 @@ function virtualKeySamples(): Json[] {
       customer_id: "cu-walk",
       budget: { max_limit: 5, reset_duration: "1M", calendar_aligned: true },
       rate_limit: { request_max_limit: 100, request_reset_duration: "1m", token_max_limit: 5000, token_reset_duration: "1h" },
+      cache: { mode: "direct", ttl: "30m", threshold: 0.9 },
     },
   ];
 }
@@ -170,6 +171,21 @@ function mcpClientSamples(): Json[] {
         revocation_url: "https://auth.example.com/revoke",
         scopes: ["mcp:tools", "offline_access"],
         resource: "https://mcp.example.com/mcp",
+      },
+      disabled: true,
+    },
+    {
+      name: "walk_te",
+      connection_type: "http",
+      connection_string: fixture.httpUrl,
+      auth_type: "token_exchange",
+      token_exchange: {
+        audience: "https://mcp.example.com/api",
+        client_id: "gw",
+        client_secret: "walk-te-secret",
+        authorization_server_url: "https://idp.example.com/token",
+        scopes: ["mcp.read"],
+        grant_style: "entra_obo",
       },
       disabled: true,
     },
@@ -260,6 +276,7 @@ function asRead(sample: Json): Json {
   }
   for (const header of Object.values((copy["headers"] ?? {}) as Json)) header.value = "<redacted>";
   if (copy["oauth_config"]?.client_secret) copy["oauth_config"].client_secret = "<redacted>";
+  if (copy["token_exchange"]?.client_secret) copy["token_exchange"].client_secret = "<redacted>";
   return copy;
 }
 
@@ -378,6 +395,7 @@ describe("every writable field of every entity", () => {
           ...(fields["headers"] ? { headers: { "X-Key": { value: "first" } } } : {}),
           ...(per_user_header_keys ? { per_user_header_keys, user_headers: { "X-User": "sample" } } : {}),
           ...(fields["oauth_config"] ? { oauth_config: fields["oauth_config"] } : {}),
+          ...(fields["token_exchange"] ? { token_exchange: { audience: "https://first.example.com", client_id: "first" } } : {}),
         });
         assert.equal(created.status, 200, JSON.stringify(created.body));
         for (const [key, value] of Object.entries({ per_user_header_keys, ...fields })) {

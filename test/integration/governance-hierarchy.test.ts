@@ -140,6 +140,17 @@ describe("limits at every level", () => {
     assert.match(err.message, new RegExp(`business unit "${unit.id}"`));
   });
 
+  test("a team's used request limit survives a restart", async () => {
+    const { team, key } = await chain({ team: { rate_limit: { request_max_limit: 2, request_reset_duration: "1h" } } });
+    await chat(key.value);
+    await chat(key.value);
+    await app.stop({ keepData: true });
+    app = await startApp(app.restartOptions);
+    const err = await refusal(chat(key.value));
+    assert.equal(errorType(err), "policy_rate_limited");
+    assert.match(err.message, new RegExp(`team "${team.id}"`));
+  });
+
   test("charges every level the same request, and the window resets after its duration", async () => {
     const limit = { rate_limit: { request_max_limit: 1, request_reset_duration: "1h" } };
     const { customer, key } = await chain({ customer: limit });
@@ -169,12 +180,37 @@ describe("limits at every level", () => {
     const res = await api(app, "GET", `/api/governance/virtual-keys/${key.id}/usage`);
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const levels = res.body.levels as Record<string, any>[];
-    assert.deepEqual(levels.map((l) => [l["level"], l["id"]]), [["virtual_key", key.id], ["team", team.id], ["customer", customer.id], ["business_unit", unit.id]]);
+    assert.deepEqual(levels.map((l) => [l["level"], l["id"]]), [
+      ["virtual_key", key.id],
+      ["provider_config", "openai"],
+      ["provider_config", "anthropic"],
+      ["team", team.id],
+      ["customer", customer.id],
+      ["business_unit", unit.id],
+    ]);
     assert.ok(levels[0]?.["tokens"].used > 0);
-    assert.equal(levels[1]?.["requests"].used, 1);
-    assert.equal(levels[1]?.["requests"].resets_at, new Date(now + HOUR).toISOString());
-    assert.equal(levels[2]?.["budget"].resets_at, new Date(Date.UTC(2026, 5, 1)).toISOString());
-    assert.equal(levels[3]?.["budget"], undefined);
+    assert.equal(levels[1]?.["budget"], undefined);
+    assert.equal(levels[3]?.["requests"].used, 1);
+    assert.equal(levels[3]?.["requests"].resets_at, new Date(now + HOUR).toISOString());
+    assert.equal(levels[4]?.["budget"].resets_at, new Date(Date.UTC(2026, 5, 1)).toISOString());
+    assert.equal(levels[5]?.["budget"], undefined);
+  });
+
+  test("the usage API shows a provider config's budget and token windows", async () => {
+    now = Date.UTC(2026, 4, 11, 8);
+    const configs = [{ ...CONFIGS[0], budgets: [{ max_limit: 5, reset_duration: "1d" }, { max_limit: 0.000001, reset_duration: "1h" }], rate_limit: { token_max_limit: 5000, token_reset_duration: "1h" } }, CONFIGS[1]];
+    const { key } = await chain({ key: { provider_configs: configs } });
+    await chat(key.value);
+    const res = await api(app, "GET", `/api/governance/virtual-keys/${key.id}/usage`);
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const openai = (res.body.levels as Record<string, any>[]).find((l) => l["level"] === "provider_config" && l["id"] === "openai");
+    // Of two budgets, the one closest to running out is shown.
+    assert.equal(openai?.["budget"].max_limit, 0.000001);
+    assert.equal(openai?.["budget"].reset_duration, "1h");
+    assert.ok(openai?.["budget"].used > 0);
+    assert.equal(openai?.["tokens"].max_limit, 5000);
+    assert.ok(openai?.["tokens"].used > 0);
+    assert.equal(openai?.["tokens"].resets_at, new Date(now + HOUR).toISOString());
   });
 });
 

@@ -168,10 +168,8 @@ describe("MCP client validation", () => {
     assert.equal(res.status, 200, JSON.stringify(res.body));
   });
 
-  test("per_user_oauth and token_exchange are refused until they are implemented", async () => {
-    for (const authType of ["per_user_oauth", "token_exchange"]) {
-      await expectRejected({ name: `a_${authType}`, ...http(), auth_type: authType }, 400, /^auth_type:/, /not supported/);
-    }
+  test("token_exchange needs its token_exchange block", async () => {
+    await expectRejected({ name: "a_token_exchange", ...http(), auth_type: "token_exchange" }, 400, /^token_exchange:/, /is required/);
   });
 
   test("headers are only sent with auth_type headers or per_user_headers", async () => {

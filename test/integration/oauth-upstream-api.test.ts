@@ -126,13 +126,13 @@ describe("bad oauth input", () => {
   test("oauth_config on another auth type is a 400", async () => {
     const res = await create({ name: "wrong_type", auth_type: "none", oauth_config: { client_id: "x" } });
     assert.equal(res.status, 400);
-    assert.match(res.body.error.message, /^oauth_config: is only for oauth clients/);
+    assert.match(res.body.error.message, /^oauth_config: is only for oauth and per_user_oauth clients/);
   });
 
-  test("per_user_oauth is refused as not supported yet", async () => {
-    const res = await create({ name: "per_user", auth_type: "per_user_oauth" });
+  test("per_user_oauth validates its oauth_config like oauth", async () => {
+    const res = await create({ name: "per_user", auth_type: "per_user_oauth", oauth_config: { token_url: "http://auth.example.com/token" } });
     assert.equal(res.status, 400);
-    assert.match(res.body.error.message, /per_user_oauth is not supported by this gateway yet/);
+    assert.match(res.body.error.message, /^oauth_config\.token_url: must be an https:\/\/ URL/);
   });
 
   test("an MCP server that is down is a 422 naming the cause, and nothing is stored", async () => {

@@ -135,6 +135,8 @@ describe("a PUT naming a nested message", () => {
       base_url: upstream.url,
       default_request_timeout_in_seconds: 7,
       max_retries: 0,
+      stream_idle_timeout_in_seconds: 0,
+      max_response_bytes: 0,
     });
     await ok("PUT", "/api/v1/providers/openai", { network_config: { base_url: upstream.url } });
     assert.equal((await ok("GET", "/api/v1/providers/openai")).provider.network_config.default_request_timeout_in_seconds, 0);

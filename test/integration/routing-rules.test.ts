@@ -95,6 +95,14 @@ describe("routing rule CRUD", () => {
     assert.deepEqual({ ...put.body.routing_rule, updated_at: null }, { ...got.body.routing_rule, updated_at: null });
   });
 
+  test("keeps fallbacks in the form they were given", async () => {
+    const fallbacks = ["anthropic/", { provider: "openai", model: "gpt-4o", key_id: "oa-1" }, { provider: "openai" }];
+    const rule = await createRule({ targets: [{ provider: "openai" }], cel_expression: `headers["x-never"] == "1"`, fallbacks });
+    assert.deepEqual(rule.fallbacks, fallbacks);
+    const got = await api(app, "GET", `/api/governance/routing-rules/${rule.id}`);
+    assert.deepEqual(got.body.routing_rule.fallbacks, fallbacks);
+  });
+
   test("creates and lists rules over Connect", async () => {
     const client = clientFor(GovernanceService, app.url, "connect");
     const { routingRule } = await client.createRoutingRule({
@@ -136,6 +144,10 @@ describe("routing rule CRUD", () => {
       [{ targets: [{ weight: 1 }] }, /targets\[0\]: names nothing/],
       [{ targets: [{ provider: "openai", weight: 0 }] }, /targets\[0\]\.weight/],
       [{ targets: [{ provider: "openai" }], fallbacks: ["gpt-4o"] }, /fallbacks\[0\]/],
+      [{ targets: [{ provider: "openai" }], fallbacks: [{ model: "gpt-4o" }] }, /fallbacks\[0\]\.provider: is required/],
+      [{ targets: [{ provider: "openai" }], fallbacks: [{ provider: "openai", region: "eu" }] }, /fallbacks\[0\]\.region: is not a fallback field/],
+      [{ targets: [{ provider: "openai" }], fallbacks: [{ provider: "openai", key_id: 7 }] }, /fallbacks\[0\]\.key_id: must be a string/],
+      [{ targets: [{ provider: "openai" }], fallbacks: [42] }, /fallbacks\[0\]: must be/],
     ];
     for (const [rule, message] of cases) {
       const res = await api(app, "POST", "/api/governance/routing-rules", { name: "bad", ...rule });
@@ -205,6 +217,21 @@ describe("routing by rules", () => {
     openai.failNext(500, "upstream broke");
     assert.equal(await served(key.value, "claude-sonnet-4-5"), "anthropic/claude-haiku-4-5");
     assert.equal(openai.last().body?.["model"], "gpt-4o");
+  });
+
+  test("falls back to the key a fallback object pins", async () => {
+    const key = await newKey();
+    await createRule({
+      scope: "virtual_key",
+      scope_id: key.id,
+      targets: [{ provider: "anthropic", model: "claude-haiku-4-5" }],
+      fallbacks: [{ provider: "openai", model: "gpt-4o", key_id: "oa-2" }],
+    });
+    for (let i = 0; i < 5; i++) {
+      anthropic.failNext(500, "upstream broke");
+      assert.equal(await served(key.value, "gpt-4o-mini"), "openai/gpt-4o");
+      assert.equal(openai.last().headers["authorization"], "Bearer sk-oa-2");
+    }
   });
 
   test("pins a provider key", async () => {

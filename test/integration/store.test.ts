@@ -160,19 +160,21 @@ describe(`store on ${serverUrl ? "a PostgreSQL server" : "embedded PGlite"}`, ()
     assert.deepEqual(loaded.headers, { "X-Api-Key": "new" });
   });
 
-  test("fails with an encryption-key error when the data was written with a different key", async () => {
+  test("refuses to open, naming GW_ENCRYPTION_KEY, a database whose secrets were written with a different key", async () => {
     const place = await newPlace();
-    const writer = await open(place, { encryptionKey: newKey() });
+    const writerKey = newKey();
+    const writer = await open(place, { encryptionKey: writerKey });
     const id = await addClient(writer, "locked", { "X-Api-Key": "k" });
     await writer.close();
 
-    const reader = await open(place, { encryptionKey: newKey() });
-    await assert.rejects(reader.fork().findOneOrFail(McpClientRecord, { id }), (err: unknown) => {
+    await assert.rejects(open(place, { encryptionKey: newKey() }), (err: unknown) => {
       assert.ok(err instanceof GatewayError);
-      assert.equal(err.code, "internal");
-      assert.match(err.message, /encryption key does not match the data/);
+      assert.equal(err.code, "failed_precondition");
+      assert.match(err.message, /GW_ENCRYPTION_KEY does not match/);
       return true;
     });
+    const reopened = await open(place, { encryptionKey: writerKey });
+    assert.deepEqual((await reopened.fork().findOneOrFail(McpClientRecord, { id })).headers, { "X-Api-Key": "k" });
   });
 
   test("fails with a clear error when a stored ciphertext was altered", async () => {

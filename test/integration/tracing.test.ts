@@ -218,6 +218,27 @@ test("a streamed call's CLIENT span has a first-token event and ends after it, i
   assert.ok(server.endNs + 2_000_000n >= client.endNs, "the SERVER span ended before the stream's last byte");
 });
 
+test("a routing rule whose condition fails logs the request's trace and span ids", async () => {
+  const rule = await api(app, "POST", "/api/governance/routing-rules", {
+    name: "trace-missing-header",
+    scope: "virtual_key",
+    scope_id: "vk-plain",
+    cel_expression: `headers["x-trace-missing"] == "1"`,
+    targets: [{ provider: "anthropic" }],
+  });
+  assert.equal(rule.status, 200, JSON.stringify(rule.body));
+  try {
+    const caller = callerContext();
+    assert.equal((await chat(PLAIN_KEY, {}, { traceparent: caller.header })).status, 200);
+    const server = one(await traceOf(caller.traceId, ["POST /v1/chat/completions"]), "POST /v1/chat/completions");
+    const line = app.logLines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l["routing_rule_name"] === "trace-missing-header" && l["trace_id"] === caller.traceId);
+    assert.ok(line, "the rule failure's log line does not carry the trace id");
+    assert.equal(line["span_id"], server.spanId);
+  } finally {
+    await api(app, "DELETE", `/api/governance/routing-rules/${rule.body.routing_rule.id}`);
+  }
+});
+
 test("a call that falls back has sibling CLIENT spans: the failed primary, then fallback 1", async () => {
   model.failNext(500, "openai broke");
   const caller = callerContext();

@@ -47,6 +47,7 @@ describe("defaults", () => {
   test("fills every default for an empty file", () => {
     const expected: GatewayFileConfig = {
       database: { url: null },
+      server: { maxHeaderBytes: 16_384, headersTimeoutMs: 30_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000, maxConnections: 10_000 },
       authConfig: { isEnabled: false, adminUsername: null, adminPassword: null, sessionTtlMs: 86_400_000 },
       client: {
         prometheusLabels: [],
@@ -71,6 +72,7 @@ describe("defaults", () => {
         toolSyncIntervalMinutes: 10,
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
+      routing: { complexity: null },
       telemetry: { otlp: { endpoint: "", headers: {}, sampleRatio: null, captureContent: false } },
       loadBalancer: {
         directionSelectionEnabled: true,
@@ -79,6 +81,9 @@ describe("defaults", () => {
         rerouteFailedDirections: false,
         pruneFailedFallbacks: false,
       },
+      network: { egress: { allow: [], deny: [] } },
+      cache: { embedding: null },
+      sso: { issuer: "", clientId: "", clientSecret: "", scopes: ["openid", "email", "profile"], adminEmails: [], adminGroupClaim: "groups", adminGroups: [] },
     };
     assert.deepEqual(parseConfig({}, {}), expected);
   });
@@ -100,6 +105,7 @@ describe("defaults", () => {
       disabled: false,
       allowOnAllVirtualKeys: false,
       isCodeModeClient: false,
+      tokenExchange: null,
     });
   });
 
@@ -224,6 +230,39 @@ describe("env references", () => {
 
   test("leaves strings without the prefix unchanged", () => {
     assert.deepEqual(resolveEnvRefs({ a: "environment", b: 3, c: null }, {}).value, { a: "environment", b: 3, c: null });
+  });
+});
+
+describe("server", () => {
+  test("parses every limit", () => {
+    const file = { server: { max_header_bytes: 8192, headers_timeout: "5s", request_timeout: "1m", keep_alive_timeout: "10s", max_connections: 500 } };
+    assert.deepEqual(parseConfig(file, {}).server, {
+      maxHeaderBytes: 8192,
+      headersTimeoutMs: 5_000,
+      requestTimeoutMs: 60_000,
+      keepAliveTimeoutMs: 10_000,
+      maxConnections: 500,
+    });
+  });
+
+  test("accepts a request_timeout of 0 as no limit", () => {
+    assert.equal(parseConfig({ server: { request_timeout: "0" } }, {}).server.requestTimeoutMs, 0);
+  });
+
+  test("rejects a request_timeout shorter than headers_timeout", () => {
+    assertRejected({ server: { headers_timeout: "10s", request_timeout: "5s" } }, "server.request_timeout", "must be at least server.headers_timeout");
+  });
+
+  test("rejects a header limit below 1024 bytes", () => {
+    assertRejected({ server: { max_header_bytes: 10 } }, "server.max_header_bytes", "must be at least 1024");
+  });
+
+  test("rejects a max_connections of zero", () => {
+    assertRejected({ server: { max_connections: 0 } }, "server.max_connections", "");
+  });
+
+  test("rejects an unknown key in the server section", () => {
+    assertRejected({ server: { idle_timeout: "1s" } }, "server.idle_timeout", "unknown key; allowed keys: max_header_bytes");
   });
 });
 
@@ -602,8 +641,9 @@ describe("providers, governance, pricing and database", () => {
     assertRejected({ governance: { routing_rules: [{ name: "r1", targets: [{ provider: "openai" }] }] } }, "governance.routing_rules[0].id", "is required");
   });
 
-  test("refuses a pricing_url until price downloads exist", () => {
-    assertRejected({ pricing: { pricing_url: "file:///data/pricing.json" } }, "pricing.pricing_url", "is not supported yet");
+  test("accepts a file:// pricing_url and a sync_interval", () => {
+    const pricing = parseConfig({ pricing: { pricing_url: "file:///data/pricing.json", sync_interval: "6h" } }, {}).pricing;
+    assert.deepEqual(pricing, { pricingUrl: "file:///data/pricing.json", syncIntervalMs: 6 * 3_600_000 });
   });
 
   test("accepts an empty pricing_url", () => {
@@ -703,6 +743,79 @@ describe("load_balancer_config", () => {
     assert.throws(
       () => parseConfig({ load_balancer_config: { circuit_breaker: true } }, {}),
       (error: unknown) => error instanceof GatewayError && error.field === "load_balancer_config.circuit_breaker",
+    );
+  });
+});
+
+describe("cache", () => {
+  test("reads the embedding model of semantic caching", () => {
+    assert.deepEqual(parseConfig({ cache: { embedding: { provider: "openai", model: "text-embedding-3-small" } } }, {}).cache, {
+      embedding: { provider: "openai", model: "text-embedding-3-small" },
+    });
+  });
+
+  test("an embedding without a model is refused naming it", () => {
+    assertRejected({ cache: { embedding: { provider: "openai" } } }, "cache.embedding.model", "");
+  });
+
+  test("a virtual key's cache threshold out of range is refused naming it", () => {
+    const config = parseConfig({ governance: { virtual_keys: [{ id: "vk", name: "vk", value: "sk-gw-vk", cache: { mode: "direct", threshold: 2 } }] } }, {});
+    assert.throws(() => inferenceOptionsFromFile(config.providers, config.governance.virtualKeys), { message: /^governance\.virtual_keys\[0\]\.cache\.threshold: must be a number more than 0 and at most 1/ });
+  });
+});
+
+describe("sso", () => {
+  test("fills the defaults of a configured issuer and lower-cases admin emails", () => {
+    const { sso } = parseConfig({ sso: { issuer: "https://idp.example.com", client_id: "gw", admin_emails: ["Root@Example.com"] } }, {});
+    assert.deepEqual(sso, {
+      issuer: "https://idp.example.com",
+      clientId: "gw",
+      clientSecret: "",
+      scopes: ["openid", "email", "profile"],
+      adminEmails: ["root@example.com"],
+      adminGroupClaim: "groups",
+      adminGroups: [],
+    });
+  });
+
+  test("refuses an issuer without client_id, naming the field", () => {
+    assert.throws(() => parseConfig({ sso: { issuer: "https://idp.example.com" } }, {}), (error: unknown) => error instanceof GatewayError && /sso\.client_id/.test(error.message));
+  });
+
+  test("refuses an issuer that is not an http(s) URL", () => {
+    assert.throws(() => parseConfig({ sso: { issuer: "idp.example.com", client_id: "gw" } }, {}), (error: unknown) => error instanceof GatewayError && /sso\.issuer/.test(error.message));
+  });
+
+  test("refuses an unknown key, listing the allowed ones", () => {
+    assert.throws(() => parseConfig({ sso: { issuer: "https://idp.example.com", client_id: "gw", audiences: [] } }, {}), { message: /allowed keys: issuer, client_id/ });
+  });
+
+  test("refuses admin settings without an issuer rather than ignoring them", () => {
+    assert.throws(() => parseConfig({ sso: { admin_emails: ["a@example.com"] } }, {}), { message: /sso\.admin_emails/ });
+  });
+});
+
+describe("token_exchange clients", () => {
+  test("reads the token_exchange block in the API's names, with rfc8693 by default", () => {
+    const parsed = onlyClient({
+      ...HTTP_CLIENT,
+      auth_type: "token_exchange",
+      token_exchange: { audience: "https://api.example.com", client_id: "gw", client_secret: "env.TE_SECRET", scopes: ["a", "b"] },
+    }, { TE_SECRET: "s3cret" });
+    assert.deepEqual(parsed.tokenExchange, {
+      audience: "https://api.example.com",
+      clientId: "gw",
+      clientSecret: "s3cret",
+      authorizationServerUrl: "",
+      scopes: ["a", "b"],
+      grantStyle: "rfc8693",
+    });
+  });
+
+  test("refuses an unknown field inside token_exchange, naming its path", () => {
+    assert.throws(
+      () => onlyClient({ ...HTTP_CLIENT, auth_type: "token_exchange", token_exchange: { audience: "x", client_id: "gw", audiences: [] } }),
+      { message: /mcp\.client_configs\[0\]\.token_exchange\.audiences/ },
     );
   });
 });

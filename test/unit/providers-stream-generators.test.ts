@@ -14,7 +14,7 @@ import type { JsonObject, ProviderAdapter, ProviderStream } from "../../src/prov
 
 function upstream(text: string): UpstreamResponse {
   // The body type is undici's BodyReadable; a Readable of the same bytes is all providerStream reads.
-  return { status: 200, body: Readable.from([Buffer.from(text)]) as unknown as UpstreamResponse["body"] };
+  return { status: 200, body: Readable.from([Buffer.from(text)]) as unknown as UpstreamResponse["body"], maxBytes: 1_000_000, contentType: "text/event-stream" };
 }
 
 const passThrough: EventTranslator = async function* (events) {

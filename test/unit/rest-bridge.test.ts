@@ -389,7 +389,7 @@ describe("responses", () => {
     assert.equal(client.connection_type, "http");
     assert.equal(client.auth_type, "per_user_headers");
     assert.equal(client.state, "needs_reauth");
-    assert.deepEqual(client.node_states, { "node-a": { state: "pending_verification" } });
+    assert.deepEqual(client.node_states, { "node-a": { state: "pending_verification", tools_count: 0 } });
     assert.equal(client.created_at, "2024-01-02T03:04:05Z");
     assert.equal(res.json.total_count, 1);
   });

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { PriceTable } from "../../src/routing/pricing.js";
+import { parsePricingDatasheet } from "../../src/routing/pricing-data.js";
 
 const table = new PriceTable({
   "gpt-4o|openai|chat": { input_cost_per_token: 2e-6, output_cost_per_token: 8e-6 },
@@ -44,4 +45,39 @@ test("the bundled table prices the well-known models", () => {
   for (const [provider, model] of [["openai", "gpt-4o-mini"], ["anthropic", "claude-sonnet-4-20250514"], ["groq", "llama-3.3-70b-versatile"], ["mistral", "mistral-large-latest"]] as const) {
     assert.ok(bundled.lookup(provider, model, "chat"), `${provider}/${model}`);
   }
+});
+
+const synced = PriceTable.fromEntries(
+  parsePricingDatasheet(
+    JSON.stringify({
+      "gemini-x": { litellm_provider: "vertex", mode: "chat", input_cost_per_token: 7e-7, output_cost_per_token: 1e-6 },
+      "anthropic.claude-y-v1:0": { litellm_provider: "bedrock", mode: "chat", input_cost_per_token: 3e-6, output_cost_per_token: 1.5e-5 },
+      "openrouter/openai/gpt-z": { litellm_provider: "openrouter", mode: "chat", input_cost_per_token: 5e-6, output_cost_per_token: 6e-6 },
+    }),
+  ),
+);
+
+test("prices a Gemini API model under its parent cloud, Vertex", () => {
+  assert.equal(synced.lookup("gemini", "gemini-x", "chat")?.input_cost_per_token, 7e-7);
+});
+
+test("adds a dotted vendor prefix a cloud host lists the model under", () => {
+  assert.equal(synced.lookup("bedrock", "claude-y-v1:0", "responses")?.input_cost_per_token, 3e-6);
+});
+
+test("a provider/model datasheet key is priced under the provider without its prefix", () => {
+  assert.equal(synced.lookup("openrouter", "openai/gpt-z", "chat")?.input_cost_per_token, 5e-6);
+  assert.equal(synced.lookup("openrouter", "gpt-z", "chat")?.input_cost_per_token, 5e-6);
+});
+
+test("a datasheet entry with a negative price is refused naming it", () => {
+  assert.throws(() => parsePricingDatasheet('{"m": {"provider": "p", "output_cost_per_token": -1}}'), /entry "m"\.output_cost_per_token must be a number >= 0, got -1/);
+});
+
+test("a datasheet entry that is not an object is refused naming it", () => {
+  assert.throws(() => parsePricingDatasheet('{"m": 3}'), /entry "m" must be an object/);
+});
+
+test("a datasheet whose provider is not a string is refused naming it", () => {
+  assert.throws(() => parsePricingDatasheet('{"m": {"litellm_provider": 5}}'), /entry "m"\.litellm_provider must be a string/);
 });

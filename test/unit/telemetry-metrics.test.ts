@@ -27,6 +27,9 @@ const TABLE: Record<string, [string, string[]]> = {
   gw_input_tokens_total: ["counter", BASE],
   gw_output_tokens_total: ["counter", BASE],
   gw_cost_total: ["counter", BASE],
+  gw_routing_embedding_requests_total: ["counter", ["provider", "model", "phase"]],
+  gw_routing_embedding_cost_total: ["counter", ["provider", "model", "phase"]],
+  gw_cache_hits_total: ["counter", [...BASE, "cache_type"]],
   gw_active_requests: ["gauge", ["method"]],
   gw_provider_key_up: ["gauge", ["provider", "key_id", "key_name"]],
   gw_route_state: ["gauge", ["provider", "key_id", "key_name", "state"]],
@@ -56,6 +59,7 @@ function recordEverything(m: Metrics): void {
   m.recordOverhead(BASE_VALUES, 120);
   m.recordTokens(BASE_VALUES, 10, 5);
   m.recordCost(BASE_VALUES, 0.0001);
+  m.recordCacheHit(BASE_VALUES, "direct");
   m.recordRetries(BASE_VALUES, 1);
   m.recordFirstToken(BASE_VALUES, 0.1);
   m.recordInterToken(BASE_VALUES, 0.01);
@@ -64,6 +68,7 @@ function recordEverything(m: Metrics): void {
   m.setProviderKeyUp("openai", "k1", "main", true);
   m.watchRouteStates(() => [{ provider: "openai", keyId: "k1", keyName: "main", state: "degraded" }]);
   m.recordMcpToolCall({ mcpClient: "docs", toolName: "search", durationS: 0.05, errorType: "" });
+  m.recordRoutingEmbedding("openai", "text-embedding-3-small", "warmup", 0.00001);
 }
 
 test("every metric of the spec's tables is registered with its type and label set", () => {

@@ -1,6 +1,6 @@
 /**
- * Pending header-submission flows (spec "Submission flow"): an unguessable 128-bit id, 15 minutes to
- * live, optionally a temp token for the URL fragment. Flows live in memory only: they are short-lived and
+ * Pending per-user flows (spec "Submission flow"): header submission (`headers`) or an end-user's OAuth
+ * consent (`oauth`); an unguessable 128-bit id, 15 minutes to live, optionally a temp token for the URL fragment. Flows live in memory only: they are short-lived and
  * a restart simply asks the caller to trigger the tool call again. Temp tokens are single-use: a
  * submission that reaches the upstream verify spends the token, and a failed verify hands out a
  * replacement for the Retry. Neither flow ids nor tokens are ever logged.
@@ -20,10 +20,21 @@ const MAX_FLOWS = 10_000;
 /** The browser page's path. */
 export const AUTH_PAGE_PATH = "/workspace/mcp-sessions/auth";
 
+/** The kinds of flow: header values submitted on the page, or an OAuth consent at the authorization server. */
+export type FlowKind = "headers" | "oauth";
+
+/** The authorization an oauth flow is waiting for: the one whose single-use state the callback must bring back. */
+export interface PendingAuthorization {
+  /** SHA-256 of the state value; null once a callback spent it. */
+  stateHash: string | null;
+  codeVerifier: string;
+  authorizeUrl: string;
+}
+
 /** One flow. */
 export interface Flow {
   readonly id: string;
-  readonly kind: "headers";
+  readonly kind: FlowKind;
   readonly clientId: string;
   readonly identity: CallerIdentity;
   readonly createdAt: number;
@@ -33,6 +44,10 @@ export interface Flow {
   tempToken: string | null;
   /** Whether the flow was opened with temp-token auth (the token may be spent by now). */
   readonly tokenAuth: boolean;
+  /** oauth flows: the authorization in progress, null before the first one starts. */
+  authorization: PendingAuthorization | null;
+  /** oauth flows: why the last authorization failed (the authorization server's words), null when none did. */
+  error: string | null;
 }
 
 function token(bytes: number): string {
@@ -66,11 +81,12 @@ export class FlowRegistry {
    * A pending flow for (client, identity): the one already open when it has enough life left and the same
    * token mode, else a new one.
    */
-  open(clientId: string, identity: CallerIdentity, withToken: boolean): Flow {
+  open(clientId: string, identity: CallerIdentity, withToken: boolean, kind: FlowKind = "headers"): Flow {
     const now = this.now();
     for (const flow of this.flows.values()) {
       if (
         flow.clientId === clientId &&
+        flow.kind === kind &&
         flow.identity.kind === identity.kind &&
         flow.identity.id === identity.id &&
         !flow.completed &&
@@ -84,7 +100,7 @@ export class FlowRegistry {
     this.sweep(now);
     const flow: Flow = {
       id: token(16),
-      kind: "headers",
+      kind,
       clientId,
       identity: { ...identity },
       createdAt: now,
@@ -92,9 +108,17 @@ export class FlowRegistry {
       completed: false,
       tempToken: withToken ? token(32) : null,
       tokenAuth: withToken,
+      authorization: null,
+      error: null,
     };
     this.flows.set(flow.id, flow);
     return flow;
+  }
+
+  /** The oauth flow whose current authorization carries this state hash (expired flows included while remembered). */
+  byStateHash(stateHash: string): Flow | undefined {
+    for (const flow of this.flows.values()) if (flow.authorization?.stateHash === stateHash) return flow;
+    return undefined;
   }
 
   /** A flow by id, expired ones included while they are remembered. */

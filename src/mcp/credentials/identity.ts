@@ -35,11 +35,14 @@ export function sessionIdentity(raw: string | null | undefined): CallerIdentity 
 
 /** Applies the precedence user > virtual key > session; null when the caller has none of them. */
 export function pickIdentity(candidates: {
-  user: string | null;
+  /** A gateway user name, or an SSO user by subject and display name. */
+  user: string | { id: string; name: string } | null;
   virtualKey: { id: string; name: string } | null;
   session: CallerIdentity | null;
 }): CallerIdentity | null {
-  if (candidates.user !== null) return { kind: "user", id: candidates.user, name: candidates.user };
+  const { user } = candidates;
+  if (typeof user === "string") return { kind: "user", id: user, name: user };
+  if (user !== null) return { kind: "user", id: user.id, name: user.name };
   if (candidates.virtualKey !== null) return { kind: "vk", id: candidates.virtualKey.id, name: candidates.virtualKey.name };
   return candidates.session;
 }
@@ -54,7 +57,7 @@ export function describeIdentity(identity: Pick<CallerIdentity, "kind" | "name">
 export function identityRequired(clientName: string): GatewayError {
   return new GatewayError(
     "unauthenticated",
-    `MCP client "${clientName}" uses per-user credentials and requires an identity: send a virtual key (x-gw-vk or Authorization: Bearer <virtual key>), sign in to the gateway (Authorization: Bearer <session token> from POST /api/session/login), or set the ${SESSION_ID_HEADER} header`,
+    `MCP client "${clientName}" uses per-user credentials and requires an identity: send a virtual key (x-gw-vk or Authorization: Bearer <virtual key>), sign in to the gateway (Authorization: Bearer <session token> from POST /api/session/login, an IdP access token, or the SSO login), or set the ${SESSION_ID_HEADER} header`,
     { type: "mcp_identity_required", httpStatus: 401 },
   );
 }

@@ -1,8 +1,10 @@
 /**
- * Per-user upstream credentials for per_user_headers clients: which credential a call uses, the lazy
- * auth-required flow with its browser submission, the stored credentials' statuses, and the sessions
- * listing. The MCP runtime owns one instance; services reach it as `runtime.credentials`.
+ * Per-user upstream credentials for per_user_headers and per_user_oauth clients: which credential a call
+ * uses, the lazy auth-required flow with its browser submission or OAuth consent, the stored credentials'
+ * statuses, and the sessions listing. The MCP runtime owns one instance; services reach it as `runtime.credentials`.
  */
+import { randomBytes } from "node:crypto";
+import { startAuthorization as authorizationUrlOf } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { GatewayError, invalidField } from "../../errors.js";
 import type { McpCredentialStatus, McpIdentityKind, Store } from "../../store/index.js";
@@ -10,8 +12,12 @@ import type { Logger } from "../../telemetry/logger.js";
 import { validateUserHeaders, type McpClientSpec } from "../client-spec.js";
 import { discoverTools, upstreamMessage } from "../discover.js";
 import { perUserWireHeaders } from "../wire-headers.js";
+import { exchangeCode, oauthFailure, revokeToken, type GrantContext } from "../oauth/authorization.js";
+import type { BearerSource } from "../oauth/bearer-fetch.js";
+import { hashState } from "../oauth/flows.js";
 import { McpAuthRequiredError } from "./auth-required.js";
-import { AUTH_PAGE_PATH, FlowRegistry, flowUrl, type Flow } from "./flows.js";
+import { AUTH_PAGE_PATH, FlowRegistry, flowUrl, type Flow, type FlowKind, type PendingAuthorization } from "./flows.js";
+import { UserOauthTokens, clientOfValues, holdsAccessToken, revocableTokens, tokenValues } from "./oauth-tokens.js";
 import { describeIdentity, identityRequired, type CallerIdentity } from "./identity.js";
 import { CredentialRepository, type CredentialChange, type StoredCredential } from "./repository.js";
 import { afterAccessChange, afterSchemaChange, usable, valueFor } from "./status.js";
@@ -39,6 +45,25 @@ export interface PerUserCredentialsDeps {
   clientOf: (clientId: string) => PerUserClient | undefined;
   /** Bounds each one-time upstream verify of submitted values. */
   verifyTimeoutMs?: number;
+  /** per_user_oauth: the grant context of the client's admin authorization (discovery, registered client, redirect URI). */
+  oauthGrant?: (clientId: string) => GrantContext | undefined;
+}
+
+/** What the OAuth callback reports to the page for a per-user flow. */
+export interface UserCallbackOutcome {
+  flowId: string;
+  status: "authorized" | "failed";
+  message: string;
+  clientId: string;
+  clientName: string;
+}
+
+/** The callback's query. */
+export interface UserCallbackQuery {
+  code: string;
+  state: string;
+  error: string;
+  errorDescription: string;
 }
 
 /** Who is submitting a flow. */
@@ -49,12 +74,14 @@ export interface SubmitAuth {
   tempToken: string | null;
   /** Whether auth_config is enabled (then anonymous submissions need a temp token). */
   adminAuthEnabled: boolean;
+  /** The SSO user (IdP token or SSO session) behind the submission, by subject; may finish only their own user flows. */
+  ssoUser?: string | null;
 }
 
 /** A flow as the page and GetFlow show it. */
 export interface FlowView {
   flowId: string;
-  kind: "headers";
+  kind: FlowKind;
   status: "pending" | "completed" | "expired";
   clientId: string;
   clientName: string;
@@ -63,6 +90,8 @@ export interface FlowView {
   adminHeaderKeys: string[];
   storedHeaderKeys: string[];
   expiresAt: Date;
+  /** oauth flows: why the last authorization failed, null when none did. */
+  error: string | null;
 }
 
 /** A stored credential as the sessions listing shows it: never its values. */
@@ -114,11 +143,17 @@ export class PerUserCredentials {
   private readonly flows: FlowRegistry;
   private readonly verifyTimeoutMs: number;
   private warnedNoBase = false;
+  private readonly userTokens: UserOauthTokens;
 
   constructor(private readonly deps: PerUserCredentialsDeps) {
     this.repo = new CredentialRepository(deps.store, deps.now);
     this.flows = new FlowRegistry(deps.now);
     this.verifyTimeoutMs = deps.verifyTimeoutMs ?? 30_000;
+    this.userTokens = new UserOauthTokens({ repo: this.repo, logger: deps.logger, now: deps.now, grant: (id) => this.grantOf(id) });
+  }
+
+  private grantOf(clientId: string): GrantContext | undefined {
+    return this.deps.oauthGrant?.(clientId);
   }
 
   /**
@@ -132,10 +167,11 @@ export class PerUserCredentials {
     const stale: string[] = [];
     for (const cred of this.repo.all()) {
       const client = byId.get(cred.clientId);
-      if (!client || client.spec.authType !== "per_user_headers") {
+      if (!client || (client.spec.authType !== "per_user_headers" && client.spec.authType !== "per_user_oauth")) {
         stale.push(cred.id);
         continue;
       }
+      if (client.spec.authType === "per_user_oauth") continue;
       const state = { status: cred.status, values: { ...cred.values } };
       const next = afterSchemaChange(state, client.spec.perUserHeaderKeys);
       if (next !== state) changes.set(cred.id, next);
@@ -195,6 +231,158 @@ export class PerUserCredentials {
     });
   }
 
+  /**
+   * The hot path of a per_user_oauth call: the token source of the caller's own credential, from memory.
+   * Throws the inline 401 when the caller has no identity and McpAuthRequiredError (kind oauth, with a
+   * consent flow) when it has no usable token.
+   */
+  async bearerForCall(client: PerUserClient, identity: CallerIdentity | null | undefined, origin: string | null = null): Promise<BearerSource & { readonly lastSent: string | null }> {
+    if (!identity) throw identityRequired(client.spec.name);
+    const cred = this.repo.find(client.id, identity.kind, identity.id);
+    if (cred && holdsAccessToken(cred.values)) {
+      if (cred.status === "active") return this.userTokens.source(cred.id, client.spec.name);
+      if (cred.status === "orphaned" && identity.kind === "vk") {
+        // As for header credentials: a key that reached the call has access again, so its credential is
+        // restored, recorded off the call path.
+        this.repo.update(new Map([[cred.id, { status: "active" }]])).catch((err: unknown) => {
+          this.deps.logger.error({ err, credential_id: cred.id }, "could not record a restored per-user credential");
+        });
+        return this.userTokens.source(cred.id, client.spec.name);
+      }
+    }
+    throw await this.oauthAuthRequired(client, identity, origin);
+  }
+
+  /** Refreshes the token `sent` of the caller's credential after the upstream rejected it (shared with concurrent callers). */
+  async refreshRejected(client: PerUserClient, identity: CallerIdentity, sent: string): Promise<void> {
+    const cred = this.repo.find(client.id, identity.kind, identity.id);
+    if (cred) await this.userTokens.refresh(cred.id, sent);
+  }
+
+  /** The mcp_auth_required answer (kind oauth) when the caller's credential is now unusable, else null. */
+  async oauthAuthRequiredIfDead(client: PerUserClient, identity: CallerIdentity, origin: string | null): Promise<McpAuthRequiredError | null> {
+    const cred = this.repo.find(client.id, identity.kind, identity.id);
+    return cred && cred.status !== "needs_update" ? null : this.oauthAuthRequired(client, identity, origin);
+  }
+
+  /** Opens (or reuses) an oauth flow for the caller, with an authorization to consent to, and builds the mcp_auth_required answer. */
+  async oauthAuthRequired(client: PerUserClient, identity: CallerIdentity, origin: string | null): Promise<McpAuthRequiredError> {
+    const withToken = this.deps.settings.client.mcpEnableTempTokenAuth && identity.kind !== "user";
+    const flow = this.flows.open(client.id, identity, withToken, "oauth");
+    const pending = await this.authorization(client, flow);
+    const url = flowUrl(flow, this.base(origin));
+    const expiresAt = new Date(flow.expiresAt).toISOString();
+    const existing = this.repo.find(client.id, identity.kind, identity.id);
+    const why =
+      existing?.status === "needs_update"
+        ? `the OAuth grant on file for ${describeIdentity(identity)} was refused by the authorization server`
+        : existing?.status === "orphaned"
+          ? `the OAuth grant on file for ${describeIdentity(identity)} is orphaned`
+          : `no OAuth grant is on file for ${describeIdentity(identity)}`;
+    const message =
+      `MCP client "${client.spec.name}" needs your own OAuth consent and ${why}. ` +
+      `Open ${url} and click Connect (or open ${pending.authorizeUrl} directly), then call the tool again. The link expires at ${expiresAt}.`;
+    this.deps.logger.info(
+      { client_id: client.id, client: client.spec.name, identity_kind: identity.kind, ...(identity.kind === "session" ? {} : { identity: identity.name }) },
+      "per-user OAuth consent required: flow opened",
+    );
+    return new McpAuthRequiredError({
+      kind: "oauth",
+      mcp_client_id: client.id,
+      mcp_client_name: client.spec.name,
+      message,
+      authorize_url: pending.authorizeUrl,
+      session_id: flow.id,
+      submit_url: url,
+      expires_at: expiresAt,
+    });
+  }
+
+  /**
+   * The authorization an oauth flow waits for: the current one while its state is unspent, else a new one
+   * (PKCE S256, a fresh single-use state) on the registration of the admin's authorization. No network.
+   */
+  private async authorization(client: PerUserClient, flow: Flow): Promise<PendingAuthorization> {
+    if (flow.authorization?.stateHash) return flow.authorization;
+    const grant = this.grantOf(client.id);
+    const metadata = grant?.discovery.authorizationServerMetadata;
+    if (!grant || !metadata) {
+      throw new GatewayError("failed_precondition", `MCP client "${client.spec.name}" has no authorization server on file; an admin must authorize it first (POST /api/mcp/client/${client.id}/reauthorize)`, {
+        type: "mcp_client_unavailable",
+        httpStatus: 409,
+      });
+    }
+    const configured = client.spec.oauthConfig?.scopes ?? [];
+    const scopes = configured.length > 0 ? configured : (grant.discovery.resourceMetadata?.scopes_supported ?? []);
+    const state = randomBytes(16).toString("base64url");
+    const started = await authorizationUrlOf(grant.discovery.authorizationServerUrl, {
+      metadata,
+      clientInformation: grant.clientInformation,
+      redirectUrl: grant.redirectUri,
+      ...(scopes.length > 0 ? { scope: scopes.join(" ") } : {}),
+      state,
+      resource: grant.resource,
+    });
+    flow.authorization = { stateHash: hashState(state), codeVerifier: started.codeVerifier, authorizeUrl: started.authorizationUrl.href };
+    return flow.authorization;
+  }
+
+  /**
+   * The page's Connect button: the authorization URL of an oauth flow, for the flow's own identity only
+   * (the same rules as a header submission: the signed-in user of a user flow, the link's temp token).
+   */
+  async connectOauth(flowId: string, auth: SubmitAuth): Promise<{ authorizeUrl: string; expiresAt: Date }> {
+    const flow = this.flowOrThrow(flowId);
+    if (flow.kind !== "oauth") throw new GatewayError("invalid_argument", "this flow takes header values, not an OAuth consent: submit them with PUT /api/mcp/per-user-headers/flows/{flow_id}", { type: "flow_kind_mismatch" });
+    if (flow.completed) throw new GatewayError("failed_precondition", "this consent flow is already finished; call the tool again", { type: "flow_completed", httpStatus: 410 });
+    if (this.flows.expired(flow)) throw new GatewayError("failed_precondition", "this consent flow has expired; call the tool again to get a fresh link", { type: "flow_expired", httpStatus: 410 });
+    const client = this.clientOfFlow(flow);
+    this.authorize(flow, auth);
+    const pending = await this.authorization(client, flow);
+    return { authorizeUrl: pending.authorizeUrl, expiresAt: new Date(flow.expiresAt) };
+  }
+
+  /**
+   * The OAuth callback for a per-user flow: spends the flow's single-use state, exchanges the code and
+   * binds the token to the identity that opened the flow (no other). Undefined when the state belongs to
+   * no per-user flow (the admin authorizations are looked up next); a flow past its 15 minutes is a 410.
+   */
+  async oauthCallback(query: UserCallbackQuery): Promise<UserCallbackOutcome | undefined> {
+    if (query.state === "") return undefined;
+    const flow = this.flows.byStateHash(hashState(query.state));
+    const pending = flow?.authorization;
+    if (!flow || !pending) return undefined;
+    pending.stateHash = null;
+    if (this.flows.expired(flow)) {
+      throw new GatewayError("failed_precondition", "the consent flow expired before the authorization server answered (15 minutes); call the tool again for a fresh link", { type: "oauth_flow_expired", httpStatus: 410 });
+    }
+    const client = this.deps.clientOf(flow.clientId);
+    if (!client || client.spec.authType !== "per_user_oauth" || flow.completed) {
+      throw new GatewayError("failed_precondition", "this consent flow is finished or its MCP client no longer exists; call the tool again", { type: "invalid_oauth_state" });
+    }
+    const outcome = (status: "authorized" | "failed", message: string): UserCallbackOutcome => ({ flowId: flow.id, status, message, clientId: client.id, clientName: client.spec.name });
+    const fail = (message: string): UserCallbackOutcome => {
+      flow.error = message;
+      this.deps.logger.warn({ client_id: client.id, identity_kind: flow.identity.kind, err: message }, "per-user OAuth authorization failed");
+      return outcome("failed", message);
+    };
+    if (query.error !== "") return fail(`the authorization server refused: ${query.error}${query.errorDescription ? `: ${query.errorDescription}` : ""}`.slice(0, 512));
+    if (query.code === "") return fail("the authorization server's redirect carried neither a code nor an error");
+    const grant = this.grantOf(client.id);
+    if (!grant) return fail("the client has no authorization server on file; an admin must reauthorize it");
+    let tokens;
+    try {
+      tokens = await exchangeCode({ ...grant, code: query.code, codeVerifier: pending.codeVerifier });
+    } catch (err) {
+      return fail(oauthFailure("the authorization code exchange", err).message);
+    }
+    const saved = await this.repo.save(client.id, flow.identity.kind, flow.identity.id, tokenValues(tokens, grant.clientInformation, this.deps.now()));
+    flow.error = null;
+    this.flows.complete(flow);
+    this.deps.logger.info({ client_id: client.id, client: client.spec.name, credential_id: saved.id, identity_kind: flow.identity.kind }, "per-user OAuth credential stored");
+    return outcome("authorized", `connected: ${describeIdentity(flow.identity)} can now use "${client.spec.name}"`);
+  }
+
   /** Where submission URLs point: mcp_external_client_url, else the origin the request came in by. */
   private base(origin: string | null): string {
     const external = this.deps.settings.client.mcpExternalClientUrl.trim();
@@ -215,7 +403,7 @@ export class PerUserCredentials {
 
   private clientOfFlow(flow: Flow): PerUserClient {
     const client = this.deps.clientOf(flow.clientId);
-    if (!client || client.spec.authType !== "per_user_headers") {
+    if (!client || client.spec.authType !== (flow.kind === "oauth" ? "per_user_oauth" : "per_user_headers")) {
       throw new GatewayError("not_found", "the MCP client of this submission flow no longer exists", { type: "flow_not_found" });
     }
     return client;
@@ -234,20 +422,21 @@ export class PerUserCredentials {
       clientId: client.id,
       clientName: client.spec.name,
       identity: { ...flow.identity },
-      requiredHeaderKeys: [...client.spec.perUserHeaderKeys],
-      adminHeaderKeys: Object.keys(client.spec.headers),
-      storedHeaderKeys: storedKeys,
+      requiredHeaderKeys: flow.kind === "oauth" ? [] : [...client.spec.perUserHeaderKeys],
+      adminHeaderKeys: flow.kind === "oauth" ? [] : Object.keys(client.spec.headers),
+      storedHeaderKeys: flow.kind === "oauth" ? [] : storedKeys,
       expiresAt: new Date(flow.expiresAt),
+      error: flow.error,
     };
   }
 
   /** Refuses a submitter who may not finish this flow. */
   private authorize(flow: Flow, auth: SubmitAuth): "token" | "other" {
     if (flow.identity.kind === "user") {
-      if (auth.user === flow.identity.id) return "other";
+      if (auth.user === flow.identity.id || (auth.ssoUser != null && auth.ssoUser === flow.identity.id)) return "other";
       throw new GatewayError(
-        auth.user === null ? "unauthenticated" : "permission_denied",
-        `this flow binds a credential to user "${flow.identity.name}": sign in as that user (POST /api/session/login) and submit with Authorization: Bearer <session token>`,
+        auth.user === null && auth.ssoUser == null ? "unauthenticated" : "permission_denied",
+        `this flow binds a credential to user "${flow.identity.name}": sign in as that user (the SSO login, an IdP access token, or POST /api/session/login) and submit with that sign-in`,
         { type: "flow_user_mismatch" },
       );
     }
@@ -276,6 +465,9 @@ export class PerUserCredentials {
    */
   async submit(flowId: string, headers: Readonly<Record<string, string>>, auth: SubmitAuth): Promise<StoredCredential> {
     const flow = this.flowOrThrow(flowId);
+    if (flow.kind !== "headers") {
+      throw new GatewayError("invalid_argument", "this flow is an OAuth consent, not a header submission: open its page and click Connect", { type: "flow_kind_mismatch" });
+    }
     if (flow.completed) {
       throw new GatewayError("failed_precondition", "this submission flow is already finished; call the tool again if the values need to change", {
         type: "flow_completed",
@@ -343,7 +535,8 @@ export class PerUserCredentials {
         identityKind: cred.identityKind,
         identityId: cred.identityId,
         status: cred.status,
-        headerKeys: Object.keys(cred.values),
+        // An OAuth credential's values are tokens: their names say nothing to a user.
+        headerKeys: client?.spec.authType === "per_user_oauth" ? [] : Object.keys(cred.values),
         updatedAt: cred.updatedAt,
       });
     }
@@ -358,7 +551,21 @@ export class PerUserCredentials {
     }
     await this.repo.remove([cred.id]);
     this.deps.logger.info({ client_id: cred.clientId, credential_id: cred.id, identity_kind: cred.identityKind }, "per-user credential revoked");
+    if (this.deps.clientOf(cred.clientId)?.spec.authType === "per_user_oauth") await this.revokeUpstream(cred);
     return cred;
+  }
+
+  /** Revokes an OAuth credential's tokens at the authorization server when it has a revocation endpoint; failures are logged only. */
+  private async revokeUpstream(cred: StoredCredential): Promise<void> {
+    const grant = this.grantOf(cred.clientId);
+    if (!grant) return;
+    try {
+      for (const { token, hint } of revocableTokens(cred.values)) {
+        if (!(await revokeToken({ ...grant, clientInformation: clientOfValues(cred.values, grant.clientInformation) }, token, hint))) break;
+      }
+    } catch (err) {
+      this.deps.logger.warn({ client_id: cred.clientId, credential_id: cred.id, err: upstreamMessage(err) }, "per-user OAuth token revocation failed");
+    }
   }
 
   /** The admin changed a client's per_user_header_keys: applies the schema-change transition to its credentials. */
@@ -388,7 +595,9 @@ export class PerUserCredentials {
       const client = this.deps.clientOf(cred.clientId);
       if (!client) continue;
       const allowed = access(cred.identityId, client.spec.name) ?? false;
-      const status = afterAccessChange({ status: cred.status, values: { ...cred.values } }, allowed, client.spec.perUserHeaderKeys);
+      // An OAuth credential has no header schema to fall behind: its own value names stand in for it.
+      const keys = client.spec.authType === "per_user_oauth" ? Object.keys(cred.values) : client.spec.perUserHeaderKeys;
+      const status = afterAccessChange({ status: cred.status, values: { ...cred.values } }, allowed, keys);
       if (status !== cred.status) changes.set(cred.id, { status });
     }
     await this.repo.update(changes);

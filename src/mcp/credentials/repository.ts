@@ -5,6 +5,7 @@
  * (client, identity) row and the cache in step without retry logic.
  */
 import { randomUUID } from "node:crypto";
+import { LockMode } from "@mikro-orm/core";
 import { McpUserCredentialRecord, type McpCredentialStatus, type McpIdentityKind, type Store } from "../../store/index.js";
 
 /** A credential as the cache holds it. */
@@ -133,6 +134,33 @@ export class CredentialRepository {
         this.cache(fromRecord(rec));
       }
     });
+  }
+
+  /**
+   * Runs `work` on a credential as stored, under its row lock (SELECT ... FOR UPDATE, so instances sharing
+   * a PostgreSQL database take turns), and writes the change it returns; the cache then holds the row as
+   * committed, which may be another instance's newer write. Not serialized with the other writes: `work`
+   * may wait on the network, and only this credential's row is held meanwhile.
+   */
+  async withRowLock(id: string, work: (stored: StoredCredential) => Promise<CredentialChange | null>): Promise<StoredCredential | undefined> {
+    const rec = await this.store.fork().transactional(async (tx) => {
+      const row = await tx.findOne(McpUserCredentialRecord, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
+      if (!row) return null;
+      const change = await work(fromRecord(row));
+      if (change?.values !== undefined) {
+        row.values = { ...change.values };
+        row.headerKeys = Object.keys(change.values);
+      }
+      if (change?.status !== undefined) row.status = change.status;
+      if (change) row.updatedAt = new Date(this.now());
+      return row;
+    });
+    const old = this.byId.get(id);
+    if (old) this.uncache(old);
+    if (!rec) return undefined;
+    const stored = fromRecord(rec);
+    this.cache(stored);
+    return stored;
   }
 
   /** Deletes credentials by id. */

@@ -73,6 +73,12 @@ function authDead(clientId: string, message: string): GatewayError {
 /** The in-memory tokens of every authorized oauth client. */
 export class OauthTokens {
   private readonly live = new Map<string, Live>();
+  /**
+   * The grant context (discovery, registered client, redirect URI) of each client's newest authorized
+   * attempt. It outlives the tokens of a revoked or dead credential: per_user_oauth callers start and
+   * refresh their own grants with it while the admin discovery credential waits for repair.
+   */
+  private readonly grants = new Map<string, GrantContext>();
 
   constructor(private readonly deps: OauthTokensDeps) {}
 
@@ -90,10 +96,12 @@ export class OauthTokens {
     const tokens = rec.secrets.tokens ?? {};
     const access = typeof tokens["access_token"] === "string" ? tokens["access_token"] : "";
     if (access === "") return;
+    const grant = grantOf(rec, serverUrl);
+    this.grants.set(rec.clientId, grant);
     this.live.set(rec.clientId, {
       credentialId: rec.id,
       clientId: rec.clientId,
-      grant: grantOf(rec, serverUrl),
+      grant,
       accessToken: access,
       refreshToken: typeof tokens["refresh_token"] === "string" ? tokens["refresh_token"] : null,
       expiresAt: rec.tokenExpiresAt ? rec.tokenExpiresAt.getTime() : null,
@@ -102,10 +110,16 @@ export class OauthTokens {
     });
   }
 
-  /** Drops a client's credential (client deleted, credential revoked). */
+  /** Drops a client's credential: one revoked attempt (its grant context stays), or everything of a deleted client. */
   forget(clientId: string, credentialId?: string): void {
     const live = this.live.get(clientId);
     if (live && (credentialId === undefined || live.credentialId === credentialId)) this.live.delete(clientId);
+    if (credentialId === undefined) this.grants.delete(clientId);
+  }
+
+  /** The grant context of the client's newest authorized attempt, if it ever had one. */
+  grantOf(clientId: string): GrantContext | undefined {
+    return this.grants.get(clientId);
   }
 
   /** The id of the attempt whose tokens a client uses, if any. */

@@ -1,8 +1,9 @@
 /** Wraps an upstream SSE body as a ProviderStream: single use, socket freed on early exit or abort. */
 import type { AbortSource } from "../../cancellation.js";
 import type { ProviderStream, JsonObject, TokenUsage } from "../types.js";
+import { ProviderError, upstreamText } from "../provider-error.js";
 import { parseSse, type SseEvent } from "./sse.js";
-import { transportError, type UpstreamResponse } from "./upstream-http.js";
+import { tooLarge, transportError, type UpstreamResponse } from "./upstream-http.js";
 
 /**
  * Turns the upstream's SSE events into OpenAI JSON events. It must read the body to its end (ignoring
@@ -25,7 +26,27 @@ export function providerStream(
   usage: () => TokenUsage | null,
   decode: EventDecoder = parseSse,
 ): ProviderStream {
+  // An upstream that answers a stream request with JSON or a web page would otherwise look like an empty
+  // stream; failing here, before any chunk, lets fallbacks take over.
+  if (decode === parseSse && res.contentType !== "" && !res.contentType.includes("text/event-stream")) {
+    // Destroying an unfinished undici body emits an error nobody else listens for: it is expected here.
+    res.body.once("error", ignore);
+    res.body.destroy();
+    throw new ProviderError(provider, res.status, "provider_unavailable", `${provider} answered a stream request with content type ${upstreamText(res.contentType, 100)} instead of text/event-stream`);
+  }
   return new UpstreamEventStream(provider, res, signal, translate, usage, decode);
+}
+
+function ignore(): void {}
+
+/** Passes the body's chunks through, failing once they add up to more than `maxBytes`. */
+async function* capped(provider: string, body: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.length;
+    if (length > maxBytes) throw tooLarge(provider, maxBytes);
+    yield chunk;
+  }
 }
 
 /**
@@ -58,7 +79,7 @@ class UpstreamEventStream implements ProviderStream {
     const body = this.res.body;
     let finished = false;
     try {
-      yield* this.translate(this.decode(body));
+      yield* this.translate(this.decode(capped(this.provider, body, this.res.maxBytes)));
       finished = true;
     } catch (err) {
       throw transportError(this.provider, err, this.signal);

@@ -7,10 +7,17 @@ import type { AbortSource } from "../../cancellation.js";
 import { errors as undiciErrors, request, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
+import { sentCredentials, withoutCredentials } from "./sent-credentials.js";
 import type { CallOptions, JsonObject } from "../types.js";
 
 /** Generous default: a long completion may take minutes before its headers arrive. */
 const DEFAULT_TIMEOUT_MS = 600_000;
+
+/** Default bound on the silence between two chunks of an answer: a model thinking aloud still sends keep-alives. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
+
+/** Default cap on one answer (16 MiB, the size of the largest request the gateway accepts). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
 /** One upstream call. */
 export interface UpstreamCall {
@@ -24,22 +31,35 @@ export interface UpstreamCall {
   body?: JsonObject | string;
   signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
+  /** The longest silence between two body chunks. */
+  idleTimeoutMs?: number | undefined;
+  /** The most bytes of answer read, error bodies included. */
+  maxResponseBytes?: number | undefined;
 }
 
 /** A POST of `body` to `url` with the provider's `headers`, carrying the call's forwarded headers, abort and timeout. */
 export function postCall(url: string, headers: Record<string, string>, body: JsonObject | string, options: Omit<CallOptions, "key">): UpstreamCall {
-  return { method: "POST", url, headers, forwardedHeaders: options.headers, body, signal: options.signal, timeoutMs: options.timeoutMs };
+  return { method: "POST", url, headers, forwardedHeaders: options.headers, body, ...callLimits(options) };
 }
 
 /** A GET of `url` with the provider's `headers`, bounded by the call's abort and timeout. */
 export function getCall(url: string, headers: Record<string, string>, options: Omit<CallOptions, "key">): UpstreamCall {
-  return { method: "GET", url, headers, signal: options.signal, timeoutMs: options.timeoutMs };
+  return { method: "GET", url, headers, ...callLimits(options) };
+}
+
+/** The abort, timeouts and size cap of an UpstreamCall, taken from the call's options. */
+export function callLimits(options: Omit<CallOptions, "key">): Pick<UpstreamCall, "signal" | "timeoutMs" | "idleTimeoutMs" | "maxResponseBytes"> {
+  return { signal: options.signal, timeoutMs: options.timeoutMs, idleTimeoutMs: options.idleTimeoutMs, maxResponseBytes: options.maxResponseBytes };
 }
 
 /** A 2xx upstream answer whose body is still unread. */
 export interface UpstreamResponse {
   status: number;
   body: Dispatcher.ResponseData["body"];
+  /** The most bytes the body may have; reading past it is a provider error. */
+  maxBytes: number;
+  /** The content-type header, lower-cased ("" when absent). */
+  contentType: string;
 }
 
 /** A 2xx upstream answer read to its end: the JSON object and the text it was parsed from. */
@@ -135,23 +155,25 @@ export async function send(dispatcher: Dispatcher, provider: string, call: Upstr
       headers: requestHeaders(call),
       body: encodeBody(call.body),
       signal: guard.signal,
-      bodyTimeout: timeout,
+      bodyTimeout: call.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
     });
   } catch (err) {
     throw transportError(provider, guard.signal.aborted ? guard.signal.reason : err, call.signal);
   } finally {
     guard.headersArrived();
   }
+  const maxBytes = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
   if (res.statusCode < 200 || res.statusCode >= 300) {
     let text = "";
     try {
-      text = await res.body.text();
+      text = await readCapped(provider, res.body, maxBytes);
     } catch (err) {
       throw transportError(provider, err, call.signal);
     }
-    throw fromUpstreamStatus(provider, res.statusCode, text);
+    throw fromUpstreamStatus(provider, res.statusCode, withoutCredentials(text, sentCredentials(call.headers, call.url)));
   }
-  return { status: res.statusCode, body: res.body };
+  const contentType = res.headers["content-type"];
+  return { status: res.statusCode, body: res.body, maxBytes, contentType: typeof contentType === "string" ? contentType.toLowerCase() : "" };
 }
 
 /**
@@ -177,6 +199,9 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   private status = 0;
   private chunks: Buffer[] = [];
   private length = 0;
+  private maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
+  /** What the call sent as credentials, blanked out of any upstream text an error quotes. */
+  private credentials: string[] = [];
 
   constructor(
     provider: string,
@@ -188,7 +213,9 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   }
 
   start(dispatcher: Dispatcher, call: UpstreamCall): void {
+    this.credentials = sentCredentials(call.headers, call.url);
     const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.maxBytes = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.arm(timeout);
     if (this.settled) return;
     try {
@@ -200,7 +227,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
           method: call.method,
           headers: requestHeaders(call),
           body: encodeBody(call.body),
-          bodyTimeout: timeout,
+          bodyTimeout: call.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
         },
         this,
       );
@@ -224,8 +251,15 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    this.chunks.push(chunk);
+    if (this.settled) return;
     this.length += chunk.length;
+    if (this.length > this.maxBytes) {
+      // Dropping what was read frees it now; cutting aborts the request, so the socket is not reused.
+      this.chunks = [];
+      this.cut(tooLarge(this.provider, this.maxBytes));
+      return;
+    }
+    this.chunks.push(chunk);
   }
 
   onResponseEnd(): void {
@@ -235,12 +269,12 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     const text = decodeUtf8(this.chunks, this.length);
     const status = this.status;
     if (status < 200 || status >= 300) {
-      this.reject(fromUpstreamStatus(this.provider, status, text));
+      this.reject(fromUpstreamStatus(this.provider, status, withoutCredentials(text, this.credentials)));
       return;
     }
     const body = parseJsonObject(text);
     if (body) this.resolve({ status, body, text });
-    else this.reject(notJsonObject(this.provider, status, text));
+    else this.reject(notJsonObject(this.provider, status, withoutCredentials(text, this.credentials)));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
@@ -311,6 +345,26 @@ export function parseJsonObject(text: string): JsonObject | null {
     // The caller reports the text that failed.
   }
   return null;
+}
+
+/** The error of an answer longer than the provider's max_response_bytes. */
+export function tooLarge(provider: string, maxBytes: number): ProviderError {
+  return new ProviderError(provider, null, "provider_unavailable", `${provider} sent an answer longer than ${maxBytes} bytes (network_config.max_response_bytes); it was cut off`);
+}
+
+/** Reads a body as text, destroying it (and so its socket) once it passes `maxBytes`. */
+async function readCapped(provider: string, body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body as AsyncIterable<Buffer>) {
+    length += chunk.length;
+    if (length > maxBytes) {
+      body.destroy();
+      throw tooLarge(provider, maxBytes);
+    }
+    chunks.push(chunk);
+  }
+  return decodeUtf8(chunks, length);
 }
 
 function notJsonObject(provider: string, status: number, text: string): ProviderError {

@@ -3,10 +3,10 @@
  * received (model resolved, gateway-only fields removed), and the answer comes back unchanged.
  */
 import type { Dispatcher } from "undici";
-import { ProviderError } from "../provider-error.js";
+import { ProviderError, upstreamText } from "../provider-error.js";
 import { providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
-import { parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { callLimits, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
@@ -78,7 +78,8 @@ async function* translateChatEvents(state: ChatStreamState, events: AsyncIterabl
       continue;
     }
     const chunk = parseJsonObject(event.data);
-    if (!chunk) continue;
+    // Skipping a broken chunk would hand the caller a silently truncated answer.
+    if (!chunk) throw new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} sent a stream event that is not a JSON object: ${upstreamText(event.data, 200)}`);
     const failure = streamedError(state.provider, chunk);
     if (failure) throw failure;
     const reported = chatUsage(chunk["usage"]);
@@ -136,8 +137,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       headers: target.headers,
       forwardedHeaders: options.headers,
       body: streaming === null ? nonStreamingBody(req, target.model, options.rawBody) : streaming(upstreamBody(req, target.model, OMIT_FROM_STREAMING)),
-      signal: options.signal,
-      timeoutMs: options.timeoutMs,
+      ...callLimits(options),
     };
   }
 
@@ -183,7 +183,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
     async listModels(key, options = {}): Promise<ProviderModel[]> {
       if (profile.staticModels) return profile.staticModels(key);
       const target = profile.target("models", null, key);
-      const { body } = await sendJson(agent, name, { method: "GET", url: target.url, headers: target.headers, signal: options.signal, timeoutMs: options.timeoutMs });
+      const { body } = await sendJson(agent, name, { method: "GET", url: target.url, headers: target.headers, ...callLimits(options) });
       const data = Array.isArray(body["data"]) ? body["data"] : Array.isArray(body["models"]) ? body["models"] : [];
       const models: ProviderModel[] = [];
       for (const entry of data) {

@@ -57,7 +57,7 @@ export function createGatewayMcpServer(deps: GatewayMcpServerDeps): Server {
     const caller = deps.callerOf(extra.requestId);
     const request = paramsOf(CallToolRequestSchema, raw);
     const outcome = await deps.tools.call(caller, request.params.name, request.params.arguments ?? {}, { signal: extra.signal });
-    if (outcome.authRequired !== null && server.getClientCapabilities()?.elicitation?.url) {
+    if (outcome.authRequired !== null && outcome.authRequired.kind === "headers" && server.getClientCapabilities()?.elicitation?.url) {
       const payload = outcome.authRequired;
       // Not awaited: the user finishes the flow in a browser, then calls the tool again.
       server

@@ -1,10 +1,13 @@
 /**
- * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers|oauth: with kind=oauth, the outcome of an
- * upstream OAuth authorization the callback just handled; with kind=headers, the browser page where a caller submits
+ * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers|oauth: with kind=oauth, a per_user_oauth
+ * caller's consent flow (the server, the identity, a Connect button to the authorization server) or the
+ * outcome of an admin's upstream OAuth authorization the callback just handled; with kind=headers, the browser page where a caller submits
  * their own header values for a per_user_headers MCP client (spec "Browser page"). Rendered on the server
  * from CredentialService.GetFlow (through the same in-process transport and interceptors as the REST
  * bridge); a small inline script submits to PUT /api/mcp/per-user-headers/flows/{flow_id} and shows the
  * saved confirmation or the upstream's error with a Retry. No external asset; a strict CSP with a nonce.
+ * A flow bound to an SSO user is shown to that user only: a visitor who is not signed in is sent through the
+ * SSO login and back, someone signed in as another user is refused.
  */
 import { randomBytes } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
@@ -14,6 +17,7 @@ import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
+import { SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
 import type { Req, Res } from "../node-http.js";
 
 /** The page's path (spec "Submission flow"); the flow links point here. */
@@ -103,7 +107,7 @@ const SCRIPT = `
         if (input.value !== "") headers[input.dataset.header] = input.value;
       }
       const request = { "content-type": "application/json" };
-      if (data.userFlow) request.authorization = "Bearer " + (await signIn());
+      if (data.passwordSignIn) request.authorization = "Bearer " + (await signIn());
       if (tempToken) request["x-gw-temp-token"] = tempToken;
       const res = await fetch(prefix + "/api/mcp/per-user-headers/flows/" + encodeURIComponent(data.flowId), {
         method: "PUT",
@@ -137,6 +141,57 @@ const SCRIPT = `
 })();
 `;
 
+/** The Connect button of a per-user OAuth flow: asks the gateway for the consent URL (with the temp token or a sign-in) and goes there. */
+const CONNECT_SCRIPT = `
+(() => {
+  const data = JSON.parse(document.getElementById("flow-data").textContent);
+  let tempToken = null;
+  const match = /(?:^#|&)t=([^&]+)/.exec(location.hash);
+  if (match) {
+    tempToken = decodeURIComponent(match[1]);
+    history.replaceState(null, "", location.pathname + location.search);
+  }
+  const form = document.getElementById("connect-form");
+  if (!form) return;
+  const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
+  const button = document.getElementById("connect");
+  const errorBox = document.getElementById("connect-error");
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    errorBox.hidden = true;
+    try {
+      const request = { "content-type": "application/json" };
+      if (data.passwordSignIn) {
+        const login = await fetch(prefix + "/api/session/login", {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
+          cache: "no-store",
+        });
+        const session = await login.json().catch(() => ({}));
+        if (!login.ok) throw new Error((session.error && session.error.message) || "sign-in failed (HTTP " + login.status + ")");
+        request.authorization = "Bearer " + session.token;
+      }
+      if (tempToken) request["x-gw-temp-token"] = tempToken;
+      const res = await fetch(prefix + "/api/mcp/per-user-oauth/flows/" + encodeURIComponent(data.flowId) + "/connect", {
+        method: "POST",
+        headers: request,
+        body: "{}",
+        cache: "no-store",
+      });
+      const body = await res.json().catch(() => ({}));
+      if (!res.ok) throw new Error((body.error && body.error.message) || "the gateway answered HTTP " + res.status);
+      location.assign(body.authorize_url);
+    } catch (err) {
+      errorBox.textContent = err && err.message ? err.message : String(err);
+      errorBox.hidden = false;
+      button.disabled = false;
+    }
+  });
+})();
+`;
+
 function identityText(kind: string, name: string): string {
   if (kind === "user") return `signed-in user “${name}”`;
   if (kind === "vk") return `virtual key “${name}”`;
@@ -161,6 +216,21 @@ ${script}
 </body>
 </html>
 `;
+}
+
+/**
+ * What a flow bound to a user shows about signing in: the password fields of the gateway's admin, or who the
+ * page is signed in as (the submission then rides on that sign-in's cookie); nothing for other flows.
+ */
+function signInPart(flow: GetFlowResponse): string {
+  const name = flow.identity?.name ?? "";
+  if (flow.signIn === "signed_in") return `<p id="signed-in">Signed in as <strong>${esc(name)}</strong>.</p>`;
+  if (flow.signIn !== "password") return "";
+  return `<fieldset>
+  <legend>Sign in as ${esc(name)}</legend>
+  <div class="field"><label for="username">Username</label><input id="username" name="username" autocomplete="username" value="${esc(name)}" required></div>
+  <div class="field"><label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required></div>
+</fieldset>`;
 }
 
 function flowBody(flow: GetFlowResponse): { html: string; title: string } {
@@ -195,14 +265,7 @@ function flowBody(flow: GetFlowResponse): { html: string; title: string } {
 </div>`;
     })
     .join("\n");
-  const userFlow = identityKind === "user";
-  const signIn = userFlow
-    ? `<fieldset>
-  <legend>Sign in as ${esc(identityName)}</legend>
-  <div class="field"><label for="username">Username</label><input id="username" name="username" autocomplete="username" value="${esc(identityName)}" required></div>
-  <div class="field"><label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password" required></div>
-</fieldset>`
-    : "";
+  const signIn = signInPart(flow);
   const admin =
     flow.adminHeaderKeys.length > 0
       ? `<p id="admin-headers">The gateway also sends headers an administrator set for this server: ${flow.adminHeaderKeys.map((k) => `<code>${esc(k)}</code>`).join(", ")}.</p>`
@@ -227,6 +290,39 @@ ${admin}
   <p>Your credential for ${esc(client)} is saved. Go back and call the tool again.</p>
 </div>`;
   return { title, html: `${heading}${facts}${form}` };
+}
+
+/** A per_user_oauth caller's consent flow: the server, the identity, and a Connect button (or the outcome). */
+function userOauthBody(flow: GetFlowResponse): { html: string; title: string } {
+  const client = flow.mcpClient?.name ?? "";
+  const identityKind = flow.identity?.kind ?? "";
+  const identityName = flow.identity?.name ?? "";
+  const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
+  const title = `Connect ${client}`;
+  const heading = `<h1>Connect to ${esc(client)}</h1>
+<p>The MCP server <strong>${esc(client)}</strong> needs your own consent at its authorization server before its tools can run for you. The gateway stores the token it is given encrypted, for this identity only.</p>
+<dl>
+  <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
+  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
+  ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
+</dl>`;
+  if (flow.status === "completed") {
+    return { title, html: `${heading}<div class="ok" role="status" id="oauth-connected"><p>Connected: your token for ${esc(client)} is saved. Go back and call the tool again.</p></div>` };
+  }
+  if (flow.status === "expired") {
+    return { title, html: `${heading}<p class="error" role="alert" id="expired">This consent flow has expired. Call the tool again to get a fresh link.</p>` };
+  }
+  const failed = flow.error
+    ? `<div class="error" role="alert" id="oauth-failed"><p><strong>The authorization did not succeed.</strong></p><p id="oauth-error">${esc(flow.error)}</p><p>Click Connect to try again.</p></div>`
+    : "";
+  const signIn = signInPart(flow);
+  const form = `<form id="connect-form" method="post">
+${signIn}
+<button type="submit" id="connect">Connect</button>
+</form>
+<noscript><p class="error">This page needs JavaScript to start the consent.</p></noscript>
+<p class="error" role="alert" id="connect-error" hidden></p>`;
+  return { title, html: `${heading}${failed}${form}` };
 }
 
 /** The outcome of an upstream OAuth authorization (kind=oauth), as the callback left it. */
@@ -284,6 +380,31 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
     send(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
   }
 
+  /**
+   * Only the user a flow is bound to may finish it: a visitor who is not signed in goes to the SSO login and
+   * comes back here; someone signed in as another user is refused. True when it answered the request.
+   */
+  function userGate(flow: GetFlowResponse, req: Req, res: Res, nonce: string): boolean {
+    if (flow.signIn === "sso") {
+      const here = new URL(req.url ?? "/", "http://page");
+      res.writeHead(302, { location: `${SSO_LOGIN_PATH}?return_to=${encodeURIComponent(here.pathname + here.search)}`, "cache-control": "no-store" });
+      res.end();
+      return true;
+    }
+    if (flow.signIn === "other_user") {
+      const bound = flow.identity?.name ?? "";
+      message(
+        res,
+        403,
+        "This link is for another user",
+        `This link binds a credential to user “${bound}”, but you are signed in as “${flow.signedInAs}”. Sign out (POST ${SSO_LOGOUT_PATH}) and sign in as “${bound}”, or ask that user to open the link.`,
+        nonce,
+      );
+      return true;
+    }
+    return false;
+  }
+
   return async (req, res) => {
     const nonce = randomBytes(16).toString("base64");
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -299,6 +420,26 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       return;
     }
     if (kind === "oauth") {
+      // A per_user_oauth caller's flow lives with the per-user flows; an admin's authorization in the store.
+      const own = await credentials.getFlow({ flowId }, { headers: forwardedHeaders(req) }).catch((err: unknown) => {
+        if (err instanceof ConnectError && err.code === Code.NotFound) return null;
+        throw err;
+      }).catch((err: unknown) => {
+        opts.logger.error({ err }, "the MCP credential page could not load its flow");
+        return undefined;
+      });
+      if (own === undefined) {
+        message(res, 500, "Cannot show this flow", "The gateway could not load this flow; its log has the details.", nonce);
+        return;
+      }
+      if (own !== null && own.kind === "oauth") {
+        const { html, title } = userOauthBody(own);
+        if (userGate(own, req, res, nonce)) return;
+        const data = { flowId: own.flowId, passwordSignIn: own.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
+        const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${CONNECT_SCRIPT}</script>`;
+        send(res, 200, page(title, html, nonce, script), nonce);
+        return;
+      }
       let flow: GetOauthFlowResponse;
       try {
         flow = await oauth.getOauthFlow({ id: flowId }, { headers: forwardedHeaders(req) });
@@ -332,8 +473,9 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       }
       return;
     }
+    if (userGate(flow, req, res, nonce)) return;
     const { html, title } = flowBody(flow);
-    const data = { flowId: flow.flowId, userFlow: flow.identity?.kind === "user", pagePath: MCP_AUTH_PAGE_PATH };
+    const data = { flowId: flow.flowId, passwordSignIn: flow.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
     // The script runs on finished flows too: it still takes the temp token out of the address bar.
     const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${SCRIPT}</script>`;
     send(res, 200, page(title, html, nonce, script), nonce);

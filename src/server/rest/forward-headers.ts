@@ -6,6 +6,7 @@
  */
 import type * as http from "node:http";
 import type * as http2 from "node:http2";
+import { PEER_ADDRESS_HEADER, socketPeerAddress } from "../../peer-address.js";
 import { CONNECTION_AND_BODY_HEADERS } from "../../proxy-headers.js";
 
 /** Headers to send with the RPC. */
@@ -32,5 +33,7 @@ export function forwardedHeaders(req: http.IncomingMessage | http2.Http2ServerRe
       }
     }
   }
+  // Set, not appended: the value a client sent under this name is replaced by the socket's address.
+  out.set(PEER_ADDRESS_HEADER, socketPeerAddress(req.socket));
   return out;
 }

@@ -6,7 +6,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import { ERROR_TYPE_HEADER, GatewayError, HTTP_STATUS_HEADER, httpStatusOf } from "../../errors.js";
+import { ERROR_TYPE_HEADER, GatewayError, HTTP_STATUS_HEADER, httpStatusOf, RETRY_AFTER_HEADER } from "../../errors.js";
 
 export { invalidRequest } from "../../proto-json/input-error.js";
 
@@ -39,7 +39,10 @@ export function unsupportedMediaType(what: string): GatewayError {
 /** What the bridge writes for an error. */
 export interface RestErrorResponse {
   status: number;
-  body: { error: { type: string; message: string } } & Record<string, unknown>;
+  /** `param` and `code` are set on paths under /v1, for OpenAI clients. */
+  body: { error: { type: string; message: string; param?: null; code?: string } } & Record<string, unknown>;
+  /** Response headers the error carries (retry-after). */
+  headers: Record<string, string>;
 }
 
 /**
@@ -48,7 +51,8 @@ export interface RestErrorResponse {
  */
 export function restErrorResponse(err: unknown): RestErrorResponse | undefined {
   if (err instanceof GatewayError) {
-    return { status: httpStatusOf(err), body: { error: { type: err.type, message: err.message } } };
+    const headers: Record<string, string> = err.retryAfterSeconds === undefined ? {} : { [RETRY_AFTER_HEADER]: String(err.retryAfterSeconds) };
+    return { status: httpStatusOf(err), body: { error: { type: err.type, message: err.message } }, headers };
   }
   if (err instanceof ConnectError) return fromConnectError(err);
   return undefined;
@@ -61,7 +65,9 @@ function fromConnectError(err: ConnectError): RestErrorResponse {
       ? explicitStatus
       : codeToHttpStatus(err.code);
   const type = err.metadata.get(ERROR_TYPE_HEADER) || codeToString(err.code);
-  return { status, body: { ...extraFields(err), error: { type, message: err.rawMessage } } };
+  const retryAfter = err.metadata.get(RETRY_AFTER_HEADER);
+  const headers: Record<string, string> = retryAfter !== null && /^\d+$/.test(retryAfter) ? { [RETRY_AFTER_HEADER]: retryAfter } : {};
+  return { status, body: { ...extraFields(err), error: { type, message: err.rawMessage } }, headers };
 }
 
 /**

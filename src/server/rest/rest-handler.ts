@@ -161,6 +161,9 @@ function splitUrl(url: string): { path: string; query: string } {
 function writeError(req: Req, res: Res, err: unknown, headers: Record<string, string> = {}): void {
   const mapped = restErrorResponse(err);
   if (mapped === undefined) throw err;
+  headers = { ...mapped.headers, ...headers };
+  // Paths under /v1 are read by OpenAI clients, whose error envelope also has `param` and `code`.
+  if ((req.url ?? "").startsWith("/v1/")) mapped.body.error = { ...mapped.body.error, param: null, code: mapped.body.error.type };
   // After a 413 the rest of the body is still on the wire, unread.
   if (mapped.status === 413) {
     sendJson(res, mapped.status, mapped.body, headers);

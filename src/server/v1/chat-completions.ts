@@ -148,8 +148,8 @@ const CHAT_ENDPOINT: V1Endpoint = {
   framing: () => CHAT_FRAMING,
 };
 
-async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger): Promise<void> {
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger, headers: Record<string, string>): Promise<void> {
+  res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" });
   // Both response classes are Writables; the union of their write() overloads is not callable as such.
   const out: Writable = res;
   try {
@@ -186,12 +186,14 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       const call = endpoint.validate(json);
       running = true;
       const outcome = await opts.chat.complete({ ...call, rawBody: body.text, headers: req.headers, ...(req.url !== undefined ? { url: req.url } : {}), signal: abort, ...(scope ? { scope } : {}) });
+      // Tells the caller whether the response cache answered (hit-direct, hit-semantic) or stored (miss).
+      const headers: Record<string, string> = outcome.cache === undefined ? {} : { "x-gw-cache": outcome.cache };
       if (outcome.kind === "json") {
-        if (outcome.raw !== undefined) sendJsonText(res, 200, outcome.raw);
-        else sendJson(res, 200, outcome.body);
+        if (outcome.raw !== undefined) sendJsonText(res, 200, outcome.raw, headers);
+        else sendJson(res, 200, outcome.body, headers);
         return;
       }
-      await writeStream(res, outcome.chunks, endpoint.framing(), errorBody, endpoint.name, opts.logger);
+      await writeStream(res, outcome.chunks, endpoint.framing(), errorBody, endpoint.name, opts.logger, headers);
     } catch (err) {
       // Nobody is left to answer a client that went away.
       if (err instanceof ClientClosedError || abort.aborted || gone(res)) return;

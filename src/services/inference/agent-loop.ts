@@ -6,6 +6,8 @@
  * Every model call goes through ChatService.complete(), so routing, governance, budgets, rate limits and
  * telemetry apply to each call of the loop exactly as to a single request.
  */
+import type { SsoCaller } from "./caller.js";
+import type { IdpTokens } from "../sso/idp-tokens.js";
 import { randomBytes } from "node:crypto";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { asAbortSignal } from "../../cancellation.js";
@@ -33,6 +35,10 @@ export interface AgentDeps {
   settings: RuntimeSettings;
   /** Tells a signed-in user's session token from a virtual key, for per-user credentials. */
   auth: AdminAuth;
+  /** IdP bearer tokens of the SSO issuer: the caller's user identity (absent: SSO off). */
+  idp?: IdpTokens;
+  /** The SSO user behind a request's gw_session cookie (absent: SSO off). */
+  ssoSession?: (cookie: string | null | undefined) => SsoCaller | null;
   /** Hears the loop's tool calls. */
   observer: InferenceObserver;
 }
@@ -245,6 +251,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
       timeoutMs,
       signal,
       identity: caller.identity,
+      subjectToken: caller.subjectToken,
       origin: caller.origin,
       ...(caller.custom ? { custom: caller.custom } : {}),
       ...(trace ? { trace } : {}),

@@ -33,6 +33,8 @@ import type {
 } from "../../providers/types.js";
 import { balanceDirections } from "../../routing/adaptive-directions.js";
 import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
+import type { ComplexityResult } from "../../routing/complexity.js";
+import type { RuleSubject } from "../../routing/routing-rules.js";
 import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
@@ -43,9 +45,13 @@ import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
 import type { AttemptOutcome, AttemptSpan, TraceNode } from "../../telemetry/tracing.js";
 import type { RequestScope } from "../context.js";
+import { cacheRequestHeaders, type CacheRequestHeaders } from "./cache-settings-wire.js";
 import { credentialFromHeaders } from "./credential.js";
+import type { IdpTokens } from "../sso/idp-tokens.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
+import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response-cache.js";
 import { routingLogEntry, ruleVariables } from "./rule-variables.js";
+import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
 
 /** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
@@ -91,14 +97,18 @@ export type ChatCall = MethodBody & {
  * The answer: the complete JSON (a chat.completion or a response object), or the stream of events
  * (chat.completion.chunk objects, or Responses events each with a `type`).
  */
-export type ChatOutcome =
+export type ChatOutcome = (
   | {
       kind: "json";
       body: JsonObject;
       /** `body` exactly as the upstream serialised it, when it is forwarded unchanged: sent as is, never re-encoded. */
       raw?: string;
     }
-  | { kind: "stream"; chunks: AsyncIterable<JsonObject> };
+  | { kind: "stream"; chunks: AsyncIterable<JsonObject> }
+) & {
+  /** How the response cache served the request; absent when caching was off for it (the `x-gw-cache` header). */
+  cache?: CacheStatus;
+};
 
 /** What the orchestration needs. */
 export interface ChatDeps {
@@ -106,6 +116,12 @@ export interface ChatDeps {
   /** Hears every event of every request (telemetry's InferenceTelemetry records them). */
   observer: InferenceObserver;
   settings: RuntimeSettings;
+  /** Computes `complexity_tier` for rules that read it; absent when `routing.complexity` is not configured. */
+  complexity?: ComplexityClassifier;
+  /** The response cache; none turns caching off (and the cache headers are then still checked). */
+  cache?: ResponseCache;
+  /** Tells an IdP bearer token (the caller's user identity) from a virtual key; absent: SSO off. */
+  idp?: Pick<IdpTokens, "claimsIssuer">;
 }
 
 /** What is known of a request refused before it could run: its body may be unreadable or invalid. */
@@ -150,11 +166,14 @@ export function sessionIdOf(headers: IncomingHttpHeaders): string {
 }
 
 /** The credential the request carries, from the first header that has one; null when none. */
-export function virtualKeyCredential(headers: IncomingHttpHeaders): string | null {
-  return credentialFromHeaders((name) => {
-    const raw = headers[name];
-    return Array.isArray(raw) ? raw[0] : raw;
-  });
+export function virtualKeyCredential(headers: IncomingHttpHeaders, idp?: Pick<IdpTokens, "claimsIssuer">): string | null {
+  return credentialFromHeaders(
+    (name) => {
+      const raw = headers[name];
+      return Array.isArray(raw) ? raw[0] : raw;
+    },
+    idp ? (token) => idp.claimsIssuer(token) : undefined,
+  );
 }
 
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
@@ -219,6 +238,8 @@ interface RouteInfo {
   rule: { id: string; name: string } | null;
   team: LevelOwner | null;
   customer: LevelOwner | null;
+  /** The request's complexity tier, when a rule in scope read it. */
+  complexity: ComplexityResult | null;
 }
 
 /** Per-attempt facts for the base labels. */
@@ -251,6 +272,8 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
     teamName: route.team?.name ?? "",
     customerId: route.customer?.id ?? "",
     customerName: route.customer?.name ?? "",
+    complexityTier: route.complexity?.tier ?? "",
+    complexityMechanism: route.complexity?.mechanism ?? "",
     selectedKeyId: attempt.choice?.key.id ?? "",
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
@@ -259,7 +282,7 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
   };
 }
 
-const NO_ROUTE: RouteInfo = { engines: [], rule: null, team: null, customer: null };
+const NO_ROUTE: RouteInfo = { engines: [], rule: null, team: null, customer: null, complexity: null };
 
 const LIMIT_NAMES = { budget: "budget", requests: "request rate limit", tokens: "token rate limit" } as const;
 
@@ -295,6 +318,22 @@ function failureOutcome(err: unknown): AttemptOutcome {
   return { status: null, errorType: asGatewayError(err).type };
 }
 
+/** One header's value (the first when repeated). */
+function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const raw = headers[name];
+  return Array.isArray(raw) ? raw[0] : raw;
+}
+
+/** The answer of a cache hit, replayed as the original answer went out. */
+function hitOutcome(hit: CacheHit): ChatOutcome {
+  if (hit.answer.kind === "json") return { kind: "json", body: hit.answer.body, raw: hit.answer.raw, cache: hit.status };
+  return { kind: "stream", chunks: replay(hit.answer.events), cache: hit.status };
+}
+
+async function* replay(events: readonly JsonObject[]): AsyncGenerator<JsonObject> {
+  yield* events;
+}
+
 /** Any thrown value as a GatewayError (an unexpected one is our own fault: 500). */
 export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
@@ -311,7 +350,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   });
 
   function resolveKey(headers: IncomingHttpHeaders): VirtualKey | null {
-    const key = inference.virtualKeys.resolve(virtualKeyCredential(headers));
+    const key = inference.virtualKeys.resolve(virtualKeyCredential(headers, deps.idp));
     if (key === null && deps.settings.client.enforceGovernance) {
       throw new GatewayError("unauthenticated", "this gateway requires a virtual key for inference (client.enforce_governance); send it as x-gw-vk, Authorization: Bearer or x-api-key", {
         type: "caller_virtual_key_required",
@@ -374,20 +413,35 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
   }
 
-  function rulesOf(call: ChatCall, method: InferenceMethod, virtualKey: VirtualKey | null): RulesInput {
+  function ruleSubject(virtualKey: VirtualKey | null): RuleSubject {
     const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
+    return { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "" };
+  }
+
+  /**
+   * The request's complexity tier when a routing rule in scope reads `complexity_tier` (null otherwise, and
+   * then nothing is computed); `skipped` when `routing.complexity` is not configured.
+   */
+  async function complexityOf(call: ChatCall, virtualKey: VirtualKey | null, sessionId: string): Promise<ComplexityResult | null> {
+    if (!inference.routingRules.needsComplexity(ruleSubject(virtualKey))) return null;
+    if (deps.complexity === undefined) return { tier: "", mechanism: "skipped" };
+    return deps.complexity.classify(call.body, sessionId, call.signal);
+  }
+
+  function rulesOf(call: ChatCall, method: InferenceMethod, virtualKey: VirtualKey | null, complexity: ComplexityResult | null): RulesInput {
     return {
       set: inference.routingRules,
-      subject: { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "" },
-      vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference),
-      onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error),
+      subject: ruleSubject(virtualKey),
+      vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference, complexity?.tier ?? ""),
+      onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error, call.scope?.trace?.ids()),
     };
   }
 
   /** Level 1 of adaptive load balancing over governance's decision; the `loadbalancing` engine is added when it changed the primary. */
   function balance(decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingDecision {
     const configured = virtualKey !== null && virtualKey.providerConfigs.length > 0;
-    const model = decision.primary.model;
+    // A catalog-resolved request asks for the bare model; each provider then gets its own id for it.
+    const model = decision.catalog?.model ?? decision.primary.model;
     const result = balanceDirections({
       primary: decision.primary,
       fallbacks: decision.fallbacks,
@@ -400,10 +454,12 @@ export function createChatService(deps: ChatDeps): ChatService {
     });
     if (!result.changed) return decision;
     const moved = result.primary !== decision.primary;
+    const idOf = (target: RouteTarget): RouteTarget =>
+      decision.catalog === undefined || target.model !== decision.primary.model ? target : { provider: target.provider, model: inference.catalog.idAt(target.provider, model) };
     return {
       ...decision,
-      primary: result.primary,
-      fallbacks: [...result.fallbacks],
+      primary: idOf(result.primary),
+      fallbacks: result.fallbacks.map(idOf),
       enginesUsed: moved ? [...decision.enginesUsed, "loadbalancing"] : decision.enginesUsed,
       // A key pinned by a rule belongs to the rule's provider.
       pinnedKeyId: moved ? "" : decision.pinnedKeyId,
@@ -430,19 +486,24 @@ export function createChatService(deps: ChatDeps): ChatService {
     const fallbacks = Array.isArray(rawFallbacks) ? rawFallbacks.filter((f): f is string => typeof f === "string") : undefined;
     let virtualKey: VirtualKey | null = null;
     let decision: RoutingDecision;
+    let complexity: ComplexityResult | null = null;
+    let plan: CachePlan | null = null;
     const sessionId = sessionIdOf(call.headers);
     try {
+      const cacheHeaders = cacheRequestHeaders((name) => headerValue(call.headers, name));
       virtualKey = resolveKey(call.headers);
       if (virtualKey !== null && virtualKey.isActive) {
         const over = inference.hierarchy.exceeded(virtualKey);
         if (over !== null) throw levelError(over);
       }
+      complexity = await complexityOf(call, virtualKey, sessionId);
       decision = routeRequest(
-        { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey) },
+        { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey, complexity), integration: call.method === "messages" ? "anthropic" : null },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
       );
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
-      observer.routed(routingLogEntry(call.body.model, decision, virtualKey));
+      plan = cachePlan(call, decision, virtualKey, cacheHeaders);
+      observer.routed(routingLogEntry(call.body.model, decision, virtualKey), call.scope?.trace?.ids());
       if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
     } catch (err) {
       const error = asGatewayError(err);
@@ -455,6 +516,17 @@ export function createChatService(deps: ChatDeps): ChatService {
       if (virtualKey !== null) trace.virtualKey(virtualKey.id, virtualKey.name);
       trace.route({ provider: decision.primary.provider, model: decision.primary.model, fallbacks: decision.fallbacks.length, engines: decision.enginesUsed });
     }
+    const cache = deps.cache;
+    if (plan !== null && cache !== undefined) {
+      const hit = await cache.lookup(plan, call.signal);
+      if (hit !== null) {
+        // A hit calls no provider and spends nothing: only the hit itself is counted.
+        const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
+        const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null, complexity };
+        observer.cacheHit(labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace }), hit.status === "hit-direct" ? "direct" : "semantic");
+        return hitOutcome(hit);
+      }
+    }
     observer.started(method, custom);
     let activeDone = false;
     const finishActive = (): void => {
@@ -463,13 +535,47 @@ export function createChatService(deps: ChatDeps): ChatService {
       observer.ended(method, custom);
     };
     try {
-      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId);
+      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId, complexity);
       if (outcome.kind === "json") finishActive();
-      return outcome;
+      return plan === null || cache === undefined ? outcome : cacheAnswer(cache, plan, outcome);
     } catch (err) {
       finishActive();
       throw err;
     }
+  }
+
+  /**
+   * What the cache does for the request: null when caching is off for it or its API is not cached.
+   * Asking for semantic caching where it cannot run is refused; a key's semantic setting then works as direct.
+   */
+  function cachePlan(call: ChatCall, decision: RoutingDecision, virtualKey: VirtualKey | null, headers: CacheRequestHeaders): CachePlan | null {
+    const cache = deps.cache;
+    if (headers.mode === "semantic" && cache?.semanticProblem) {
+      throw new GatewayError("invalid_argument", `x-gw-cache: ${cache.semanticProblem}; send x-gw-cache: direct instead`, { type: "caller_invalid_request", httpStatus: 400, field: "x-gw-cache" });
+    }
+    if (cache === undefined || call.method === "embedding") return null;
+    const plan = cache.plan({ method: call.method ?? "chat", provider: decision.primary.provider, model: decision.primary.model, body: call.body }, virtualKey, headers);
+    if (plan !== null && plan.mode === "semantic" && cache.semanticProblem !== null) return { ...plan, mode: "direct", semantic: null };
+    return plan;
+  }
+
+  /** Caches a fresh answer: a JSON answer at once, a stream once it has ended well. */
+  function cacheAnswer(cache: ResponseCache, plan: CachePlan, outcome: ChatOutcome): ChatOutcome {
+    if (outcome.kind === "json") {
+      cache.store(plan, { kind: "json", body: outcome.body, raw: outcome.raw ?? JSON.stringify(outcome.body) });
+      return { ...outcome, cache: "miss" };
+    }
+    return { kind: "stream", chunks: recordStream(cache, plan, outcome.chunks), cache: "miss" };
+  }
+
+  /** Passes a stream through and caches its events when it completes; a failed or abandoned stream is not cached. */
+  async function* recordStream(cache: ResponseCache, plan: CachePlan, chunks: AsyncIterable<JsonObject>): AsyncGenerator<JsonObject> {
+    const events: JsonObject[] = [];
+    for await (const chunk of chunks) {
+      events.push(chunk);
+      yield chunk;
+    }
+    cache.store(plan, { kind: "stream", events });
   }
 
   function refusalLabels(method: InferenceMethod, custom: CustomLabelValues | undefined, model: string, virtualKey: VirtualKey | null): BaseLabels {
@@ -491,9 +597,10 @@ export function createChatService(deps: ChatDeps): ChatService {
     started: number,
     finishActive: () => void,
     sessionId: string,
+    complexity: ComplexityResult | null,
   ): Promise<ChatOutcome> {
     const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
-    const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null };
+    const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null, complexity };
     const custom = call.scope?.dims.metricValues;
     const targets = [decision.primary, ...decision.fallbacks];
     let primaryError: GatewayError | null = null;
@@ -503,7 +610,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
       let targetError: GatewayError;
       try {
-        const pinnedKeyId = fallbackIndex === 0 ? decision.pinnedKeyId : "";
+        const pinnedKeyId = fallbackIndex === 0 && decision.pinnedKeyId !== "" ? decision.pinnedKeyId : (target.keyId ?? "");
         return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId });
       } catch (err) {
         if (call.signal.aborted) throw err;
@@ -532,7 +639,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     // Routing hands back the same key objects it was given; the lookup recovers the secret-bearing type.
     const key = provider.keys.find((candidate) => candidate.id === choice.key.id);
     if (key === undefined) throw new GatewayError("internal", `key ${choice.key.id} of ${providerName} vanished`, { type: "gateway_internal", httpStatus: 500 });
-    const options: CallOptions = { key, signal: call.signal };
+    const options: CallOptions = { key, signal: call.signal, idleTimeoutMs: provider.idleTimeoutMs, maxResponseBytes: provider.maxResponseBytes };
     if (forwarded !== undefined) options.headers = forwarded;
     // The upstream continues the caller's trace under this attempt's span.
     if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
@@ -726,7 +833,7 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   function refuse(call: RefusedCall, error: GatewayError): void {
-    const virtualKey = inference.virtualKeys.resolve(virtualKeyCredential(call.headers));
+    const virtualKey = inference.virtualKeys.resolve(virtualKeyCredential(call.headers, deps.idp));
     const model = typeof call.model === "string" ? call.model : "";
     observer.refused(refusalLabels(metricMethod(call.method), call.scope?.dims.metricValues, model, virtualKey), error);
   }

@@ -32,7 +32,7 @@ export interface InferenceOptions {
   random?: Random;
   /** Upper bound on waiting for upstream headers and between body chunks (adapter default otherwise). */
   upstreamTimeoutMs?: number;
-  /** How often budget and token counters are written to the store (default 10 s). */
+  /** How often budget and token counters are written to the store (default 1 s). */
   usageFlushIntervalMs?: number;
   /** Clock of the budget and rate-limit windows (default Date.now; tests move time). */
   clock?: Clock;

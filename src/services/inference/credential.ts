@@ -4,14 +4,15 @@
 export const VIRTUAL_KEY_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key"] as const;
 
 /** The credential from the first header that carries one, or null; `get` reads one header by lowercase name. */
-export function credentialFromHeaders(get: (name: string) => string | null | undefined): string | null {
+export function credentialFromHeaders(get: (name: string) => string | null | undefined, isIdpToken?: (token: string) => boolean): string | null {
   for (const name of VIRTUAL_KEY_HEADERS) {
     const raw = get(name)?.trim();
     if (raw === undefined || raw === "") continue;
     if (name !== "authorization") return raw;
     const match = /^Bearer\s+(.+)$/i.exec(raw);
     const token = match?.[1]?.trim();
-    if (token) return token;
+    // An IdP bearer token is the caller's user identity, checked before any handler runs; never a key.
+    if (token && isIdpToken?.(token) !== true) return token;
   }
   return null;
 }

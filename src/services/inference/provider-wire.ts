@@ -3,9 +3,11 @@
  * by the admin API, the config file and the store: parsed and checked here once, turned into the
  * providers layer's config, and kept in a canonical form for storage.
  */
+import { egressPolicy } from "../../config/egress-policy.js";
 import { invalidField } from "../../errors.js";
 import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
 import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
+import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES } from "../../providers/http/upstream-http.js";
 import { bedrockOf, bedrockWire, vertexOf, vertexWire } from "./cloud-key-wire.js";
 import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "./wire-fields.js";
 
@@ -31,6 +33,10 @@ export interface ParsedProvider {
   setup: ProviderSetup;
   /** default_request_timeout_in_seconds in ms; null = the gateway default. */
   timeoutMs: number | null;
+  /** stream_idle_timeout_in_seconds in ms, the gateway default applied. */
+  idleTimeoutMs: number;
+  /** max_response_bytes, the gateway default applied. */
+  maxResponseBytes: number;
   /** concurrency_and_buffer_size; null = no limit. */
   limit: CallLimit | null;
   wire: ProviderWire;
@@ -106,6 +112,20 @@ function keyWire({ raw, ...key }: ParsedKey): Wire {
   };
 }
 
+/** The longest timeout a provider may set: an hour; a longer wait is a hung upstream, not a slow one. */
+const MAX_TIMEOUT_SECONDS = 3_600;
+/** The smallest response cap: below it even an error body would not fit. */
+const MIN_RESPONSE_BYTES = 1_024;
+/** The largest response cap (1 GiB): one answer is held in memory whole. */
+const MAX_RESPONSE_BYTES = 1_073_741_824;
+
+/** A whole number from 0 (absent: the gateway default) to `max`. */
+function rangeField(value: unknown, path: string, max: number, unit: string): number {
+  const n = numberField(value, path, 0);
+  if (!(Number.isInteger(n) && n >= 0 && n <= max)) throw invalidField(path, `must be a whole number of ${unit} from 0 (the gateway default) to ${max}, got ${n}`);
+  return n;
+}
+
 /** A whole number >= `min` (0 when absent). */
 function countField(value: unknown, path: string, min: number, meaning: string): number {
   const count = numberField(value, path, 0);
@@ -134,14 +154,20 @@ export function parseProviderWire(name: string, raw: Wire, path: string): Parsed
     return key;
   });
   const network = raw["network_config"] ?? {};
-  if (!isWire(network)) throw invalidField(`${path}.network_config`, "must be an object {base_url, default_request_timeout_in_seconds}");
+  if (!isWire(network)) throw invalidField(`${path}.network_config`, "must be an object {base_url, default_request_timeout_in_seconds, stream_idle_timeout_in_seconds, max_response_bytes}");
   const baseUrl = httpUrl(network["base_url"], `${path}.network_config.base_url`);
+  if (baseUrl !== null) egressPolicy().checkUrl(baseUrl, `${path}.network_config.base_url`);
   if (baseUrl === null && !BUILT_IN_PROVIDERS.includes(name)) {
     throw invalidField(`${path}.network_config.base_url`, `is required: "${name}" is not a built-in provider (${BUILT_IN_PROVIDERS.join(", ")}), so it is a custom OpenAI-compatible one and needs its address`);
   }
-  const timeoutSeconds = numberField(network["default_request_timeout_in_seconds"], `${path}.network_config.default_request_timeout_in_seconds`, 0);
-  if (!(Number.isInteger(timeoutSeconds) && timeoutSeconds >= 0)) {
-    throw invalidField(`${path}.network_config.default_request_timeout_in_seconds`, `must be a whole number of seconds >= 0 (0 = the gateway default), got ${timeoutSeconds}`);
+  const timeoutSeconds = rangeField(network["default_request_timeout_in_seconds"], `${path}.network_config.default_request_timeout_in_seconds`, MAX_TIMEOUT_SECONDS, "seconds");
+  const idleSeconds = rangeField(network["stream_idle_timeout_in_seconds"], `${path}.network_config.stream_idle_timeout_in_seconds`, MAX_TIMEOUT_SECONDS, "seconds");
+  const maxResponseBytes = numberField(network["max_response_bytes"], `${path}.network_config.max_response_bytes`, 0);
+  if (!(Number.isSafeInteger(maxResponseBytes) && (maxResponseBytes === 0 || (maxResponseBytes >= MIN_RESPONSE_BYTES && maxResponseBytes <= MAX_RESPONSE_BYTES)))) {
+    throw invalidField(
+      `${path}.network_config.max_response_bytes`,
+      `must be 0 (the gateway default, ${DEFAULT_MAX_RESPONSE_BYTES}) or a whole number of bytes from ${MIN_RESPONSE_BYTES} to ${MAX_RESPONSE_BYTES}, got ${maxResponseBytes}`,
+    );
   }
   const maxRetries = numberField(network["max_retries"], `${path}.network_config.max_retries`, 0);
   if (maxRetries !== 0) {
@@ -152,10 +178,19 @@ export function parseProviderWire(name: string, raw: Wire, path: string): Parsed
   return {
     setup: { name, baseUrl, keys: keys.map(({ raw: _raw, ...key }) => key) },
     timeoutMs: timeoutSeconds > 0 ? timeoutSeconds * 1000 : null,
+    idleTimeoutMs: idleSeconds > 0 ? idleSeconds * 1000 : DEFAULT_IDLE_TIMEOUT_MS,
+    maxResponseBytes: maxResponseBytes > 0 ? maxResponseBytes : DEFAULT_MAX_RESPONSE_BYTES,
     limit,
     wire: {
       keys: keys.map(keyWire),
-      network_config: { base_url: baseUrl ?? "", default_request_timeout_in_seconds: timeoutSeconds, max_retries: 0 },
+      network_config: {
+        base_url: baseUrl ?? "",
+        default_request_timeout_in_seconds: timeoutSeconds,
+        max_retries: 0,
+        // Present only when set, so providers that leave them out keep the wire (and seed hash) they always had.
+        ...(idleSeconds > 0 ? { stream_idle_timeout_in_seconds: idleSeconds } : {}),
+        ...(maxResponseBytes > 0 ? { max_response_bytes: maxResponseBytes } : {}),
+      },
       ...(limit ? { concurrency_and_buffer_size: { concurrency: limit.concurrency, buffer_size: limit.bufferSize } } : {}),
     },
   };

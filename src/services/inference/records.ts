@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { GatewayError, invalidField } from "../../errors.js";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { RoutingRule } from "../../routing/routing-rules.js";
-import { GovernanceGroupRecord, ProviderRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
+import { GovernanceGroupRecord, LevelUsageRecord, ProviderRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { ParsedProvider } from "./provider-wire.js";
 import { parseProviderWire } from "./provider-wire.js";
@@ -110,13 +110,15 @@ export async function reloadInference(store: Store, state: InferenceState, logge
   }
 }
 
-/** Loads every provider, virtual key and usage counter from the store into the state (boot). */
+/** Loads every provider, virtual key, routing rule and usage counter from the store into the state (boot). */
 export async function loadInference(store: Store, state: InferenceState, logger: Logger): Promise<void> {
   const em = store.fork();
   for (const rec of await em.find(ProviderRecord, {}, { orderBy: { name: "asc" } })) loadProvider(state, rec, logger);
   await loadGroups(store, state, logger);
   for (const rec of await em.find(VirtualKeyRecord, {}, { orderBy: { id: "asc" } })) loadVirtualKey(state, rec, logger);
   await loadRoutingRules(store, state, logger);
+  const levels = await em.find(LevelUsageRecord, {});
+  state.hierarchy.restore(levels.map((rec) => ({ ownerKey: rec.ownerKey, counters: { budget: rec.budget, requests: rec.requests, tokens: rec.tokens } })));
   const usage = await em.find(UsageRecord, {});
   state.limits.restore({
     revision: 0,

@@ -3,13 +3,13 @@
  * required fields, scope and scope_id, weighted targets, fallbacks, and the CEL condition compiled here,
  * so a rule that is stored always runs. The record fields it returns are what the store keeps.
  */
-import { create } from "@bufbuild/protobuf";
-import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { create, fromJson } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { GatewayError, invalidField } from "../../errors.js";
 import { messageFromJson } from "../../proto-json/message-from-json.js";
 import { compileCondition } from "../../routing/cel-expression.js";
 import type { RoutingRule, RuleFallback, RuleScope, RuleTarget } from "../../routing/routing-rules.js";
-import type { RoutingRuleRecord } from "../../store/index.js";
+import type { RoutingRuleRecord, StoredFallback } from "../../store/index.js";
 import {
   RoutingRuleSchema,
   RoutingRuleScope,
@@ -52,10 +52,37 @@ function bounded(value: string, path: string, hint: string, required: boolean): 
   return value;
 }
 
-function fallbackOf(text: string, path: string): RuleFallback {
-  const slash = text.indexOf("/");
-  if (slash <= 0) throw invalidField(path, `"${text}" must be written "<provider>/<model>", or "<provider>/" for the chosen model on that provider`);
-  return { provider: text.slice(0, slash), model: text.slice(slash + 1) };
+/** Fields a fallback object may carry. */
+const FALLBACK_FIELDS = new Set(["provider", "model", "key_id"]);
+
+const FALLBACK_FORMS = `"<provider>/<model>", "<provider>/" for the chosen model on that provider, or {"provider", "model"?, "key_id"?}`;
+
+/** One fallback as given (a string or an object) and as stored (the same JSON). */
+function fallbackOf(value: Value, path: string): { fallback: RuleFallback; stored: StoredFallback } {
+  const kind = value.kind;
+  if (kind.case === "stringValue") {
+    const text = kind.value;
+    const slash = text.indexOf("/");
+    if (slash <= 0) throw invalidField(path, `"${text}" must be written ${FALLBACK_FORMS}`);
+    return { fallback: { provider: text.slice(0, slash), model: text.slice(slash + 1), keyId: "" }, stored: text };
+  }
+  if (kind.case !== "structValue") throw invalidField(path, `must be ${FALLBACK_FORMS}`);
+  const text = (field: string): string => {
+    const entry = kind.value.fields[field]?.kind;
+    if (entry === undefined || entry.case === "nullValue") return "";
+    if (entry.case !== "stringValue") throw invalidField(`${path}.${field}`, "must be a string");
+    return bounded(entry.value, `${path}.${field}`, "", false);
+  };
+  for (const field of Object.keys(kind.value.fields)) {
+    if (!FALLBACK_FIELDS.has(field)) throw invalidField(`${path}.${field}`, `is not a fallback field; use provider, model and key_id`);
+  }
+  const provider = text("provider");
+  if (provider === "") throw invalidField(`${path}.provider`, "is required: the provider to fall back to");
+  if (provider.includes("/")) throw invalidField(`${path}.provider`, `"${provider}" must be a provider name without "/"; put the model in model`);
+  const model = text("model");
+  const keyId = text("key_id");
+  const stored: StoredFallback = { provider, ...(model !== "" ? { model } : {}), ...(keyId !== "" ? { key_id: keyId } : {}) };
+  return { fallback: { provider, model, keyId }, stored };
 }
 
 /**
@@ -81,7 +108,8 @@ export function parseRoutingRule(msg: RoutingRuleMessage, at: (field: string) =>
     if (target.provider.includes("/")) throw invalidField(`${path}.provider`, `"${target.provider}" must be a provider name without "/"; put the model in model`);
     return { provider: target.provider, model: target.model, keyId: target.keyId, weight };
   });
-  const fallbacks = msg.fallbacks.map((text, index) => fallbackOf(text, `${at("fallbacks")}[${index}]`));
+  const given = msg.fallbacks.map((value, index) => fallbackOf(value, `${at("fallbacks")}[${index}]`));
+  const fallbacks = given.map((g) => g.fallback);
   const condition = compileCondition(msg.celExpression, at("cel_expression"));
   const enabled = msg.enabled ?? true;
   const rule: RoutingRule = { id, name, enabled, priority: msg.priority, scope, scopeId, targets, fallbacks, chainRule: msg.chainRule, condition };
@@ -97,7 +125,7 @@ export function parseRoutingRule(msg: RoutingRuleMessage, at: (field: string) =>
       scopeId,
       celExpression: msg.celExpression,
       targets: targets.map((t) => ({ provider: t.provider, model: t.model, key_id: t.keyId, weight: t.weight })),
-      fallbacks: [...msg.fallbacks],
+      fallbacks: given.map((g) => g.stored),
       chainRule: msg.chainRule,
     },
   };
@@ -126,7 +154,7 @@ export function routingRuleMessageOf(rec: RoutingRuleRecord): RoutingRuleMessage
       keyId: String(t["key_id"] ?? ""),
       weight: typeof t["weight"] === "number" ? t["weight"] : 1,
     })),
-    fallbacks: [...rec.fallbacks],
+    fallbacks: rec.fallbacks.map((f) => fromJson(ValueSchema, f)),
     priority: rec.priority,
     enabled: rec.enabled,
     scope: SCOPE_VALUES[rec.scope as RuleScope] ?? RoutingRuleScope.GLOBAL,

@@ -3,10 +3,10 @@
  * of a decision.
  */
 import type { RuleVariables } from "../../routing/cel-expression.js";
-import { decisionTargets, type RoutingDecision } from "../../routing/governance-router.js";
+import { decisionTargets, type CatalogResolution, type RoutingDecision } from "../../routing/governance-router.js";
 import { formatTarget } from "../../routing/model-name.js";
 import type { Hierarchy } from "../../routing/hierarchy.js";
-import type { VirtualKey } from "../../routing/types.js";
+import type { RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { UsageLimits } from "../../routing/usage-limits.js";
 import type { InferenceMethod } from "../../telemetry/metrics.js";
 import type { RoutingLogEntry } from "../../telemetry/routing-log.js";
@@ -42,6 +42,7 @@ export function ruleVariables(
   provider: string,
   model: string,
   state: { limits: UsageLimits; hierarchy: Hierarchy },
+  complexityTier: string,
 ): RuleVariables {
   const configs = virtualKey === null ? { budget: 0, tokens: 0 } : state.limits.percentUsed(virtualKey.id, virtualKey.providerConfigs);
   const levels = virtualKey === null ? { budget: 0, tokens: 0, requests: 0 } : state.hierarchy.percentUsed(virtualKey);
@@ -63,7 +64,15 @@ export function ruleVariables(
     tokens_used: used.tokens,
     // The tightest configured limit is the one closest to running out.
     request: Math.max(used.budget, used.tokens, levels.requests),
+    complexity_tier: complexityTier,
   };
+}
+
+/** The `model-catalog` entry: the model, how many catalog options it had, which, and the provider selected. */
+function catalogMessage(resolution: CatalogResolution, primary: RouteTarget): string {
+  const options = resolution.options.map((c) => (c.rule === "direct" ? c.provider : `${c.provider} (${c.rule}: ${c.model})`));
+  const moved = primary.provider === resolution.selected ? "" : `; load balancing chose "${primary.provider}"`;
+  return `model-catalog: model "${resolution.model}" has ${options.length} catalog option${options.length === 1 ? "" : "s"} [${options.join(", ")}]; selected provider "${resolution.selected}"${moved}: ${formatTarget(primary)}`;
 }
 
 /** The routing log entry of a decision. */
@@ -86,6 +95,6 @@ export function routingLogEntry(requestedModel: string, decision: RoutingDecisio
     routingRuleName: decision.rule?.name ?? "",
     fallbacks: targets.slice(1),
     virtualKeyId: virtualKey?.id ?? "",
-    message: `${by}: ${formatTarget(decision.primary)}`,
+    message: decision.catalog === undefined ? `${by}: ${formatTarget(decision.primary)}` : catalogMessage(decision.catalog, decision.primary),
   };
 }

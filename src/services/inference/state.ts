@@ -11,6 +11,7 @@ import { createProviderAdapter } from "../../providers/registry.js";
 import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
 import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
 import { PriceTable } from "../../routing/pricing.js";
+import type { PriceEntry } from "../../routing/pricing-data.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
 import { RouteHealth } from "../../routing/route-health.js";
@@ -29,6 +30,10 @@ export interface InferenceProvider {
   keys: readonly ProviderKey[];
   /** The provider's own request timeout (network_config), or null for the gateway default. */
   timeoutMs: number | null;
+  /** Its stream idle timeout (network_config), defaults applied. */
+  idleTimeoutMs: number;
+  /** Its response size cap (network_config), defaults applied. */
+  maxResponseBytes: number;
   /** Its concurrency_and_buffer_size slots, or null when its calls are not limited. */
   limiter: CallLimiter | null;
 }
@@ -65,7 +70,9 @@ export class InferenceState implements Inference {
   readonly routingLog = new RoutingLog();
   readonly hierarchy: Hierarchy;
   readonly limits: UsageLimits;
-  readonly prices = new PriceTable();
+  #prices = new PriceTable();
+  /** Provider -> models the pricing datasheet prices for it, part of the catalog's pool. */
+  #priced = new Map<string, readonly string[]>();
   readonly random: Random;
   readonly upstreamTimeoutMs: number | undefined;
   readonly routeHealth: RouteHealth;
@@ -96,6 +103,23 @@ export class InferenceState implements Inference {
     return this.#catalog;
   }
 
+  get prices(): PriceTable {
+    return this.#prices;
+  }
+
+  /** Replaces the prices and the models the datasheet adds to the catalog's pool. */
+  setPrices(table: PriceTable, entries: readonly PriceEntry[]): void {
+    const priced = new Map<string, string[]>();
+    for (const entry of entries) {
+      const models = priced.get(entry.provider);
+      if (models === undefined) priced.set(entry.provider, [entry.model]);
+      else models.push(entry.model);
+    }
+    this.#prices = table;
+    this.#priced = priced;
+    this.#rebuildCatalog();
+  }
+
   /**
    * Adds or replaces a provider and opens its client.initial_pool_size connections; the old adapter's pools
    * close once their requests finish. Requests already holding or awaiting a slot of the old limit keep it.
@@ -105,7 +129,7 @@ export class InferenceState implements Inference {
     const old = this.#providers.get(name);
     const adapter = createProviderAdapter(parsed.setup);
     const limiter = parsed.limit === null ? null : new CallLimiter(name, parsed.limit.concurrency, parsed.limit.bufferSize);
-    this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, limiter });
+    this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, idleTimeoutMs: parsed.idleTimeoutMs, maxResponseBytes: parsed.maxResponseBytes, limiter });
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
     const connections = this.#settings?.client.initialPoolSize ?? 0;
@@ -161,7 +185,7 @@ export class InferenceState implements Inference {
 
   #rebuildCatalog(): void {
     const keys = new Map([...this.#providers].map(([name, provider]) => [name, provider.keys] as const));
-    this.#catalog = createKeyCatalog(keys, undefined, this.#listed);
+    this.#catalog = createKeyCatalog(keys, undefined, this.#listed, this.#priced);
   }
 
   /** Every route the load balancer knows, with the key's configured name (empty for a provider route or a removed key). */

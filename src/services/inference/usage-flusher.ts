@@ -1,30 +1,36 @@
 /**
- * Writes the in-memory budget and token counters to the store on an interval and at shutdown, off the
- * request path: a restart loses at most one interval of counts.
+ * Writes the in-memory counters (the provider configs' budgets and token limits, and every hierarchy
+ * level's budget, request and token windows) to the store on an interval and at shutdown, off the request
+ * path: a restart loses at most one interval of counts.
  */
-import { UsageRecord, type Store } from "../../store/index.js";
+import { LevelUsageRecord, UsageRecord, type Store } from "../../store/index.js";
+import type { Hierarchy } from "../../routing/hierarchy.js";
 import type { UsageLimits } from "../../routing/usage-limits.js";
 import type { Logger } from "../../telemetry/logger.js";
 
 /** Default flush interval. */
-export const DEFAULT_USAGE_FLUSH_MS = 10_000;
+export const DEFAULT_USAGE_FLUSH_MS = 1_000;
 
-/** Periodic persistence of UsageLimits. */
+/** Periodic persistence of UsageLimits and the hierarchy's counters. */
 export class UsageFlusher {
   readonly #store: Store;
   readonly #limits: UsageLimits;
+  readonly #hierarchy: Hierarchy;
   readonly #logger: Logger;
   readonly #intervalMs: number;
   #timer: NodeJS.Timeout | undefined;
   #written = 0;
+  #levelsWritten = 0;
   #running: Promise<void> | undefined;
 
-  constructor(store: Store, limits: UsageLimits, logger: Logger, intervalMs = DEFAULT_USAGE_FLUSH_MS) {
+  constructor(store: Store, counters: { limits: UsageLimits; hierarchy: Hierarchy }, logger: Logger, intervalMs = DEFAULT_USAGE_FLUSH_MS) {
     this.#store = store;
-    this.#limits = limits;
+    this.#limits = counters.limits;
+    this.#hierarchy = counters.hierarchy;
     this.#logger = logger;
     this.#intervalMs = intervalMs;
-    this.#written = limits.revision;
+    this.#written = counters.limits.revision;
+    this.#levelsWritten = counters.hierarchy.revision;
   }
 
   /** Starts the interval; the timer never keeps the process alive. */
@@ -43,6 +49,7 @@ export class UsageFlusher {
   }
 
   async #write(): Promise<void> {
+    await this.#writeLevels();
     if (this.#limits.revision === this.#written) return;
     const snapshot = this.#limits.snapshot();
     try {
@@ -56,6 +63,25 @@ export class UsageFlusher {
       this.#written = snapshot.revision;
     } catch (err) {
       this.#logger.warn({ err }, "could not persist usage counters; retrying at the next interval");
+    }
+  }
+
+  async #writeLevels(): Promise<void> {
+    if (this.#hierarchy.revision === this.#levelsWritten) return;
+    const snapshot = this.#hierarchy.snapshot();
+    try {
+      const em = this.#store.fork();
+      // Counters of removed owners go too, so an owner created again under the same id starts from zero.
+      await em.nativeDelete(LevelUsageRecord, { ownerKey: { $nin: snapshot.entries.map((entry) => entry.ownerKey) } });
+      if (snapshot.entries.length > 0) {
+        await em.upsertMany(
+          LevelUsageRecord,
+          snapshot.entries.map((entry) => ({ ownerKey: entry.ownerKey, budget: entry.counters.budget, requests: entry.counters.requests, tokens: entry.counters.tokens, updatedAt: new Date() })),
+        );
+      }
+      this.#levelsWritten = snapshot.revision;
+    } catch (err) {
+      this.#logger.warn({ err }, "could not persist the hierarchy's usage counters; retrying at the next interval");
     }
   }
 

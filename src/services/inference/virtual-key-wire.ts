@@ -6,6 +6,7 @@
 import { invalidField } from "../../errors.js";
 import type { Budget, McpConfig, ProviderConfig, RateLimit, VirtualKey } from "../../routing/types.js";
 import { providerConfigsProblem } from "../../routing/validate-provider-configs.js";
+import { cacheSettingsOf } from "./cache-settings-wire.js";
 import { levelBudgetOf, levelRateLimitOf } from "./level-limits-wire.js";
 import { durationMs, isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
 
@@ -15,7 +16,7 @@ export interface ParsedVirtualKey {
   providerConfigs: Wire[];
   /** null when the key does not set mcp_configs. */
   mcpConfigs: Wire[] | null;
-  /** team_id, customer_id, budget and rate_limit, canonical; only those set. */
+  /** team_id, customer_id, budget, rate_limit and cache, canonical; only those set. */
   limits: Wire;
 }
 
@@ -111,6 +112,7 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   const rateLimit = levelRateLimitOf(raw["rate_limit"], at("rate_limit"));
   const teamId = optionalId(raw["team_id"], at("team_id"));
   const customerId = optionalId(raw["customer_id"], at("customer_id"));
+  const cache = cacheSettingsOf(raw["cache"], at("cache"));
   const isActive = raw["is_active"];
   if (isActive !== undefined && isActive !== null && typeof isActive !== "boolean") throw invalidField(at("is_active"), "must be true or false");
   const rawConfigs = raw["provider_configs"] ?? [];
@@ -132,7 +134,7 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
   }
   return {
     // A key is meant to be used; is_active: false switches it off.
-    key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs, teamId, customerId, budget: budget?.budget ?? null, rateLimit: rateLimit?.rateLimit ?? null },
+    key: { id, name, value, isActive: isActive ?? true, providerConfigs, mcpConfigs, teamId, customerId, budget: budget?.budget ?? null, rateLimit: rateLimit?.rateLimit ?? null, ...(cache ? { cache: cache.settings } : {}) },
     providerConfigs: configs.map((c) => c.wire),
     mcpConfigs: mcpConfigs?.map((c) => ({ mcp_client_name: c.mcpClientName, tools_to_execute: c.toolsToExecute })) ?? null,
     limits: {
@@ -140,6 +142,8 @@ export function parseVirtualKeyWire(raw: Wire, path: string): ParsedVirtualKey {
       ...(customerId ? { customer_id: customerId } : {}),
       ...(budget ? { budget: budget.wire } : {}),
       ...(rateLimit ? { rate_limit: rateLimit.wire } : {}),
+      // Stored beside the limits: one JSON column holds every optional per-key setting.
+      ...(cache ? { cache: cache.wire } : {}),
     },
   };
 }

@@ -40,6 +40,16 @@ export interface McpOauthConfig {
   resource: string;
 }
 
+/** The non-secret fields of a token_exchange client's token_exchange (the client secret is a column of its own, encrypted). */
+export interface McpTokenExchangeConfig {
+  audience: string;
+  clientId: string;
+  /** "" means the SSO issuer's token endpoint. */
+  authorizationServerUrl: string;
+  scopes: string[];
+  grantStyle: "rfc8693" | "entra_obo";
+}
+
 /** One tool as last listed by the upstream server. */
 export interface McpToolRecord {
   name: string;
@@ -69,6 +79,8 @@ export class McpClientRecord {
     | "discoveryStatus"
     | "oauthConfig"
     | "oauthClientSecret"
+    | "tokenExchange"
+    | "tokenExchangeClientSecret"
     | "createdAt"
     | "updatedAt";
 
@@ -102,6 +114,10 @@ export class McpClientRecord {
   declare oauthConfig: McpOauthConfig | null;
   /** oauth_config.client_secret, encrypted; null when none is configured. */
   declare oauthClientSecret: string | null;
+  /** How a token_exchange client exchanges callers' tokens (null for other auth types). */
+  declare tokenExchange: McpTokenExchangeConfig | null;
+  /** token_exchange.client_secret, encrypted; null when none is configured. */
+  declare tokenExchangeClientSecret: string | null;
   declare createdAt: Date;
   declare updatedAt: Date;
 }
@@ -133,6 +149,8 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     discoveryStatus: { enum: true, items: [...MCP_DISCOVERY_STATUSES], nullable: true, onCreate: () => null },
     oauthConfig: { type: "json", nullable: true, onCreate: () => null },
     oauthClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
+    tokenExchange: { type: "json", nullable: true, onCreate: () => null },
+    tokenExchangeClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -1,6 +1,9 @@
 /** One routing rule (table routing_rule). */
 import { EntitySchema, OptionalProps } from "@mikro-orm/core";
 
+/** A rule fallback as the API gave it: "provider/model", "provider/", or an object that may pin a key. */
+export type StoredFallback = string | { provider: string; model?: string; key_id?: string };
+
 /** A routing rule as stored: its expression is compiled again when loaded. */
 export class RoutingRuleRecord {
   declare [OptionalProps]?: "description" | "enabled" | "priority" | "scopeId" | "celExpression" | "fallbacks" | "chainRule" | "source" | "createdAt" | "updatedAt";
@@ -17,8 +20,8 @@ export class RoutingRuleRecord {
   declare celExpression: string;
   /** Wire JSON (snake_case) of targets: [{provider, model, key_id, weight}]. */
   declare targets: Record<string, unknown>[];
-  /** "provider/model" or "provider/" strings. */
-  declare fallbacks: string[];
+  /** Wire JSON of the fallbacks, strings and objects as given. */
+  declare fallbacks: StoredFallback[];
   declare chainRule: boolean;
   declare source: "api" | "config";
   declare createdAt: Date;

@@ -15,7 +15,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/mcp_client.proto.
  */
 export const file_gw_admin_v1_mcp_client: GenFile = /*@__PURE__*/
-  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJkCglOb2RlU3RhdGUSJwoFc3RhdGUYASABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZRIuCgxsYXN0X2ZhaWx1cmUYAiABKAsyGC5ndy5hZG1pbi52MS5MYXN0RmFpbHVyZSKlCQoJTWNwQ2xpZW50EhYKCWNsaWVudF9pZBgBIAEoCUID4EEDEhEKBG5hbWUYAiABKAlCA+BBAhI8Cg9jb25uZWN0aW9uX3R5cGUYAyABKA4yGy5ndy5hZG1pbi52MS5Db25uZWN0aW9uVHlwZUIG4EEC4EEFEh4KEWNvbm5lY3Rpb25fc3RyaW5nGAQgASgJQgPgQQUSMwoMc3RkaW9fY29uZmlnGAUgASgLMhguZ3cuYWRtaW4udjEuU3RkaW9Db25maWdCA+BBBRItCglhdXRoX3R5cGUYBiABKA4yFS5ndy5hZG1pbi52MS5BdXRoVHlwZUID4EEFEjQKB2hlYWRlcnMYByADKAsyIy5ndy5hZG1pbi52MS5NY3BDbGllbnQuSGVhZGVyc0VudHJ5EhwKFHBlcl91c2VyX2hlYWRlcl9rZXlzGAggAygJEhgKEHRvb2xzX3RvX2V4ZWN1dGUYCSADKAkSHQoVdG9vbHNfdG9fYXV0b19leGVjdXRlGAogAygJEhoKEnRvb2xfc3luY19pbnRlcnZhbBgLIAEoBRIlChhuZWVkc19zZXNzaW9uX3N0aWNraW5lc3MYDCABKAhIAIgBARIQCghkaXNhYmxlZBgNIAEoCBIlCgV0b29scxgOIAMoCzIRLmd3LmFkbWluLnYxLlRvb2xCA+BBAxIsCgVzdGF0ZRgPIAEoDjIYLmd3LmFkbWluLnYxLkNsaWVudFN0YXRlQgPgQQMSMwoMbGFzdF9mYWlsdXJlGBAgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmVCA+BBAxJACgtub2RlX3N0YXRlcxgRIAMoCzImLmd3LmFkbWluLnYxLk1jcENsaWVudC5Ob2RlU3RhdGVzRW50cnlCA+BBAxIzCgpjcmVhdGVkX2F0GBIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEjMKCnVwZGF0ZWRfYXQYEyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wQgPgQQMSQgoMdXNlcl9oZWFkZXJzGBQgAygLMicuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LlVzZXJIZWFkZXJzRW50cnlCA+BBBBIhChlhbGxvd19vbl9hbGxfdmlydHVhbF9rZXlzGBUgASgIEi4KDG9hdXRoX2NvbmZpZxgWIAEoCzIYLmd3LmFkbWluLnYxLk9hdXRoQ29uZmlnEhsKE2lzX2NvZGVfbW9kZV9jbGllbnQYHiABKAgaQwoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRIiCgV2YWx1ZRgCIAEoCzITLmd3LmFkbWluLnYxLkVudlZhcjoCOAEaSQoPTm9kZVN0YXRlc0VudHJ5EgsKA2tleRgBIAEoCRIlCgV2YWx1ZRgCIAEoCzIWLmd3LmFkbWluLnYxLk5vZGVTdGF0ZToCOAEaMgoQVXNlckhlYWRlcnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQhsKGV9uZWVkc19zZXNzaW9uX3N0aWNraW5lc3MitQEKC09hdXRoQ29uZmlnEhEKCWNsaWVudF9pZBgBIAEoCRIVCg1jbGllbnRfc2VjcmV0GAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJdG9rZW5fdXJsGAQgASgJEhgKEHJlZ2lzdHJhdGlvbl91cmwYBSABKAkSFgoOcmV2b2NhdGlvbl91cmwYBiABKAkSDgoGc2NvcGVzGAcgAygJEhAKCHJlc291cmNlGAggASgJIkAKFkNyZWF0ZU1jcENsaWVudFJlcXVlc3QSJgoGY2xpZW50GAEgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50ItcBChdDcmVhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAQgASgJEhUKDWF1dGhvcml6ZV91cmwYBSABKAkSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY29tcGxldGVfdXJsGAcgASgJEhIKCnN0YXR1c191cmwYCCABKAkihAEKFlVwZGF0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiYKBmNsaWVudBgCIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYgoXVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGY2xpZW50GAMgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50IisKFkRlbGV0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjoKF0RlbGV0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkYKFUxpc3RNY3BDbGllbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZvZmZzZXQYAiABKAUSDgoGc2VhcmNoGAMgASgJImUKFkxpc3RNY3BDbGllbnRzUmVzcG9uc2USJwoHY2xpZW50cxgBIAMoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBINCgVjb3VudBgCIAEoBRITCgt0b3RhbF9jb3VudBgDIAEoBSIoChNHZXRNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI+ChRHZXRNY3BDbGllbnRSZXNwb25zZRImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAki0wEKE1JlYXV0aG9yaXplUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAUgASgJEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbXBsZXRlX3VybBgHIAEoCRISCgpzdGF0dXNfdXJsGAggASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJItwBChxJbml0aWF0ZVZlcmlmaWNhdGlvblJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJEhcKD29hdXRoX2NvbmZpZ19pZBgFIAEoCRIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb21wbGV0ZV91cmwYByABKAkSEgoKc3RhdHVzX3VybBgIIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiYAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRITCgt0b29sc19jb3VudBgEIAEoBSp/Cg5Db25uZWN0aW9uVHlwZRIfChtDT05ORUNUSU9OX1RZUEVfVU5TUEVDSUZJRUQQABIYChRDT05ORUNUSU9OX1RZUEVfSFRUUBABEhcKE0NPTk5FQ1RJT05fVFlQRV9TU0UQAhIZChVDT05ORUNUSU9OX1RZUEVfU1RESU8QAyrBAQoIQXV0aFR5cGUSGQoVQVVUSF9UWVBFX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9UWVBFX05PTkUQARIVChFBVVRIX1RZUEVfSEVBREVSUxACEhMKD0FVVEhfVFlQRV9PQVVUSBADEh4KGkFVVEhfVFlQRV9QRVJfVVNFUl9IRUFERVJTEAQSHAoYQVVUSF9UWVBFX1BFUl9VU0VSX09BVVRIEAUSHAoYQVVUSF9UWVBFX1RPS0VOX0VYQ0hBTkdFEAYq9AEKC0NsaWVudFN0YXRlEhwKGENMSUVOVF9TVEFURV9VTlNQRUNJRklFRBAAEhgKFENMSUVOVF9TVEFURV9IRUFMVEhZEAESGQoVQ0xJRU5UX1NUQVRFX1VOU1RBQkxFEAISHQoZQ0xJRU5UX1NUQVRFX05FRURTX1JFQVVUSBADEiUKIUNMSUVOVF9TVEFURV9QRU5ESU5HX1ZFUklGSUNBVElPThAEEhkKFUNMSUVOVF9TVEFURV9ESVNBQkxFRBAFEhYKEkNMSUVOVF9TVEFURV9FUlJPUhAGEhkKFUNMSUVOVF9TVEFURV9ERUdSQURFRBAHKuABCgxGYWlsdXJlU3RhZ2USHQoZRkFJTFVSRV9TVEFHRV9VTlNQRUNJRklFRBAAEhkKFUZBSUxVUkVfU1RBR0VfQ09OTkVDVBABEhYKEkZBSUxVUkVfU1RBR0VfUElORxACEhwKGEZBSUxVUkVfU1RBR0VfTElTVF9UT09MUxADEiAKHEZBSUxVUkVfU1RBR0VfVE9PTF9ESVNDT1ZFUlkQBBIgChxGQUlMVVJFX1NUQUdFX1RSQU5TUE9SVF9MT1NUEAUSHAoYRkFJTFVSRV9TVEFHRV9DUkVERU5USUFMEAYywA0KEE1jcENsaWVudFNlcnZpY2USgQEKD0NyZWF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLkNyZWF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXNwb25zZSIjoLsYAYLT5JMCGToGY2xpZW50Ig8vYXBpL21jcC9jbGllbnQSjQEKD1VwZGF0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLlVwZGF0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXNwb25zZSIvoLsYAYLT5JMCJToGY2xpZW50GhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0ShQEKD0RlbGV0ZU1jcENsaWVudBIjLmd3LmFkbWluLnYxLkRlbGV0ZU1jcENsaWVudFJlcXVlc3QaJC5ndy5hZG1pbi52MS5EZWxldGVNY3BDbGllbnRSZXNwb25zZSInoLsYAYLT5JMCHSobL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EncKDkxpc3RNY3BDbGllbnRzEiIuZ3cuYWRtaW4udjEuTGlzdE1jcENsaWVudHNSZXF1ZXN0GiMuZ3cuYWRtaW4udjEuTGlzdE1jcENsaWVudHNSZXNwb25zZSIcoLsYAYLT5JMCEhIQL2FwaS9tY3AvY2xpZW50cxJ8CgxHZXRNY3BDbGllbnQSIC5ndy5hZG1pbi52MS5HZXRNY3BDbGllbnRSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuR2V0TWNwQ2xpZW50UmVzcG9uc2UiJ6C7GAGC0+STAh0SGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRKYAQoSUmVjb25uZWN0TWNwQ2xpZW50EiYuZ3cuYWRtaW4udjEuUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBonLmd3LmFkbWluLnYxLlJlY29ubmVjdE1jcENsaWVudFJlc3BvbnNlIjGguxgBgtPkkwInIiUvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vcmVjb25uZWN0EogBCg5DbG9zZU1jcENsaWVudBIiLmd3LmFkbWluLnYxLkNsb3NlTWNwQ2xpZW50UmVxdWVzdBojLmd3LmFkbWluLnYxLkNsb3NlTWNwQ2xpZW50UmVzcG9uc2UiLaC7GAGC0+STAiMiIS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9jbG9zZRKRAQoNVmVyaWZ5SGVhZGVycxIhLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlIjmguxgBgtPkkwIvOgEqIiovYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWhlYWRlcnMShQEKC1JlYXV0aG9yaXplEh8uZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXF1ZXN0GiAuZ3cuYWRtaW4udjEuUmVhdXRob3JpemVSZXNwb25zZSIzoLsYAYLT5JMCKSInL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3JlYXV0aG9yaXplEpIBCg5WZXJpZnlFeGNoYW5nZRIiLmd3LmFkbWluLnYxLlZlcmlmeUV4Y2hhbmdlUmVxdWVzdBojLmd3LmFkbWluLnYxLlZlcmlmeUV4Y2hhbmdlUmVzcG9uc2UiN6C7GAGC0+STAi0iKy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS92ZXJpZnktZXhjaGFuZ2USqgEKFEluaXRpYXRlVmVyaWZpY2F0aW9uEiguZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXF1ZXN0GikuZ3cuYWRtaW4udjEuSW5pdGlhdGVWZXJpZmljYXRpb25SZXNwb25zZSI9oLsYAYLT5JMCMyIxL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L2luaXRpYXRlLXZlcmlmaWNhdGlvbhKUAQoNQ29tcGxldGVPYXV0aBIhLmd3LmFkbWluLnYxLkNvbXBsZXRlT2F1dGhSZXF1ZXN0GiIuZ3cuYWRtaW4udjEuQ29tcGxldGVPYXV0aFJlc3BvbnNlIjyguxgBgtPkkwIyIjAvYXBpL21jcC9jbGllbnQve29hdXRoX2NvbmZpZ19pZH0vY29tcGxldGUtb2F1dGhCdAoPY29tLmd3LmFkbWluLnYxQg5NY3BDbGllbnRQcm90b1ABWh1ndy9nZW4vZ28vZ3cvYWRtaW4vdjE7YWRtaW52MaICA0dBRKoCC0d3LkFkbWluLlYxygILR3dcQWRtaW5cVjHqAg1Hdzo6QWRtaW46OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Chxndy9hZG1pbi92MS9tY3BfY2xpZW50LnByb3RvEgtndy5hZG1pbi52MSIXCgZFbnZWYXISDQoFdmFsdWUYASABKAkiOgoLU3RkaW9Db25maWcSDwoHY29tbWFuZBgBIAEoCRIMCgRhcmdzGAIgAygJEgwKBGVudnMYAyADKAkiWAoEVG9vbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEi0KDGlucHV0X3NjaGVtYRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QimwEKC0xhc3RGYWlsdXJlEigKBXN0YWdlGAEgASgOMhkuZ3cuYWRtaW4udjEuRmFpbHVyZVN0YWdlEg8KB21lc3NhZ2UYAiABKAkSJgoCYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKBXNpbmNlGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCKpAQoJTm9kZVN0YXRlEicKBXN0YXRlGAEgASgOMhguZ3cuYWRtaW4udjEuQ2xpZW50U3RhdGUSLgoMbGFzdF9mYWlsdXJlGAIgASgLMhguZ3cuYWRtaW4udjEuTGFzdEZhaWx1cmUSEwoLdG9vbHNfY291bnQYAyABKAUSLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi3wkKCU1jcENsaWVudBIWCgljbGllbnRfaWQYASABKAlCA+BBAxIRCgRuYW1lGAIgASgJQgPgQQISPAoPY29ubmVjdGlvbl90eXBlGAMgASgOMhsuZ3cuYWRtaW4udjEuQ29ubmVjdGlvblR5cGVCBuBBAuBBBRIeChFjb25uZWN0aW9uX3N0cmluZxgEIAEoCUID4EEFEjMKDHN0ZGlvX2NvbmZpZxgFIAEoCzIYLmd3LmFkbWluLnYxLlN0ZGlvQ29uZmlnQgPgQQUSLQoJYXV0aF90eXBlGAYgASgOMhUuZ3cuYWRtaW4udjEuQXV0aFR5cGVCA+BBBRI0CgdoZWFkZXJzGAcgAygLMiMuZ3cuYWRtaW4udjEuTWNwQ2xpZW50LkhlYWRlcnNFbnRyeRIcChRwZXJfdXNlcl9oZWFkZXJfa2V5cxgIIAMoCRIYChB0b29sc190b19leGVjdXRlGAkgAygJEh0KFXRvb2xzX3RvX2F1dG9fZXhlY3V0ZRgKIAMoCRIaChJ0b29sX3N5bmNfaW50ZXJ2YWwYCyABKAUSJQoYbmVlZHNfc2Vzc2lvbl9zdGlja2luZXNzGAwgASgISACIAQESEAoIZGlzYWJsZWQYDSABKAgSJQoFdG9vbHMYDiADKAsyES5ndy5hZG1pbi52MS5Ub29sQgPgQQMSLAoFc3RhdGUYDyABKA4yGC5ndy5hZG1pbi52MS5DbGllbnRTdGF0ZUID4EEDEjMKDGxhc3RfZmFpbHVyZRgQIAEoCzIYLmd3LmFkbWluLnYxLkxhc3RGYWlsdXJlQgPgQQMSQAoLbm9kZV9zdGF0ZXMYESADKAsyJi5ndy5hZG1pbi52MS5NY3BDbGllbnQuTm9kZVN0YXRlc0VudHJ5QgPgQQMSMwoKY3JlYXRlZF9hdBgSIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXBCA+BBAxIzCgp1cGRhdGVkX2F0GBMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcEID4EEDEkIKDHVzZXJfaGVhZGVycxgUIAMoCzInLmd3LmFkbWluLnYxLk1jcENsaWVudC5Vc2VySGVhZGVyc0VudHJ5QgPgQQQSIQoZYWxsb3dfb25fYWxsX3ZpcnR1YWxfa2V5cxgVIAEoCBIuCgxvYXV0aF9jb25maWcYFiABKAsyGC5ndy5hZG1pbi52MS5PYXV0aENvbmZpZxIbChNpc19jb2RlX21vZGVfY2xpZW50GB4gASgIEjgKDnRva2VuX2V4Y2hhbmdlGB8gASgLMiAuZ3cuYWRtaW4udjEuVG9rZW5FeGNoYW5nZUNvbmZpZxpDCgxIZWFkZXJzRW50cnkSCwoDa2V5GAEgASgJEiIKBXZhbHVlGAIgASgLMhMuZ3cuYWRtaW4udjEuRW52VmFyOgI4ARpJCg9Ob2RlU3RhdGVzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZ3cuYWRtaW4udjEuTm9kZVN0YXRlOgI4ARoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCGwoZX25lZWRzX3Nlc3Npb25fc3RpY2tpbmVzcyK+AQoTVG9rZW5FeGNoYW5nZUNvbmZpZxIQCghhdWRpZW5jZRgBIAEoCRIRCgljbGllbnRfaWQYAiABKAkSFQoNY2xpZW50X3NlY3JldBgDIAEoCRIgChhhdXRob3JpemF0aW9uX3NlcnZlcl91cmwYBCABKAkSDgoGc2NvcGVzGAUgAygJEjkKC2dyYW50X3N0eWxlGAYgASgOMiQuZ3cuYWRtaW4udjEuVG9rZW5FeGNoYW5nZUdyYW50U3R5bGUitQEKC09hdXRoQ29uZmlnEhEKCWNsaWVudF9pZBgBIAEoCRIVCg1jbGllbnRfc2VjcmV0GAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJdG9rZW5fdXJsGAQgASgJEhgKEHJlZ2lzdHJhdGlvbl91cmwYBSABKAkSFgoOcmV2b2NhdGlvbl91cmwYBiABKAkSDgoGc2NvcGVzGAcgAygJEhAKCHJlc291cmNlGAggASgJIkAKFkNyZWF0ZU1jcENsaWVudFJlcXVlc3QSJgoGY2xpZW50GAEgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50ItcBChdDcmVhdGVNY3BDbGllbnRSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRIRCgljbGllbnRfaWQYAyABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAQgASgJEhUKDWF1dGhvcml6ZV91cmwYBSABKAkSLgoKZXhwaXJlc19hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASFAoMY29tcGxldGVfdXJsGAcgASgJEhIKCnN0YXR1c191cmwYCCABKAkihAEKFlVwZGF0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJEiYKBmNsaWVudBgCIAEoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBIvCgt1cGRhdGVfbWFzaxgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYgoXVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSJgoGY2xpZW50GAMgASgLMhYuZ3cuYWRtaW4udjEuTWNwQ2xpZW50IisKFkRlbGV0ZU1jcENsaWVudFJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJIjoKF0RlbGV0ZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIkYKFUxpc3RNY3BDbGllbnRzUmVxdWVzdBINCgVsaW1pdBgBIAEoBRIOCgZvZmZzZXQYAiABKAUSDgoGc2VhcmNoGAMgASgJImUKFkxpc3RNY3BDbGllbnRzUmVzcG9uc2USJwoHY2xpZW50cxgBIAMoCzIWLmd3LmFkbWluLnYxLk1jcENsaWVudBINCgVjb3VudBgCIAEoBRITCgt0b3RhbF9jb3VudBgDIAEoBSIoChNHZXRNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI+ChRHZXRNY3BDbGllbnRSZXNwb25zZRImCgZjbGllbnQYASABKAsyFi5ndy5hZG1pbi52MS5NY3BDbGllbnQiLgoZUmVjb25uZWN0TWNwQ2xpZW50UmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiPQoaUmVjb25uZWN0TWNwQ2xpZW50UmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkiKgoVQ2xvc2VNY3BDbGllbnRSZXF1ZXN0EhEKCWNsaWVudF9pZBgBIAEoCSI5ChZDbG9zZU1jcENsaWVudFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJIqcBChRWZXJpZnlIZWFkZXJzUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkSSAoMdXNlcl9oZWFkZXJzGAIgAygLMjIuZ3cuYWRtaW4udjEuVmVyaWZ5SGVhZGVyc1JlcXVlc3QuVXNlckhlYWRlcnNFbnRyeRoyChBVc2VySGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiTQoVVmVyaWZ5SGVhZGVyc1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhMKC3Rvb2xzX2NvdW50GAMgASgFIicKElJlYXV0aG9yaXplUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAki0wEKE1JlYXV0aG9yaXplUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEg8KB21lc3NhZ2UYAiABKAkSFQoNYXV0aG9yaXplX3VybBgDIAEoCRIRCgljbGllbnRfaWQYBCABKAkSFwoPb2F1dGhfY29uZmlnX2lkGAUgASgJEi4KCmV4cGlyZXNfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhQKDGNvbXBsZXRlX3VybBgHIAEoCRISCgpzdGF0dXNfdXJsGAggASgJIioKFVZlcmlmeUV4Y2hhbmdlUmVxdWVzdBIRCgljbGllbnRfaWQYASABKAkiTgoWVmVyaWZ5RXhjaGFuZ2VSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSDwoHbWVzc2FnZRgCIAEoCRITCgt0b29sc19jb3VudBgDIAEoBSIwChtJbml0aWF0ZVZlcmlmaWNhdGlvblJlcXVlc3QSEQoJY2xpZW50X2lkGAEgASgJItwBChxJbml0aWF0ZVZlcmlmaWNhdGlvblJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhUKDWF1dGhvcml6ZV91cmwYAyABKAkSEQoJY2xpZW50X2lkGAQgASgJEhcKD29hdXRoX2NvbmZpZ19pZBgFIAEoCRIuCgpleHBpcmVzX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIUCgxjb21wbGV0ZV91cmwYByABKAkSEgoKc3RhdHVzX3VybBgIIAEoCSIvChRDb21wbGV0ZU9hdXRoUmVxdWVzdBIXCg9vYXV0aF9jb25maWdfaWQYASABKAkiYAoVQ29tcGxldGVPYXV0aFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEhEKCWNsaWVudF9pZBgDIAEoCRITCgt0b29sc19jb3VudBgEIAEoBSp/Cg5Db25uZWN0aW9uVHlwZRIfChtDT05ORUNUSU9OX1RZUEVfVU5TUEVDSUZJRUQQABIYChRDT05ORUNUSU9OX1RZUEVfSFRUUBABEhcKE0NPTk5FQ1RJT05fVFlQRV9TU0UQAhIZChVDT05ORUNUSU9OX1RZUEVfU1RESU8QAyrBAQoIQXV0aFR5cGUSGQoVQVVUSF9UWVBFX1VOU1BFQ0lGSUVEEAASEgoOQVVUSF9UWVBFX05PTkUQARIVChFBVVRIX1RZUEVfSEVBREVSUxACEhMKD0FVVEhfVFlQRV9PQVVUSBADEh4KGkFVVEhfVFlQRV9QRVJfVVNFUl9IRUFERVJTEAQSHAoYQVVUSF9UWVBFX1BFUl9VU0VSX09BVVRIEAUSHAoYQVVUSF9UWVBFX1RPS0VOX0VYQ0hBTkdFEAYq9AEKC0NsaWVudFN0YXRlEhwKGENMSUVOVF9TVEFURV9VTlNQRUNJRklFRBAAEhgKFENMSUVOVF9TVEFURV9IRUFMVEhZEAESGQoVQ0xJRU5UX1NUQVRFX1VOU1RBQkxFEAISHQoZQ0xJRU5UX1NUQVRFX05FRURTX1JFQVVUSBADEiUKIUNMSUVOVF9TVEFURV9QRU5ESU5HX1ZFUklGSUNBVElPThAEEhkKFUNMSUVOVF9TVEFURV9ESVNBQkxFRBAFEhYKEkNMSUVOVF9TVEFURV9FUlJPUhAGEhkKFUNMSUVOVF9TVEFURV9ERUdSQURFRBAHKuABCgxGYWlsdXJlU3RhZ2USHQoZRkFJTFVSRV9TVEFHRV9VTlNQRUNJRklFRBAAEhkKFUZBSUxVUkVfU1RBR0VfQ09OTkVDVBABEhYKEkZBSUxVUkVfU1RBR0VfUElORxACEhwKGEZBSUxVUkVfU1RBR0VfTElTVF9UT09MUxADEiAKHEZBSUxVUkVfU1RBR0VfVE9PTF9ESVNDT1ZFUlkQBBIgChxGQUlMVVJFX1NUQUdFX1RSQU5TUE9SVF9MT1NUEAUSHAoYRkFJTFVSRV9TVEFHRV9DUkVERU5USUFMEAYqlwEKF1Rva2VuRXhjaGFuZ2VHcmFudFN0eWxlEioKJlRPS0VOX0VYQ0hBTkdFX0dSQU5UX1NUWUxFX1VOU1BFQ0lGSUVEEAASJgoiVE9LRU5fRVhDSEFOR0VfR1JBTlRfU1RZTEVfUkZDODY5MxABEigKJFRPS0VOX0VYQ0hBTkdFX0dSQU5UX1NUWUxFX0VOVFJBX09CTxACMsANChBNY3BDbGllbnRTZXJ2aWNlEoEBCg9DcmVhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5DcmVhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuQ3JlYXRlTWNwQ2xpZW50UmVzcG9uc2UiI6C7GAGC0+STAhk6BmNsaWVudCIPL2FwaS9tY3AvY2xpZW50Eo0BCg9VcGRhdGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5VcGRhdGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuVXBkYXRlTWNwQ2xpZW50UmVzcG9uc2UiL6C7GAGC0+STAiU6BmNsaWVudBobL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9EoUBCg9EZWxldGVNY3BDbGllbnQSIy5ndy5hZG1pbi52MS5EZWxldGVNY3BDbGllbnRSZXF1ZXN0GiQuZ3cuYWRtaW4udjEuRGVsZXRlTWNwQ2xpZW50UmVzcG9uc2UiJ6C7GAGC0+STAh0qGy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfRJ3Cg5MaXN0TWNwQ2xpZW50cxIiLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVxdWVzdBojLmd3LmFkbWluLnYxLkxpc3RNY3BDbGllbnRzUmVzcG9uc2UiHKC7GAGC0+STAhISEC9hcGkvbWNwL2NsaWVudHMSfAoMR2V0TWNwQ2xpZW50EiAuZ3cuYWRtaW4udjEuR2V0TWNwQ2xpZW50UmVxdWVzdBohLmd3LmFkbWluLnYxLkdldE1jcENsaWVudFJlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0SmAEKElJlY29ubmVjdE1jcENsaWVudBImLmd3LmFkbWluLnYxLlJlY29ubmVjdE1jcENsaWVudFJlcXVlc3QaJy5ndy5hZG1pbi52MS5SZWNvbm5lY3RNY3BDbGllbnRSZXNwb25zZSIxoLsYAYLT5JMCJyIlL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3JlY29ubmVjdBKIAQoOQ2xvc2VNY3BDbGllbnQSIi5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlcXVlc3QaIy5ndy5hZG1pbi52MS5DbG9zZU1jcENsaWVudFJlc3BvbnNlIi2guxgBgtPkkwIjIiEvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vY2xvc2USkQEKDVZlcmlmeUhlYWRlcnMSIS5ndy5hZG1pbi52MS5WZXJpZnlIZWFkZXJzUmVxdWVzdBoiLmd3LmFkbWluLnYxLlZlcmlmeUhlYWRlcnNSZXNwb25zZSI5oLsYAYLT5JMCLzoBKiIqL2FwaS9tY3AvY2xpZW50L3tjbGllbnRfaWR9L3ZlcmlmeS1oZWFkZXJzEoUBCgtSZWF1dGhvcml6ZRIfLmd3LmFkbWluLnYxLlJlYXV0aG9yaXplUmVxdWVzdBogLmd3LmFkbWluLnYxLlJlYXV0aG9yaXplUmVzcG9uc2UiM6C7GAGC0+STAikiJy9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9yZWF1dGhvcml6ZRKSAQoOVmVyaWZ5RXhjaGFuZ2USIi5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlcXVlc3QaIy5ndy5hZG1pbi52MS5WZXJpZnlFeGNoYW5nZVJlc3BvbnNlIjeguxgBgtPkkwItIisvYXBpL21jcC9jbGllbnQve2NsaWVudF9pZH0vdmVyaWZ5LWV4Y2hhbmdlEqoBChRJbml0aWF0ZVZlcmlmaWNhdGlvbhIoLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVxdWVzdBopLmd3LmFkbWluLnYxLkluaXRpYXRlVmVyaWZpY2F0aW9uUmVzcG9uc2UiPaC7GAGC0+STAjMiMS9hcGkvbWNwL2NsaWVudC97Y2xpZW50X2lkfS9pbml0aWF0ZS12ZXJpZmljYXRpb24SlAEKDUNvbXBsZXRlT2F1dGgSIS5ndy5hZG1pbi52MS5Db21wbGV0ZU9hdXRoUmVxdWVzdBoiLmd3LmFkbWluLnYxLkNvbXBsZXRlT2F1dGhSZXNwb25zZSI8oLsYAYLT5JMCMiIwL2FwaS9tY3AvY2xpZW50L3tvYXV0aF9jb25maWdfaWR9L2NvbXBsZXRlLW9hdXRoQnQKD2NvbS5ndy5hZG1pbi52MUIOTWNwQ2xpZW50UHJvdG9QAVodZ3cvZ2VuL2dvL2d3L2FkbWluL3YxO2FkbWludjGiAgNHQUSqAgtHdy5BZG1pbi5WMcoCC0d3XEFkbWluXFYx6gINR3c6OkFkbWluOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * EnvVar is one header value; on reads the value is always redacted.
@@ -169,6 +169,20 @@ export type NodeState = Message<"gw.admin.v1.NodeState"> & {
    * @generated from field: gw.admin.v1.LastFailure last_failure = 2;
    */
   lastFailure?: LastFailure | undefined;
+
+  /**
+   * tools_count is how many tools that instance discovered.
+   *
+   * @generated from field: int32 tools_count = 3;
+   */
+  toolsCount: number;
+
+  /**
+   * updated_at is when that instance last reported its view.
+   *
+   * @generated from field: google.protobuf.Timestamp updated_at = 4;
+   */
+  updatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -345,6 +359,13 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
    * @generated from field: bool is_code_mode_client = 30;
    */
   isCodeModeClient: boolean;
+
+  /**
+   * token_exchange says how a token_exchange client trades each caller's IdP token for an upstream one (token_exchange only).
+   *
+   * @generated from field: gw.admin.v1.TokenExchangeConfig token_exchange = 31;
+   */
+  tokenExchange?: TokenExchangeConfig | undefined;
 };
 
 /**
@@ -353,6 +374,62 @@ export type McpClient = Message<"gw.admin.v1.McpClient"> & {
  */
 export const McpClientSchema: GenMessage<McpClient> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_mcp_client, 5);
+
+/**
+ * TokenExchangeConfig says where and how the caller's IdP token is exchanged for a token of the MCP server.
+ *
+ * @generated from message gw.admin.v1.TokenExchangeConfig
+ */
+export type TokenExchangeConfig = Message<"gw.admin.v1.TokenExchangeConfig"> & {
+  /**
+   * audience is the MCP server's audience the exchanged token is for (required).
+   *
+   * @generated from field: string audience = 1;
+   */
+  audience: string;
+
+  /**
+   * client_id is the gateway's client at the authorization server (required).
+   *
+   * @generated from field: string client_id = 2;
+   */
+  clientId: string;
+
+  /**
+   * client_secret is that client's secret, stored encrypted and read back as "<redacted>" (sent back, it keeps the stored value).
+   *
+   * @generated from field: string client_secret = 3;
+   */
+  clientSecret: string;
+
+  /**
+   * authorization_server_url is the token endpoint; empty means the SSO issuer's token endpoint.
+   *
+   * @generated from field: string authorization_server_url = 4;
+   */
+  authorizationServerUrl: string;
+
+  /**
+   * scopes requested for the exchanged token (space-joined on the wire); empty sends none (entra_obo: <audience>/.default).
+   *
+   * @generated from field: repeated string scopes = 5;
+   */
+  scopes: string[];
+
+  /**
+   * grant_style is the request form; default rfc8693.
+   *
+   * @generated from field: gw.admin.v1.TokenExchangeGrantStyle grant_style = 6;
+   */
+  grantStyle: TokenExchangeGrantStyle;
+};
+
+/**
+ * Describes the message gw.admin.v1.TokenExchangeConfig.
+ * Use `create(TokenExchangeConfigSchema)` to create a new message.
+ */
+export const TokenExchangeConfigSchema: GenMessage<TokenExchangeConfig> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_mcp_client, 6);
 
 /**
  * OauthConfig says how the gateway obtains an upstream OAuth token; empty fields are discovered from the MCP server URL.
@@ -422,7 +499,7 @@ export type OauthConfig = Message<"gw.admin.v1.OauthConfig"> & {
  * Use `create(OauthConfigSchema)` to create a new message.
  */
 export const OauthConfigSchema: GenMessage<OauthConfig> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 6);
+  messageDesc(file_gw_admin_v1_mcp_client, 7);
 
 /**
  * CreateMcpClientRequest carries the configuration of a new client.
@@ -443,7 +520,7 @@ export type CreateMcpClientRequest = Message<"gw.admin.v1.CreateMcpClientRequest
  * Use `create(CreateMcpClientRequestSchema)` to create a new message.
  */
 export const CreateMcpClientRequestSchema: GenMessage<CreateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 7);
+  messageDesc(file_gw_admin_v1_mcp_client, 8);
 
 /**
  * CreateMcpClientResponse confirms a creation.
@@ -513,7 +590,7 @@ export type CreateMcpClientResponse = Message<"gw.admin.v1.CreateMcpClientRespon
  * Use `create(CreateMcpClientResponseSchema)` to create a new message.
  */
 export const CreateMcpClientResponseSchema: GenMessage<CreateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 8);
+  messageDesc(file_gw_admin_v1_mcp_client, 9);
 
 /**
  * UpdateMcpClientRequest changes the fields named in update_mask.
@@ -548,7 +625,7 @@ export type UpdateMcpClientRequest = Message<"gw.admin.v1.UpdateMcpClientRequest
  * Use `create(UpdateMcpClientRequestSchema)` to create a new message.
  */
 export const UpdateMcpClientRequestSchema: GenMessage<UpdateMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 9);
+  messageDesc(file_gw_admin_v1_mcp_client, 10);
 
 /**
  * UpdateMcpClientResponse returns the updated client.
@@ -583,7 +660,7 @@ export type UpdateMcpClientResponse = Message<"gw.admin.v1.UpdateMcpClientRespon
  * Use `create(UpdateMcpClientResponseSchema)` to create a new message.
  */
 export const UpdateMcpClientResponseSchema: GenMessage<UpdateMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 10);
+  messageDesc(file_gw_admin_v1_mcp_client, 11);
 
 /**
  * DeleteMcpClientRequest names the client to delete.
@@ -604,7 +681,7 @@ export type DeleteMcpClientRequest = Message<"gw.admin.v1.DeleteMcpClientRequest
  * Use `create(DeleteMcpClientRequestSchema)` to create a new message.
  */
 export const DeleteMcpClientRequestSchema: GenMessage<DeleteMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 11);
+  messageDesc(file_gw_admin_v1_mcp_client, 12);
 
 /**
  * DeleteMcpClientResponse confirms a deletion.
@@ -632,7 +709,7 @@ export type DeleteMcpClientResponse = Message<"gw.admin.v1.DeleteMcpClientRespon
  * Use `create(DeleteMcpClientResponseSchema)` to create a new message.
  */
 export const DeleteMcpClientResponseSchema: GenMessage<DeleteMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 12);
+  messageDesc(file_gw_admin_v1_mcp_client, 13);
 
 /**
  * ListMcpClientsRequest pages through clients.
@@ -667,7 +744,7 @@ export type ListMcpClientsRequest = Message<"gw.admin.v1.ListMcpClientsRequest">
  * Use `create(ListMcpClientsRequestSchema)` to create a new message.
  */
 export const ListMcpClientsRequestSchema: GenMessage<ListMcpClientsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 13);
+  messageDesc(file_gw_admin_v1_mcp_client, 14);
 
 /**
  * ListMcpClientsResponse is one page of clients.
@@ -702,7 +779,7 @@ export type ListMcpClientsResponse = Message<"gw.admin.v1.ListMcpClientsResponse
  * Use `create(ListMcpClientsResponseSchema)` to create a new message.
  */
 export const ListMcpClientsResponseSchema: GenMessage<ListMcpClientsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 14);
+  messageDesc(file_gw_admin_v1_mcp_client, 15);
 
 /**
  * GetMcpClientRequest names the client to read.
@@ -723,7 +800,7 @@ export type GetMcpClientRequest = Message<"gw.admin.v1.GetMcpClientRequest"> & {
  * Use `create(GetMcpClientRequestSchema)` to create a new message.
  */
 export const GetMcpClientRequestSchema: GenMessage<GetMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 15);
+  messageDesc(file_gw_admin_v1_mcp_client, 16);
 
 /**
  * GetMcpClientResponse carries the client.
@@ -744,7 +821,7 @@ export type GetMcpClientResponse = Message<"gw.admin.v1.GetMcpClientResponse"> &
  * Use `create(GetMcpClientResponseSchema)` to create a new message.
  */
 export const GetMcpClientResponseSchema: GenMessage<GetMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 16);
+  messageDesc(file_gw_admin_v1_mcp_client, 17);
 
 /**
  * ReconnectMcpClientRequest names the client to re-dial.
@@ -765,7 +842,7 @@ export type ReconnectMcpClientRequest = Message<"gw.admin.v1.ReconnectMcpClientR
  * Use `create(ReconnectMcpClientRequestSchema)` to create a new message.
  */
 export const ReconnectMcpClientRequestSchema: GenMessage<ReconnectMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 17);
+  messageDesc(file_gw_admin_v1_mcp_client, 18);
 
 /**
  * ReconnectMcpClientResponse confirms a reconnect.
@@ -793,7 +870,7 @@ export type ReconnectMcpClientResponse = Message<"gw.admin.v1.ReconnectMcpClient
  * Use `create(ReconnectMcpClientResponseSchema)` to create a new message.
  */
 export const ReconnectMcpClientResponseSchema: GenMessage<ReconnectMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 18);
+  messageDesc(file_gw_admin_v1_mcp_client, 19);
 
 /**
  * CloseMcpClientRequest names the client whose connection to close.
@@ -814,7 +891,7 @@ export type CloseMcpClientRequest = Message<"gw.admin.v1.CloseMcpClientRequest">
  * Use `create(CloseMcpClientRequestSchema)` to create a new message.
  */
 export const CloseMcpClientRequestSchema: GenMessage<CloseMcpClientRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 19);
+  messageDesc(file_gw_admin_v1_mcp_client, 20);
 
 /**
  * CloseMcpClientResponse confirms a close.
@@ -842,7 +919,7 @@ export type CloseMcpClientResponse = Message<"gw.admin.v1.CloseMcpClientResponse
  * Use `create(CloseMcpClientResponseSchema)` to create a new message.
  */
 export const CloseMcpClientResponseSchema: GenMessage<CloseMcpClientResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 20);
+  messageDesc(file_gw_admin_v1_mcp_client, 21);
 
 /**
  * VerifyHeadersRequest carries admin sample values for a per_user_headers client.
@@ -870,7 +947,7 @@ export type VerifyHeadersRequest = Message<"gw.admin.v1.VerifyHeadersRequest"> &
  * Use `create(VerifyHeadersRequestSchema)` to create a new message.
  */
 export const VerifyHeadersRequestSchema: GenMessage<VerifyHeadersRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 21);
+  messageDesc(file_gw_admin_v1_mcp_client, 22);
 
 /**
  * VerifyHeadersResponse reports a successful verify.
@@ -905,7 +982,7 @@ export type VerifyHeadersResponse = Message<"gw.admin.v1.VerifyHeadersResponse">
  * Use `create(VerifyHeadersResponseSchema)` to create a new message.
  */
 export const VerifyHeadersResponseSchema: GenMessage<VerifyHeadersResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 22);
+  messageDesc(file_gw_admin_v1_mcp_client, 23);
 
 /**
  * ReauthorizeRequest names the OAuth client to reauthorize.
@@ -926,7 +1003,7 @@ export type ReauthorizeRequest = Message<"gw.admin.v1.ReauthorizeRequest"> & {
  * Use `create(ReauthorizeRequestSchema)` to create a new message.
  */
 export const ReauthorizeRequestSchema: GenMessage<ReauthorizeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 23);
+  messageDesc(file_gw_admin_v1_mcp_client, 24);
 
 /**
  * ReauthorizeResponse reports where to continue the OAuth flow.
@@ -996,7 +1073,7 @@ export type ReauthorizeResponse = Message<"gw.admin.v1.ReauthorizeResponse"> & {
  * Use `create(ReauthorizeResponseSchema)` to create a new message.
  */
 export const ReauthorizeResponseSchema: GenMessage<ReauthorizeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 24);
+  messageDesc(file_gw_admin_v1_mcp_client, 25);
 
 /**
  * VerifyExchangeRequest names the token_exchange client to bootstrap.
@@ -1017,7 +1094,7 @@ export type VerifyExchangeRequest = Message<"gw.admin.v1.VerifyExchangeRequest">
  * Use `create(VerifyExchangeRequestSchema)` to create a new message.
  */
 export const VerifyExchangeRequestSchema: GenMessage<VerifyExchangeRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 25);
+  messageDesc(file_gw_admin_v1_mcp_client, 26);
 
 /**
  * VerifyExchangeResponse reports the bootstrap outcome.
@@ -1052,7 +1129,7 @@ export type VerifyExchangeResponse = Message<"gw.admin.v1.VerifyExchangeResponse
  * Use `create(VerifyExchangeResponseSchema)` to create a new message.
  */
 export const VerifyExchangeResponseSchema: GenMessage<VerifyExchangeResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 26);
+  messageDesc(file_gw_admin_v1_mcp_client, 27);
 
 /**
  * InitiateVerificationRequest names the OAuth client to verify.
@@ -1073,7 +1150,7 @@ export type InitiateVerificationRequest = Message<"gw.admin.v1.InitiateVerificat
  * Use `create(InitiateVerificationRequestSchema)` to create a new message.
  */
 export const InitiateVerificationRequestSchema: GenMessage<InitiateVerificationRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 27);
+  messageDesc(file_gw_admin_v1_mcp_client, 28);
 
 /**
  * InitiateVerificationResponse reports where to continue the OAuth flow.
@@ -1143,7 +1220,7 @@ export type InitiateVerificationResponse = Message<"gw.admin.v1.InitiateVerifica
  * Use `create(InitiateVerificationResponseSchema)` to create a new message.
  */
 export const InitiateVerificationResponseSchema: GenMessage<InitiateVerificationResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 28);
+  messageDesc(file_gw_admin_v1_mcp_client, 29);
 
 /**
  * CompleteOauthRequest names the OAuth configuration to complete.
@@ -1164,7 +1241,7 @@ export type CompleteOauthRequest = Message<"gw.admin.v1.CompleteOauthRequest"> &
  * Use `create(CompleteOauthRequestSchema)` to create a new message.
  */
 export const CompleteOauthRequestSchema: GenMessage<CompleteOauthRequest> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 29);
+  messageDesc(file_gw_admin_v1_mcp_client, 30);
 
 /**
  * CompleteOauthResponse reports the completion.
@@ -1206,7 +1283,7 @@ export type CompleteOauthResponse = Message<"gw.admin.v1.CompleteOauthResponse">
  * Use `create(CompleteOauthResponseSchema)` to create a new message.
  */
 export const CompleteOauthResponseSchema: GenMessage<CompleteOauthResponse> = /*@__PURE__*/
-  messageDesc(file_gw_admin_v1_mcp_client, 30);
+  messageDesc(file_gw_admin_v1_mcp_client, 31);
 
 /**
  * ConnectionType is the transport to the upstream MCP server.
@@ -1441,6 +1518,40 @@ export enum FailureStage {
  */
 export const FailureStageSchema: GenEnum<FailureStage> = /*@__PURE__*/
   enumDesc(file_gw_admin_v1_mcp_client, 3);
+
+/**
+ * TokenExchangeGrantStyle is the form of the exchange request sent to the authorization server.
+ *
+ * @generated from enum gw.admin.v1.TokenExchangeGrantStyle
+ */
+export enum TokenExchangeGrantStyle {
+  /**
+   * TOKEN_EXCHANGE_GRANT_STYLE_UNSPECIFIED means the default, rfc8693.
+   *
+   * @generated from enum value: TOKEN_EXCHANGE_GRANT_STYLE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * TOKEN_EXCHANGE_GRANT_STYLE_RFC8693 is OAuth 2.0 Token Exchange (RFC 8693).
+   *
+   * @generated from enum value: TOKEN_EXCHANGE_GRANT_STYLE_RFC8693 = 1;
+   */
+  RFC8693 = 1,
+
+  /**
+   * TOKEN_EXCHANGE_GRANT_STYLE_ENTRA_OBO is the jwt-bearer on-behalf-of form of Microsoft Entra ID.
+   *
+   * @generated from enum value: TOKEN_EXCHANGE_GRANT_STYLE_ENTRA_OBO = 2;
+   */
+  ENTRA_OBO = 2,
+}
+
+/**
+ * Describes the enum gw.admin.v1.TokenExchangeGrantStyle.
+ */
+export const TokenExchangeGrantStyleSchema: GenEnum<TokenExchangeGrantStyle> = /*@__PURE__*/
+  enumDesc(file_gw_admin_v1_mcp_client, 4);
 
 /**
  * McpClientService manages the registry of upstream MCP servers (MCP clients).

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/catalog/v1/catalog.proto.
  */
 export const file_gw_catalog_v1_catalog: GenFile = /*@__PURE__*/
-  fileDesc("Chtndy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SDWd3LmNhdGFsb2cudjEisAEKDkF6dXJlS2V5Q29uZmlnEhAKCGVuZHBvaW50GAEgASgJEkMKC2RlcGxveW1lbnRzGAIgAygLMi4uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZy5EZXBsb3ltZW50c0VudHJ5EhMKC2FwaV92ZXJzaW9uGAMgASgJGjIKEERlcGxveW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJhChBCZWRyb2NrS2V5Q29uZmlnEhIKCmFjY2Vzc19rZXkYASABKAkSEgoKc2VjcmV0X2tleRgCIAEoCRIOCgZyZWdpb24YAyABKAkSFQoNc2Vzc2lvbl90b2tlbhgEIAEoCSJnCg9WZXJ0ZXhLZXlDb25maWcSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZyZWdpb24YAiABKAkSMAoQYXV0aF9jcmVkZW50aWFscxgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSKGAwoLUHJvdmlkZXJLZXkSDwoCaWQYASABKAlCA+BBAhIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJEg4KBm1vZGVscxgEIAMoCRI4CgdhbGlhc2VzGAUgAygLMicuZ3cuY2F0YWxvZy52MS5Qcm92aWRlcktleS5BbGlhc2VzRW50cnkSEwoGd2VpZ2h0GAYgASgBSACIAQESNwoQYXp1cmVfa2V5X2NvbmZpZxgHIAEoCzIdLmd3LmNhdGFsb2cudjEuQXp1cmVLZXlDb25maWcSOwoSYmVkcm9ja19rZXlfY29uZmlnGAggASgLMh8uZ3cuY2F0YWxvZy52MS5CZWRyb2NrS2V5Q29uZmlnEjkKEXZlcnRleF9rZXlfY29uZmlnGAkgASgLMh4uZ3cuY2F0YWxvZy52MS5WZXJ0ZXhLZXlDb25maWcaLgoMQWxpYXNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX3dlaWdodCJiCg1OZXR3b3JrQ29uZmlnEhAKCGJhc2VfdXJsGAEgASgJEioKImRlZmF1bHRfcmVxdWVzdF90aW1lb3V0X2luX3NlY29uZHMYAiABKAUSEwoLbWF4X3JldHJpZXMYAyABKAUizgEKCFByb3ZpZGVyEhQKBG5hbWUYASABKAlCBuBBAuBBBRIoCgRrZXlzGAIgAygLMhouZ3cuY2F0YWxvZy52MS5Qcm92aWRlcktleRI0Cg5uZXR3b3JrX2NvbmZpZxgDIAEoCzIcLmd3LmNhdGFsb2cudjEuTmV0d29ya0NvbmZpZxJMChtjb25jdXJyZW5jeV9hbmRfYnVmZmVyX3NpemUYBCABKAsyJy5ndy5jYXRhbG9nLnYxLkNvbmN1cnJlbmN5QW5kQnVmZmVyU2l6ZSJEChhDb25jdXJyZW5jeUFuZEJ1ZmZlclNpemUSEwoLY29uY3VycmVuY3kYASABKAUSEwoLYnVmZmVyX3NpemUYAiABKAUiQgoVQ3JlYXRlUHJvdmlkZXJSZXF1ZXN0EikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciJDChZDcmVhdGVQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciKBAQoVVXBkYXRlUHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoIcHJvdmlkZXIYAiABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJDChZVcGRhdGVQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIWChRMaXN0UHJvdmlkZXJzUmVxdWVzdCJDChVMaXN0UHJvdmlkZXJzUmVzcG9uc2USKgoJcHJvdmlkZXJzGAEgAygLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIiChJHZXRQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSJAChNHZXRQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIlChVEZWxldGVQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIoChZEZWxldGVQcm92aWRlclJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSIkChRSZWZldGNoTW9kZWxzUmVxdWVzdBIMCgRuYW1lGAEgASgJIj0KFVJlZmV0Y2hNb2RlbHNSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSFAoMbW9kZWxzX2NvdW50GAIgASgFIiIKEkNsZWFyTW9kZWxzUmVxdWVzdBIMCgRuYW1lGAEgASgJIiUKE0NsZWFyTW9kZWxzUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIkYKBU1vZGVsEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhAKCG93bmVkX2J5GAQgASgJIiUKEUxpc3RNb2RlbHNSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJIkgKEkxpc3RNb2RlbHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIgoEZGF0YRgCIAMoCzIULmd3LmNhdGFsb2cudjEuTW9kZWwiKAoXTGlzdENvbXBhdE1vZGVsc1JlcXVlc3QSDQoFbGltaXQYASABKAUiUQoLQ29tcGF0TW9kZWwSDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCSJ5ChhMaXN0Q29tcGF0TW9kZWxzUmVzcG9uc2USKAoEZGF0YRgBIAMoCzIaLmd3LmNhdGFsb2cudjEuQ29tcGF0TW9kZWwSEAoIaGFzX21vcmUYAiABKAgSEAoIZmlyc3RfaWQYAyABKAkSDwoHbGFzdF9pZBgEIAEoCTK9BwoPUHJvdmlkZXJTZXJ2aWNlEoYBCg5DcmVhdGVQcm92aWRlchIkLmd3LmNhdGFsb2cudjEuQ3JlYXRlUHJvdmlkZXJSZXF1ZXN0GiUuZ3cuY2F0YWxvZy52MS5DcmVhdGVQcm92aWRlclJlc3BvbnNlIieguxgBgtPkkwIdOghwcm92aWRlciIRL2FwaS92MS9wcm92aWRlcnMSjQEKDlVwZGF0ZVByb3ZpZGVyEiQuZ3cuY2F0YWxvZy52MS5VcGRhdGVQcm92aWRlclJlcXVlc3QaJS5ndy5jYXRhbG9nLnYxLlVwZGF0ZVByb3ZpZGVyUmVzcG9uc2UiLqC7GAGC0+STAiQ6CHByb3ZpZGVyGhgvYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0SeQoNTGlzdFByb3ZpZGVycxIjLmd3LmNhdGFsb2cudjEuTGlzdFByb3ZpZGVyc1JlcXVlc3QaJC5ndy5jYXRhbG9nLnYxLkxpc3RQcm92aWRlcnNSZXNwb25zZSIdoLsYAYLT5JMCExIRL2FwaS92MS9wcm92aWRlcnMSegoLR2V0UHJvdmlkZXISIS5ndy5jYXRhbG9nLnYxLkdldFByb3ZpZGVyUmVxdWVzdBoiLmd3LmNhdGFsb2cudjEuR2V0UHJvdmlkZXJSZXNwb25zZSIkoLsYAYLT5JMCGhIYL2FwaS92MS9wcm92aWRlcnMve25hbWV9EoMBCg5EZWxldGVQcm92aWRlchIkLmd3LmNhdGFsb2cudjEuRGVsZXRlUHJvdmlkZXJSZXF1ZXN0GiUuZ3cuY2F0YWxvZy52MS5EZWxldGVQcm92aWRlclJlc3BvbnNlIiSguxgBgtPkkwIaKhgvYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0SjwEKDVJlZmV0Y2hNb2RlbHMSIy5ndy5jYXRhbG9nLnYxLlJlZmV0Y2hNb2RlbHNSZXF1ZXN0GiQuZ3cuY2F0YWxvZy52MS5SZWZldGNoTW9kZWxzUmVzcG9uc2UiM6C7GAGC0+STAikiJy9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfS9tb2RlbHMvcmVmZXRjaBKBAQoLQ2xlYXJNb2RlbHMSIS5ndy5jYXRhbG9nLnYxLkNsZWFyTW9kZWxzUmVxdWVzdBoiLmd3LmNhdGFsb2cudjEuQ2xlYXJNb2RlbHNSZXNwb25zZSIroLsYAYLT5JMCISofL2FwaS92MS9wcm92aWRlcnMve25hbWV9L21vZGVsczKBAgoMTW9kZWxTZXJ2aWNlEmkKCkxpc3RNb2RlbHMSIC5ndy5jYXRhbG9nLnYxLkxpc3RNb2RlbHNSZXF1ZXN0GiEuZ3cuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVzcG9uc2UiFqC7GAKC0+STAgwSCi92MS9tb2RlbHMShQEKEExpc3RDb21wYXRNb2RlbHMSJi5ndy5jYXRhbG9nLnYxLkxpc3RDb21wYXRNb2RlbHNSZXF1ZXN0GicuZ3cuY2F0YWxvZy52MS5MaXN0Q29tcGF0TW9kZWxzUmVzcG9uc2UiIKC7GAKC0+STAhYSFC9hbnRocm9waWMvdjEvbW9kZWxzQn4KEWNvbS5ndy5jYXRhbG9nLnYxQgxDYXRhbG9nUHJvdG9QAVohZ3cvZ2VuL2dvL2d3L2NhdGFsb2cvdjE7Y2F0YWxvZ3YxogIDR0NBqgINR3cuQ2F0YWxvZy5WMcoCDUd3XENhdGFsb2dcVjHqAg9Hdzo6Q2F0YWxvZzo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_gw_api_v1_access]);
+  fileDesc("Chtndy9jYXRhbG9nL3YxL2NhdGFsb2cucHJvdG8SDWd3LmNhdGFsb2cudjEisAEKDkF6dXJlS2V5Q29uZmlnEhAKCGVuZHBvaW50GAEgASgJEkMKC2RlcGxveW1lbnRzGAIgAygLMi4uZ3cuY2F0YWxvZy52MS5BenVyZUtleUNvbmZpZy5EZXBsb3ltZW50c0VudHJ5EhMKC2FwaV92ZXJzaW9uGAMgASgJGjIKEERlcGxveW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJhChBCZWRyb2NrS2V5Q29uZmlnEhIKCmFjY2Vzc19rZXkYASABKAkSEgoKc2VjcmV0X2tleRgCIAEoCRIOCgZyZWdpb24YAyABKAkSFQoNc2Vzc2lvbl90b2tlbhgEIAEoCSJnCg9WZXJ0ZXhLZXlDb25maWcSEgoKcHJvamVjdF9pZBgBIAEoCRIOCgZyZWdpb24YAiABKAkSMAoQYXV0aF9jcmVkZW50aWFscxgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSKGAwoLUHJvdmlkZXJLZXkSDwoCaWQYASABKAlCA+BBAhIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJEg4KBm1vZGVscxgEIAMoCRI4CgdhbGlhc2VzGAUgAygLMicuZ3cuY2F0YWxvZy52MS5Qcm92aWRlcktleS5BbGlhc2VzRW50cnkSEwoGd2VpZ2h0GAYgASgBSACIAQESNwoQYXp1cmVfa2V5X2NvbmZpZxgHIAEoCzIdLmd3LmNhdGFsb2cudjEuQXp1cmVLZXlDb25maWcSOwoSYmVkcm9ja19rZXlfY29uZmlnGAggASgLMh8uZ3cuY2F0YWxvZy52MS5CZWRyb2NrS2V5Q29uZmlnEjkKEXZlcnRleF9rZXlfY29uZmlnGAkgASgLMh4uZ3cuY2F0YWxvZy52MS5WZXJ0ZXhLZXlDb25maWcaLgoMQWxpYXNlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX3dlaWdodCKmAQoNTmV0d29ya0NvbmZpZxIQCghiYXNlX3VybBgBIAEoCRIqCiJkZWZhdWx0X3JlcXVlc3RfdGltZW91dF9pbl9zZWNvbmRzGAIgASgFEhMKC21heF9yZXRyaWVzGAMgASgFEiYKHnN0cmVhbV9pZGxlX3RpbWVvdXRfaW5fc2Vjb25kcxgEIAEoBRIaChJtYXhfcmVzcG9uc2VfYnl0ZXMYBSABKAUizgEKCFByb3ZpZGVyEhQKBG5hbWUYASABKAlCBuBBAuBBBRIoCgRrZXlzGAIgAygLMhouZ3cuY2F0YWxvZy52MS5Qcm92aWRlcktleRI0Cg5uZXR3b3JrX2NvbmZpZxgDIAEoCzIcLmd3LmNhdGFsb2cudjEuTmV0d29ya0NvbmZpZxJMChtjb25jdXJyZW5jeV9hbmRfYnVmZmVyX3NpemUYBCABKAsyJy5ndy5jYXRhbG9nLnYxLkNvbmN1cnJlbmN5QW5kQnVmZmVyU2l6ZSJEChhDb25jdXJyZW5jeUFuZEJ1ZmZlclNpemUSEwoLY29uY3VycmVuY3kYASABKAUSEwoLYnVmZmVyX3NpemUYAiABKAUiQgoVQ3JlYXRlUHJvdmlkZXJSZXF1ZXN0EikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciJDChZDcmVhdGVQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciKBAQoVVXBkYXRlUHJvdmlkZXJSZXF1ZXN0EgwKBG5hbWUYASABKAkSKQoIcHJvdmlkZXIYAiABKAsyFy5ndy5jYXRhbG9nLnYxLlByb3ZpZGVyEi8KC3VwZGF0ZV9tYXNrGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJDChZVcGRhdGVQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIWChRMaXN0UHJvdmlkZXJzUmVxdWVzdCJDChVMaXN0UHJvdmlkZXJzUmVzcG9uc2USKgoJcHJvdmlkZXJzGAEgAygLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIiChJHZXRQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSJAChNHZXRQcm92aWRlclJlc3BvbnNlEikKCHByb3ZpZGVyGAEgASgLMhcuZ3cuY2F0YWxvZy52MS5Qcm92aWRlciIlChVEZWxldGVQcm92aWRlclJlcXVlc3QSDAoEbmFtZRgBIAEoCSIoChZEZWxldGVQcm92aWRlclJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSIkChRSZWZldGNoTW9kZWxzUmVxdWVzdBIMCgRuYW1lGAEgASgJIj0KFVJlZmV0Y2hNb2RlbHNSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSFAoMbW9kZWxzX2NvdW50GAIgASgFIiIKEkNsZWFyTW9kZWxzUmVxdWVzdBIMCgRuYW1lGAEgASgJIiUKE0NsZWFyTW9kZWxzUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJIkYKBU1vZGVsEgoKAmlkGAEgASgJEg4KBm9iamVjdBgCIAEoCRIPCgdjcmVhdGVkGAMgASgDEhAKCG93bmVkX2J5GAQgASgJIiUKEUxpc3RNb2RlbHNSZXF1ZXN0EhAKCHByb3ZpZGVyGAEgASgJIkgKEkxpc3RNb2RlbHNSZXNwb25zZRIOCgZvYmplY3QYASABKAkSIgoEZGF0YRgCIAMoCzIULmd3LmNhdGFsb2cudjEuTW9kZWwiKAoXTGlzdENvbXBhdE1vZGVsc1JlcXVlc3QSDQoFbGltaXQYASABKAUiUQoLQ29tcGF0TW9kZWwSDAoEdHlwZRgBIAEoCRIKCgJpZBgCIAEoCRIUCgxkaXNwbGF5X25hbWUYAyABKAkSEgoKY3JlYXRlZF9hdBgEIAEoCSJ5ChhMaXN0Q29tcGF0TW9kZWxzUmVzcG9uc2USKAoEZGF0YRgBIAMoCzIaLmd3LmNhdGFsb2cudjEuQ29tcGF0TW9kZWwSEAoIaGFzX21vcmUYAiABKAgSEAoIZmlyc3RfaWQYAyABKAkSDwoHbGFzdF9pZBgEIAEoCSKAAwoMUHJpY2luZ0VudHJ5EhAKCHByb3ZpZGVyGAEgASgJEg0KBW1vZGVsGAIgASgJEgwKBG1vZGUYAyABKAkSHAoUaW5wdXRfY29zdF9wZXJfdG9rZW4YBCABKAESHQoVb3V0cHV0X2Nvc3RfcGVyX3Rva2VuGAUgASgBEh0KEG1heF9pbnB1dF90b2tlbnMYBiABKANIAIgBARIeChFtYXhfb3V0cHV0X3Rva2VucxgHIAEoA0gBiAEBEigKG2NhY2hlX3JlYWRfaW5wdXRfdG9rZW5fY29zdBgIIAEoAUgCiAEBEiwKH2NhY2hlX2NyZWF0aW9uX2lucHV0X3Rva2VuX2Nvc3QYCSABKAFIA4gBAUITChFfbWF4X2lucHV0X3Rva2Vuc0IUChJfbWF4X291dHB1dF90b2tlbnNCHgocX2NhY2hlX3JlYWRfaW5wdXRfdG9rZW5fY29zdEIiCiBfY2FjaGVfY3JlYXRpb25faW5wdXRfdG9rZW5fY29zdCI0ChFHZXRQcmljaW5nUmVxdWVzdBIQCghwcm92aWRlchgBIAEoCRINCgVtb2RlbBgCIAEoCSJlChJHZXRQcmljaW5nUmVzcG9uc2USLAoHZW50cmllcxgBIAMoCzIbLmd3LmNhdGFsb2cudjEuUHJpY2luZ0VudHJ5Eg4KBnNvdXJjZRgCIAEoCRIRCglzeW5jZWRfYXQYAyABKAkiFAoSU3luY1ByaWNpbmdSZXF1ZXN0Ik4KE1N5bmNQcmljaW5nUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEhQKDG1vZGVsc19jb3VudBgCIAEoBRIRCglzeW5jZWRfYXQYAyABKAkyvQcKD1Byb3ZpZGVyU2VydmljZRKGAQoOQ3JlYXRlUHJvdmlkZXISJC5ndy5jYXRhbG9nLnYxLkNyZWF0ZVByb3ZpZGVyUmVxdWVzdBolLmd3LmNhdGFsb2cudjEuQ3JlYXRlUHJvdmlkZXJSZXNwb25zZSInoLsYAYLT5JMCHToIcHJvdmlkZXIiES9hcGkvdjEvcHJvdmlkZXJzEo0BCg5VcGRhdGVQcm92aWRlchIkLmd3LmNhdGFsb2cudjEuVXBkYXRlUHJvdmlkZXJSZXF1ZXN0GiUuZ3cuY2F0YWxvZy52MS5VcGRhdGVQcm92aWRlclJlc3BvbnNlIi6guxgBgtPkkwIkOghwcm92aWRlchoYL2FwaS92MS9wcm92aWRlcnMve25hbWV9EnkKDUxpc3RQcm92aWRlcnMSIy5ndy5jYXRhbG9nLnYxLkxpc3RQcm92aWRlcnNSZXF1ZXN0GiQuZ3cuY2F0YWxvZy52MS5MaXN0UHJvdmlkZXJzUmVzcG9uc2UiHaC7GAGC0+STAhMSES9hcGkvdjEvcHJvdmlkZXJzEnoKC0dldFByb3ZpZGVyEiEuZ3cuY2F0YWxvZy52MS5HZXRQcm92aWRlclJlcXVlc3QaIi5ndy5jYXRhbG9nLnYxLkdldFByb3ZpZGVyUmVzcG9uc2UiJKC7GAGC0+STAhoSGC9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfRKDAQoORGVsZXRlUHJvdmlkZXISJC5ndy5jYXRhbG9nLnYxLkRlbGV0ZVByb3ZpZGVyUmVxdWVzdBolLmd3LmNhdGFsb2cudjEuRGVsZXRlUHJvdmlkZXJSZXNwb25zZSIkoLsYAYLT5JMCGioYL2FwaS92MS9wcm92aWRlcnMve25hbWV9Eo8BCg1SZWZldGNoTW9kZWxzEiMuZ3cuY2F0YWxvZy52MS5SZWZldGNoTW9kZWxzUmVxdWVzdBokLmd3LmNhdGFsb2cudjEuUmVmZXRjaE1vZGVsc1Jlc3BvbnNlIjOguxgBgtPkkwIpIicvYXBpL3YxL3Byb3ZpZGVycy97bmFtZX0vbW9kZWxzL3JlZmV0Y2gSgQEKC0NsZWFyTW9kZWxzEiEuZ3cuY2F0YWxvZy52MS5DbGVhck1vZGVsc1JlcXVlc3QaIi5ndy5jYXRhbG9nLnYxLkNsZWFyTW9kZWxzUmVzcG9uc2UiK6C7GAGC0+STAiEqHy9hcGkvdjEvcHJvdmlkZXJzL3tuYW1lfS9tb2RlbHMygQIKDE1vZGVsU2VydmljZRJpCgpMaXN0TW9kZWxzEiAuZ3cuY2F0YWxvZy52MS5MaXN0TW9kZWxzUmVxdWVzdBohLmd3LmNhdGFsb2cudjEuTGlzdE1vZGVsc1Jlc3BvbnNlIhaguxgCgtPkkwIMEgovdjEvbW9kZWxzEoUBChBMaXN0Q29tcGF0TW9kZWxzEiYuZ3cuY2F0YWxvZy52MS5MaXN0Q29tcGF0TW9kZWxzUmVxdWVzdBonLmd3LmNhdGFsb2cudjEuTGlzdENvbXBhdE1vZGVsc1Jlc3BvbnNlIiCguxgCgtPkkwIWEhQvYW50aHJvcGljL3YxL21vZGVsczL7AQoOUHJpY2luZ1NlcnZpY2USbgoKR2V0UHJpY2luZxIgLmd3LmNhdGFsb2cudjEuR2V0UHJpY2luZ1JlcXVlc3QaIS5ndy5jYXRhbG9nLnYxLkdldFByaWNpbmdSZXNwb25zZSIboLsYAYLT5JMCERIPL2FwaS92MS9wcmljaW5nEnkKC1N5bmNQcmljaW5nEiEuZ3cuY2F0YWxvZy52MS5TeW5jUHJpY2luZ1JlcXVlc3QaIi5ndy5jYXRhbG9nLnYxLlN5bmNQcmljaW5nUmVzcG9uc2UiI6C7GAGC0+STAhk6ASoiFC9hcGkvdjEvcHJpY2luZy9zeW5jQn4KEWNvbS5ndy5jYXRhbG9nLnYxQgxDYXRhbG9nUHJvdG9QAVohZ3cvZ2VuL2dvL2d3L2NhdGFsb2cvdjE7Y2F0YWxvZ3YxogIDR0NBqgINR3cuQ2F0YWxvZy5WMcoCDUd3XENhdGFsb2dcVjHqAg9Hdzo6Q2F0YWxvZzo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_field_mask, file_google_protobuf_struct, file_gw_api_v1_access]);
 
 /**
  * AzureKeyConfig holds Azure OpenAI key settings.
@@ -220,7 +220,7 @@ export type NetworkConfig = Message<"gw.catalog.v1.NetworkConfig"> & {
   baseUrl: string;
 
   /**
-   * default_request_timeout_in_seconds bounds each upstream request.
+   * default_request_timeout_in_seconds bounds the wait for an upstream's response headers (0 = the gateway default, 600).
    *
    * @generated from field: int32 default_request_timeout_in_seconds = 2;
    */
@@ -232,6 +232,20 @@ export type NetworkConfig = Message<"gw.catalog.v1.NetworkConfig"> & {
    * @generated from field: int32 max_retries = 3;
    */
   maxRetries: number;
+
+  /**
+   * stream_idle_timeout_in_seconds bounds the silence between two chunks of an upstream answer (0 = the gateway default, 120).
+   *
+   * @generated from field: int32 stream_idle_timeout_in_seconds = 4;
+   */
+  streamIdleTimeoutInSeconds: number;
+
+  /**
+   * max_response_bytes caps the size of one upstream answer, streamed or not (0 = the gateway default, 16 MiB).
+   *
+   * @generated from field: int32 max_response_bytes = 5;
+   */
+  maxResponseBytes: number;
 };
 
 /**
@@ -817,6 +831,196 @@ export const ListCompatModelsResponseSchema: GenMessage<ListCompatModelsResponse
   messageDesc(file_gw_catalog_v1_catalog, 26);
 
 /**
+ * PricingEntry is the price of one model of one provider in one mode, USD per token.
+ *
+ * @generated from message gw.catalog.v1.PricingEntry
+ */
+export type PricingEntry = Message<"gw.catalog.v1.PricingEntry"> & {
+  /**
+   * provider is the provider the price applies to.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * model is the provider's model id.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+
+  /**
+   * mode is the API the price applies to (chat, responses, embedding, ...).
+   *
+   * @generated from field: string mode = 3;
+   */
+  mode: string;
+
+  /**
+   * input_cost_per_token is the USD price of one input token.
+   *
+   * @generated from field: double input_cost_per_token = 4;
+   */
+  inputCostPerToken: number;
+
+  /**
+   * output_cost_per_token is the USD price of one output token.
+   *
+   * @generated from field: double output_cost_per_token = 5;
+   */
+  outputCostPerToken: number;
+
+  /**
+   * max_input_tokens is the model's context window, when the datasheet gives it.
+   *
+   * @generated from field: optional int64 max_input_tokens = 6;
+   */
+  maxInputTokens?: bigint | undefined;
+
+  /**
+   * max_output_tokens is the most tokens the model writes, when the datasheet gives it.
+   *
+   * @generated from field: optional int64 max_output_tokens = 7;
+   */
+  maxOutputTokens?: bigint | undefined;
+
+  /**
+   * cache_read_input_token_cost is the USD price of one cached input token, when given.
+   *
+   * @generated from field: optional double cache_read_input_token_cost = 8;
+   */
+  cacheReadInputTokenCost?: number | undefined;
+
+  /**
+   * cache_creation_input_token_cost is the USD price of one token written to the cache, when given.
+   *
+   * @generated from field: optional double cache_creation_input_token_cost = 9;
+   */
+  cacheCreationInputTokenCost?: number | undefined;
+};
+
+/**
+ * Describes the message gw.catalog.v1.PricingEntry.
+ * Use `create(PricingEntrySchema)` to create a new message.
+ */
+export const PricingEntrySchema: GenMessage<PricingEntry> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 27);
+
+/**
+ * GetPricingRequest filters the prices.
+ *
+ * @generated from message gw.catalog.v1.GetPricingRequest
+ */
+export type GetPricingRequest = Message<"gw.catalog.v1.GetPricingRequest"> & {
+  /**
+   * provider keeps only that provider's entries.
+   *
+   * @generated from field: string provider = 1;
+   */
+  provider: string;
+
+  /**
+   * model keeps only that model's entries.
+   *
+   * @generated from field: string model = 2;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message gw.catalog.v1.GetPricingRequest.
+ * Use `create(GetPricingRequestSchema)` to create a new message.
+ */
+export const GetPricingRequestSchema: GenMessage<GetPricingRequest> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 28);
+
+/**
+ * GetPricingResponse lists prices and says where they came from.
+ *
+ * @generated from message gw.catalog.v1.GetPricingResponse
+ */
+export type GetPricingResponse = Message<"gw.catalog.v1.GetPricingResponse"> & {
+  /**
+   * entries are the matching prices.
+   *
+   * @generated from field: repeated gw.catalog.v1.PricingEntry entries = 1;
+   */
+  entries: PricingEntry[];
+
+  /**
+   * source is url (downloaded by this process), stored (the database copy) or bundled (shipped with the gateway).
+   *
+   * @generated from field: string source = 2;
+   */
+  source: string;
+
+  /**
+   * synced_at is when the datasheet was downloaded (RFC 3339); empty for the bundled copy.
+   *
+   * @generated from field: string synced_at = 3;
+   */
+  syncedAt: string;
+};
+
+/**
+ * Describes the message gw.catalog.v1.GetPricingResponse.
+ * Use `create(GetPricingResponseSchema)` to create a new message.
+ */
+export const GetPricingResponseSchema: GenMessage<GetPricingResponse> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 29);
+
+/**
+ * SyncPricingRequest is empty.
+ *
+ * @generated from message gw.catalog.v1.SyncPricingRequest
+ */
+export type SyncPricingRequest = Message<"gw.catalog.v1.SyncPricingRequest"> & {
+};
+
+/**
+ * Describes the message gw.catalog.v1.SyncPricingRequest.
+ * Use `create(SyncPricingRequestSchema)` to create a new message.
+ */
+export const SyncPricingRequestSchema: GenMessage<SyncPricingRequest> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 30);
+
+/**
+ * SyncPricingResponse reports a sync that replaced the prices.
+ *
+ * @generated from message gw.catalog.v1.SyncPricingResponse
+ */
+export type SyncPricingResponse = Message<"gw.catalog.v1.SyncPricingResponse"> & {
+  /**
+   * status is "success".
+   *
+   * @generated from field: string status = 1;
+   */
+  status: string;
+
+  /**
+   * models_count is the number of entries now in memory.
+   *
+   * @generated from field: int32 models_count = 2;
+   */
+  modelsCount: number;
+
+  /**
+   * synced_at is when the datasheet was downloaded (RFC 3339).
+   *
+   * @generated from field: string synced_at = 3;
+   */
+  syncedAt: string;
+};
+
+/**
+ * Describes the message gw.catalog.v1.SyncPricingResponse.
+ * Use `create(SyncPricingResponseSchema)` to create a new message.
+ */
+export const SyncPricingResponseSchema: GenMessage<SyncPricingResponse> = /*@__PURE__*/
+  messageDesc(file_gw_catalog_v1_catalog, 31);
+
+/**
  * ProviderService manages upstream providers and their keys.
  *
  * @generated from service gw.catalog.v1.ProviderService
@@ -923,4 +1127,33 @@ export const ModelService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_gw_catalog_v1_catalog, 1);
+
+/**
+ * PricingService reads and refreshes the pricing datasheet the gateway charges with.
+ *
+ * @generated from service gw.catalog.v1.PricingService
+ */
+export const PricingService: GenService<{
+  /**
+   * GetPricing lists the prices in memory, optionally of one provider and/or model.
+   *
+   * @generated from rpc gw.catalog.v1.PricingService.GetPricing
+   */
+  getPricing: {
+    methodKind: "unary";
+    input: typeof GetPricingRequestSchema;
+    output: typeof GetPricingResponseSchema;
+  },
+  /**
+   * SyncPricing downloads pricing_url now and answers when the prices are replaced (or the sync failed).
+   *
+   * @generated from rpc gw.catalog.v1.PricingService.SyncPricing
+   */
+  syncPricing: {
+    methodKind: "unary";
+    input: typeof SyncPricingRequestSchema;
+    output: typeof SyncPricingResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_gw_catalog_v1_catalog, 2);
 

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/credential/v1/credential.proto.
  */
 export const file_gw_credential_v1_credential: GenFile = /*@__PURE__*/
-  fileDesc("CiFndy9jcmVkZW50aWFsL3YxL2NyZWRlbnRpYWwucHJvdG8SEGd3LmNyZWRlbnRpYWwudjEiLwoMTWNwQ2xpZW50UmVmEhEKCWNsaWVudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIiYKCElkZW50aXR5EgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCSIhCg5HZXRGbG93UmVxdWVzdBIPCgdmbG93X2lkGAEgASgJIqcCCg9HZXRGbG93UmVzcG9uc2USDwoHZmxvd19pZBgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIyCgptY3BfY2xpZW50GAQgASgLMh4uZ3cuY3JlZGVudGlhbC52MS5NY3BDbGllbnRSZWYSLAoIaWRlbnRpdHkYBSABKAsyGi5ndy5jcmVkZW50aWFsLnYxLklkZW50aXR5EhwKFHJlcXVpcmVkX2hlYWRlcl9rZXlzGAYgAygJEhkKEWFkbWluX2hlYWRlcl9rZXlzGAcgAygJEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKEnN0b3JlZF9oZWFkZXJfa2V5cxgJIAMoCSKXAQoRU3VibWl0Rmxvd1JlcXVlc3QSDwoHZmxvd19pZBgBIAEoCRJBCgdoZWFkZXJzGAIgAygLMjAuZ3cuY3JlZGVudGlhbC52MS5TdWJtaXRGbG93UmVxdWVzdC5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiawoSU3VibWl0Rmxvd1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIVCg1jcmVkZW50aWFsX2lkGAIgASgJEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIs4BCgdTZXNzaW9uEhUKDWNyZWRlbnRpYWxfaWQYASABKAkSFQoNbWNwX2NsaWVudF9pZBgCIAEoCRIXCg9tY3BfY2xpZW50X25hbWUYAyABKAkSFQoNaWRlbnRpdHlfa2luZBgEIAEoCRIQCghpZGVudGl0eRgFIAEoCRIOCgZzdGF0dXMYBiABKAkSEwoLaGVhZGVyX2tleXMYByADKAkSLgoKdXBkYXRlZF9hdBgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiFQoTTGlzdFNlc3Npb25zUmVxdWVzdCJDChRMaXN0U2Vzc2lvbnNSZXNwb25zZRIrCghzZXNzaW9ucxgBIAMoCzIZLmd3LmNyZWRlbnRpYWwudjEuU2Vzc2lvbiItChRSZXZva2VTZXNzaW9uUmVxdWVzdBIVCg1jcmVkZW50aWFsX2lkGAEgASgJIicKFVJldm9rZVNlc3Npb25SZXNwb25zZRIOCgZzdGF0dXMYASABKAkyvwQKEUNyZWRlbnRpYWxTZXJ2aWNlEoUBCgdHZXRGbG93EiAuZ3cuY3JlZGVudGlhbC52MS5HZXRGbG93UmVxdWVzdBohLmd3LmNyZWRlbnRpYWwudjEuR2V0Rmxvd1Jlc3BvbnNlIjWguxgDgtPkkwIrEikvYXBpL21jcC9wZXItdXNlci1oZWFkZXJzL2Zsb3dzL3tmbG93X2lkfRKRAQoKU3VibWl0RmxvdxIjLmd3LmNyZWRlbnRpYWwudjEuU3VibWl0Rmxvd1JlcXVlc3QaJC5ndy5jcmVkZW50aWFsLnYxLlN1Ym1pdEZsb3dSZXNwb25zZSI4oLsYA4LT5JMCLjoBKhopL2FwaS9tY3AvcGVyLXVzZXItaGVhZGVycy9mbG93cy97Zmxvd19pZH0SfAoMTGlzdFNlc3Npb25zEiUuZ3cuY3JlZGVudGlhbC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiYuZ3cuY3JlZGVudGlhbC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSIdoLsYAoLT5JMCExIRL2FwaS9tY3Avc2Vzc2lvbnMSjwEKDVJldm9rZVNlc3Npb24SJi5ndy5jcmVkZW50aWFsLnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GicuZ3cuY3JlZGVudGlhbC52MS5SZXZva2VTZXNzaW9uUmVzcG9uc2UiLaC7GAKC0+STAiMqIS9hcGkvbWNwL3Nlc3Npb25zL3tjcmVkZW50aWFsX2lkfUKTAQoUY29tLmd3LmNyZWRlbnRpYWwudjFCD0NyZWRlbnRpYWxQcm90b1ABWidndy9nZW4vZ28vZ3cvY3JlZGVudGlhbC92MTtjcmVkZW50aWFsdjGiAgNHQ1KqAhBHdy5DcmVkZW50aWFsLlYxygIQR3dcQ3JlZGVudGlhbFxWMeoCEkd3OjpDcmVkZW50aWFsOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("CiFndy9jcmVkZW50aWFsL3YxL2NyZWRlbnRpYWwucHJvdG8SEGd3LmNyZWRlbnRpYWwudjEiLwoMTWNwQ2xpZW50UmVmEhEKCWNsaWVudF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIiYKCElkZW50aXR5EgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCSIhCg5HZXRGbG93UmVxdWVzdBIPCgdmbG93X2lkGAEgASgJIt0CCg9HZXRGbG93UmVzcG9uc2USDwoHZmxvd19pZBgBIAEoCRIMCgRraW5kGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIyCgptY3BfY2xpZW50GAQgASgLMh4uZ3cuY3JlZGVudGlhbC52MS5NY3BDbGllbnRSZWYSLAoIaWRlbnRpdHkYBSABKAsyGi5ndy5jcmVkZW50aWFsLnYxLklkZW50aXR5EhwKFHJlcXVpcmVkX2hlYWRlcl9rZXlzGAYgAygJEhkKEWFkbWluX2hlYWRlcl9rZXlzGAcgAygJEi4KCmV4cGlyZXNfYXQYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhoKEnN0b3JlZF9oZWFkZXJfa2V5cxgJIAMoCRINCgVlcnJvchgKIAEoCRIPCgdzaWduX2luGAsgASgJEhQKDHNpZ25lZF9pbl9hcxgMIAEoCSKXAQoRU3VibWl0Rmxvd1JlcXVlc3QSDwoHZmxvd19pZBgBIAEoCRJBCgdoZWFkZXJzGAIgAygLMjAuZ3cuY3JlZGVudGlhbC52MS5TdWJtaXRGbG93UmVxdWVzdC5IZWFkZXJzRW50cnkaLgoMSGVhZGVyc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiawoSU3VibWl0Rmxvd1Jlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCRIVCg1jcmVkZW50aWFsX2lkGAIgASgJEi4KCnVwZGF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIioKF0Nvbm5lY3RPYXV0aEZsb3dSZXF1ZXN0Eg8KB2Zsb3dfaWQYASABKAkiYQoYQ29ubmVjdE9hdXRoRmxvd1Jlc3BvbnNlEhUKDWF1dGhvcml6ZV91cmwYASABKAkSLgoKZXhwaXJlc19hdBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAizgEKB1Nlc3Npb24SFQoNY3JlZGVudGlhbF9pZBgBIAEoCRIVCg1tY3BfY2xpZW50X2lkGAIgASgJEhcKD21jcF9jbGllbnRfbmFtZRgDIAEoCRIVCg1pZGVudGl0eV9raW5kGAQgASgJEhAKCGlkZW50aXR5GAUgASgJEg4KBnN0YXR1cxgGIAEoCRITCgtoZWFkZXJfa2V5cxgHIAMoCRIuCgp1cGRhdGVkX2F0GAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIVChNMaXN0U2Vzc2lvbnNSZXF1ZXN0IkMKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEisKCHNlc3Npb25zGAEgAygLMhkuZ3cuY3JlZGVudGlhbC52MS5TZXNzaW9uIi0KFFJldm9rZVNlc3Npb25SZXF1ZXN0EhUKDWNyZWRlbnRpYWxfaWQYASABKAkiJwoVUmV2b2tlU2Vzc2lvblJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTLrBQoRQ3JlZGVudGlhbFNlcnZpY2UShQEKB0dldEZsb3cSIC5ndy5jcmVkZW50aWFsLnYxLkdldEZsb3dSZXF1ZXN0GiEuZ3cuY3JlZGVudGlhbC52MS5HZXRGbG93UmVzcG9uc2UiNaC7GAOC0+STAisSKS9hcGkvbWNwL3Blci11c2VyLWhlYWRlcnMvZmxvd3Mve2Zsb3dfaWR9EpEBCgpTdWJtaXRGbG93EiMuZ3cuY3JlZGVudGlhbC52MS5TdWJtaXRGbG93UmVxdWVzdBokLmd3LmNyZWRlbnRpYWwudjEuU3VibWl0Rmxvd1Jlc3BvbnNlIjiguxgDgtPkkwIuOgEqGikvYXBpL21jcC9wZXItdXNlci1oZWFkZXJzL2Zsb3dzL3tmbG93X2lkfRKpAQoQQ29ubmVjdE9hdXRoRmxvdxIpLmd3LmNyZWRlbnRpYWwudjEuQ29ubmVjdE9hdXRoRmxvd1JlcXVlc3QaKi5ndy5jcmVkZW50aWFsLnYxLkNvbm5lY3RPYXV0aEZsb3dSZXNwb25zZSI+oLsYA4LT5JMCNDoBKiIvL2FwaS9tY3AvcGVyLXVzZXItb2F1dGgvZmxvd3Mve2Zsb3dfaWR9L2Nvbm5lY3QSfAoMTGlzdFNlc3Npb25zEiUuZ3cuY3JlZGVudGlhbC52MS5MaXN0U2Vzc2lvbnNSZXF1ZXN0GiYuZ3cuY3JlZGVudGlhbC52MS5MaXN0U2Vzc2lvbnNSZXNwb25zZSIdoLsYAoLT5JMCExIRL2FwaS9tY3Avc2Vzc2lvbnMSjwEKDVJldm9rZVNlc3Npb24SJi5ndy5jcmVkZW50aWFsLnYxLlJldm9rZVNlc3Npb25SZXF1ZXN0GicuZ3cuY3JlZGVudGlhbC52MS5SZXZva2VTZXNzaW9uUmVzcG9uc2UiLaC7GAKC0+STAiMqIS9hcGkvbWNwL3Nlc3Npb25zL3tjcmVkZW50aWFsX2lkfUKTAQoUY29tLmd3LmNyZWRlbnRpYWwudjFCD0NyZWRlbnRpYWxQcm90b1ABWidndy9nZW4vZ28vZ3cvY3JlZGVudGlhbC92MTtjcmVkZW50aWFsdjGiAgNHQ1KqAhBHdy5DcmVkZW50aWFsLlYxygIQR3dcQ3JlZGVudGlhbFxWMeoCEkd3OjpDcmVkZW50aWFsOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * McpClientRef names an MCP client.
@@ -107,7 +107,7 @@ export type GetFlowResponse = Message<"gw.credential.v1.GetFlowResponse"> & {
   flowId: string;
 
   /**
-   * kind is "headers" for header submission.
+   * kind is "headers" for header submission, "oauth" for a per-user OAuth consent.
    *
    * @generated from field: string kind = 2;
    */
@@ -162,6 +162,30 @@ export type GetFlowResponse = Message<"gw.credential.v1.GetFlowResponse"> & {
    * @generated from field: repeated string stored_header_keys = 9;
    */
   storedHeaderKeys: string[];
+
+  /**
+   * error is why the last authorization of an oauth flow failed (the authorization server's words); empty when none did.
+   *
+   * @generated from field: string error = 10;
+   */
+  error: string;
+
+  /**
+   * sign_in is, for a flow bound to a user, how this request stands with that user: "signed_in" (signed in as
+   * the bound user), "other_user" (signed in as someone else), "sso" (not signed in; the user signs in through
+   * the SSO login) or "password" (not signed in; the user is the gateway's admin, who signs in with a password);
+   * empty for flows bound to a virtual key or a session.
+   *
+   * @generated from field: string sign_in = 11;
+   */
+  signIn: string;
+
+  /**
+   * signed_in_as is the display name of the user this request is signed in as when sign_in is "other_user".
+   *
+   * @generated from field: string signed_in_as = 12;
+   */
+  signedInAs: string;
 };
 
 /**
@@ -235,6 +259,55 @@ export const SubmitFlowResponseSchema: GenMessage<SubmitFlowResponse> = /*@__PUR
   messageDesc(file_gw_credential_v1_credential, 5);
 
 /**
+ * ConnectOauthFlowRequest names a per-user OAuth consent flow.
+ *
+ * @generated from message gw.credential.v1.ConnectOauthFlowRequest
+ */
+export type ConnectOauthFlowRequest = Message<"gw.credential.v1.ConnectOauthFlowRequest"> & {
+  /**
+   * flow_id is the flow token.
+   *
+   * @generated from field: string flow_id = 1;
+   */
+  flowId: string;
+};
+
+/**
+ * Describes the message gw.credential.v1.ConnectOauthFlowRequest.
+ * Use `create(ConnectOauthFlowRequestSchema)` to create a new message.
+ */
+export const ConnectOauthFlowRequestSchema: GenMessage<ConnectOauthFlowRequest> = /*@__PURE__*/
+  messageDesc(file_gw_credential_v1_credential, 6);
+
+/**
+ * ConnectOauthFlowResponse is where the browser goes to give consent.
+ *
+ * @generated from message gw.credential.v1.ConnectOauthFlowResponse
+ */
+export type ConnectOauthFlowResponse = Message<"gw.credential.v1.ConnectOauthFlowResponse"> & {
+  /**
+   * authorize_url is the authorization server's URL for this flow (PKCE, single-use state).
+   *
+   * @generated from field: string authorize_url = 1;
+   */
+  authorizeUrl: string;
+
+  /**
+   * expires_at is when the flow expires.
+   *
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message gw.credential.v1.ConnectOauthFlowResponse.
+ * Use `create(ConnectOauthFlowResponseSchema)` to create a new message.
+ */
+export const ConnectOauthFlowResponseSchema: GenMessage<ConnectOauthFlowResponse> = /*@__PURE__*/
+  messageDesc(file_gw_credential_v1_credential, 7);
+
+/**
  * Session is one stored per-user credential, without its values.
  *
  * @generated from message gw.credential.v1.Session
@@ -283,7 +356,7 @@ export type Session = Message<"gw.credential.v1.Session"> & {
   status: string;
 
   /**
-   * header_keys are the names of the stored headers.
+   * header_keys are the names of the stored headers (empty for an OAuth credential).
    *
    * @generated from field: repeated string header_keys = 7;
    */
@@ -302,7 +375,7 @@ export type Session = Message<"gw.credential.v1.Session"> & {
  * Use `create(SessionSchema)` to create a new message.
  */
 export const SessionSchema: GenMessage<Session> = /*@__PURE__*/
-  messageDesc(file_gw_credential_v1_credential, 6);
+  messageDesc(file_gw_credential_v1_credential, 8);
 
 /**
  * ListSessionsRequest is empty; the caller's identity comes from its headers.
@@ -317,7 +390,7 @@ export type ListSessionsRequest = Message<"gw.credential.v1.ListSessionsRequest"
  * Use `create(ListSessionsRequestSchema)` to create a new message.
  */
 export const ListSessionsRequestSchema: GenMessage<ListSessionsRequest> = /*@__PURE__*/
-  messageDesc(file_gw_credential_v1_credential, 7);
+  messageDesc(file_gw_credential_v1_credential, 9);
 
 /**
  * ListSessionsResponse lists credentials.
@@ -338,7 +411,7 @@ export type ListSessionsResponse = Message<"gw.credential.v1.ListSessionsRespons
  * Use `create(ListSessionsResponseSchema)` to create a new message.
  */
 export const ListSessionsResponseSchema: GenMessage<ListSessionsResponse> = /*@__PURE__*/
-  messageDesc(file_gw_credential_v1_credential, 8);
+  messageDesc(file_gw_credential_v1_credential, 10);
 
 /**
  * RevokeSessionRequest names a credential.
@@ -359,7 +432,7 @@ export type RevokeSessionRequest = Message<"gw.credential.v1.RevokeSessionReques
  * Use `create(RevokeSessionRequestSchema)` to create a new message.
  */
 export const RevokeSessionRequestSchema: GenMessage<RevokeSessionRequest> = /*@__PURE__*/
-  messageDesc(file_gw_credential_v1_credential, 9);
+  messageDesc(file_gw_credential_v1_credential, 11);
 
 /**
  * RevokeSessionResponse confirms a revoke.
@@ -380,7 +453,7 @@ export type RevokeSessionResponse = Message<"gw.credential.v1.RevokeSessionRespo
  * Use `create(RevokeSessionResponseSchema)` to create a new message.
  */
 export const RevokeSessionResponseSchema: GenMessage<RevokeSessionResponse> = /*@__PURE__*/
-  messageDesc(file_gw_credential_v1_credential, 10);
+  messageDesc(file_gw_credential_v1_credential, 12);
 
 /**
  * CredentialService runs per-user credential submission flows and lists stored credentials.
@@ -407,6 +480,17 @@ export const CredentialService: GenService<{
     methodKind: "unary";
     input: typeof SubmitFlowRequestSchema;
     output: typeof SubmitFlowResponseSchema;
+  },
+  /**
+   * ConnectOauthFlow answers the authorization server URL of a per-user OAuth consent flow (the page's
+   * Connect button), for the flow's own identity only.
+   *
+   * @generated from rpc gw.credential.v1.CredentialService.ConnectOauthFlow
+   */
+  connectOauthFlow: {
+    methodKind: "unary";
+    input: typeof ConnectOauthFlowRequestSchema;
+    output: typeof ConnectOauthFlowResponseSchema;
   },
   /**
    * ListSessions lists the caller's per-user credentials (an admin sees all).
