@@ -36,7 +36,7 @@ export function spawnMain(args: readonly string[], env: NodeJS.ProcessEnv = {}):
 }
 
 /**
- * Waits (bounded: 600 polls of 100 ms) for the log line whose JSON `msg` starts with `message`, counting
+ * Waits (bounded: 1800 polls of 100 ms, room for a start on a machine busy with other suites) for the log line whose JSON `msg` starts with `message`, counting
  * only lines after the first `after` ones, and returns it parsed; throws with the output when the process
  * ends first.
  */
@@ -44,7 +44,7 @@ export async function waitForLog(gw: GatewayProcess, message: string, after = 0)
   const prefix = `"msg":${JSON.stringify(message).slice(0, -1)}`;
   let done = false;
   void gw.exited.then(() => (done = true));
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 1800; i++) {
     for (const line of gw.output().split("\n").slice(after)) {
       if (line.includes(prefix)) return JSON.parse(line) as Record<string, unknown>;
     }
