@@ -200,8 +200,8 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private length = 0;
   private maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
-  /** What the call sent as credentials, blanked out of any upstream text an error quotes. */
-  private credentials: string[] = [];
+  /** The call's headers and URL: an error blanks out what they sent as credentials (worked out only then). */
+  private sent: { headers: Readonly<Record<string, string>>; url: string } = { headers: {}, url: "" };
 
   constructor(
     provider: string,
@@ -213,7 +213,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   }
 
   start(dispatcher: Dispatcher, call: UpstreamCall): void {
-    this.credentials = sentCredentials(call.headers, call.url);
+    this.sent = { headers: call.headers, url: call.url };
     const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxBytes = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
     this.arm(timeout);
@@ -269,12 +269,17 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     const text = decodeUtf8(this.chunks, this.length);
     const status = this.status;
     if (status < 200 || status >= 300) {
-      this.reject(fromUpstreamStatus(this.provider, status, withoutCredentials(text, this.credentials)));
+      this.reject(fromUpstreamStatus(this.provider, status, this.redacted(text)));
       return;
     }
     const body = parseJsonObject(text);
     if (body) this.resolve({ status, body, text });
-    else this.reject(notJsonObject(this.provider, status, withoutCredentials(text, this.credentials)));
+    else this.reject(notJsonObject(this.provider, status, this.redacted(text)));
+  }
+
+  /** Upstream text with the call's credentials blanked out. */
+  private redacted(text: string): string {
+    return withoutCredentials(text, sentCredentials(this.sent.headers, this.sent.url));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
