@@ -60,12 +60,15 @@ async function scrape(): Promise<Sample[]> {
   return parseExposition(await res.text());
 }
 
-/** Both mocks as providers, and the keys: `coder` allowed both, `broke` and `slow` with a budget and a token limit one request spends. */
-function inferenceOptions() {
+/**
+ * Both mocks as providers (with `network` added to each one's network_config), and the keys: `coder` allowed
+ * both, `broke` and `slow` with a budget and a token limit one request spends.
+ */
+function inferenceOptions(network: Record<string, unknown> = {}) {
   return inferenceOptionsFromFile(
     {
-      openai: { keys: [fileKey("oa")], network_config: { base_url: openai.url } },
-      anthropic: { keys: [fileKey("an")], network_config: { base_url: anthropic.url } },
+      openai: { keys: [fileKey("oa")], network_config: { base_url: openai.url, ...network } },
+      anthropic: { keys: [fileKey("an")], network_config: { base_url: anthropic.url, ...network } },
     },
     [
       {
@@ -518,8 +521,8 @@ describe("streams that end early", () => {
   let stalling: TestApp;
 
   before(async () => {
-    // A short upstream timeout turns a mock's held-open stream into a failure after the headers went out.
-    stalling = await startApp({ inference: { ...inferenceOptions(), upstreamTimeoutMs: 300 } });
+    // A short stream idle timeout turns a mock's held-open stream into a failure after the headers went out.
+    stalling = await startApp({ inference: inferenceOptions({ stream_idle_timeout_in_seconds: 1 }) });
   });
 
   after(async () => {

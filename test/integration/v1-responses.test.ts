@@ -32,14 +32,14 @@ function client(on: TestApp = app): OpenAI {
   return new OpenAI({ apiKey: ALL, baseURL: `${on.url}/v1`, maxRetries: 0 });
 }
 
-function inferenceOptions() {
+function inferenceOptions(network: Record<string, unknown> = {}) {
   const openaiConfig = { provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 };
   const anthropicConfig = { provider: "anthropic", allowed_models: ["claude-sonnet-4-5"], key_ids: ["*"], weight: 1 };
   return inferenceOptionsFromFile(
     {
       openai: {
         keys: [{ id: "oa-1", name: "main", value: "sk-openai-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }],
-        network_config: { base_url: openai.url },
+        network_config: { base_url: openai.url, ...network },
       },
       anthropic: {
         keys: [{ id: "an-1", name: "main", value: "sk-ant-1", models: [], aliases: {}, weight: 1, azureKeyConfig: null, bedrockKeyConfig: null, vertexKeyConfig: null }],
@@ -191,8 +191,8 @@ describe("with an upstream that stalls mid-stream", () => {
   let stalling: TestApp;
 
   before(async () => {
-    // A short upstream timeout turns the mock's held-open stream into a failure after the headers went out.
-    stalling = await startApp({ inference: { ...inferenceOptions(), upstreamTimeoutMs: 300 } });
+    // A short stream idle timeout turns the mock's held-open stream into a failure after the headers went out.
+    stalling = await startApp({ inference: inferenceOptions({ stream_idle_timeout_in_seconds: 1 }) });
   });
   after(async () => {
     await stalling?.stop();
