@@ -1,7 +1,7 @@
 /**
  * Bench child: a mock OpenAI upstream on 127.0.0.1 (port 0) that answers POST /v1/chat/completions
  * at once with a fixed, realistic chat.completion, or with a whole SSE stream of chunks when the body
- * asks for `"stream": true` (50 content chunks, one write each), or with a tool call when it offers tools. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
+ * asks for `"stream": true` (50 content chunks, one write each), or with a tool call when it offers tools, and GET /v1/models with one model. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
  * so it never outlives the bench.
  */
 import * as http from "node:http";
@@ -92,7 +92,16 @@ function fail(res: http.ServerResponse, status: number, message: string): void {
   res.end(body);
 }
 
+/** The list-models answer a gateway asks for at start, so its catalog holds the model the bench sends. */
+const MODELS = Buffer.from(JSON.stringify({ object: "list", data: [{ id: "gpt-4o-mini", object: "model", created: CREATED, owned_by: "openai" }] }));
+
 const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
+  if (req.method === "GET" && req.url === "/v1/models") {
+    req.resume();
+    res.writeHead(200, { "content-type": "application/json", "content-length": MODELS.length });
+    res.end(MODELS);
+    return;
+  }
   if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
     req.resume();
     fail(res, 404, `no route ${req.method} ${req.url}`);
