@@ -7,6 +7,7 @@ import { ProviderError, upstreamText } from "../provider-error.js";
 import { providerStream } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
 import { callLimits, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { withRawText } from "../raw-event.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
@@ -86,8 +87,10 @@ async function* translateChatEvents(state: ChatStreamState, events: AsyncIterabl
     if (reported) state.usage = reported;
     const choices = chunk["choices"];
     if (!state.callerWantsUsage && reported && Array.isArray(choices) && choices.length === 0) continue;
-    if (!state.callerWantsUsage && reported) delete chunk["usage"];
-    yield chunk;
+    if (!state.callerWantsUsage && reported) {
+      delete chunk["usage"];
+      yield chunk;
+    } else yield withRawText(chunk, event.data);
   }
 }
 

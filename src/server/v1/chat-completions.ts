@@ -14,6 +14,7 @@ import type { ChatRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type CallMethod, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
+import { rawTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
@@ -136,7 +137,8 @@ export interface V1Endpoint {
 }
 
 const CHAT_FRAMING: SseFraming = {
-  event: (chunk) => `data: ${JSON.stringify(chunk)}\n\n`,
+  // An unchanged upstream chunk goes out as the text it came in: no second serialisation per chunk.
+  event: (chunk) => `data: ${rawTextOf(chunk) ?? JSON.stringify(chunk)}\n\n`,
   error: (envelope) => `data: ${JSON.stringify(envelope)}\n\n`,
   end: "data: [DONE]\n\n",
 };
