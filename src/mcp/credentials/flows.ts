@@ -18,6 +18,8 @@ export const FLOW_TTL_MS = 15 * 60_000;
 const REUSE_MIN_REMAINING_MS = 5 * 60_000;
 /** Expired flows are kept this long so their link says "expired" rather than "unknown". */
 const EXPIRED_RETENTION_MS = 60 * 60_000;
+/** Bound on stored flows (callers choose session ids freely, so anyone could open flows); the oldest go first. */
+const MAX_FLOWS = 10_000;
 
 /** The browser page's path. */
 export const AUTH_PAGE_PATH = "/workspace/mcp-sessions/auth";
@@ -137,7 +139,16 @@ export class FlowRegistry {
       expiresAt: new Date(now + FLOW_TTL_MS),
     });
     await em.flush();
+    await this.trim(em);
     return toFlow(rec);
+  }
+
+  /** Drops the oldest flows beyond MAX_FLOWS. */
+  private async trim(em: ReturnType<Store["fork"]>): Promise<void> {
+    const excess = (await em.count(McpUserFlowRecord, {})) - MAX_FLOWS;
+    if (excess <= 0) return;
+    const oldest = await em.find(McpUserFlowRecord, {}, { fields: ["idHash"], orderBy: { createdAt: "asc" }, limit: excess });
+    await em.nativeDelete(McpUserFlowRecord, { idHash: { $in: oldest.map((rec) => rec.idHash) } });
   }
 
   /** The oauth flow whose current authorization carries this state hash (expired flows included while kept). */
