@@ -232,7 +232,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
     const idp = new IdpTokens(options.sso ?? SSO_OFF);
-    const ssoLogin = new SsoLogin(idp);
+    const ssoLogin = new SsoLogin(idp, store);
+    await ssoLogin.load();
     const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
     const mcpRuntime = new McpRuntime({
       store,
@@ -250,7 +251,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await oauth2Store.load();
     await cluster.start();
     // Other nodes' admin writes and reloads reach this node's caches through the database.
-    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing }) });
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin }) });
     changes = changeListener;
     await changeListener.start();
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });

@@ -6,6 +6,7 @@
 import type { ChangeHandlers, ConfigChange } from "../cluster/change-listener.js";
 import type { PricingSync } from "../routing/pricing-sync.js";
 import { McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
+import type { SsoLogin } from "./sso/sso-login.js";
 import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
@@ -14,9 +15,10 @@ import { loadRoutingRules, reloadInference } from "./inference/records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
-/** What another node's change may reach: the configuration, and the pricing datasheet the oldest node stores. */
+/** What another node's change may reach: the configuration, the pricing datasheet the oldest node stores, and SSO sessions. */
 export interface ClusterSyncTarget extends ReloadTarget {
   pricing?: Pick<PricingSync, "reloadFromStore">;
+  ssoLogin?: Pick<SsoLogin, "sessionChanged" | "load">;
 }
 
 /** The handlers a ChangeListener calls with the changes of the other nodes. */
@@ -70,6 +72,9 @@ export async function applyConfigChange(change: ConfigChange, target: ClusterSyn
     case "pricing_snapshot":
       await target.pricing?.reloadFromStore();
       break;
+    case "sso_session":
+      await target.ssoLogin?.sessionChanged(change.id);
+      break;
     default:
       logger.warn({ entity: change.entity }, "ignored a change notification for a table this gateway does not cache");
       return;
@@ -103,5 +108,6 @@ export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> 
   await runtime.reload(clients);
   await runtime.credentials.reloadAll();
   await target.pricing?.reloadFromStore();
+  await target.ssoLogin?.load();
   logger.info({ providers: providers.length, virtual_keys: keys.length, mcp_clients: clients.length }, "reloaded the whole configuration from the store");
 }
