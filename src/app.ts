@@ -205,9 +205,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     inference = state;
     await loadInference(store, state, logger);
+    // Created before it registers, so the pricing sync can ask whether this node is the oldest live one.
+    const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
+    nodes = cluster;
     const pricing = new PricingSync({
       store,
       logger,
+      leader: () => cluster.isOldest(),
       settings: options.pricing ?? NO_PRICING_URL,
       onChange: (snapshot) => state.setPrices(snapshot.table, snapshot.entries),
       ...options.pricingTiming,
@@ -228,7 +232,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
     const idp = new IdpTokens(options.sso ?? SSO_OFF);
-    const ssoLogin = new SsoLogin(idp);
+    const ssoLogin = new SsoLogin(idp, store);
+    await ssoLogin.load();
     const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
     const mcpRuntime = new McpRuntime({
       store,
@@ -244,11 +249,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     await mcpRuntime.start();
     const oauth2Store = new OAuth2Store(store);
     await oauth2Store.load();
-    const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
-    nodes = cluster;
     await cluster.start();
     // Other nodes' admin writes and reloads reach this node's caches through the database.
-    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime }) });
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin }) });
     changes = changeListener;
     await changeListener.start();
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });

@@ -10,7 +10,7 @@ import type { Logger } from "../telemetry/logger.js";
 
 /** One committed change to a configuration row. */
 export interface ConfigChange {
-  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group or setting. */
+  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group, setting, mcp_user_credential, pricing_snapshot or sso_session. */
   entity: string;
   /** The row's key (a provider's name, a setting's key, otherwise its id). */
   id: string;

@@ -64,6 +64,15 @@ export class NodeRegistry {
     return this.#live;
   }
 
+  /**
+   * Whether this node is the oldest live node, the one that runs cluster-wide schedules; true also before
+   * this node registered when no node is live (the first node of a cluster).
+   */
+  async isOldest(): Promise<boolean> {
+    const live = await this.list();
+    return live.length === 0 || live[0]?.id === this.nodeId;
+  }
+
   /** The live nodes now, oldest first. */
   async list(): Promise<LiveNode[]> {
     const rows = await this.#store.fork().getConnection().execute<Array<Record<string, unknown>>>(

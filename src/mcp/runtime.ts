@@ -230,6 +230,8 @@ export class McpRuntime implements RuntimeStateSource {
     const records = await em.find(McpClientRecord, { id: { $in: [...clientIds] } });
     for (const rec of records) applyDiscoverySchema(rec);
     await em.flush();
+    // An authorization completed on another node is in the store only: take its tokens before reconnecting.
+    await this.oauth.load(records.filter((rec) => isOauth(rec.authType)).map((rec) => ({ id: rec.id, serverUrl: rec.connectionString ?? "" })));
     for (const rec of records) {
       if (rec.authType === "per_user_headers") await this.credentials.schemaChanged(rec.id, rec.perUserHeaderKeys);
       await this.update(snapshotOf(rec));
@@ -421,8 +423,16 @@ export class McpRuntime implements RuntimeStateSource {
     if (client.spec.authType === "per_user_oauth") return this.runAsCaller(client, tool, prefixedName, args, options, traceparent, { timeoutMs, deadline, signal });
     if (client.spec.authType === "token_exchange") return this.runExchanged(client, tool, prefixedName, args, options, traceparent, { timeoutMs, deadline, signal });
     // From memory: the per-user lookup never waits on the database.
-    const userValues =
-      client.mode === "per_user" ? this.credentials.valuesForCall({ id: client.id, spec: client.spec }, options.identity, options.origin ?? null) : undefined;
+    let userValues: Record<string, string> | undefined;
+    if (client.mode === "per_user") {
+      const perUser = { id: client.id, spec: client.spec };
+      const identity = options.identity;
+      if (!identity) throw identityRequired(client.spec.name);
+      const values = this.credentials.valuesForCall(perUser, identity);
+      // Without a usable credential the call fails anyway; opening its flow is the one write it waits on.
+      if (values === null) throw await this.credentials.authRequired(perUser, identity, options.origin ?? null);
+      userValues = values;
+    }
     try {
       return await client.call(tool, args, timeoutMs, signal, userValues ? { values: userValues } : undefined, traceparent);
     } catch (err) {

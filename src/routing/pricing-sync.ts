@@ -5,8 +5,8 @@
  * or carries a bad file changes nothing: the prices in memory (the stored copy, else the bundled one)
  * stay. Requests only ever read `current`, in memory.
  *
- * The interface is "sync now" and "reload from the store", so a deployment with several gateways can let
- * one of them download while the others reload what it stored.
+ * The interface is "sync now" and "reload from the store": with several gateway nodes only the one `leader`
+ * names (the oldest live node) downloads on schedule, and the others reload what it stored when told.
  */
 import type { Store } from "../store/index.js";
 import { PRICING_SNAPSHOT_ID, PricingSnapshotRecord } from "../store/index.js";
@@ -39,6 +39,8 @@ export interface PricingSyncOptions {
   store: Store;
   logger: Logger;
   settings: PricingSettings;
+  /** Whether this node runs the scheduled downloads (default: always); the others wait for the stored copy. */
+  leader?: () => Promise<boolean>;
   /** Hears every change of the prices in memory. */
   onChange: (snapshot: PricingSnapshot) => void;
   /** Waits between the up to 4 tries of one download (default 1 s, 2 s, 4 s). */
@@ -112,7 +114,7 @@ export class PricingSync {
    */
   async start(): Promise<void> {
     const stored = await this.reloadFromStore();
-    if (this.#due()) {
+    if (this.#due() && (await this.#leads())) {
       const sync = this.syncNow().catch(() => undefined);
       if (!stored) await sync;
     }
@@ -144,7 +146,18 @@ export class PricingSync {
   }
 
   async #tick(): Promise<void> {
-    if (this.#due()) await this.syncNow().catch(() => undefined);
+    if (this.#due() && (await this.#leads())) await this.syncNow().catch(() => undefined);
+  }
+
+  /** Whether this node downloads on schedule; a failed check counts as no, so the scheduled download waits for the next tick. */
+  async #leads(): Promise<boolean> {
+    if (!this.#options.leader) return true;
+    try {
+      return await this.#options.leader();
+    } catch (err) {
+      this.#options.logger.warn({ err }, "pricing: could not tell whether this node is the oldest live node; the scheduled download waits for the next tick");
+      return false;
+    }
   }
 
   /**

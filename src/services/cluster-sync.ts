@@ -4,7 +4,9 @@
  * or repeated notification only re-reads what is there.
  */
 import type { ChangeHandlers, ConfigChange } from "../cluster/change-listener.js";
+import type { PricingSync } from "../routing/pricing-sync.js";
 import { McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
+import type { SsoLogin } from "./sso/sso-login.js";
 import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
@@ -13,8 +15,14 @@ import { loadRoutingRules, reloadInference } from "./inference/records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
+/** What another node's change may reach: the configuration, the pricing datasheet the oldest node stores, and SSO sessions. */
+export interface ClusterSyncTarget extends ReloadTarget {
+  pricing?: Pick<PricingSync, "reloadFromStore">;
+  ssoLogin?: Pick<SsoLogin, "sessionChanged" | "load">;
+}
+
 /** The handlers a ChangeListener calls with the changes of the other nodes. */
-export function configChangeHandlers(target: ReloadTarget): ChangeHandlers {
+export function configChangeHandlers(target: ClusterSyncTarget): ChangeHandlers {
   return {
     change: (change) => applyConfigChange(change, target),
     resync: () => reloadAllConfig(target),
@@ -22,7 +30,7 @@ export function configChangeHandlers(target: ReloadTarget): ChangeHandlers {
 }
 
 /** Re-reads one changed row into the running gateway. */
-export async function applyConfigChange(change: ConfigChange, target: ReloadTarget): Promise<void> {
+export async function applyConfigChange(change: ConfigChange, target: ClusterSyncTarget): Promise<void> {
   const { store, logger, inference, runtime } = target;
   const em = store.fork();
   switch (change.entity) {
@@ -58,6 +66,15 @@ export async function applyConfigChange(change: ConfigChange, target: ReloadTarg
       }
       break;
     }
+    case "mcp_user_credential":
+      await runtime.credentials.credentialChanged(change.id);
+      break;
+    case "pricing_snapshot":
+      await target.pricing?.reloadFromStore();
+      break;
+    case "sso_session":
+      await target.ssoLogin?.sessionChanged(change.id);
+      break;
     default:
       logger.warn({ entity: change.entity }, "ignored a change notification for a table this gateway does not cache");
       return;
@@ -73,7 +90,7 @@ async function applySettings(target: ReloadTarget): Promise<void> {
 }
 
 /** Reloads every cached configuration row: after the listen connection was lost, any of them may have changed. */
-export async function reloadAllConfig(target: ReloadTarget): Promise<void> {
+export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> {
   const { store, logger, inference, runtime } = target;
   const em = store.fork();
   await applySettings(target);
@@ -89,5 +106,8 @@ export async function reloadAllConfig(target: ReloadTarget): Promise<void> {
     if (!clients.includes(id)) await applyConfigChange({ entity: "mcp_client", id, op: "delete" }, target);
   }
   await runtime.reload(clients);
+  await runtime.credentials.reloadAll();
+  await target.pricing?.reloadFromStore();
+  await target.ssoLogin?.load();
   logger.info({ providers: providers.length, virtual_keys: keys.length, mcp_clients: clients.length }, "reloaded the whole configuration from the store");
 }

@@ -115,7 +115,7 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
 
   return {
     async getFlow(req, ctx) {
-      const view = credentials().describeFlow(req.flowId);
+      const view = await credentials().describeFlow(req.flowId);
       const { signIn, signedInAs } = await signInState(ctx, view.identity);
       return {
         flowId: view.flowId,

@@ -44,10 +44,10 @@ export async function newClusterPlace(config: Record<string, unknown>): Promise<
   return { schema: randomSchemaName(), encryptionKey: randomBytes(32).toString("base64"), configPath };
 }
 
-/** Spawns a node on the place (its own data directory, port 0) without waiting for it. */
-export async function spawnNode(place: ClusterPlace, env: NodeJS.ProcessEnv = {}): Promise<GatewayProcess> {
+/** Spawns a node on the place (its own data directory, `port` or else any free one) without waiting for it. */
+export async function spawnNode(place: ClusterPlace, env: NodeJS.ProcessEnv = {}, port = 0): Promise<GatewayProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), "gw-cluster-node-"));
-  return spawnMain(["--port", "0", "--data-dir", dataDir, "--config", place.configPath], {
+  return spawnMain(["--port", String(port), "--data-dir", dataDir, "--config", place.configPath], {
     GW_DATABASE_URL: CLUSTER_DATABASE_URL,
     GW_DATABASE_SCHEMA: place.schema,
     GW_ENCRYPTION_KEY: place.encryptionKey,

@@ -1,20 +1,24 @@
 /**
  * Pending per-user flows (spec "Submission flow"): header submission (`headers`) or an end-user's OAuth
- * consent (`oauth`); an unguessable 128-bit id, 15 minutes to live, optionally a temp token for the URL fragment. Flows live in memory only: they are short-lived and
- * a restart simply asks the caller to trigger the tool call again. Temp tokens are single-use: a
- * submission that reaches the upstream verify spends the token, and a failed verify hands out a
- * replacement for the Retry. Neither flow ids nor tokens are ever logged.
+ * consent (`oauth`); an unguessable 128-bit id, 15 minutes to live, optionally a temp token for the URL
+ * fragment. Flows are rows in the database, so a flow opened on one gateway node is finished through any
+ * other; the row is keyed by a hash of the flow id and holds only hashes of the temp token and OAuth state,
+ * while what a reused flow must hand out again (its id, token, authorization URL and PKCE verifier) is
+ * encrypted. Temp tokens are single-use: a submission that reaches the upstream verify spends the token
+ * (a conditional update, so two nodes cannot both spend it), and a failed verify hands out a replacement
+ * for the Retry. Neither flow ids nor tokens are ever logged.
  */
-import { randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { McpUserFlowRecord, type McpUserFlowSecrets, type Store } from "../../store/index.js";
 import type { CallerIdentity } from "./identity.js";
 
 /** Spec: a pending flow expires after 15 minutes. */
 export const FLOW_TTL_MS = 15 * 60_000;
 /** A flow with less life left than this is not handed out again; the caller gets a fresh one. */
 const REUSE_MIN_REMAINING_MS = 5 * 60_000;
-/** Expired flows are remembered this long so their link says "expired" rather than "unknown". */
+/** Expired flows are kept this long so their link says "expired" rather than "unknown". */
 const EXPIRED_RETENTION_MS = 60 * 60_000;
-/** Bound on flows held in memory; the oldest go first. */
+/** Bound on stored flows (callers choose session ids freely, so anyone could open flows); the oldest go first. */
 const MAX_FLOWS = 10_000;
 
 /** The browser page's path. */
@@ -31,7 +35,7 @@ export interface PendingAuthorization {
   authorizeUrl: string;
 }
 
-/** One flow. */
+/** One flow, as read from the store. */
 export interface Flow {
   readonly id: string;
   readonly kind: FlowKind;
@@ -39,19 +43,24 @@ export interface Flow {
   readonly identity: CallerIdentity;
   readonly createdAt: number;
   readonly expiresAt: number;
-  completed: boolean;
+  readonly completed: boolean;
   /** The current temp token, null when the flow has none or it was spent. */
-  tempToken: string | null;
+  readonly tempToken: string | null;
   /** Whether the flow was opened with temp-token auth (the token may be spent by now). */
   readonly tokenAuth: boolean;
   /** oauth flows: the authorization in progress, null before the first one starts. */
-  authorization: PendingAuthorization | null;
+  readonly authorization: PendingAuthorization | null;
   /** oauth flows: why the last authorization failed (the authorization server's words), null when none did. */
-  error: string | null;
+  readonly error: string | null;
 }
 
 function token(bytes: number): string {
   return randomBytes(bytes).toString("base64url");
+}
+
+/** The SHA-256 of a flow id or temp token: the store never holds the value itself in clear. */
+function digest(value: string): string {
+  return createHash("sha256").update(value).digest("hex");
 }
 
 function sameSecret(a: string, b: string): boolean {
@@ -60,17 +69,38 @@ function sameSecret(a: string, b: string): boolean {
   return left.length === right.length && timingSafeEqual(left, right);
 }
 
+function toFlow(rec: McpUserFlowRecord): Flow {
+  const secrets = rec.secrets;
+  return {
+    id: secrets.flowId,
+    kind: rec.kind,
+    clientId: rec.clientId,
+    identity: { kind: rec.identityKind, id: rec.identityId, name: rec.identityName },
+    createdAt: rec.createdAt.getTime(),
+    expiresAt: rec.expiresAt.getTime(),
+    completed: rec.completed,
+    tempToken: rec.tempTokenHash !== null ? (secrets.tempToken ?? null) : null,
+    tokenAuth: rec.tokenAuth,
+    authorization:
+      secrets.codeVerifier !== undefined && secrets.authorizeUrl !== undefined
+        ? { stateHash: rec.stateHash, codeVerifier: secrets.codeVerifier, authorizeUrl: secrets.authorizeUrl }
+        : null,
+    error: rec.error,
+  };
+}
+
 /** The browser URL of a flow under `base` (no trailing slash needed). */
 export function flowUrl(flow: Flow, base: string): string {
   const url = `${base.replace(/\/+$/, "")}${AUTH_PAGE_PATH}?flow=${flow.id}&kind=${flow.kind}`;
   return flow.tempToken === null ? url : `${url}#t=${flow.tempToken}`;
 }
 
-/** The flows of this instance. */
+/** The flows of every node sharing the store. */
 export class FlowRegistry {
-  private readonly flows = new Map<string, Flow>();
-
-  constructor(private readonly now: () => number) {}
+  constructor(
+    private readonly store: Store,
+    private readonly now: () => number,
+  ) {}
 
   /** True once a flow's 15 minutes are over. */
   expired(flow: Flow): boolean {
@@ -81,49 +111,56 @@ export class FlowRegistry {
    * A pending flow for (client, identity): the one already open when it has enough life left and the same
    * token mode, else a new one.
    */
-  open(clientId: string, identity: CallerIdentity, withToken: boolean, kind: FlowKind = "headers"): Flow {
+  async open(clientId: string, identity: CallerIdentity, withToken: boolean, kind: FlowKind = "headers"): Promise<Flow> {
     const now = this.now();
-    for (const flow of this.flows.values()) {
-      if (
-        flow.clientId === clientId &&
-        flow.kind === kind &&
-        flow.identity.kind === identity.kind &&
-        flow.identity.id === identity.id &&
-        !flow.completed &&
-        flow.tokenAuth === withToken &&
-        (!withToken || flow.tempToken !== null) &&
-        flow.expiresAt - now >= REUSE_MIN_REMAINING_MS
-      ) {
-        return flow;
-      }
-    }
-    this.sweep(now);
-    const flow: Flow = {
-      id: token(16),
+    const em = this.store.fork();
+    const open = await em.find(
+      McpUserFlowRecord,
+      { clientId, kind, identityKind: identity.kind, identityId: identity.id, completed: false, tokenAuth: withToken, expiresAt: { $gte: new Date(now + REUSE_MIN_REMAINING_MS) } },
+      { orderBy: { createdAt: "desc" } },
+    );
+    const reusable = open.find((rec) => !withToken || rec.tempTokenHash !== null);
+    if (reusable) return toFlow(reusable);
+    await em.nativeDelete(McpUserFlowRecord, { expiresAt: { $lt: new Date(now - EXPIRED_RETENTION_MS) } });
+    const id = token(16);
+    const tempToken = withToken ? token(32) : null;
+    const rec = em.create(McpUserFlowRecord, {
+      idHash: digest(id),
       kind,
       clientId,
-      identity: { ...identity },
-      createdAt: now,
-      expiresAt: now + FLOW_TTL_MS,
-      completed: false,
-      tempToken: withToken ? token(32) : null,
+      identityKind: identity.kind,
+      identityId: identity.id,
+      identityName: identity.name,
       tokenAuth: withToken,
-      authorization: null,
-      error: null,
-    };
-    this.flows.set(flow.id, flow);
-    return flow;
+      completed: false,
+      tempTokenHash: tempToken === null ? null : digest(tempToken),
+      secrets: tempToken === null ? { flowId: id } : { flowId: id, tempToken },
+      createdAt: new Date(now),
+      expiresAt: new Date(now + FLOW_TTL_MS),
+    });
+    await em.flush();
+    await this.trim(em);
+    return toFlow(rec);
   }
 
-  /** The oauth flow whose current authorization carries this state hash (expired flows included while remembered). */
-  byStateHash(stateHash: string): Flow | undefined {
-    for (const flow of this.flows.values()) if (flow.authorization?.stateHash === stateHash) return flow;
-    return undefined;
+  /** Drops the oldest flows beyond MAX_FLOWS. */
+  private async trim(em: ReturnType<Store["fork"]>): Promise<void> {
+    const excess = (await em.count(McpUserFlowRecord, {})) - MAX_FLOWS;
+    if (excess <= 0) return;
+    const oldest = await em.find(McpUserFlowRecord, {}, { fields: ["idHash"], orderBy: { createdAt: "asc" }, limit: excess });
+    await em.nativeDelete(McpUserFlowRecord, { idHash: { $in: oldest.map((rec) => rec.idHash) } });
   }
 
-  /** A flow by id, expired ones included while they are remembered. */
-  get(id: string): Flow | undefined {
-    return this.flows.get(id);
+  /** The oauth flow whose current authorization carries this state hash (expired flows included while kept). */
+  async byStateHash(stateHash: string): Promise<Flow | undefined> {
+    const rec = await this.store.fork().findOne(McpUserFlowRecord, { stateHash });
+    return rec ? toFlow(rec) : undefined;
+  }
+
+  /** A flow by id, expired ones included while they are kept. */
+  async get(id: string): Promise<Flow | undefined> {
+    const rec = await this.store.fork().findOne(McpUserFlowRecord, { idHash: digest(id) });
+    return rec ? toFlow(rec) : undefined;
   }
 
   /** Checks a presented temp token against the flow's current one (constant time). */
@@ -131,42 +168,60 @@ export class FlowRegistry {
     return flow.tempToken !== null && presented !== null && sameSecret(flow.tempToken, presented);
   }
 
-  /** Spends the flow's temp token. */
-  spendToken(flow: Flow): void {
-    flow.tempToken = null;
+  /** Spends the flow's temp token; false when another submission (on any node) spent it first. */
+  async spendToken(flow: Flow): Promise<boolean> {
+    if (flow.tempToken === null) return false;
+    const spent = await this.store.fork().nativeUpdate(McpUserFlowRecord, { idHash: digest(flow.id), tempTokenHash: digest(flow.tempToken) }, { tempTokenHash: null });
+    return spent === 1;
   }
 
   /** A fresh temp token after a failed verify, so the page can Retry; null when the flow cannot take one. */
-  replaceToken(flow: Flow): string | null {
-    if (!flow.tokenAuth || flow.completed || this.expired(flow)) return null;
-    flow.tempToken = token(32);
-    return flow.tempToken;
+  async replaceToken(flow: Flow): Promise<string | null> {
+    if (!flow.tokenAuth || this.expired(flow)) return null;
+    const em = this.store.fork();
+    const rec = await em.findOne(McpUserFlowRecord, { idHash: digest(flow.id) });
+    if (!rec || rec.completed) return null;
+    const tempToken = token(32);
+    rec.tempTokenHash = digest(tempToken);
+    rec.secrets = { ...rec.secrets, tempToken };
+    await em.flush();
+    return tempToken;
   }
 
-  /** Marks a flow done; its token, if any, is spent. */
-  complete(flow: Flow): void {
-    flow.completed = true;
-    flow.tempToken = null;
+  /** Marks a flow done, spending its token if any; false when it was done already. */
+  async complete(flow: Flow): Promise<boolean> {
+    const done = await this.store.fork().nativeUpdate(McpUserFlowRecord, { idHash: digest(flow.id), completed: false }, { completed: true, tempTokenHash: null, error: null });
+    return done === 1;
+  }
+
+  /** Records a new authorization for an oauth flow: its state (hashed), verifier and URL. */
+  async authorize(flow: Flow, state: string, codeVerifier: string, authorizeUrl: string): Promise<PendingAuthorization> {
+    const em = this.store.fork();
+    const rec = await em.findOneOrFail(McpUserFlowRecord, { idHash: digest(flow.id) });
+    const secrets: McpUserFlowSecrets = { ...rec.secrets, codeVerifier, authorizeUrl };
+    rec.stateHash = digest(state);
+    rec.secrets = secrets;
+    await em.flush();
+    return { stateHash: rec.stateHash, codeVerifier, authorizeUrl };
+  }
+
+  /** Spends an OAuth state; false when another callback (on any node) spent it first. */
+  async spendState(stateHash: string): Promise<boolean> {
+    return (await this.store.fork().nativeUpdate(McpUserFlowRecord, { stateHash }, { stateHash: null })) === 1;
+  }
+
+  /** Records why an oauth flow's last authorization failed, for its page. */
+  async fail(flow: Flow, error: string): Promise<void> {
+    await this.store.fork().nativeUpdate(McpUserFlowRecord, { idHash: digest(flow.id) }, { error });
   }
 
   /** Drops every flow of a client (deleted). */
-  forgetClient(clientId: string): void {
-    for (const [id, flow] of this.flows) if (flow.clientId === clientId) this.flows.delete(id);
+  async forgetClient(clientId: string): Promise<void> {
+    await this.store.fork().nativeDelete(McpUserFlowRecord, { clientId });
   }
 
   /** Drops every flow bound to an identity (its virtual key was deleted). */
-  forgetIdentity(kind: CallerIdentity["kind"], identityId: string): void {
-    for (const [id, flow] of this.flows) if (flow.identity.kind === kind && flow.identity.id === identityId) this.flows.delete(id);
-  }
-
-  private sweep(now: number): void {
-    for (const [id, flow] of this.flows) {
-      if (now >= flow.expiresAt + EXPIRED_RETENTION_MS) this.flows.delete(id);
-    }
-    // Map iteration is insertion order, so the first entries are the oldest flows.
-    for (const id of this.flows.keys()) {
-      if (this.flows.size < MAX_FLOWS) break;
-      this.flows.delete(id);
-    }
+  async forgetIdentity(kind: CallerIdentity["kind"], identityId: string): Promise<void> {
+    await this.store.fork().nativeDelete(McpUserFlowRecord, { identityKind: kind, identityId });
   }
 }

@@ -130,6 +130,14 @@ function flowExpired(): GatewayError {
   return new GatewayError("failed_precondition", `${FLOW_EXPIRED_MESSAGE}; call the tool again to get a fresh link`, { type: "flow_expired", httpStatus: 410 });
 }
 
+function tempTokenInvalid(): GatewayError {
+  return new GatewayError(
+    "unauthenticated",
+    "the link's temp token is missing, already used or not this flow's: send the #t= value of the link as the x-gw-temp-token header, or call the tool again for a fresh link",
+    { type: "temp_token_invalid" },
+  );
+}
+
 /** Replaces every submitted value an upstream might echo back in its error text. */
 function redactValues(text: string, values: readonly string[]): string {
   let out = text;
@@ -147,7 +155,7 @@ export class PerUserCredentials {
 
   constructor(private readonly deps: PerUserCredentialsDeps) {
     this.repo = new CredentialRepository(deps.store, deps.now);
-    this.flows = new FlowRegistry(deps.now);
+    this.flows = new FlowRegistry(deps.store, deps.now);
     this.verifyTimeoutMs = deps.verifyTimeoutMs ?? 30_000;
     this.userTokens = new UserOauthTokens({ repo: this.repo, logger: deps.logger, now: deps.now, grant: (id) => this.grantOf(id) });
   }
@@ -182,9 +190,9 @@ export class PerUserCredentials {
 
   /**
    * The hot path: the header values to attach to a per-user call, from memory. Throws the inline 401 when
-   * the caller has no identity and McpAuthRequiredError (with a flow) when it has no usable credential.
+   * the caller has no identity; null when it has no usable credential (then `authRequired` opens a flow).
    */
-  valuesForCall(client: PerUserClient, identity: CallerIdentity | null | undefined, origin: string | null = null): Record<string, string> {
+  valuesForCall(client: PerUserClient, identity: CallerIdentity | null | undefined): Record<string, string> | null {
     if (!identity) throw identityRequired(client.spec.name);
     const cred = this.repo.find(client.id, identity.kind, identity.id);
     if (cred && usable(cred, client.spec.perUserHeaderKeys)) return { ...cred.values };
@@ -196,13 +204,13 @@ export class PerUserCredentials {
       });
       return { ...cred.values };
     }
-    throw this.authRequired(client, identity, origin);
+    return null;
   }
 
   /** Opens (or reuses) a flow for the caller and builds the mcp_auth_required answer. */
-  authRequired(client: PerUserClient, identity: CallerIdentity, origin: string | null = null): McpAuthRequiredError {
+  async authRequired(client: PerUserClient, identity: CallerIdentity, origin: string | null = null): Promise<McpAuthRequiredError> {
     const withToken = this.deps.settings.client.mcpEnableTempTokenAuth && identity.kind !== "user";
-    const flow = this.flows.open(client.id, identity, withToken);
+    const flow = await this.flows.open(client.id, identity, withToken);
     const url = flowUrl(flow, this.base(origin));
     const keys = [...client.spec.perUserHeaderKeys];
     const expiresAt = new Date(flow.expiresAt).toISOString();
@@ -268,7 +276,7 @@ export class PerUserCredentials {
   /** Opens (or reuses) an oauth flow for the caller, with an authorization to consent to, and builds the mcp_auth_required answer. */
   async oauthAuthRequired(client: PerUserClient, identity: CallerIdentity, origin: string | null): Promise<McpAuthRequiredError> {
     const withToken = this.deps.settings.client.mcpEnableTempTokenAuth && identity.kind !== "user";
-    const flow = this.flows.open(client.id, identity, withToken, "oauth");
+    const flow = await this.flows.open(client.id, identity, withToken, "oauth");
     const pending = await this.authorization(client, flow);
     const url = flowUrl(flow, this.base(origin));
     const expiresAt = new Date(flow.expiresAt).toISOString();
@@ -323,8 +331,7 @@ export class PerUserCredentials {
       state,
       resource: grant.resource,
     });
-    flow.authorization = { stateHash: hashState(state), codeVerifier: started.codeVerifier, authorizeUrl: started.authorizationUrl.href };
-    return flow.authorization;
+    return this.flows.authorize(flow, state, started.codeVerifier, started.authorizationUrl.href);
   }
 
   /**
@@ -332,7 +339,7 @@ export class PerUserCredentials {
    * (the same rules as a header submission: the signed-in user of a user flow, the link's temp token).
    */
   async connectOauth(flowId: string, auth: SubmitAuth): Promise<{ authorizeUrl: string; expiresAt: Date }> {
-    const flow = this.flowOrThrow(flowId);
+    const flow = await this.flowOrThrow(flowId);
     if (flow.kind !== "oauth") throw new GatewayError("invalid_argument", "this flow takes header values, not an OAuth consent: submit them with PUT /api/mcp/per-user-headers/flows/{flow_id}", { type: "flow_kind_mismatch" });
     if (flow.completed) throw new GatewayError("failed_precondition", "this consent flow is already finished; call the tool again", { type: "flow_completed", httpStatus: 410 });
     if (this.flows.expired(flow)) throw new GatewayError("failed_precondition", "this consent flow has expired; call the tool again to get a fresh link", { type: "flow_expired", httpStatus: 410 });
@@ -349,10 +356,14 @@ export class PerUserCredentials {
    */
   async oauthCallback(query: UserCallbackQuery): Promise<UserCallbackOutcome | undefined> {
     if (query.state === "") return undefined;
-    const flow = this.flows.byStateHash(hashState(query.state));
+    const stateHash = hashState(query.state);
+    const flow = await this.flows.byStateHash(stateHash);
     const pending = flow?.authorization;
     if (!flow || !pending) return undefined;
-    pending.stateHash = null;
+    // Spent at once, conditionally, so two callbacks racing with one state (on any nodes) cannot both pass.
+    if (!(await this.flows.spendState(stateHash))) {
+      throw new GatewayError("failed_precondition", "this authorization link was used once already; call the tool again for a fresh link", { type: "invalid_oauth_state" });
+    }
     if (this.flows.expired(flow)) {
       throw new GatewayError("failed_precondition", "the consent flow expired before the authorization server answered (15 minutes); call the tool again for a fresh link", { type: "oauth_flow_expired", httpStatus: 410 });
     }
@@ -361,8 +372,8 @@ export class PerUserCredentials {
       throw new GatewayError("failed_precondition", "this consent flow is finished or its MCP client no longer exists; call the tool again", { type: "invalid_oauth_state" });
     }
     const outcome = (status: "authorized" | "failed", message: string): UserCallbackOutcome => ({ flowId: flow.id, status, message, clientId: client.id, clientName: client.spec.name });
-    const fail = (message: string): UserCallbackOutcome => {
-      flow.error = message;
+    const fail = async (message: string): Promise<UserCallbackOutcome> => {
+      await this.flows.fail(flow, message);
       this.deps.logger.warn({ client_id: client.id, identity_kind: flow.identity.kind, err: message }, "per-user OAuth authorization failed");
       return outcome("failed", message);
     };
@@ -377,8 +388,7 @@ export class PerUserCredentials {
       return fail(oauthFailure("the authorization code exchange", err).message);
     }
     const saved = await this.repo.save(client.id, flow.identity.kind, flow.identity.id, tokenValues(tokens, grant.clientInformation, this.deps.now()));
-    flow.error = null;
-    this.flows.complete(flow);
+    await this.flows.complete(flow);
     this.deps.logger.info({ client_id: client.id, client: client.spec.name, credential_id: saved.id, identity_kind: flow.identity.kind }, "per-user OAuth credential stored");
     return outcome("authorized", `connected: ${describeIdentity(flow.identity)} can now use "${client.spec.name}"`);
   }
@@ -395,8 +405,8 @@ export class PerUserCredentials {
     return "";
   }
 
-  private flowOrThrow(flowId: string): Flow {
-    const flow = flowId === "" ? undefined : this.flows.get(flowId);
+  private async flowOrThrow(flowId: string): Promise<Flow> {
+    const flow = flowId === "" ? undefined : await this.flows.get(flowId);
     if (!flow) throw new GatewayError("not_found", "no such submission flow: call the tool again to get a fresh link", { type: "flow_not_found" });
     return flow;
   }
@@ -410,8 +420,8 @@ export class PerUserCredentials {
   }
 
   /** Describes a flow for the browser page (GetFlow). */
-  describeFlow(flowId: string): FlowView {
-    const flow = this.flowOrThrow(flowId);
+  async describeFlow(flowId: string): Promise<FlowView> {
+    const flow = await this.flowOrThrow(flowId);
     const client = this.clientOfFlow(flow);
     const stored = this.repo.find(client.id, flow.identity.kind, flow.identity.id);
     const storedKeys = stored ? client.spec.perUserHeaderKeys.filter((k) => valueFor(stored.values, k) !== undefined) : [];
@@ -443,11 +453,7 @@ export class PerUserCredentials {
     if (auth.user !== null) return "other";
     if (flow.tokenAuth) {
       if (this.flows.tokenMatches(flow, auth.tempToken)) return "token";
-      throw new GatewayError(
-        "unauthenticated",
-        "the link's temp token is missing, already used or not this flow's: send the #t= value of the link as the x-gw-temp-token header, or call the tool again for a fresh link",
-        { type: "temp_token_invalid" },
-      );
+      throw tempTokenInvalid();
     }
     if (auth.adminAuthEnabled) {
       throw new GatewayError(
@@ -464,7 +470,7 @@ export class PerUserCredentials {
    * as the identity's active credential. Required headers already on file may be left out to keep them.
    */
   async submit(flowId: string, headers: Readonly<Record<string, string>>, auth: SubmitAuth): Promise<StoredCredential> {
-    const flow = this.flowOrThrow(flowId);
+    const flow = await this.flowOrThrow(flowId);
     if (flow.kind !== "headers") {
       throw new GatewayError("invalid_argument", "this flow is an OAuth consent, not a header submission: open its page and click Connect", { type: "flow_kind_mismatch" });
     }
@@ -492,16 +498,16 @@ export class PerUserCredentials {
       values[key] = value;
     }
     validateUserHeaders(spec.perUserHeaderKeys, values, "headers");
-    if (how === "token") this.flows.spendToken(flow);
+    if (how === "token" && !(await this.flows.spendToken(flow))) throw tempTokenInvalid();
     try {
       await this.verify(spec, values);
     } catch (err) {
-      const retry = how === "token" ? this.flows.replaceToken(flow) : null;
+      const retry = how === "token" ? await this.flows.replaceToken(flow) : null;
       const detail = redactValues(upstreamMessage(err), Object.values(values));
       throw new SubmitVerifyError(`upstream verify failed: ${detail}`, retry);
     }
     const saved = await this.repo.save(client.id, flow.identity.kind, flow.identity.id, values);
-    this.flows.complete(flow);
+    await this.flows.complete(flow);
     this.deps.logger.info(
       { client_id: client.id, client: spec.name, credential_id: saved.id, identity_kind: flow.identity.kind },
       "per-user credential stored",
@@ -607,15 +613,25 @@ export class PerUserCredentials {
     }
   }
 
+  /** Another node stored, changed or revoked a credential: this node's cache takes the row as stored. */
+  async credentialChanged(credentialId: string): Promise<void> {
+    await this.repo.reload(credentialId);
+  }
+
+  /** After missed change notifications: every credential is read again. */
+  async reloadAll(): Promise<void> {
+    await this.repo.load();
+  }
+
   /** A virtual key was deleted: its credentials and flows go with it. */
   async virtualKeyRemoved(virtualKeyId: string): Promise<void> {
-    this.flows.forgetIdentity("vk", virtualKeyId);
+    await this.flows.forgetIdentity("vk", virtualKeyId);
     await this.repo.remove(this.repo.all().filter((c) => c.identityKind === "vk" && c.identityId === virtualKeyId).map((c) => c.id));
   }
 
   /** A client was deleted: its credentials and flows go with it. */
   async clientRemoved(clientId: string): Promise<void> {
-    this.flows.forgetClient(clientId);
+    await this.flows.forgetClient(clientId);
     await this.repo.remove(this.repo.all().filter((c) => c.clientId === clientId).map((c) => c.id));
   }
 }

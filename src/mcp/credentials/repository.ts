@@ -62,6 +62,20 @@ export class CredentialRepository {
     for (const rec of records) this.cache(fromRecord(rec));
   }
 
+  /** Reads one credential again (another node wrote it): the cache then holds the row as stored, or drops it when gone. */
+  reload(id: string): Promise<void> {
+    return this.serial(async () => {
+      const rec = await this.store.fork().findOne(McpUserCredentialRecord, { id });
+      const old = this.byId.get(id);
+      if (old) this.uncache(old);
+      if (!rec) return;
+      // A (client, identity) slot holds one credential: a row replaced on another node leaves no stale twin here.
+      const twin = this.find(rec.clientId, rec.identityKind, rec.identityId);
+      if (twin) this.uncache(twin);
+      this.cache(fromRecord(rec));
+    });
+  }
+
   /** The credential of (client, identity), from memory. */
   find(clientId: string, kind: McpIdentityKind, identityId: string): StoredCredential | undefined {
     return this.byKey.get(cacheKey(clientId, kind, identityId));

@@ -49,7 +49,7 @@ export function createSsoRoutes(opts: SsoRoutesOptions): (req: Req, res: Res, pa
       return;
     }
     if (path === SSO_LOGOUT_PATH && req.method === "POST") {
-      opts.login.logout(req.headers.cookie);
+      await opts.login.logout(req.headers.cookie);
       sendJson(res, 200, { status: "success" }, { "set-cookie": sessionCookie("", 0, overTls(req)) });
       return;
     }

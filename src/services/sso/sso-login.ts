@@ -1,12 +1,15 @@
 /**
  * The SSO relying party: browser login against the configured OpenID provider with the authorization code
  * flow and PKCE (S256), then a gateway session named by the HttpOnly cookie `gw_session`. Pending logins and
- * sessions live in this process's memory (a restart signs everyone out); only a hash of a session id is
- * kept. The ID token is checked with jose against the issuer's JWKS; the IdP access token stays in memory
- * with the session, for token_exchange clients.
+ * sessions are stored in the database, so a login started on one node finishes on any node and its session
+ * works on every node; only hashes of states and session ids are kept in clear, and the PKCE verifier,
+ * nonce and IdP access token (kept for token_exchange clients) are encrypted. Sessions are also cached in
+ * memory (the request path reads the cache only); other nodes' changes reach it through change
+ * notifications. The ID token is checked with jose against the issuer's JWKS.
  */
 import { createHash, randomBytes } from "node:crypto";
 import { GatewayError } from "../../errors.js";
+import { SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
 import type { SsoCaller } from "../inference/caller.js";
 import { verifyIdToken, type IdpTokens, type IdpUser } from "./idp-tokens.js";
 
@@ -28,7 +31,6 @@ interface PendingLogin {
   nonce: string;
   returnTo: string;
   redirectUri: string;
-  expiresAt: number;
 }
 
 interface Session {
@@ -77,15 +79,38 @@ function evictOldest<V>(map: Map<string, V>): void {
   if (!first.done) map.delete(first.value);
 }
 
+function sessionOf(rec: SsoSessionRecord): Session {
+  return { user: { ...rec.user }, accessToken: rec.secrets.accessToken, expiresAt: rec.expiresAt.getTime() };
+}
+
 /** Runs logins and holds the sessions they open. */
 export class SsoLogin {
-  private readonly pending = new Map<string, PendingLogin>();
+  /** Sessions by the hash of their id, as stored. */
   private readonly sessions = new Map<string, Session>();
 
   constructor(
     private readonly idp: IdpTokens,
+    private readonly store: Store,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** Loads the stored sessions that have not expired (start-up, and after missed change notifications). */
+  async load(): Promise<void> {
+    const records = await this.store.fork().find(SsoSessionRecord, { expiresAt: { $gt: new Date(this.now()) } }, { orderBy: { expiresAt: "desc" }, limit: MAX_ENTRIES });
+    this.sessions.clear();
+    for (const rec of records) this.sessions.set(rec.idHash, sessionOf(rec));
+  }
+
+  /** Another node opened or ended a session: the cache takes the row as stored. */
+  async sessionChanged(idHash: string): Promise<void> {
+    const rec = await this.store.fork().findOne(SsoSessionRecord, { idHash });
+    if (!rec) {
+      this.sessions.delete(idHash);
+      return;
+    }
+    evictOldest(this.sessions);
+    this.sessions.set(idHash, sessionOf(rec));
+  }
 
   private requireEnabled(): void {
     if (!this.idp.enabled) {
@@ -100,9 +125,19 @@ export class SsoLogin {
     const { authorizationEndpoint } = await this.idp.metadata();
     if (authorizationEndpoint === null) throw new GatewayError("unavailable", "the SSO issuer's discovery document names no authorization_endpoint", { type: "sso_discovery_failed" });
     const state = random();
-    const login: PendingLogin = { verifier: random(), nonce: random(), returnTo: target, redirectUri: `${base}${SSO_CALLBACK_PATH}`, expiresAt: this.now() + LOGIN_TTL_MS };
-    evictOldest(this.pending);
-    this.pending.set(state, login);
+    const login: PendingLogin = { verifier: random(), nonce: random(), returnTo: target, redirectUri: `${base}${SSO_CALLBACK_PATH}` };
+    const em = this.store.fork();
+    const now = this.now();
+    // Logins never finished are dropped after their 15 minutes and one more (a late callback is told it expired meanwhile).
+    await em.nativeDelete(SsoLoginRecord, { expiresAt: { $lt: new Date(now - LOGIN_TTL_MS) } });
+    em.create(SsoLoginRecord, {
+      stateHash: sha256(state),
+      secrets: { verifier: login.verifier, nonce: login.nonce },
+      returnTo: login.returnTo,
+      redirectUri: login.redirectUri,
+      expiresAt: new Date(now + LOGIN_TTL_MS),
+    });
+    await em.flush();
     const sso = this.idp.settings;
     const url = new URL(authorizationEndpoint);
     url.searchParams.set("response_type", "code");
@@ -120,10 +155,15 @@ export class SsoLogin {
   async finish(query: URLSearchParams): Promise<SsoLoginResult> {
     this.requireEnabled();
     const state = query.get("state") ?? "";
-    const login = this.pending.get(state);
-    if (login === undefined) throw new GatewayError("invalid_argument", "unknown or already used login state: start again at /api/sso/login", { type: "sso_state_invalid" });
-    this.pending.delete(state);
-    if (login.expiresAt <= this.now()) throw new GatewayError("failed_precondition", "the login took longer than 15 minutes: start again at /api/sso/login", { type: "sso_login_expired", httpStatus: 410 });
+    const em = this.store.fork();
+    const stateHash = sha256(state);
+    const rec = state === "" ? null : await em.findOne(SsoLoginRecord, { stateHash });
+    // Deleting the row spends the state: of two callbacks racing with it (on any nodes) one deletes it.
+    if (rec === null || (await em.nativeDelete(SsoLoginRecord, { stateHash })) !== 1) {
+      throw new GatewayError("invalid_argument", "unknown or already used login state: start again at /api/sso/login", { type: "sso_state_invalid" });
+    }
+    const login: PendingLogin = { verifier: rec.secrets.verifier, nonce: rec.secrets.nonce, returnTo: rec.returnTo, redirectUri: rec.redirectUri };
+    if (rec.expiresAt.getTime() <= this.now()) throw new GatewayError("failed_precondition", "the login took longer than 15 minutes: start again at /api/sso/login", { type: "sso_login_expired", httpStatus: 410 });
     const error = query.get("error");
     if (error !== null) {
       const description = query.get("error_description");
@@ -137,8 +177,12 @@ export class SsoLogin {
     // As long as the provider vouches for the user (the later of the ID token's and the access token's expiry), at most SESSION_MAX_MS.
     const now = this.now();
     const expiresAt = Math.min(now + SESSION_MAX_MS, Math.max(user.expiresAt, now + (tokens.expiresInS ?? 0) * 1000));
+    const idHash = sha256(sessionId);
+    await em.nativeDelete(SsoSessionRecord, { expiresAt: { $lte: new Date(now) } });
+    em.create(SsoSessionRecord, { idHash, user: { ...user }, secrets: { accessToken: tokens.accessToken }, expiresAt: new Date(expiresAt) });
+    await em.flush();
     evictOldest(this.sessions);
-    this.sessions.set(sha256(sessionId), { user, accessToken: tokens.accessToken, expiresAt });
+    this.sessions.set(idHash, { user, accessToken: tokens.accessToken, expiresAt });
     return { sessionId, maxAgeS: Math.max(1, Math.floor((expiresAt - this.now()) / 1000)), returnTo: login.returnTo };
   }
 
@@ -201,9 +245,12 @@ export class SsoLogin {
     return session ? { user: session.user, token: session.accessToken } : null;
   }
 
-  /** Ends the session a Cookie header names (unknown ones are ignored). */
-  logout(cookieHeader: string | null | undefined): void {
+  /** Ends the session a Cookie header names on every node (unknown ones are ignored). */
+  async logout(cookieHeader: string | null | undefined): Promise<void> {
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
-    if (id !== null) this.sessions.delete(sha256(id));
+    if (id === null) return;
+    const idHash = sha256(id);
+    this.sessions.delete(idHash);
+    await this.store.fork().nativeDelete(SsoSessionRecord, { idHash });
   }
 }

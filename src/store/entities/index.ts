@@ -8,12 +8,14 @@ import { McpClientSchema } from "./mcp-client-record.js";
 import { McpClientNodeStateSchema } from "./mcp-client-node-state-record.js";
 import { McpOauthCredentialSchema } from "./mcp-oauth-credential-record.js";
 import { McpUserCredentialSchema } from "./mcp-user-credential-record.js";
+import { McpUserFlowSchema } from "./mcp-user-flow-record.js";
 import { OAuth2ModelSchema } from "./oauth2-model-record.js";
 import { PricingSnapshotSchema } from "./pricing-snapshot-record.js";
 import { ProviderSchema } from "./provider-record.js";
 import { ResponseCacheSchema } from "./response-cache-record.js";
 import { RoutingRuleSchema } from "./routing-rule-record.js";
 import { SettingSchema } from "./setting-record.js";
+import { SsoLoginSchema, SsoSessionSchema } from "./sso-state-records.js";
 import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
 
@@ -26,14 +28,16 @@ export * from "./mcp-client-record.js";
 export * from "./mcp-client-node-state-record.js";
 export * from "./mcp-oauth-credential-record.js";
 export * from "./mcp-user-credential-record.js";
+export * from "./mcp-user-flow-record.js";
 export * from "./oauth2-model-record.js";
 export * from "./pricing-snapshot-record.js";
 export * from "./provider-record.js";
 export * from "./response-cache-record.js";
 export * from "./routing-rule-record.js";
 export * from "./setting-record.js";
+export * from "./sso-state-records.js";
 export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema];
