@@ -6,6 +6,7 @@
  * with the session, for token_exchange clients.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import type { SsoCaller } from "../inference/caller.js";
 import { verifyIdToken, type IdpTokens, type IdpUser } from "./idp-tokens.js";
@@ -156,7 +157,7 @@ export class SsoLogin {
     let body: Record<string, unknown> = {};
     let status: number;
     try {
-      const res = await fetch(tokenEndpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) });
+      const res = await egressFetch(tokenEndpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) });
       status = res.status;
       const parsed: unknown = await res.json().catch(() => ({}));
       if (parsed !== null && typeof parsed === "object") body = parsed as Record<string, unknown>;

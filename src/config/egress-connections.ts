@@ -1,0 +1,58 @@
+/**
+ * Outbound connections that obey the egress policy: one undici connector that every upstream connection
+ * goes through (providers, MCP servers, OAuth and SSO endpoints, the pricing download). It checks a
+ * literal address before dialling and every address a name resolves to before connecting, so a redirect
+ * or an endpoint announced by an upstream is judged like a configured URL. Requests over a connection
+ * that is already open went to an origin that passed when it was opened.
+ */
+import { isIP } from "node:net";
+import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher, type RequestInit as UndiciRequestInit } from "undici";
+import { egressDenial, egressError, egressPolicy } from "./egress-policy.js";
+
+/** The policy is read per connection, so the connector serves whichever policy the gateway installed. */
+const resolveAndDial = buildConnector({ lookup: (hostname, options, callback) => egressPolicy().lookup(hostname, options, callback) });
+
+/**
+ * Opens a connection unless the policy refuses its destination: a name is checked, then resolved and every
+ * address checked (by the policy's lookup); a literal address skips the lookup, so it is checked here.
+ */
+export const egressConnector: buildConnector.connector = (options, callback) => {
+  if (isIP(options.hostname) !== 0) {
+    const reason = egressPolicy().refusal(options.hostname);
+    if (reason !== null) {
+      process.nextTick(callback, egressError(reason), null);
+      return;
+    }
+  }
+  resolveAndDial(options, callback);
+};
+
+/** An undici Agent whose every new connection goes through egressConnector. */
+export function egressAgent(options: Omit<Agent.Options, "connect"> = {}): Agent {
+  return new Agent({ ...options, connect: egressConnector });
+}
+
+/**
+ * A fetch through `dispatcher` (whose connections must obey the policy) that rejects with the policy's
+ * own error, code EGRESS_DENIED, rather than fetch's bare "fetch failed": callers and the libraries they
+ * use (which may read a TypeError as a CORS failure and move on) then see and report the refusal.
+ */
+export function egressFetchVia(dispatcher: Dispatcher): typeof globalThis.fetch {
+  return async (input, init) => {
+    try {
+      // The DOM and undici fetch types are the same at runtime but nominally distinct.
+      const response = await undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as unknown as UndiciRequestInit), dispatcher });
+      return response as unknown as Response;
+    } catch (err) {
+      throw egressDenial(err) ?? err;
+    }
+  };
+}
+
+let shared: typeof globalThis.fetch | undefined;
+
+/** fetch for one-off requests (OAuth, SSO, pricing): one shared egress-checked agent, created on first use. */
+export const egressFetch: typeof globalThis.fetch = (input, init) => {
+  shared ??= egressFetchVia(egressAgent());
+  return shared(input, init);
+};
