@@ -330,7 +330,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const reloadOnce = async (next: Partial<AppOptions>): Promise<void> => {
       const nextAuth = next.auth ?? AUTH_OFF;
       checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
-      // The policy in force is the one read at start; a reload that changes it is applied then.
+      // Judged by the policy read at start: a changed network.egress applies only at the next start.
       checkConfiguredDestinations(egress, next);
       const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
       for (const name of changes.providers) void modelLists.refetch(name).catch((err: unknown) => logger.warn({ provider: name, err }, "could not store the provider's model list"));

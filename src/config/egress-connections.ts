@@ -7,7 +7,7 @@
  */
 import { isIP } from "node:net";
 import { Agent, buildConnector, fetch as undiciFetch, type Dispatcher, type RequestInit as UndiciRequestInit } from "undici";
-import { egressDenial, egressError, egressPolicy } from "./egress-policy.js";
+import { egressDenial, egressError, egressPolicy, type EgressPolicy } from "./egress-policy.js";
 
 /** The policy is read per connection, so the connector serves whichever policy the gateway installed. */
 const resolveAndDial = buildConnector({ lookup: (hostname, options, callback) => egressPolicy().lookup(hostname, options, callback) });
@@ -49,10 +49,20 @@ export function egressFetchVia(dispatcher: Dispatcher): typeof globalThis.fetch 
   };
 }
 
-let shared: typeof globalThis.fetch | undefined;
+/** The shared agent and the policy its connections were checked against. */
+let shared: { policy: EgressPolicy; agent: Agent; fetch: typeof globalThis.fetch } | undefined;
 
-/** fetch for one-off requests (OAuth, SSO, pricing): one shared egress-checked agent, created on first use. */
+/**
+ * fetch for one-off requests (OAuth, SSO, pricing) through one shared egress-checked agent. Its kept-alive
+ * connections were judged by the policy in force when they opened, so a newly installed policy starts a
+ * fresh agent rather than reuse a connection that policy may refuse.
+ */
 export const egressFetch: typeof globalThis.fetch = (input, init) => {
-  shared ??= egressFetchVia(egressAgent());
-  return shared(input, init);
+  const policy = egressPolicy();
+  if (shared?.policy !== policy) {
+    void shared?.agent.destroy().catch(() => undefined);
+    const agent = egressAgent();
+    shared = { policy, agent, fetch: egressFetchVia(agent) };
+  }
+  return shared.fetch(input, init);
 };

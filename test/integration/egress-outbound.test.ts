@@ -173,12 +173,14 @@ describe("an OAuth token refresh", () => {
 
   test("to a token endpoint the policy refuses after a restart fails with EGRESS_DENIED and sends nothing", async () => {
     // Authorized while permitted, the token endpoint named as localhost so that a later policy can refuse it alone.
+    now = Date.now();
     await connectOauthClient(app, oauth, "refreshing", { oauth_config: { token_url: viaLocalhost(`${oauth.issuer}/token`) } });
     await app.stop({ keepData: true });
     app = await startApp({ ...app.restartOptions, egress: { allow: [], deny: ["localhost"] }, mcpTiming: { now: () => now } });
     await app.runtime.firstConnectionsDone();
     const refreshes = oauth.tokenRequests.filter((grant) => grant === "refresh_token").length;
-    now += 3600_000 - 30_000;
+    // Half a minute before the hour-long token expires, inside the minute a refresh is made ahead of expiry.
+    now = Date.now() + 3600_000 - 30_000;
     const call = await executeTool(app, "refreshing-whoami");
     assert.match(String(call.body.content), /^Error: tool refreshing-whoami failed: /);
     assert.match(call.body.content, /OAuth token refresh failed: connection refused by the egress policy: localhost is refused by network\.egress\.deny \(EGRESS_DENIED\)/);
