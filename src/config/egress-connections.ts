@@ -49,6 +49,27 @@ export function egressFetchVia(dispatcher: Dispatcher): typeof globalThis.fetch 
   };
 }
 
+/** Statuses whose Response may not have a body. */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * undici's Response as the runtime's own: libraries such as the MCP SDK test `instanceof Response`, which
+ * undici's class fails. The body stream is handed over, not copied.
+ */
+function asGlobalResponse(response: Response): Response {
+  // Typed as the runtime's Response by egressFetchVia's cast, so the check must see past the type.
+  const value: unknown = response;
+  if (value instanceof Response) return value;
+  const copy = new Response(NULL_BODY_STATUSES.has(response.status) ? null : response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
+  // The final URL after redirects, which the constructor cannot set.
+  Object.defineProperty(copy, "url", { value: response.url });
+  return copy;
+}
+
 /** The shared agent and the policy its connections were checked against. */
 let shared: { policy: EgressPolicy; agent: Agent; fetch: typeof globalThis.fetch } | undefined;
 
@@ -64,5 +85,5 @@ export const egressFetch: typeof globalThis.fetch = (input, init) => {
     const agent = egressAgent();
     shared = { policy, agent, fetch: egressFetchVia(agent) };
   }
-  return shared.fetch(input, init);
+  return shared.fetch(input, init).then(asGlobalResponse);
 };
