@@ -40,7 +40,8 @@ export function egressAgent(options: Omit<Agent.Options, "connect"> = {}): Agent
 export function egressFetchVia(dispatcher: Dispatcher): typeof globalThis.fetch {
   return async (input, init) => {
     try {
-      // The DOM and undici fetch types are the same at runtime but nominally distinct.
+      // undici's Request and Response are shaped like the runtime's but are other classes: the MCP transports
+      // only read them, and egressFetch converts for callers that test instanceof.
       const response = await undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as unknown as UndiciRequestInit), dispatcher });
       return response as unknown as Response;
     } catch (err) {
