@@ -144,6 +144,17 @@ function checkExposure(host: string, auth: AdminAuthConfig | undefined, requireA
   logger.warn({ host }, risk);
 }
 
+/**
+ * Refuses (a 400 naming the setting) config-file URLs the gateway fetches whose host `egress` refuses:
+ * pricing.pricing_url over http(s) and sso.issuer (its discovery document, keys and token endpoint).
+ */
+function checkConfiguredDestinations(egress: EgressPolicy, options: Partial<AppOptions>): void {
+  const pricingUrl = options.pricing?.url ?? "";
+  if (/^https?:/i.test(pricingUrl)) egress.checkUrl(pricingUrl, "pricing.pricing_url");
+  const issuer = options.sso?.issuer ?? "";
+  if (issuer !== "") egress.checkUrl(issuer, "sso.issuer");
+}
+
 /** Starts the gateway. */
 export async function createApp(options: AppOptions): Promise<App> {
   const logger = options.logger ?? createLogger();
@@ -157,6 +168,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const baseUrl = network !== null && typeof network === "object" && !Array.isArray(network) ? (network as Record<string, unknown>)["base_url"] : undefined;
     if (typeof baseUrl === "string" && baseUrl !== "") egress.checkUrl(baseUrl, `providers.${name}.network_config.base_url`);
   }
+  checkConfiguredDestinations(egress, options);
   checkExposure(host, options.auth, options.requireAuth ?? false, logger);
   const readiness = new Readiness(() => logger.info("gateway ready"));
   // Bound first, so probes get an answer while the store opens (a first embedded start runs initdb).
@@ -321,6 +333,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     const reloadOnce = async (next: Partial<AppOptions>): Promise<void> => {
       const nextAuth = next.auth ?? AUTH_OFF;
       checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
+      // Judged by the policy read at start: a changed network.egress applies only at the next start.
+      checkConfiguredDestinations(egress, next);
       const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
       for (const name of changes.providers) void modelLists.refetch(name).catch((err: unknown) => logger.warn({ provider: name, err }, "could not store the provider's model list"));
       const authChanged = auth.reconfigure(nextAuth);

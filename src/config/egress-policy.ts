@@ -94,17 +94,26 @@ export class EgressPolicy {
     return null;
   }
 
-  /** Throws a 400 naming `field` when the URL's host is refused; URLs that do not parse are left to the caller's checks. */
-  checkUrl(url: string, field: string): void {
+  /**
+   * Why the gateway may not fetch `url` (judged by its literal host, before resolution), or null when it
+   * may; URLs that do not parse or have no host are left to the caller's own checks.
+   */
+  urlRefusal(url: string): string | null {
     let host: string;
     try {
       host = new URL(url).hostname;
     } catch {
-      return;
+      return null;
     }
-    if (host === "") return;
+    if (host === "") return null;
     const reason = this.refusal(host);
-    if (reason !== null) throw invalidField(field, `${url} is not a permitted destination: ${reason}`);
+    return reason === null ? null : `${url} is not a permitted destination: ${reason}`;
+  }
+
+  /** Throws a 400 naming `field` when the URL's host is refused; URLs that do not parse are left to the caller's checks. */
+  checkUrl(url: string, field: string): void {
+    const refused = this.urlRefusal(url);
+    if (refused !== null) throw invalidField(field, refused);
   }
 
   /**
@@ -144,9 +153,25 @@ function bareHost(host: string): string {
   return lower.startsWith("[") && lower.endsWith("]") ? lower.slice(1, -1) : lower;
 }
 
-/** The error a refused connection fails with; its code lets transport errors name the cause. */
+/** The code every connection the policy refuses fails with, in its error and at the end of its message. */
+export const EGRESS_DENIED = "EGRESS_DENIED";
+
+/** The error a refused connection fails with; the code in its message survives wrappers that keep only text. */
 export function egressError(reason: string): NodeJS.ErrnoException {
-  return Object.assign(new Error(`connection refused by the egress policy: ${reason}`), { code: "EGRESS_DENIED" });
+  return Object.assign(new Error(`connection refused by the egress policy: ${reason} (${EGRESS_DENIED})`), { code: EGRESS_DENIED });
+}
+
+/** How deep a cause chain is searched for a refusal (fetch wraps it once, its callers a few times more). */
+const MAX_CAUSE_DEPTH = 8;
+
+/** The policy's refusal in `err` or its cause chain, or undefined when the failure had another cause. */
+export function egressDenial(err: unknown): Error | undefined {
+  let current: unknown = err;
+  for (let depth = 0; depth < MAX_CAUSE_DEPTH && current instanceof Error; depth++) {
+    if ((current as NodeJS.ErrnoException).code === EGRESS_DENIED) return current;
+    current = current.cause;
+  }
+  return undefined;
 }
 
 let active = new EgressPolicy();

@@ -1,21 +1,11 @@
 /**
  * The http (streamable HTTP) and sse transports, both sending the client's headers on every request
- * and going through one shared undici Agent, so short per-call sessions reuse pooled TCP connections.
+ * through the fetch they are given (one shared agent, so short per-call sessions reuse pooled TCP connections).
  */
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { fetch as undiciFetch, type Agent, type RequestInit as UndiciRequestInit } from "undici";
 import { UpstreamHttpStatusError } from "./upstream-errors.js";
-
-/** A fetch whose requests all go through `agent`. */
-export function agentFetch(agent: Agent): FetchLike {
-  return async (url, init) => {
-    // The SDK speaks the DOM fetch types; undici's are structurally the same at runtime but nominally distinct.
-    const response = await undiciFetch(url, { ...(init as unknown as UndiciRequestInit), dispatcher: agent });
-    return response as unknown as Response;
-  };
-}
 
 /** Wraps a fetch so a 401/403 becomes an error carrying the status (the SSE POST path only reports prose). */
 function statusRecordingFetch(base: FetchLike): FetchLike {

@@ -4,15 +4,14 @@
  * timeout, other); every operation is bounded by its timeout and the caller's signal. The factory owns
  * the keep-alive pool shared by all http/sse sessions and closes whatever is still open.
  */
-import { egressPolicy } from "../config/egress-policy.js";
+import { egressAgent, egressFetchVia } from "../config/egress-connections.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { Agent } from "undici";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
-import { agentFetch, httpTransport, sseTransport } from "./http-transports.js";
+import { httpTransport, sseTransport } from "./http-transports.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
@@ -283,8 +282,9 @@ function describeSpawnFailure(err: unknown, command: string): Error | undefined 
 export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.ProcessEnv }): SessionFactory {
   const logger = opts.logger.child({ component: "mcp-upstream" });
   const env = opts.env ?? process.env;
-  const agent = new Agent();
-  const fetch = agentFetch(agent);
+  // Every connection, to the configured URL, an SSE endpoint it announces or a redirect target, obeys network.egress.
+  const agent = egressAgent();
+  const fetch = egressFetchVia(agent);
   const sessions = new Set<McpUpstreamSession>();
   let closed = false;
 
@@ -302,9 +302,6 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
     } catch {
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
-    // Clients saved before the policy changed are checked again each time a connection opens.
-    const refused = egressPolicy().refusal(url.hostname);
-    if (refused !== null) throw upstreamError(`connection_string ${url.origin} is not a permitted destination: ${refused}`);
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
     const send = target.bearer ? bearerFetch(fetch, target.bearer) : fetch;
     const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, send) : httpTransport(url, target.headers, send);

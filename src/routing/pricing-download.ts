@@ -6,6 +6,8 @@
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
+import { egressFetch } from "../config/egress-connections.js";
+import { egressDenial } from "../config/egress-policy.js";
 
 /** A download that failed; `transient` says whether trying again may help (network errors, 5xx, 429). */
 export class PricingDownloadError extends Error {
@@ -61,10 +63,11 @@ async function readHttpUrl(url: URL, limits: DownloadLimits): Promise<string> {
   try {
     let res: Response;
     try {
-      res = await fetch(url, { signal: abort.signal, headers: { accept: "application/json" } });
+      res = await egressFetch(url, { signal: abort.signal, headers: { accept: "application/json" } });
     } catch (err) {
       const cause = err instanceof Error && err.cause instanceof Error ? err.cause.message : err instanceof Error ? err.message : String(err);
-      throw new PricingDownloadError(`cannot reach ${url.origin}: ${abort.signal.aborted ? `no answer within ${limits.timeoutMs} ms` : cause}`, true, err);
+      // A destination network.egress refuses stays refused until the config changes: trying again cannot help.
+      throw new PricingDownloadError(`cannot reach ${url.origin}: ${abort.signal.aborted ? `no answer within ${limits.timeoutMs} ms` : cause}`, egressDenial(err) === undefined, err);
     }
     if (!res.ok) {
       await res.body?.cancel();

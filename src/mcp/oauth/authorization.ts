@@ -19,6 +19,7 @@ import { OAuthError } from "@modelcontextprotocol/sdk/server/auth/errors.js";
 import type { AuthorizationServerMetadata, OAuthClientInformationMixed, OAuthClientMetadata, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { LATEST_PROTOCOL_VERSION } from "@modelcontextprotocol/sdk/types.js";
+import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import { upstreamMessage } from "../upstream-errors.js";
 import { endpointProblem, type OauthConfigSpec } from "./oauth-config.js";
@@ -69,8 +70,8 @@ export function isDeadGrant(err: unknown): boolean {
   return err instanceof OAuthError && ["invalid_grant", "invalid_client", "unauthorized_client"].includes(err.errorCode);
 }
 
-/** A fetch bounded by the discovery timeout (and by the caller's signal). */
-export function boundedFetch(base: FetchLike = fetch as FetchLike, timeoutMs = DISCOVERY_TIMEOUT_MS): FetchLike {
+/** A fetch bounded by the discovery timeout (and by the caller's signal) whose connections obey network.egress. */
+export function boundedFetch(base: FetchLike = egressFetch, timeoutMs = DISCOVERY_TIMEOUT_MS): FetchLike {
   return (url, init) => {
     const deadline = AbortSignal.timeout(timeoutMs);
     return base(url, { ...init, signal: init?.signal ? AbortSignal.any([init.signal, deadline]) : deadline });

@@ -2,7 +2,10 @@
  * The `oauth_config` of an oauth MCP client and its rules. Every field is optional: empty endpoints are
  * discovered from the MCP server URL, an empty client_id means dynamic client registration. Endpoints a
  * browser or the gateway sends codes, tokens or secrets to must be https unless they are on a loopback host.
+ * Those the gateway itself calls (token, registration, revocation) must also be permitted by network.egress;
+ * the authorization URL is only opened by a browser, so the policy does not judge it.
  */
+import { egressPolicy } from "../../config/egress-policy.js";
 import { invalidField } from "../../errors.js";
 import type { McpOauthConfig } from "../../store/index.js";
 
@@ -48,6 +51,7 @@ export function validateOauthConfig(cfg: OauthConfigSpec | null, field: string):
     if (value === "") continue;
     const problem = endpointProblem(value);
     if (problem) throw invalidField(`${field}.${name}`, problem);
+    if (name !== "authorize_url") egressPolicy().checkUrl(value, `${field}.${name}`);
   }
   if (cfg.resource !== "") {
     let url: URL | undefined;

@@ -6,6 +6,7 @@
  * to the authorization server only, never to the MCP server, and neither token reaches an error message.
  */
 import { createHash } from "node:crypto";
+import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import type { CallerIdentity } from "../credentials/identity.js";
 import type { TokenExchangeSpec } from "./token-exchange-config.js";
@@ -110,7 +111,7 @@ export class TokenExchanger {
     }
     let res: Response;
     try {
-      res = await fetch(endpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(EXCHANGE_TIMEOUT_MS) });
+      res = await egressFetch(endpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(EXCHANGE_TIMEOUT_MS) });
     } catch (err) {
       throw new TokenExchangeError(`the token endpoint ${endpoint} could not be reached: ${err instanceof Error ? err.message : String(err)}`);
     }

@@ -3,6 +3,7 @@
  * is exchanged (the SSO issuer's token endpoint unless authorization_server_url names another), for which
  * audience, as which client, and in which request form.
  */
+import { egressPolicy } from "../../config/egress-policy.js";
 import { invalidField } from "../../errors.js";
 import type { McpTokenExchangeConfig } from "../../store/index.js";
 import { endpointProblem } from "../oauth/oauth-config.js";
@@ -23,6 +24,7 @@ export function validateTokenExchange(cfg: TokenExchangeSpec | null, field: stri
   if (cfg.authorizationServerUrl !== "") {
     const problem = endpointProblem(cfg.authorizationServerUrl);
     if (problem) throw invalidField(`${field}.authorization_server_url`, problem);
+    egressPolicy().checkUrl(cfg.authorizationServerUrl, `${field}.authorization_server_url`);
   }
   cfg.scopes.forEach((scope, i) => {
     if (!SCOPE_PATTERN.test(scope)) throw invalidField(`${field}.scopes[${i}]`, `"${scope}" is not a valid OAuth scope token`);

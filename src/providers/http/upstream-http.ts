@@ -391,7 +391,8 @@ export function transportError(provider: string, err: unknown, signal?: AbortSou
     return new ProviderError(provider, null, "provider_timeout", `${provider} did not answer in time: ${upstreamText(err.message)}`, err);
   }
   const message = err instanceof Error ? err.message || err.name : String(err);
-  const code = err instanceof Error && "code" in err && typeof err.code === "string" ? ` (${err.code})` : "";
+  // Errors that already end with their code (an egress refusal) are not given it twice.
+  const code = err instanceof Error && "code" in err && typeof err.code === "string" && !message.endsWith(`(${err.code})`) ? ` (${err.code})` : "";
   return new ProviderError(provider, null, "provider_unavailable", `${provider} could not be reached: ${upstreamText(message)}${code}`, err);
 }
 

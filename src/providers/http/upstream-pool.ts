@@ -3,9 +3,9 @@
  * out sockets opened ahead of need (client.initial_pool_size) before it dials new ones, so the first
  * requests to a provider skip TCP and TLS set-up.
  */
-import { isIP, type Socket } from "node:net";
-import { Agent, buildConnector } from "undici";
-import { egressError, egressPolicy } from "../../config/egress-policy.js";
+import type { Socket } from "node:net";
+import { Agent, type buildConnector } from "undici";
+import { egressConnector } from "../../config/egress-connections.js";
 
 /** The most connections kept per origin; pre-opening more would leave sockets the pool never takes. */
 const MAX_CONNECTIONS_PER_ORIGIN = 256;
@@ -33,8 +33,6 @@ function connectionKey(protocol: string, hostname: string, port: string): string
 /** One adapter's agent and its parked sockets. */
 export class UpstreamPool {
   readonly agent: Agent;
-  // Names are checked by the policy's lookup after resolution; literal addresses skip the lookup, so #dial checks them.
-  readonly #resolveAndDial = buildConnector({ lookup: (hostname, options, callback) => egressPolicy().lookup(hostname, options, callback) });
   readonly #parked = new Map<string, Parked[]>();
   #closing: Promise<void> | null = null;
 
@@ -84,16 +82,7 @@ export class UpstreamPool {
   }
 
   /** Opens a new connection, unless the egress policy refuses its destination. */
-  readonly #dial: buildConnector.connector = (options, callback) => {
-    if (isIP(options.hostname) !== 0) {
-      const reason = egressPolicy().refusal(options.hostname);
-      if (reason !== null) {
-        process.nextTick(callback, egressError(reason), null);
-        return;
-      }
-    }
-    this.#resolveAndDial(options, callback);
-  };
+  readonly #dial: buildConnector.connector = egressConnector;
 
   /** undici's connector for the agent: a parked socket to the same origin first, else a new one. */
   readonly #connect: buildConnector.connector = (options, callback) => {

@@ -6,7 +6,8 @@
  * request that carried it. Nothing here touches the database.
  */
 import { createHash } from "node:crypto";
-import { createRemoteJWKSet, decodeJwt, errors, jwtVerify, type JWTPayload } from "jose";
+import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload } from "jose";
+import { egressFetch } from "../../config/egress-connections.js";
 import { ssoEnabled, SSO_OFF, type SsoSettings } from "../../config/sso-config.js";
 import { GatewayError } from "../../errors.js";
 
@@ -141,7 +142,7 @@ export class IdpTokens {
       const url = `${this.sso.issuer.replace(/\/$/, "")}/.well-known/openid-configuration`;
       let doc: Record<string, unknown>;
       try {
-        const res = await fetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: "application/json" } });
+        const res = await egressFetch(url, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS), headers: { accept: "application/json" } });
         if (!res.ok) throw new Error(`HTTP ${res.status}`);
         doc = (await res.json()) as Record<string, unknown>;
       } catch (err) {
@@ -170,7 +171,7 @@ export class IdpTokens {
     if (this.keys) return this.keys;
     const { jwksUri } = await this.metadata();
     // A token naming an unknown kid refetches the set (at most every few seconds), so rotation is picked up.
-    this.keys ??= createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 2_000, cacheMaxAge: 10 * 60_000 });
+    this.keys ??= createRemoteJWKSet(new URL(jwksUri), { timeoutDuration: FETCH_TIMEOUT_MS, cooldownDuration: 2_000, cacheMaxAge: 10 * 60_000, [customFetch]: egressFetch });
     return this.keys;
   }
 

@@ -8,6 +8,7 @@
  * notifications. The ID token is checked with jose against the issuer's JWKS.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import { SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
 import type { SsoCaller } from "../inference/caller.js";
@@ -200,7 +201,7 @@ export class SsoLogin {
     let body: Record<string, unknown> = {};
     let status: number;
     try {
-      const res = await fetch(tokenEndpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) });
+      const res = await egressFetch(tokenEndpoint, { method: "POST", headers, body: form, signal: AbortSignal.timeout(TOKEN_TIMEOUT_MS) });
       status = res.status;
       const parsed: unknown = await res.json().catch(() => ({}));
       if (parsed !== null && typeof parsed === "object") body = parsed as Record<string, unknown>;
