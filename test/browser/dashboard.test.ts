@@ -19,6 +19,7 @@ import { api, startApp, type TestApp } from "../helpers/app.js";
 import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { oauthSuite } from "../helpers/oauth-clients.js";
 import { fileKey, sdk } from "../helpers/inference.js";
+import { SKIP_IN_REPEATED_RUN } from "../helpers/repeated-run.js";
 
 const WEB_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/dashboard", import.meta.url));
@@ -144,7 +145,7 @@ describe("serving", () => {
   });
 });
 
-describe("in the browser", () => {
+describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
   test("a wrong password is refused and the right one signs in", async () => {
     await page.goto(`${app.url}/workspace/`);
     await page.getByRole("heading", { name: "Sign in to the gateway" }).waitFor(WAIT);

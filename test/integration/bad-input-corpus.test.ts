@@ -18,6 +18,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { startApp, type TestApp } from "../helpers/app.js";
 import { rawRequest, requestHead, type RawAnswer } from "../helpers/raw-http.js";
+import { SKIP_IN_REPEATED_RUN } from "../helpers/repeated-run.js";
 
 const SEED = process.env["GW_FUZZ_SEED"] ? Number(process.env["GW_FUZZ_SEED"]) : Date.now() % 2 ** 31;
 /** Cases in all; each surface gets its share below. */
@@ -281,7 +282,7 @@ async function generatedServices(): Promise<DescService[]> {
 
 // ---- the corpus -------------------------------------------------------------------------------------
 
-describe("bad-input corpus", { concurrency: false }, () => {
+describe("bad-input corpus", { concurrency: false, skip: SKIP_IN_REPEATED_RUN }, () => {
   let app: TestApp;
   let operations: Operation[];
   let services: DescService[];
