@@ -40,6 +40,7 @@ import { ProviderModelLists } from "./services/inference/model-lists.js";
 import { createProviderEmbedder, type EmbeddingTarget } from "./services/inference/cache-embedder.js";
 import { ResponseCache, type ResponseCacheLimits } from "./services/inference/response-cache.js";
 import { UsageFlusher } from "./services/inference/usage-flusher.js";
+import { startSharedLimits } from "./services/inference/shared-limits.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { bearerRefusal, IdpTokens, jwtBearer } from "./services/sso/idp-tokens.js";
@@ -247,6 +248,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
     nodes = cluster;
     await cluster.start();
+    const sharedLimits = startSharedLimits({ store, registry: cluster, inference: state, logger });
     // Other nodes' admin writes and reloads reach this node's caches through the database.
     const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime }) });
     changes = changeListener;
@@ -361,6 +363,8 @@ export async function createApp(options: AppOptions): Promise<App> {
           await changeListener.stop();
           await publisher.stop();
           await flusher.stop();
+          // After the server closed, so no request still spends from the slices given back.
+          await sharedLimits?.returnSlices();
           await cache.close();
           await cluster.stop();
           await state.close();

@@ -1,0 +1,73 @@
+/**
+ * Budgets and rate limits across three gateway processes on one PostgreSQL: a virtual key's request limit
+ * holds for the cluster as a whole when requests are spent through every node at once. Skipped, saying
+ * why, when no PostgreSQL server answers.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { clusterSkipReason, newClusterPlace, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
+
+/** The key's request limit for the window. */
+const LIMIT = 12;
+/** Requests sent through each node: together three times what the key may spend. */
+const PER_NODE = LIMIT;
+
+const skip = await clusterSkipReason();
+if (skip) console.log(`# cluster limit tests ${skip}`);
+
+/** The config file of every node: one provider on the mock upstream and a key limited to LIMIT requests an hour. */
+function clusterConfig(upstream: string): Record<string, unknown> {
+  return {
+    providers: { openai: { keys: [{ id: "oa", name: "oa", value: "sk-up", models: ["gpt-4o-mini"] }], network_config: { base_url: upstream } } },
+    governance: {
+      virtual_keys: [
+        {
+          id: "vk-limited",
+          name: "limited",
+          value: "sk-gw-limited",
+          provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }],
+          rate_limit: { request_max_limit: LIMIT, request_reset_duration: "1h" },
+        },
+      ],
+    },
+  };
+}
+
+/** One chat completion with the limited key; answers the HTTP status and the error type of a refusal. */
+async function chat(at: ClusterNode, i: number): Promise<{ status: number; type: string | null }> {
+  const res = await fetch(`${at.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-limited" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: `request ${i}` }] }),
+  });
+  const body = (await res.json()) as { error?: { type?: string } };
+  return { status: res.status, type: body.error?.type ?? null };
+}
+
+describe("a request limit shared by three nodes on one PostgreSQL", { skip: skip ?? false }, () => {
+  let place: ClusterPlace;
+  let nodes: ClusterNode[] = [];
+  let openai: MockUpstream;
+
+  before(async () => {
+    openai = await startMockOpenAi();
+    place = await newClusterPlace(clusterConfig(openai.url));
+    nodes = await startNodes(place, 3);
+  });
+
+  after(async () => {
+    if (place) await stopCluster(place, nodes);
+    await openai?.close();
+  });
+
+  test("accepts between the limit and the limit plus one request per node when every node spends at once", async () => {
+    const sent = nodes.flatMap((node, n) => Array.from({ length: PER_NODE }, (_, i) => chat(node, n * PER_NODE + i)));
+    const answers = await Promise.all(sent);
+    const accepted = answers.filter((a) => a.status === 200).length;
+    const refused = answers.filter((a) => a.status !== 200);
+    assert.ok(accepted >= LIMIT, `accepted ${accepted} requests, fewer than the limit of ${LIMIT}`);
+    assert.ok(accepted <= LIMIT + nodes.length, `accepted ${accepted} requests, more than the limit of ${LIMIT} plus one per node`);
+    for (const refusal of refused) assert.deepEqual(refusal, { status: 429, type: "policy_rate_limited" });
+  });
+});
