@@ -40,7 +40,7 @@ import { ProviderModelLists } from "./services/inference/model-lists.js";
 import { createProviderEmbedder, type EmbeddingTarget } from "./services/inference/cache-embedder.js";
 import { ResponseCache, type ResponseCacheLimits } from "./services/inference/response-cache.js";
 import { UsageFlusher } from "./services/inference/usage-flusher.js";
-import { startSharedLimits } from "./services/inference/shared-limits.js";
+import { startSharedLimits, type SharedLimits } from "./services/inference/shared-limits.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { bearerRefusal, IdpTokens, jwtBearer } from "./services/sso/idp-tokens.js";
@@ -80,6 +80,8 @@ export interface AppOptions {
   server?: ServerLimits;
   /** PostgreSQL schema (tests isolate runs with it). */
   databaseSchema?: string;
+  /** Redis for the shared budget and rate-limit counters (`redis` in the config file, GW_REDIS_URL); read only at start. */
+  redis?: { url: string; keyPrefix: string };
   encryptionKey?: string;
   auth?: AdminAuthConfig;
   toolManager?: ToolManagerSettings;
@@ -189,6 +191,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   let tracing: Tracing | undefined;
   let pricingSync: PricingSync | undefined;
   let nodes: NodeRegistry | undefined;
+  let shared: SharedLimits | null = null;
   let changes: ChangeListener | undefined;
   let nodeStates: NodeStatePublisher | undefined;
   try {
@@ -248,7 +251,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
     nodes = cluster;
     await cluster.start();
-    const sharedLimits = startSharedLimits({ store, registry: cluster, inference: state, logger });
+    const sharedLimits = (shared = startSharedLimits({ store, registry: cluster, inference: state, logger, redis: options.redis }));
     // Other nodes' admin writes and reloads reach this node's caches through the database.
     const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime }) });
     changes = changeListener;
@@ -328,6 +331,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (authChanged) logger.info({ enabled: nextAuth.enabled }, "admin authentication settings applied from the config file");
       const atNextStart: string[] = [];
       if ((next.databaseUrl ?? "") !== (options.databaseUrl ?? "")) atNextStart.push("database.url");
+      if (JSON.stringify(next.redis ?? null) !== JSON.stringify(options.redis ?? null)) atNextStart.push("redis");
       if (JSON.stringify(next.server ?? defaultServerLimits()) !== JSON.stringify(serverLimits)) atNextStart.push("server");
       if ((next.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES) !== maxBodyBytes) atNextStart.push("client.max_request_body_bytes");
       if (JSON.stringify(next.tracing ?? null) !== JSON.stringify(options.tracing ?? null)) atNextStart.push("telemetry.otlp");
@@ -364,7 +368,7 @@ export async function createApp(options: AppOptions): Promise<App> {
           await publisher.stop();
           await flusher.stop();
           // After the server closed, so no request still spends from the slices given back.
-          await sharedLimits?.returnSlices();
+          await sharedLimits?.stop();
           await cache.close();
           await cluster.stop();
           await state.close();
@@ -385,6 +389,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await nodeStates?.stop();
     await usageFlusher?.stop();
     await responseCache?.close();
+    await shared?.stop();
     await nodes?.stop();
     await inference?.close();
     await runtime?.shutdown();
@@ -472,6 +477,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
   const auth = file.authConfig;
   return {
     ...(file.database.url ? { databaseUrl: file.database.url } : {}),
+    ...(file.redis.url ? { redis: { url: file.redis.url, keyPrefix: file.redis.keyPrefix } } : {}),
     server: file.server,
     auth: {
       enabled: auth.isEnabled,

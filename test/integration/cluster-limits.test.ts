@@ -1,9 +1,13 @@
 /**
  * Budgets and rate limits across three gateway processes on one PostgreSQL: a virtual key's request limit
- * holds for the cluster as a whole when requests are spent through every node at once. Skipped, saying
- * why, when no PostgreSQL server answers.
+ * holds for the cluster as a whole when requests are spent through every node at once, with the counters in
+ * the database, in Redis, and in the database while the configured Redis does not answer. Skipped, saying
+ * why, when no PostgreSQL server (or, for the Redis case, no Redis) answers.
  */
 import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
+import { Redis } from "ioredis";
 import { after, before, describe, test } from "node:test";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { clusterSkipReason, newClusterPlace, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
@@ -13,12 +17,44 @@ const LIMIT = 12;
 /** Requests sent through each node: together three times what the key may spend. */
 const PER_NODE = LIMIT;
 
+/** The Redis the Redis case runs on. */
+const REDIS_URL = process.env["GW_TEST_REDIS_URL"] || "redis://127.0.0.1:6379";
+
 const skip = await clusterSkipReason();
 if (skip) console.log(`# cluster limit tests ${skip}`);
 
+/** Null when Redis answers a PING, else why the Redis case is skipped. */
+async function redisSkipReason(): Promise<string | null> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    return null;
+  } catch (err) {
+    return `skipped: no Redis answers at ${REDIS_URL} (set GW_TEST_REDIS_URL): ${(err as Error).message}`;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const redisSkip = skip ?? (await redisSkipReason());
+if (redisSkip && !skip) console.log(`# cluster limit tests with Redis ${redisSkip}`);
+
+/** A loopback port nothing listens on: a Redis that never answers. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  assert.ok(address !== null && typeof address === "object");
+  return address.port;
+}
+
 /** The config file of every node: one provider on the mock upstream and a key limited to LIMIT requests an hour. */
-function clusterConfig(upstream: string): Record<string, unknown> {
+function clusterConfig(upstream: string, redis?: { url: string; key_prefix: string }): Record<string, unknown> {
   return {
+    ...(redis ? { redis } : {}),
     providers: { openai: { keys: [{ id: "oa", name: "oa", value: "sk-up", models: ["gpt-4o-mini"] }], network_config: { base_url: upstream } } },
     governance: {
       virtual_keys: [
@@ -45,29 +81,40 @@ async function chat(at: ClusterNode, i: number): Promise<{ status: number; type:
   return { status: res.status, type: body.error?.type ?? null };
 }
 
-describe("a request limit shared by three nodes on one PostgreSQL", { skip: skip ?? false }, () => {
-  let place: ClusterPlace;
-  let nodes: ClusterNode[] = [];
-  let openai: MockUpstream;
+/** Three nodes with the config; every node spends the limited key at once. */
+function sharedLimitSuite(name: string, skipReason: string | null, redis: () => Promise<{ url: string; key_prefix: string } | undefined>): void {
+  describe(name, { skip: skipReason ?? false }, () => {
+    let place: ClusterPlace;
+    let nodes: ClusterNode[] = [];
+    let openai: MockUpstream;
 
-  before(async () => {
-    openai = await startMockOpenAi();
-    place = await newClusterPlace(clusterConfig(openai.url));
-    nodes = await startNodes(place, 3);
-  });
+    before(async () => {
+      openai = await startMockOpenAi();
+      place = await newClusterPlace(clusterConfig(openai.url, await redis()));
+      nodes = await startNodes(place, 3);
+    });
 
-  after(async () => {
-    if (place) await stopCluster(place, nodes);
-    await openai?.close();
-  });
+    after(async () => {
+      if (place) await stopCluster(place, nodes);
+      await openai?.close();
+    });
 
-  test("accepts between the limit and the limit plus one request per node when every node spends at once", async () => {
-    const sent = nodes.flatMap((node, n) => Array.from({ length: PER_NODE }, (_, i) => chat(node, n * PER_NODE + i)));
-    const answers = await Promise.all(sent);
-    const accepted = answers.filter((a) => a.status === 200).length;
-    const refused = answers.filter((a) => a.status !== 200);
-    assert.ok(accepted >= LIMIT, `accepted ${accepted} requests, fewer than the limit of ${LIMIT}`);
-    assert.ok(accepted <= LIMIT + nodes.length, `accepted ${accepted} requests, more than the limit of ${LIMIT} plus one per node`);
-    for (const refusal of refused) assert.deepEqual(refusal, { status: 429, type: "policy_rate_limited" });
+    test("accepts between the limit and the limit plus one request per node when every node spends at once", async () => {
+      const sent = nodes.flatMap((node, n) => Array.from({ length: PER_NODE }, (_, i) => chat(node, n * PER_NODE + i)));
+      const answers = await Promise.all(sent);
+      const accepted = answers.filter((a) => a.status === 200).length;
+      const refused = answers.filter((a) => a.status !== 200);
+      assert.ok(accepted >= LIMIT, `accepted ${accepted} requests, fewer than the limit of ${LIMIT}`);
+      assert.ok(accepted <= LIMIT + nodes.length, `accepted ${accepted} requests, more than the limit of ${LIMIT} plus one per node`);
+      for (const refusal of refused) assert.deepEqual(refusal, { status: 429, type: "policy_rate_limited" });
+    });
   });
-});
+}
+
+sharedLimitSuite("a request limit shared by three nodes on one PostgreSQL", skip, async () => undefined);
+// A prefix of its own, so runs sharing one Redis never see each other's counters.
+sharedLimitSuite("a request limit shared by three nodes through Redis", redisSkip, async () => ({ url: REDIS_URL, key_prefix: `gw-test-${randomUUID()}:` }));
+sharedLimitSuite("a request limit shared through the database while the configured Redis does not answer", skip, async () => ({
+  url: `redis://127.0.0.1:${await closedPort()}`,
+  key_prefix: "gw-test-down:",
+}));

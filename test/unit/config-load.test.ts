@@ -47,6 +47,7 @@ describe("defaults", () => {
   test("fills every default for an empty file", () => {
     const expected: GatewayFileConfig = {
       database: { url: null },
+      redis: { url: null, keyPrefix: "gw:" },
       server: { maxHeaderBytes: 16_384, headersTimeoutMs: 30_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000, maxConnections: 10_000 },
       authConfig: { isEnabled: false, adminUsername: null, adminPassword: null, sessionTtlMs: 86_400_000 },
       client: {
