@@ -691,7 +691,6 @@ export const gatewayFileConfigSchema = strict({
   // Lets editors validate the file against a JSON schema; ignored by the gateway.
   $schema: z.string().nullish(),
   database: section(databaseSchema),
-  redis: section(redisSchema),
   auth_config: section(authSchema),
   client: section(clientSchema),
   providers: providersSchema.nullish(),
@@ -705,6 +704,7 @@ export const gatewayFileConfigSchema = strict({
   network: section(networkSchema),
   cache: section(cacheSchema),
   sso: ssoSchema,
+  redis: section(redisSchema),
 })
   .superRefine(
     (f, ctx) => {

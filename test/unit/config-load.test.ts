@@ -164,6 +164,14 @@ describe("unknown keys", () => {
     assertRejected({ providers: { openai: { keys: [{ id: "k", name: "n", secret: "x" }] } } }, "providers.openai.keys[0].secret", "unknown key");
   });
 
+  test("rejects an unknown key in the redis section", () => {
+    assertRejected({ redis: { url: "redis://127.0.0.1:6379", db: 2 } }, "redis.db", "unknown key");
+  });
+
+  test("rejects a redis url that is not a redis URL", () => {
+    assertRejected({ redis: { url: "http://127.0.0.1:6379" } }, "redis.url", "must be a redis:// or rediss:// URL");
+  });
+
   test("rejects a top level that is not an object", () => {
     assertRejected([], "(top level)", "must be an object, got an array");
   });
