@@ -41,6 +41,17 @@ async function redisSkipReason(): Promise<string | null> {
 const redisSkip = skip ?? (await redisSkipReason());
 if (redisSkip && !skip) console.log(`# cluster limit tests with Redis ${redisSkip}`);
 
+/** Deletes the counters a test left under its prefix. */
+async function dropRedisKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 0 });
+  try {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+}
+
 /** A loopback port nothing listens on: a Redis that never answers. */
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -87,16 +98,19 @@ function sharedLimitSuite(name: string, skipReason: string | null, redis: () => 
     let place: ClusterPlace;
     let nodes: ClusterNode[] = [];
     let openai: MockUpstream;
+    let redisConfig: { url: string; key_prefix: string } | undefined;
 
     before(async () => {
       openai = await startMockOpenAi();
-      place = await newClusterPlace(clusterConfig(openai.url, await redis()));
+      redisConfig = await redis();
+      place = await newClusterPlace(clusterConfig(openai.url, redisConfig));
       nodes = await startNodes(place, 3);
     });
 
     after(async () => {
       if (place) await stopCluster(place, nodes);
       await openai?.close();
+      if (redisConfig?.url === REDIS_URL) await dropRedisKeys(redisConfig.key_prefix);
     });
 
     test("accepts between the limit and the limit plus one request per node when every node spends at once", async () => {
