@@ -251,7 +251,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
     nodes = cluster;
     await cluster.start();
-    const sharedLimits = (shared = startSharedLimits({ store, registry: cluster, inference: state, logger, redis: options.redis }));
+    const sharedLimits = (shared = startSharedLimits({ store, registry: cluster, inference: state, logger, redis: options.redis, ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}) }));
     // Other nodes' admin writes and reloads reach this node's caches through the database.
     const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime }) });
     changes = changeListener;

@@ -28,6 +28,8 @@ export function startSharedLimits(options: {
   inference: InferenceState;
   logger: Logger;
   redis?: { url: string; keyPrefix: string } | undefined;
+  /** The clock the windows follow (the inference clock; tests inject one). */
+  clock?: () => number;
 }): SharedLimits | null {
   const { store, registry, inference, logger } = options;
   if (store.embedded) {
@@ -47,6 +49,7 @@ export function startSharedLimits(options: {
   const ledger = new SharedLedger({
     backend,
     liveNodes: () => Math.max(1, registry.cachedLiveNodes().length),
+    ...(options.clock ? { clock: options.clock } : {}),
     warn: (err, message) => logger.warn({ err }, message),
   });
   inference.gate.share(ledger);
