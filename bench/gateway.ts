@@ -6,7 +6,10 @@
  * variant from run.ts: `{"name": ..., "appOptions": {...}, "logLevel"?, "databaseUrl"?}`: appOptions
  * are merged over the base AppOptions; `logLevel` other than warn writes the log, access lines included,
  * asynchronously to a file in the data directory, as the production logger writes to stdout; `databaseUrl`
- * runs on that PostgreSQL server in a schema of its own, dropped at the end.
+ * runs on that PostgreSQL server in a schema of its own, dropped at the end; `cluster` `{schema, encryptionKey}`
+ * makes the child one node of a cluster on that server: the nodes share the schema (run.ts drops it once every
+ * node stopped) and the key, and the bench key also gets a key-level request limit, so the counters the nodes share run
+ * on every request.
  * Its first stdout line is `{"port": <n>}`; it closes the app and removes its data when its stdin
  * closes or on SIGTERM/SIGINT.
  */
@@ -29,6 +32,7 @@ interface Variant {
   routingRules?: number;
   logLevel?: string;
   databaseUrl?: string;
+  cluster?: { schema: string; encryptionKey: string };
 }
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
@@ -66,13 +70,14 @@ const inference = inferenceOptionsFromFile(
           rate_limit: { token_max_limit: 1e15, token_reset_duration: "1h" },
         },
       ],
+      ...(variant.cluster ? { rate_limit: { request_max_limit: 1e12, request_reset_duration: "1h" } } : {}),
     },
   ],
   routingRules,
 );
 
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
-const schema = variant.databaseUrl ? randomSchemaName() : undefined;
+const schema = variant.databaseUrl ? (variant.cluster?.schema ?? randomSchemaName()) : undefined;
 const logLevel = variant.logLevel ?? "warn";
 // pino's own asynchronous destination, as the production logger's stdout is; createLogger's parameter is
 // typed as a Node stream, which sonic-boom implements without declaring every stream property.
@@ -88,7 +93,7 @@ function stop(): Promise<void> {
     try {
       await app?.close();
     } finally {
-      if (variant.databaseUrl && schema) await dropSchema(variant.databaseUrl, schema).catch(() => undefined);
+      if (variant.databaseUrl && schema && !variant.cluster) await dropSchema(variant.databaseUrl, schema).catch(() => undefined);
       await rm(dataDir, { recursive: true, force: true });
     }
     process.exit(0);
@@ -107,7 +112,7 @@ try {
     host: "127.0.0.1",
     port: 0,
     // A fixed key keeps the "generated encryption key" warning out of the bench output.
-    encryptionKey: randomBytes(32).toString("hex"),
+    encryptionKey: variant.cluster?.encryptionKey ?? randomBytes(32).toString("hex"),
     logger: createLogger({ level: logLevel, destination: logDestination }),
     inference,
     ...(variant.databaseUrl ? { databaseUrl: variant.databaseUrl, databaseSchema: schema } : {}),

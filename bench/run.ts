@@ -39,10 +39,13 @@
  * Env: BENCH_SECONDS (default 10), BENCH_PHASES (a comma-separated subset of throughput, latency,
  * streaming, concurrent-streams, cache-hit; default all), BENCH_VARIANTS (a comma-separated subset of the
  * gateway variants; default all; direct and the floors always run), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
- * schema of its own), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
+ * schema of its own), BENCH_CLUSTER=1 (with BENCH_DATABASE_URL: also two gateway nodes sharing one schema there, their
+ * budget and rate-limit counters shared, loaded round-robin by the bench's own client; throughput per node is
+ * reported next to the single node's), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
  * writing into bench/profiles/<variant>/ (one file per thread; the main thread's is the largest).
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
@@ -51,6 +54,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Pool } from "undici";
+import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 /**
  * A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions,
@@ -69,6 +73,8 @@ interface GatewayVariant {
 }
 
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+const CLUSTER = process.env["BENCH_CLUSTER"] === "1";
+if (CLUSTER && DATABASE_URL === undefined) throw new Error("BENCH_CLUSTER=1 needs BENCH_DATABASE_URL: the nodes share a PostgreSQL server");
 
 /** Every gateway configuration measured, each in its own child. */
 const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
@@ -388,6 +394,31 @@ async function throughput(url: string, pid: number | undefined, errors: Errors, 
     return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
   } finally {
     await pool.close();
+  }
+}
+
+/** Closed loop over several nodes: worker i sends to node i mod n, as a round-robin load balancer would. */
+async function clusterThroughput(urls: readonly string[], errors: Errors): Promise<{ rps: number; perNode: number[] }> {
+  const pools = urls.map((url) => new Pool(url, { connections: Math.ceil(CONNECTIONS / urls.length), pipelining: 1 }));
+  const loop = async (until: number, count: Errors): Promise<number[]> => {
+    const done = urls.map(() => 0);
+    await Promise.all(
+      Array.from({ length: CONNECTIONS }, async (_, worker) => {
+        const node = worker % pools.length;
+        while (performance.now() < until) if (await chat(pools[node] as Pool, count)) done[node] = (done[node] ?? 0) + 1;
+      }),
+    );
+    return done;
+  };
+  try {
+    await loop(performance.now() + WARMUP_MS, errors);
+    const started = performance.now();
+    const done = await loop(started + SECONDS * 1000, errors);
+    const elapsed = performance.now() - started;
+    const perNode = done.map((n) => (n * 1000) / elapsed);
+    return { rps: perNode.reduce((a, b) => a + b, 0), perNode };
+  } finally {
+    await Promise.all(pools.map((pool) => pool.close()));
   }
 }
 
@@ -716,6 +747,17 @@ async function main(): Promise<void> {
   ];
   const [pipe, floor, ...gateways] = await Promise.all(starting);
   if (!pipe || !floor) throw new Error("the floors did not start");
+  // Started after the others, so the single node and the cluster do not contend for the CPU while starting.
+  const cluster = CLUSTER && DATABASE_URL !== undefined ? { schema: randomSchemaName(), encryptionKey: randomBytes(32).toString("hex") } : null;
+  clusterSchema = cluster?.schema ?? null;
+  const clusterNodes =
+    cluster === null
+      ? []
+      : await Promise.all(
+          ["cluster-a", "cluster-b"].map((name) =>
+            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }),
+          ),
+        );
   const targets = [
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
     { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid },
@@ -727,6 +769,12 @@ async function main(): Promise<void> {
     results.push(await measure(target));
     await sleep(1_000);
   }
+  let clusterResult: { rps: number; perNode: number[]; errors: number; errorSamples: string[] } | null = null;
+  if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
+    const errors = new Errors();
+    const run = await phase("cluster", "throughput", `two nodes round-robin (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => clusterThroughput(clusterNodes.map((n) => n.url), errors), { rps: Number.NaN, perNode: [] });
+    clusterResult = { ...run, errors: errors.count, errorSamples: [...errors.samples] };
+  }
   peaks.stop();
   for (const [i, target] of targets.entries()) {
     const result = results[i];
@@ -734,7 +782,14 @@ async function main(): Promise<void> {
     if (result) result.peakRssMiB = peaks.peakOf(target.pid);
   }
   report(results, loadAtStart);
-  const errors = results.reduce((sum, r) => sum + r.errors, 0);
+  if (clusterResult !== null) {
+    const single = results.find((r) => r.name === "gateway-pg");
+    const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s`).join(", ");
+    console.log(`cluster of 2 on PostgreSQL, round-robin: ${fmt(clusterResult.rps, 0)} req/s in all (${nodes}); one node (gateway-pg): ${single ? `${fmt(single.throughput.rps, 0)} req/s` : "not run (BENCH_VARIANTS)"}`);
+    console.log(`cluster errors: ${clusterResult.errors}${clusterResult.errors > 0 ? "  <- INVALID RUN" : ""}`);
+    for (const sample of clusterResult.errorSamples) console.log(`  cluster: ${sample}`);
+  }
+  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0);
   writeFileSync(
     LAST_RUN,
     `${JSON.stringify(
@@ -745,6 +800,7 @@ async function main(): Promise<void> {
         loadAverage: { atStart: loadAtStart, atEnd: load() },
         settings: { phases: [...SELECTED_PHASES], seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
         results,
+        cluster: clusterResult,
         errors,
         valid: errors === 0,
       },
@@ -756,6 +812,9 @@ async function main(): Promise<void> {
   if (errors > 0) process.exitCode = 1;
 }
 
+/** The cluster nodes' shared schema, dropped once they stopped. */
+let clusterSchema: string | null = null;
+
 try {
   await main();
 } catch (err) {
@@ -763,4 +822,5 @@ try {
   process.exitCode = 1;
 } finally {
   await stopAll();
+  if (clusterSchema !== null && DATABASE_URL !== undefined) await dropSchema(DATABASE_URL, clusterSchema).catch(() => undefined);
 }

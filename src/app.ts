@@ -40,6 +40,7 @@ import { ProviderModelLists } from "./services/inference/model-lists.js";
 import { createProviderEmbedder, type EmbeddingTarget } from "./services/inference/cache-embedder.js";
 import { ResponseCache, type ResponseCacheLimits } from "./services/inference/response-cache.js";
 import { UsageFlusher } from "./services/inference/usage-flusher.js";
+import { startSharedLimits, type SharedLimits } from "./services/inference/shared-limits.js";
 import { registerReflection } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { bearerRefusal, IdpTokens, jwtBearer } from "./services/sso/idp-tokens.js";
@@ -79,6 +80,8 @@ export interface AppOptions {
   server?: ServerLimits;
   /** PostgreSQL schema (tests isolate runs with it). */
   databaseSchema?: string;
+  /** Redis for the shared budget and rate-limit counters (`redis` in the config file, GW_REDIS_URL); read only at start. */
+  redis?: { url: string; keyPrefix: string };
   encryptionKey?: string;
   auth?: AdminAuthConfig;
   toolManager?: ToolManagerSettings;
@@ -200,6 +203,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   let tracing: Tracing | undefined;
   let pricingSync: PricingSync | undefined;
   let nodes: NodeRegistry | undefined;
+  let shared: SharedLimits | null = null;
   let changes: ChangeListener | undefined;
   let nodeStates: NodeStatePublisher | undefined;
   try {
@@ -262,6 +266,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const oauth2Store = new OAuth2Store(store);
     await oauth2Store.load();
     await cluster.start();
+    const sharedLimits = (shared = startSharedLimits({ store, registry: cluster, inference: state, logger, redis: options.redis, ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}) }));
     // Other nodes' admin writes and reloads reach this node's caches through the database.
     const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin }) });
     changes = changeListener;
@@ -343,6 +348,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       if (authChanged) logger.info({ enabled: nextAuth.enabled }, "admin authentication settings applied from the config file");
       const atNextStart: string[] = [];
       if ((next.databaseUrl ?? "") !== (options.databaseUrl ?? "")) atNextStart.push("database.url");
+      if (JSON.stringify(next.redis ?? null) !== JSON.stringify(options.redis ?? null)) atNextStart.push("redis");
       if (JSON.stringify(next.server ?? defaultServerLimits()) !== JSON.stringify(serverLimits)) atNextStart.push("server");
       if ((next.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES) !== maxBodyBytes) atNextStart.push("client.max_request_body_bytes");
       if (JSON.stringify(next.tracing ?? null) !== JSON.stringify(options.tracing ?? null)) atNextStart.push("telemetry.otlp");
@@ -378,6 +384,8 @@ export async function createApp(options: AppOptions): Promise<App> {
           await changeListener.stop();
           await publisher.stop();
           await flusher.stop();
+          // After the server closed, so no request still spends from the slices given back.
+          await sharedLimits?.stop();
           await cache.close();
           await cluster.stop();
           await state.close();
@@ -398,6 +406,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await nodeStates?.stop();
     await usageFlusher?.stop();
     await responseCache?.close();
+    await shared?.stop();
     await nodes?.stop();
     await inference?.close();
     await runtime?.shutdown();
@@ -485,6 +494,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
   const auth = file.authConfig;
   return {
     ...(file.database.url ? { databaseUrl: file.database.url } : {}),
+    ...(file.redis.url ? { redis: { url: file.redis.url, keyPrefix: file.redis.keyPrefix } } : {}),
     server: file.server,
     auth: {
       enabled: auth.isEnabled,

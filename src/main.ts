@@ -31,9 +31,12 @@ async function fileOptions(configPath: string | undefined, env: NodeJS.ProcessEn
   const file = configPath ? await loadConfigFile(configPath, env) : undefined;
   const fromFile = file ? appOptionsFromConfig(file) : {};
   const databaseUrl = env["GW_DATABASE_URL"] || fromFile.databaseUrl;
+  const redisUrl = env["GW_REDIS_URL"];
+  if (redisUrl && !/^rediss?:\/\/./.test(redisUrl)) throw new GatewayError("invalid_argument", "GW_REDIS_URL: must be a redis:// or rediss:// URL");
+  const redis = redisUrl ? { url: redisUrl, keyPrefix: fromFile.redis?.keyPrefix ?? "gw:" } : fromFile.redis;
   // The OTEL_* variables win over telemetry.otlp, as in every OpenTelemetry SDK.
   const tracing = otlpOptionsFrom(file?.telemetry.otlp, env);
-  return { ...fromFile, ...(databaseUrl ? { databaseUrl } : {}), ...(tracing ? { tracing } : {}) };
+  return { ...fromFile, ...(databaseUrl ? { databaseUrl } : {}), ...(redis ? { redis } : {}), ...(tracing ? { tracing } : {}) };
 }
 
 /** Re-reads the config file into the running app; a file that cannot be applied is logged and changes nothing. */

@@ -677,6 +677,15 @@ const databaseSchema = strict({
   url: url(["postgres:", "postgresql:"], "a postgres:// or postgresql:// URL", false).nullish(),
 }).transform((d) => ({ url: d.url ?? null }));
 
+/** Budget and rate-limit counters shared through Redis instead of the database (a cluster on a database server). */
+const redisSchema = strict({
+  url: url(["redis:", "rediss:"], "a redis:// or rediss:// URL", false).nullish(),
+  key_prefix: z.string().min(1).max(100).nullish(),
+}).transform((r) => ({ url: r.url ?? null, keyPrefix: r.key_prefix ?? "gw:" }));
+
+/** The `redis` section. */
+export type RedisFileConfig = z.output<typeof redisSchema>;
+
 /** The whole file. Parse env-resolved JSON with it; see load-config.ts for the error formatting. */
 export const gatewayFileConfigSchema = strict({
   // Lets editors validate the file against a JSON schema; ignored by the gateway.
@@ -695,6 +704,7 @@ export const gatewayFileConfigSchema = strict({
   network: section(networkSchema),
   cache: section(cacheSchema),
   sso: ssoSchema,
+  redis: section(redisSchema),
 })
   .superRefine(
     (f, ctx) => {
@@ -709,6 +719,7 @@ export const gatewayFileConfigSchema = strict({
   )
   .transform((f) => ({
     database: f.database,
+    redis: f.redis,
     server: f.server,
     authConfig: f.auth_config,
     client: f.client,

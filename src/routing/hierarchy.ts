@@ -70,6 +70,21 @@ export interface Counters {
   tokens: Counter | null;
 }
 
+/** What a request holds of the budget and token windows of its levels until it settles. */
+export interface HierarchyHold {
+  virtualKey: VirtualKey;
+  entries: { owner: LevelOwner; which: "budget" | "tokens"; start: number; amount: number }[];
+  /** The levels that counted the request, with their request window's start. */
+  counted: { owner: LevelOwner; start: number }[];
+  settled: boolean;
+}
+
+/** What a request may spend at most: its worst-case cost and tokens. */
+export interface WorstCase {
+  costUsd: number;
+  tokens: number;
+}
+
 /** Every owner's counters, safe to JSON-encode; `revision` grows with every count. */
 export interface HierarchySnapshot {
   revision: number;
@@ -85,6 +100,8 @@ function key(level: Level, id: string): string {
 export class Hierarchy {
   readonly #owners = new Map<string, LevelOwner>();
   readonly #counters = new Map<string, Counters>();
+  /** Reserved and not yet settled, per `<owner key>:<budget|tokens>`, in the window that starts at `start`. */
+  readonly #pending = new Map<string, { start: number; amount: number }>();
   readonly #now: Clock;
   #revision = 0;
 
@@ -130,27 +147,97 @@ export class Hierarchy {
     return last !== null && last.start === start ? last : { start, used: 0 };
   }
 
-  /** The first level (most specific) whose budget or rate limit is exhausted, or null. */
+  /** What requests in flight hold of a window. */
+  #held(owner: LevelOwner, which: "budget" | "tokens", start: number): number {
+    const pending = this.#pending.get(`${key(owner.level, owner.id)}:${which}`);
+    return pending !== undefined && pending.start === start ? pending.amount : 0;
+  }
+
+  /** What remains of a window once the requests in flight have their reservations. */
+  #remaining(owner: LevelOwner, which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, now: number): { start: number; left: number } {
+    const window = this.#window(owner, which, limit.window, aligned, now);
+    return { start: window.start, left: limit.maxLimit - window.used - this.#held(owner, which, window.start) };
+  }
+
+  /** The first level (most specific) whose budget or rate limit is exhausted, reservations included, or null. */
   exceeded(virtualKey: VirtualKey): LevelExceeded | null {
     const now = this.#now();
     for (const owner of this.chain(virtualKey)) {
       const { budget, rateLimit } = owner;
-      if (budget !== null && this.#window(owner, "budget", budget.window, budget.calendarAligned, now).used >= budget.maxLimit) return { owner, limit: "budget" };
+      if (budget !== null && this.#remaining(owner, "budget", budget, budget.calendarAligned, now).left <= 0) return { owner, limit: "budget" };
       const requests = rateLimit?.requests ?? null;
       if (requests !== null && this.#window(owner, "requests", requests.window, false, now).used >= requests.maxLimit) return { owner, limit: "requests" };
       const tokens = rateLimit?.tokens ?? null;
-      if (tokens !== null && this.#window(owner, "tokens", tokens.window, false, now).used >= tokens.maxLimit) return { owner, limit: "tokens" };
+      if (tokens !== null && this.#remaining(owner, "tokens", tokens, false, now).left <= 0) return { owner, limit: "tokens" };
     }
     return null;
   }
 
-  #add(owner: LevelOwner, which: keyof Counters, spec: WindowSpec, aligned: boolean, amount: number, now: number): void {
+  /**
+   * Admits a request at every level or at none: counts it where requests are limited, and reserves its
+   * worst-case cost and tokens (capped at what remains) until `settle`. Refused, naming the most specific
+   * level, when a window has nothing left.
+   */
+  reserve(virtualKey: VirtualKey, worst: WorstCase): { hold: HierarchyHold } | LevelExceeded {
+    const over = this.exceeded(virtualKey);
+    if (over !== null) return over;
+    const now = this.#now();
+    const hold: HierarchyHold = { virtualKey, entries: [], counted: [], settled: false };
+    for (const owner of this.chain(virtualKey)) {
+      const requests = owner.rateLimit?.requests ?? null;
+      if (requests !== null) hold.counted.push({ owner, start: this.#add(owner, "requests", requests.window, false, 1, now) });
+      const holdIn = (which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number): void => {
+        const { start, left } = this.#remaining(owner, which, limit, aligned, now);
+        const held = Math.min(Math.max(0, amount), left);
+        if (held <= 0) return;
+        const id = `${key(owner.level, owner.id)}:${which}`;
+        this.#pending.set(id, { start, amount: this.#held(owner, which, start) + held });
+        hold.entries.push({ owner, which, start, amount: held });
+      };
+      if (owner.budget !== null) holdIn("budget", owner.budget, owner.budget.calendarAligned, worst.costUsd);
+      const tokens = owner.rateLimit?.tokens ?? null;
+      if (tokens !== null) holdIn("tokens", tokens, false, worst.tokens);
+    }
+    return { hold };
+  }
+
+  /** Undoes a reservation of a request that was refused after all: it neither counts nor spends. */
+  release(hold: HierarchyHold): void {
+    if (hold.settled) return;
+    for (const { owner, start } of hold.counted) {
+      const counter = this.#counters.get(key(owner.level, owner.id))?.requests;
+      if (counter && counter.start === start && counter.used >= 1) {
+        counter.used -= 1;
+        this.#revision += 1;
+      }
+    }
+    this.settle(hold, 0, 0);
+  }
+
+  /** Ends a request's reservations and charges what it actually spent (once; later calls do nothing). */
+  settle(hold: HierarchyHold, costUsd: number, tokens: number): void {
+    if (hold.settled) return;
+    hold.settled = true;
+    for (const entry of hold.entries) {
+      const id = `${key(entry.owner.level, entry.owner.id)}:${entry.which}`;
+      const pending = this.#pending.get(id);
+      if (pending === undefined || pending.start !== entry.start) continue;
+      const amount = pending.amount - entry.amount;
+      if (amount > 1e-12) this.#pending.set(id, { start: pending.start, amount });
+      else this.#pending.delete(id);
+    }
+    this.charge(hold.virtualKey, costUsd, tokens);
+  }
+
+  /** Adds to a window; returns the window's start. */
+  #add(owner: LevelOwner, which: keyof Counters, spec: WindowSpec, aligned: boolean, amount: number, now: number): number {
     const id = key(owner.level, owner.id);
     const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
     const window = this.#window(owner, which, spec, aligned, now);
     counters[which] = { start: window.start, used: window.used + amount };
     this.#counters.set(id, counters);
     this.#revision += 1;
+    return window.start;
   }
 
   /** The revision of the counters; compare with a stored snapshot's to skip writing unchanged state. */

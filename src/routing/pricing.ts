@@ -76,6 +76,13 @@ export class PriceTable {
     return this.#inMode(model, provider, mode) ?? (mode === "responses" ? this.#inMode(model, provider, "chat") : null);
   }
 
+  /** The model's `max_output_tokens` from the datasheet, or null when it gives none. */
+  maxOutputTokens(provider: string, model: string, mode: PricingMode): number | null {
+    const price: (TokenPrice & { max_output_tokens?: number }) | null = this.lookup(provider, model, mode);
+    const max = price?.max_output_tokens;
+    return typeof max === "number" && max > 0 ? max : null;
+  }
+
   /** USD cost of a request, or null when no price is known (callers warn: the request spent nothing). */
   cost(target: { provider: string; upstreamModel: string; alias: string | null; mode: PricingMode }, usage: { input_tokens: number; output_tokens: number }): number | null {
     const price = this.lookup(target.provider, target.upstreamModel, target.mode) ?? (target.alias ? this.lookup(target.provider, target.alias, target.mode) : null);

@@ -21,6 +21,7 @@ import { Migration20261126160000_cluster } from "./migrations/Migration202611261
 import { Migration20261126160000_mcp_token_exchange } from "./migrations/Migration20261126160000_mcp_token_exchange.js";
 import { Migration20261126170000_level_usage } from "./migrations/Migration20261126170000_level_usage.js";
 import { Migration20261126180000_cluster_flows } from "./migrations/Migration20261126180000_cluster_flows.js";
+import { Migration20261126184055_shared_counter } from "./migrations/Migration20261126184055_shared_counter.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -41,4 +42,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126160000_mcp_token_exchange", class: Migration20261126160000_mcp_token_exchange },
   { name: "Migration20261126170000_level_usage", class: Migration20261126170000_level_usage },
   { name: "Migration20261126180000_cluster_flows", class: Migration20261126180000_cluster_flows },
+  { name: "Migration20261126184055_shared_counter", class: Migration20261126184055_shared_counter },
 ];

@@ -47,6 +47,7 @@ describe("defaults", () => {
   test("fills every default for an empty file", () => {
     const expected: GatewayFileConfig = {
       database: { url: null },
+      redis: { url: null, keyPrefix: "gw:" },
       server: { maxHeaderBytes: 16_384, headersTimeoutMs: 30_000, requestTimeoutMs: 300_000, keepAliveTimeoutMs: 65_000, maxConnections: 10_000 },
       authConfig: { isEnabled: false, adminUsername: null, adminPassword: null, sessionTtlMs: 86_400_000 },
       client: {
@@ -161,6 +162,14 @@ describe("unknown keys", () => {
 
   test("rejects an unknown key in a provider key", () => {
     assertRejected({ providers: { openai: { keys: [{ id: "k", name: "n", secret: "x" }] } } }, "providers.openai.keys[0].secret", "unknown key");
+  });
+
+  test("rejects an unknown key in the redis section", () => {
+    assertRejected({ redis: { url: "redis://127.0.0.1:6379", db: 2 } }, "redis.db", "unknown key");
+  });
+
+  test("rejects a redis url that is not a redis URL", () => {
+    assertRejected({ redis: { url: "http://127.0.0.1:6379" } }, "redis.url", "must be a redis:// or rediss:// URL");
   });
 
   test("rejects a top level that is not an object", () => {

@@ -40,6 +40,7 @@ import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import { moveToFront } from "../../routing/session-affinity.js";
 import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
+import type { LimitHold } from "../../routing/limit-gate.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { BaseLabels, CustomLabelValues, InferenceMethod, RoutingEngine } from "../../telemetry/metrics.js";
@@ -53,6 +54,7 @@ import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response
 import { routingLogEntry, ruleVariables } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
+import { worstCase } from "./worst-case.js";
 
 /** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
 export type CallMethod = "chat" | "responses" | "messages" | "embedding";
@@ -230,6 +232,8 @@ interface TargetAttempt {
   pinnedKeyId: string;
   /** The request's session id for affinity; "" when it sent none. */
   sessionId: string;
+  /** The room the request reserved in its key's budgets and rate limits; null without a virtual key. */
+  hold: LimitHold | null;
 }
 
 /** What routing decided that the labels of every attempt carry. */
@@ -367,6 +371,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     base: BaseLabels,
     upstreamModel: string,
     usage: TokenUsage | null,
+    hold: LimitHold | null,
   ): void {
     const input = usage?.input_tokens ?? 0;
     const output = usage?.output_tokens ?? 0;
@@ -374,7 +379,8 @@ export function createChatService(deps: ChatDeps): ChatService {
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
-    if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
+    if (hold !== null) inference.gate.settle(hold, cost ?? 0, input + output);
+    else if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
   }
 
   /**
@@ -488,6 +494,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     let decision: RoutingDecision;
     let complexity: ComplexityResult | null = null;
     let plan: CachePlan | null = null;
+    let hold: LimitHold | null = null;
     const sessionId = sessionIdOf(call.headers);
     try {
       const cacheHeaders = cacheRequestHeaders((name) => headerValue(call.headers, name));
@@ -504,7 +511,14 @@ export function createChatService(deps: ChatDeps): ChatService {
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
       observer.routed(routingLogEntry(call.body.model, decision, virtualKey), call.scope?.trace?.ids());
-      if (virtualKey !== null) inference.hierarchy.admit(virtualKey);
+      if (virtualKey !== null) {
+        // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
+        const mode = method === "responses" || method === "embedding" ? method : "chat";
+        const reserving = inference.gate.reserve(virtualKey, worstCase(call.body, mode, decision.primary, inference.prices));
+        const reserved = reserving instanceof Promise ? await reserving : reserving;
+        if ("owner" in reserved) throw levelError(reserved);
+        hold = reserved;
+      }
     } catch (err) {
       const error = asGatewayError(err);
       observer.refused(refusalLabels(method, custom, call.body.model, virtualKey), error);
@@ -524,6 +538,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
         const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null, complexity };
         observer.cacheHit(labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace }), hit.status === "hit-direct" ? "direct" : "semantic");
+        if (hold !== null) inference.gate.settle(hold, 0, 0);
         return hitOutcome(hit);
       }
     }
@@ -535,11 +550,13 @@ export function createChatService(deps: ChatDeps): ChatService {
       observer.ended(method, custom);
     };
     try {
-      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId, complexity);
+      const outcome = await attemptAll(call, method, virtualKey, decision, started, finishActive, sessionId, complexity, hold);
       if (outcome.kind === "json") finishActive();
       return plan === null || cache === undefined ? outcome : cacheAnswer(cache, plan, outcome);
     } catch (err) {
       finishActive();
+      // No upstream answered: the request spends nothing beyond its count.
+      if (hold !== null) inference.gate.settle(hold, 0, 0);
       throw err;
     }
   }
@@ -598,6 +615,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     finishActive: () => void,
     sessionId: string,
     complexity: ComplexityResult | null,
+    hold: LimitHold | null,
   ): Promise<ChatOutcome> {
     const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
     const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null, complexity };
@@ -611,7 +629,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       let targetError: GatewayError;
       try {
         const pinnedKeyId = fallbackIndex === 0 && decision.pinnedKeyId !== "" ? decision.pinnedKeyId : (target.keyId ?? "");
-        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId });
+        return await attemptTarget(call, { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId, hold });
       } catch (err) {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
@@ -683,7 +701,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   /** The target's keys in their weighted order, rotating on the statuses that call for another key. */
   async function attemptKeys(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter | null): Promise<ChatOutcome> {
-    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId } = at;
+    const { method, virtualKey, route, target, config, fallbackIndex, state, started, finishActive, forwarded, pinnedKeyId, sessionId, hold } = at;
     const custom = call.scope?.dims.metricValues;
     const ordered = orderKeys({
       provider: target.provider,
@@ -735,7 +753,7 @@ export function createChatService(deps: ChatDeps): ChatService {
               const error = err === null ? null : asGatewayError(err);
               observer.final(base, retries, error);
               recordStreamOutcome(target.provider, choice.key.id, performance.now() - streamStarted, usage, err);
-              recordUsage(virtualKey, config, base, choice.upstreamModel, usage);
+              recordUsage(virtualKey, config, base, choice.upstreamModel, usage, hold);
               span?.end({ status: 200, ...usageOutcome(usage), ...(error !== null ? { errorType: error.type } : {}) });
             },
             base,
@@ -750,7 +768,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         observer.final(base, state.retries, null);
         inference.routeHealth.recordSuccess(target.provider, choice.key.id, answeredAt - attemptStarted, result.usage?.output_tokens ?? 0);
         if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
-        recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage);
+        recordUsage(virtualKey, config, base, choice.upstreamModel, result.usage, hold);
         span?.end({ status: 200, ...usageOutcome(result.usage), ...answerOutcome(result.body) });
         return result.raw === undefined ? { kind: "json", body: result.body } : { kind: "json", body: result.body, raw: result.raw };
       } catch (err) {

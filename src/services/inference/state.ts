@@ -14,6 +14,7 @@ import { PriceTable } from "../../routing/pricing.js";
 import type { PriceEntry } from "../../routing/pricing-data.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
+import { LimitGate } from "../../routing/limit-gate.js";
 import { RouteHealth } from "../../routing/route-health.js";
 import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import { SessionAffinity } from "../../routing/session-affinity.js";
@@ -49,6 +50,8 @@ export interface Inference {
   readonly routingLog: RoutingLog;
   /** Business units, customers and teams, with every level's limits and counters. */
   readonly hierarchy: Hierarchy;
+  /** Reserves and settles each request's room in the hierarchy's budgets and rate limits (shared on a cluster). */
+  readonly gate: LimitGate;
   readonly limits: UsageLimits;
   /** Prices of models, for the cost budgets spend. */
   readonly prices: PriceTable;
@@ -69,6 +72,7 @@ export class InferenceState implements Inference {
   readonly routingRules = new RoutingRuleSet();
   readonly routingLog = new RoutingLog();
   readonly hierarchy: Hierarchy;
+  readonly gate: LimitGate;
   readonly limits: UsageLimits;
   #prices = new PriceTable();
   /** Provider -> models the pricing datasheet prices for it, part of the catalog's pool. */
@@ -86,6 +90,7 @@ export class InferenceState implements Inference {
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
     this.hierarchy = new Hierarchy(options.clock);
+    this.gate = new LimitGate(this.hierarchy);
     this.#settings = options.settings;
     this.#logger = options.logger;
     this.affinity = new SessionAffinity(options.clock);

@@ -1,0 +1,32 @@
+/**
+ * The most a request can spend, reserved against its budgets and token limits before the upstream call:
+ * its prompt (estimated at four characters a token) plus the output it allows (`max_tokens`,
+ * `max_completion_tokens` or `max_output_tokens`, else the model's `max_output_tokens` from the pricing
+ * datasheet, else DEFAULT_OUTPUT_TOKENS), at the target's catalog prices.
+ */
+import type { WorstCase } from "../../routing/hierarchy.js";
+import type { PriceTable, PricingMode } from "../../routing/pricing.js";
+import type { RouteTarget } from "../../routing/types.js";
+
+/** Output tokens assumed when neither the request nor the datasheet bounds them. */
+export const DEFAULT_OUTPUT_TOKENS = 4096;
+
+/** Characters per token of the prompt estimate. */
+const CHARS_PER_TOKEN = 4;
+
+const OUTPUT_FIELDS = ["max_tokens", "max_completion_tokens", "max_output_tokens"] as const;
+
+/** A request's worst-case cost and tokens on `target`. */
+export function worstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable): WorstCase {
+  const prompt = body["messages"] ?? body["input"] ?? "";
+  const system = body["system"] ?? body["instructions"] ?? "";
+  const chars = (typeof prompt === "string" ? prompt.length : JSON.stringify(prompt).length) + (typeof system === "string" ? system.length : JSON.stringify(system).length);
+  const input = Math.ceil(chars / CHARS_PER_TOKEN);
+  let output = 0;
+  if (mode !== "embedding") {
+    const asked = OUTPUT_FIELDS.map((field) => body[field]).find((value): value is number => typeof value === "number" && Number.isFinite(value) && value > 0);
+    output = asked ?? prices.maxOutputTokens(target.provider, target.model, mode) ?? DEFAULT_OUTPUT_TOKENS;
+  }
+  const cost = prices.cost({ provider: target.provider, upstreamModel: target.model, alias: null, mode }, { input_tokens: input, output_tokens: output });
+  return { costUsd: cost ?? 0, tokens: input + output };
+}

@@ -1,0 +1,134 @@
+/**
+ * Budgets and rate limits across three gateway processes on one PostgreSQL: a virtual key's request limit
+ * holds for the cluster as a whole when requests are spent through every node at once, with the counters in
+ * the database, in Redis, and in the database while the configured Redis does not answer. Skipped, saying
+ * why, when no PostgreSQL server (or, for the Redis case, no Redis) answers.
+ */
+import assert from "node:assert/strict";
+import { randomUUID } from "node:crypto";
+import { createServer } from "node:net";
+import { Redis } from "ioredis";
+import { after, before, describe, test } from "node:test";
+import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { clusterSkipReason, newClusterPlace, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
+
+/** The key's request limit for the window. */
+const LIMIT = 12;
+/** Requests sent through each node: together three times what the key may spend. */
+const PER_NODE = LIMIT;
+
+/** The Redis the Redis case runs on. */
+const REDIS_URL = process.env["GW_TEST_REDIS_URL"] || "redis://127.0.0.1:6379";
+
+const skip = await clusterSkipReason();
+if (skip) console.log(`# cluster limit tests ${skip}`);
+
+/** Null when Redis answers a PING, else why the Redis case is skipped. */
+async function redisSkipReason(): Promise<string | null> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 2_000 });
+  redis.on("error", () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    return null;
+  } catch (err) {
+    return `skipped: no Redis answers at ${REDIS_URL} (set GW_TEST_REDIS_URL): ${(err as Error).message}`;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const redisSkip = skip ?? (await redisSkipReason());
+if (redisSkip && !skip) console.log(`# cluster limit tests with Redis ${redisSkip}`);
+
+/** Deletes the counters a test left under its prefix. */
+async function dropRedisKeys(prefix: string): Promise<void> {
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 0 });
+  try {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A loopback port nothing listens on: a Redis that never answers. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  assert.ok(address !== null && typeof address === "object");
+  return address.port;
+}
+
+/** The config file of every node: one provider on the mock upstream and a key limited to LIMIT requests an hour. */
+function clusterConfig(upstream: string, redis?: { url: string; key_prefix: string }): Record<string, unknown> {
+  return {
+    ...(redis ? { redis } : {}),
+    providers: { openai: { keys: [{ id: "oa", name: "oa", value: "sk-up", models: ["gpt-4o-mini"] }], network_config: { base_url: upstream } } },
+    governance: {
+      virtual_keys: [
+        {
+          id: "vk-limited",
+          name: "limited",
+          value: "sk-gw-limited",
+          provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }],
+          rate_limit: { request_max_limit: LIMIT, request_reset_duration: "1h" },
+        },
+      ],
+    },
+  };
+}
+
+/** One chat completion with the limited key; answers the HTTP status and the error type of a refusal. */
+async function chat(at: ClusterNode, i: number): Promise<{ status: number; type: string | null }> {
+  const res = await fetch(`${at.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-limited" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: `request ${i}` }] }),
+  });
+  const body = (await res.json()) as { error?: { type?: string } };
+  return { status: res.status, type: body.error?.type ?? null };
+}
+
+/** Three nodes with the config; every node spends the limited key at once. */
+function sharedLimitSuite(name: string, skipReason: string | null, redis: () => Promise<{ url: string; key_prefix: string } | undefined>): void {
+  describe(name, { skip: skipReason ?? false }, () => {
+    let place: ClusterPlace;
+    let nodes: ClusterNode[] = [];
+    let openai: MockUpstream;
+    let redisConfig: { url: string; key_prefix: string } | undefined;
+
+    before(async () => {
+      openai = await startMockOpenAi();
+      redisConfig = await redis();
+      place = await newClusterPlace(clusterConfig(openai.url, redisConfig));
+      nodes = await startNodes(place, 3);
+    });
+
+    after(async () => {
+      if (place) await stopCluster(place, nodes);
+      await openai?.close();
+      if (redisConfig?.url === REDIS_URL) await dropRedisKeys(redisConfig.key_prefix);
+    });
+
+    test("accepts between the limit and the limit plus one request per node when every node spends at once", async () => {
+      const sent = nodes.flatMap((node, n) => Array.from({ length: PER_NODE }, (_, i) => chat(node, n * PER_NODE + i)));
+      const answers = await Promise.all(sent);
+      const accepted = answers.filter((a) => a.status === 200).length;
+      const refused = answers.filter((a) => a.status !== 200);
+      assert.ok(accepted >= LIMIT, `accepted ${accepted} requests, fewer than the limit of ${LIMIT}`);
+      assert.ok(accepted <= LIMIT + nodes.length, `accepted ${accepted} requests, more than the limit of ${LIMIT} plus one per node`);
+      for (const refusal of refused) assert.deepEqual(refusal, { status: 429, type: "policy_rate_limited" });
+    });
+  });
+}
+
+sharedLimitSuite("a request limit shared by three nodes on one PostgreSQL", skip, async () => undefined);
+// A prefix of its own, so runs sharing one Redis never see each other's counters.
+sharedLimitSuite("a request limit shared by three nodes through Redis", redisSkip, async () => ({ url: REDIS_URL, key_prefix: `gw-test-${randomUUID()}:` }));
+sharedLimitSuite("a request limit shared through the database while the configured Redis does not answer", skip, async () => ({
+  url: `redis://127.0.0.1:${await closedPort()}`,
+  key_prefix: "gw-test-down:",
+}));

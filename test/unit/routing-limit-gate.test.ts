@@ -1,0 +1,125 @@
+/**
+ * Reservations against the hierarchy's limits: on one node, concurrent requests cannot all take the last
+ * room of a budget; across nodes, a ledger over a shared backend leases slices and never grants more than
+ * the limit between the nodes. The backend here is an in-memory stand-in with the database's arithmetic.
+ */
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { Hierarchy, type LevelExceeded } from "../../src/routing/hierarchy.js";
+import { LimitGate, type LimitHold } from "../../src/routing/limit-gate.js";
+import { parseWindow } from "../../src/routing/limit-window.js";
+import { SharedLedger } from "../../src/routing/shared-ledger.js";
+import type { VirtualKey } from "../../src/routing/types.js";
+import type { CounterBackend, LeaseGrant, LeaseRequest } from "../../src/store/index.js";
+
+const NOW = Date.UTC(2026, 10, 26, 12);
+
+function key(overrides: Partial<VirtualKey>): VirtualKey {
+  return { id: "vk-a", name: "a", value: "sk-a", isActive: true, providerConfigs: [], mcpConfigs: null, teamId: "", customerId: "", budget: null, rateLimit: null, ...overrides };
+}
+
+const HOUR = parseWindow("1h", "test");
+
+/** One counter store for every node, leasing as the shared_counter table does; counts its calls. */
+class MemoryCounters implements CounterBackend {
+  readonly rows = new Map<string, { start: number; end: number; used: number }>();
+  leases = 0;
+
+  async lease(r: LeaseRequest): Promise<LeaseGrant> {
+    this.leases++;
+    await new Promise((resolve) => setImmediate(resolve));
+    const row = this.rows.get(r.key) ?? { start: r.start, end: r.end, used: 0 };
+    const slice = (r.max - row.used) / (2 * r.nodes);
+    const granted = Math.min(Math.max(r.want, r.integral ? Math.floor(slice) : slice), Math.max(r.max - row.used, 0));
+    row.used += granted;
+    this.rows.set(r.key, row);
+    return { start: row.start, end: row.end, granted, used: row.used };
+  }
+
+  async adjust(k: string, start: number, amount: number): Promise<void> {
+    const row = this.rows.get(k);
+    if (row !== undefined && row.start === start) row.used = Math.max(0, row.used + amount);
+  }
+}
+
+function isHold(result: LimitHold | LevelExceeded): result is LimitHold {
+  return "local" in result;
+}
+
+describe("reservations on one node", () => {
+  test("caps a request's reservation at what remains of the budget and refuses the next one", () => {
+    const hierarchy = new Hierarchy(() => NOW);
+    const gate = new LimitGate(hierarchy);
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
+    const first = gate.reserve(vk, { costUsd: 0.75, tokens: 10 });
+    const second = gate.reserve(vk, { costUsd: 0.75, tokens: 10 });
+    assert.ok(!(first instanceof Promise) && isHold(first) && !(second instanceof Promise) && isHold(second));
+    assert.equal(second.local.entries[0]?.amount, 0.25);
+    const third = gate.reserve(vk, { costUsd: 0.75, tokens: 10 });
+    assert.ok(!(third instanceof Promise) && !isHold(third));
+    assert.equal(third.limit, "budget");
+  });
+
+  test("gives back what a settled request reserved beyond its actual cost", () => {
+    const hierarchy = new Hierarchy(() => NOW);
+    const gate = new LimitGate(hierarchy);
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
+    const first = gate.reserve(vk, { costUsd: 1, tokens: 10 });
+    assert.ok(!(first instanceof Promise) && isHold(first));
+    gate.settle(first, 0.1, 10);
+    const [usage] = hierarchy.usage(vk);
+    assert.equal(usage?.budget?.used, 0.1);
+    const next = gate.reserve(vk, { costUsd: 0.5, tokens: 10 });
+    assert.ok(!(next instanceof Promise) && isHold(next));
+    assert.equal(next.local.entries[0]?.amount, 0.5);
+  });
+});
+
+describe("reservations shared through a ledger", () => {
+  const vk = key({ rateLimit: { requests: { maxLimit: 20, window: HOUR }, tokens: null } });
+
+  async function admitted(gate: LimitGate): Promise<boolean> {
+    const pending = gate.reserve(vk, { costUsd: 0, tokens: 1 });
+    const result = pending instanceof Promise ? await pending : pending;
+    return isHold(result);
+  }
+
+  test("three nodes spending at once admit exactly the request limit between them", async () => {
+    const backend = new MemoryCounters();
+    const gates = [0, 1, 2].map(() => {
+      const gate = new LimitGate(new Hierarchy(() => NOW));
+      gate.share(new SharedLedger({ backend, liveNodes: () => 3, clock: () => NOW, warn: () => undefined }));
+      return gate;
+    });
+    const results = await Promise.all(gates.flatMap((gate) => Array.from({ length: 20 }, () => admitted(gate))));
+    assert.equal(results.filter(Boolean).length, 20);
+  });
+
+  test("a node spends a leased slice from memory without asking the backend for every request", async () => {
+    const backend = new MemoryCounters();
+    const gate = new LimitGate(new Hierarchy(() => NOW));
+    gate.share(new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined }));
+    for (let i = 0; i < 10; i++) assert.equal(await admitted(gate), true);
+    assert.ok(backend.leases < 10, `leased ${backend.leases} times for 10 requests`);
+  });
+
+  test("returns the unspent slice at a graceful stop", async () => {
+    const backend = new MemoryCounters();
+    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const ledger = new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
+    gate.share(ledger);
+    assert.equal(await admitted(gate), true);
+    assert.ok((backend.rows.get("virtual_key:vk-a:requests")?.used ?? 0) > 1);
+    await ledger.returnSlices();
+    assert.equal(backend.rows.get("virtual_key:vk-a:requests")?.used, 1);
+  });
+
+  test("serves on, with a warning, while the backend fails", async () => {
+    const warnings: string[] = [];
+    const broken: CounterBackend = { lease: () => Promise.reject(new Error("down")), adjust: () => Promise.reject(new Error("down")) };
+    const gate = new LimitGate(new Hierarchy(() => NOW));
+    gate.share(new SharedLedger({ backend: broken, liveNodes: () => 1, clock: () => NOW, warn: (_err, message) => warnings.push(message) }));
+    assert.equal(await admitted(gate), true);
+    assert.equal(warnings.length, 1);
+  });
+});
