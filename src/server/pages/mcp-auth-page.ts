@@ -60,8 +60,13 @@ button { font: inherit; padding: .5rem 1.25rem; border-radius: .25rem; border: 1
 code { font-family: ui-monospace, monospace; }
 `;
 
-/** Submits with fetch, keeps the temp token out of the address bar, and switches between form, error+Retry and confirmation. */
-const SCRIPT = `
+/**
+ * What both flow scripts start with: the flow data, the temp token taken out of the address bar (even on a
+ * finished flow), the path prefix the gateway is mounted under, and a password sign-in that yields a session
+ * token. `form` is the page's form, or null on a finished flow.
+ */
+function flowScript(formId: string, rest: string): string {
+  return `
 (() => {
   const data = JSON.parse(document.getElementById("flow-data").textContent);
   let tempToken = null;
@@ -70,10 +75,28 @@ const SCRIPT = `
     tempToken = decodeURIComponent(match[1]);
     history.replaceState(null, "", location.pathname + location.search);
   }
-  const form = document.getElementById("submit-form");
+  const form = document.getElementById(${JSON.stringify(formId)});
   if (!form) return;
   const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
-  const button = document.getElementById("save");
+  async function signIn() {
+    const res = await fetch(prefix + "/api/session/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
+      cache: "no-store",
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((body.error && body.error.message) || "sign-in failed (HTTP " + res.status + ")");
+    return body.token;
+  }
+${rest}})();
+`;
+}
+
+/** Submits with fetch and switches between form, error+Retry and confirmation; signs in once per page. */
+const SCRIPT = flowScript(
+  "submit-form",
+  `  const button = document.getElementById("save");
   const errorBox = document.getElementById("error");
   const errorText = document.getElementById("error-message");
   const retry = document.getElementById("retry");
@@ -85,19 +108,6 @@ const SCRIPT = `
     errorBox.hidden = false;
     retry.focus();
   }
-  async function signIn() {
-    if (sessionToken) return sessionToken;
-    const res = await fetch(prefix + "/api/session/login", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
-      cache: "no-store",
-    });
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error((body.error && body.error.message) || "sign-in failed (HTTP " + res.status + ")");
-    sessionToken = body.token;
-    return sessionToken;
-  }
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     button.disabled = true;
@@ -107,7 +117,10 @@ const SCRIPT = `
         if (input.value !== "") headers[input.dataset.header] = input.value;
       }
       const request = { "content-type": "application/json" };
-      if (data.passwordSignIn) request.authorization = "Bearer " + (await signIn());
+      if (data.passwordSignIn) {
+        if (!sessionToken) sessionToken = await signIn();
+        request.authorization = "Bearer " + sessionToken;
+      }
       if (tempToken) request["x-gw-temp-token"] = tempToken;
       const res = await fetch(prefix + "/api/mcp/per-user-headers/flows/" + encodeURIComponent(data.flowId), {
         method: "PUT",
@@ -138,23 +151,13 @@ const SCRIPT = `
     const first = form.querySelector("input");
     if (first) first.focus();
   });
-})();
-`;
+`,
+);
 
 /** The Connect button of a per-user OAuth flow: asks the gateway for the consent URL (with the temp token or a sign-in) and goes there. */
-const CONNECT_SCRIPT = `
-(() => {
-  const data = JSON.parse(document.getElementById("flow-data").textContent);
-  let tempToken = null;
-  const match = /(?:^#|&)t=([^&]+)/.exec(location.hash);
-  if (match) {
-    tempToken = decodeURIComponent(match[1]);
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  const form = document.getElementById("connect-form");
-  if (!form) return;
-  const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
-  const button = document.getElementById("connect");
+const CONNECT_SCRIPT = flowScript(
+  "connect-form",
+  `  const button = document.getElementById("connect");
   const errorBox = document.getElementById("connect-error");
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -162,17 +165,7 @@ const CONNECT_SCRIPT = `
     errorBox.hidden = true;
     try {
       const request = { "content-type": "application/json" };
-      if (data.passwordSignIn) {
-        const login = await fetch(prefix + "/api/session/login", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
-          cache: "no-store",
-        });
-        const session = await login.json().catch(() => ({}));
-        if (!login.ok) throw new Error((session.error && session.error.message) || "sign-in failed (HTTP " + login.status + ")");
-        request.authorization = "Bearer " + session.token;
-      }
+      if (data.passwordSignIn) request.authorization = "Bearer " + (await signIn());
       if (tempToken) request["x-gw-temp-token"] = tempToken;
       const res = await fetch(prefix + "/api/mcp/per-user-oauth/flows/" + encodeURIComponent(data.flowId) + "/connect", {
         method: "POST",
@@ -189,8 +182,14 @@ const CONNECT_SCRIPT = `
       button.disabled = false;
     }
   });
-})();
-`;
+`,
+);
+
+/** The flow's data for the script, then the script itself under the page's nonce. */
+function flowScriptTags(flow: GetFlowResponse, nonce: string, script: string): string {
+  const data = { flowId: flow.flowId, passwordSignIn: flow.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
+  return `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${script}</script>`;
+}
 
 function identityText(kind: string, name: string): string {
   if (kind === "user") return `signed-in user “${name}”`;
@@ -233,18 +232,22 @@ function signInPart(flow: GetFlowResponse): string {
 </fieldset>`;
 }
 
-function flowBody(flow: GetFlowResponse): { html: string; title: string } {
+/** What a per-user flow is about: the MCP server, whose credential it is, and when the link expires. */
+function flowFacts(flow: GetFlowResponse): string {
   const client = flow.mcpClient?.name ?? "";
-  const identityKind = flow.identity?.kind ?? "";
-  const identityName = flow.identity?.name ?? "";
   const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
-  const title = `Connect ${client}`;
-  const facts = `
+  return `
 <dl>
   <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
-  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
+  <dt>Credential for</dt><dd id="identity">${esc(identityText(flow.identity?.kind ?? "", flow.identity?.name ?? ""))}</dd>
   ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
 </dl>`;
+}
+
+function flowBody(flow: GetFlowResponse): { html: string; title: string } {
+  const client = flow.mcpClient?.name ?? "";
+  const title = `Connect ${client}`;
+  const facts = flowFacts(flow);
   const heading = `<h1>Connect to ${esc(client)}</h1>
 <p>The MCP server <strong>${esc(client)}</strong> needs your own credentials before its tools can run for you. The gateway checks them once with the server, stores them encrypted, and never shows them again.</p>`;
   if (flow.status === "expired") {
@@ -295,17 +298,9 @@ ${admin}
 /** A per_user_oauth caller's consent flow: the server, the identity, and a Connect button (or the outcome). */
 function userOauthBody(flow: GetFlowResponse): { html: string; title: string } {
   const client = flow.mcpClient?.name ?? "";
-  const identityKind = flow.identity?.kind ?? "";
-  const identityName = flow.identity?.name ?? "";
-  const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
   const title = `Connect ${client}`;
   const heading = `<h1>Connect to ${esc(client)}</h1>
-<p>The MCP server <strong>${esc(client)}</strong> needs your own consent at its authorization server before its tools can run for you. The gateway stores the token it is given encrypted, for this identity only.</p>
-<dl>
-  <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
-  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
-  ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
-</dl>`;
+<p>The MCP server <strong>${esc(client)}</strong> needs your own consent at its authorization server before its tools can run for you. The gateway stores the token it is given encrypted, for this identity only.</p>${flowFacts(flow)}`;
   if (flow.status === "completed") {
     return { title, html: `${heading}<div class="ok" role="status" id="oauth-connected"><p>Connected: your token for ${esc(client)} is saved. Go back and call the tool again.</p></div>` };
   }
@@ -351,8 +346,7 @@ function oauthBody(flow: GetOauthFlowResponse): { html: string; title: string } 
 }
 
 /** Sends an HTML page that only states a problem (the OAuth callback's refusals use it too). */
-export function sendMessagePage(res: Res, status: number, title: string, text: string): void {
-  const nonce = randomBytes(16).toString("base64");
+export function sendMessagePage(res: Res, status: number, title: string, text: string, nonce = randomBytes(16).toString("base64")): void {
   sendPage(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
 }
 
@@ -375,10 +369,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
   const oauth = createClient(OauthService, opts.transport);
 
   const send = sendPage;
-
-  function message(res: Res, status: number, title: string, text: string, nonce: string): void {
-    send(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
-  }
+  const message = sendMessagePage;
 
   /**
    * Only the user a flow is bound to may finish it: a visitor who is not signed in goes to the SSO login and
@@ -435,9 +426,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       if (own !== null && own.kind === "oauth") {
         const { html, title } = userOauthBody(own);
         if (userGate(own, req, res, nonce)) return;
-        const data = { flowId: own.flowId, passwordSignIn: own.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
-        const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${CONNECT_SCRIPT}</script>`;
-        send(res, 200, page(title, html, nonce, script), nonce);
+        send(res, 200, page(title, html, nonce, flowScriptTags(own, nonce, CONNECT_SCRIPT)), nonce);
         return;
       }
       let flow: GetOauthFlowResponse;
@@ -475,9 +464,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
     }
     if (userGate(flow, req, res, nonce)) return;
     const { html, title } = flowBody(flow);
-    const data = { flowId: flow.flowId, passwordSignIn: flow.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
     // The script runs on finished flows too: it still takes the temp token out of the address bar.
-    const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${SCRIPT}</script>`;
-    send(res, 200, page(title, html, nonce, script), nonce);
+    send(res, 200, page(title, html, nonce, flowScriptTags(flow, nonce, SCRIPT)), nonce);
   };
 }
