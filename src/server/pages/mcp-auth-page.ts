@@ -17,6 +17,7 @@ import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
+import { escapeHtml as esc } from "../html-escape.js";
 import { SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
 import type { Req, Res } from "../node-http.js";
 
@@ -28,13 +29,6 @@ export interface McpAuthPageOptions {
   /** In-process transport to the services, with the RPC interceptors. */
   transport: Transport;
   logger: Logger;
-}
-
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-/** HTML-escapes text for element content and quoted attributes. */
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
 /** JSON safe inside a <script> element (no `</script>`, no HTML comment openers). */
