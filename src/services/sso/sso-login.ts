@@ -9,6 +9,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { GatewayError } from "../../errors.js";
 import type { SsoCaller } from "../inference/caller.js";
 import { verifyIdToken, type IdpTokens, type IdpUser } from "./idp-tokens.js";
+import { sha256Hex } from "../../sha256.js";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "gw_session";
@@ -46,10 +47,6 @@ export interface SsoLoginResult {
 
 function random(): string {
   return randomBytes(32).toString("base64url");
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** The value of one cookie in a Cookie header, or null. */
@@ -138,7 +135,7 @@ export class SsoLogin {
     const now = this.now();
     const expiresAt = Math.min(now + SESSION_MAX_MS, Math.max(user.expiresAt, now + (tokens.expiresInS ?? 0) * 1000));
     evictOldest(this.sessions);
-    this.sessions.set(sha256(sessionId), { user, accessToken: tokens.accessToken, expiresAt });
+    this.sessions.set(sha256Hex(sessionId), { user, accessToken: tokens.accessToken, expiresAt });
     return { sessionId, maxAgeS: Math.max(1, Math.floor((expiresAt - this.now()) / 1000)), returnTo: login.returnTo };
   }
 
@@ -179,7 +176,7 @@ export class SsoLogin {
     if (!this.idp.enabled) return null;
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
     if (id === null || id === "") return null;
-    const hash = sha256(id);
+    const hash = sha256Hex(id);
     const session = this.sessions.get(hash);
     if (!session) return null;
     if (session.expiresAt <= this.now()) {
@@ -204,6 +201,6 @@ export class SsoLogin {
   /** Ends the session a Cookie header names (unknown ones are ignored). */
   logout(cookieHeader: string | null | undefined): void {
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
-    if (id !== null) this.sessions.delete(sha256(id));
+    if (id !== null) this.sessions.delete(sha256Hex(id));
   }
 }
