@@ -418,26 +418,33 @@ export async function createApp(options: AppOptions): Promise<App> {
 
 /**
  * The response cache over the store. pgvector is made available when the database has it; semantic
- * caching configured (an embedding model, or a config-file key in semantic mode) without it stops the start.
+ * caching configured (an embedding model, or a config-file key in semantic mode) without it, or without an
+ * embedding model (cache.embedding or the catalog's default), stops the start.
  */
 async function startResponseCache(store: Store, state: InferenceState, options: AppOptions, logger: Logger): Promise<ResponseCache> {
   const embedding = options.cache?.embedding ?? null;
-  // Without an embedding model there are no semantic lookups, so pgvector is not needed.
-  const vectorSchema = embedding === null ? null : await ensureVectorExtension(store);
-  const cache = new ResponseCache({
-    table: new ResponseCacheTable(store),
-    logger,
-    clock: options.inference?.clock ?? Date.now,
-    embedder: embedding === null ? null : createProviderEmbedder(state, embedding),
-    vectorSchema,
-    ...(options.cache?.limits ? { limits: options.cache.limits } : {}),
-  });
-  const problem = cache.semanticProblem;
   const semanticKey = (options.inference?.virtualKeys ?? []).findIndex((key) => {
     const settings = key["cache"];
     return settings !== null && typeof settings === "object" && (settings as Record<string, unknown>)["mode"] === "semantic";
   });
-  if (problem !== null && (embedding !== null || semanticKey >= 0)) {
+  const configured = embedding !== null || semanticKey >= 0;
+  // Without cache.embedding the default embedding model may serve keys made later, so pgvector is wanted
+  // whenever the database has it; only a start that asks for semantic caching fails for want of it.
+  const vectorSchema = await ensureVectorExtension(store).catch((err: unknown) => {
+    if (configured) throw err;
+    logger.warn({ err }, "could not make the pgvector extension available; semantic caching is off");
+    return null;
+  });
+  const cache = new ResponseCache({
+    table: new ResponseCacheTable(store),
+    logger,
+    clock: options.inference?.clock ?? Date.now,
+    embedder: createProviderEmbedder(state, embedding),
+    vectorSchema,
+    ...(options.cache?.limits ? { limits: options.cache.limits } : {}),
+  });
+  const problem = cache.semanticProblem;
+  if (problem !== null && configured) {
     const field = semanticKey >= 0 ? `governance.virtual_keys[${semanticKey}].cache.mode` : "cache.embedding";
     throw new GatewayError("failed_precondition", `${field}: ${problem}`, { field });
   }

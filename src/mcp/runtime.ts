@@ -15,7 +15,7 @@ import { TokenExchangeError, TokenExchanger } from "./token-exchange/exchanger.j
 import { afterSchemaChange } from "./credentials/status.js";
 import { sweepExpired } from "./oauth/flows.js";
 import { OauthTokens } from "./oauth/oauth-tokens.js";
-import { ClientRuntime, DEFAULT_TIMING, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
+import { ClientRuntime, DEFAULT_TIMING, type CallerCredential, type ClientSnapshot, type RuntimeTiming } from "./client-runtime.js";
 import type { RuntimeClientView, RuntimeStateSource } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
 import type { StateRegistry } from "./state-registry.js";
@@ -98,6 +98,13 @@ const REFUSING: Partial<Record<RuntimeClientView["state"], string>> = {
   pending_verification: "its one-time verification is not done (per_user_headers: POST /api/mcp/client/{id}/verify-headers; oauth: initiate-verification, consent, then complete-oauth; token_exchange: POST /api/mcp/client/{id}/verify-exchange)",
   error: "it is not running in this instance",
 };
+
+/** The time limits of one tool execution. */
+interface CallLimits {
+  timeoutMs: number;
+  deadline: AbortSignal;
+  signal: AbortSignal;
+}
 
 /** True when the tool says a second run cannot do harm (read-only or idempotent), so a call the upstream rejected may be retried. */
 function safeToRetry(client: ClientRuntime, tool: string): boolean {
@@ -442,62 +449,79 @@ export class McpRuntime implements RuntimeStateSource {
 
   /**
    * A per_user_oauth call with the caller's own token. When the upstream rejects it (401/403) the token is
-   * refreshed and the call is retried once, but only for a tool whose annotations say it is read-only or
-   * idempotent; any other call fails closed with the error. A grant the authorization server refused for
-   * good answers mcp_auth_required, so the caller can consent again.
+   * refreshed; a grant the authorization server refused for good answers mcp_auth_required, so the caller
+   * can consent again.
    */
-  private async runAsCaller(
+  private runAsCaller(
     client: ClientRuntime,
     tool: string,
     prefixedName: string,
     args: Record<string, unknown>,
     options: ExecuteOptions,
     traceparent: string | undefined,
-    limits: { timeoutMs: number; deadline: AbortSignal; signal: AbortSignal },
+    limits: CallLimits,
   ): Promise<ToolCallResult> {
     const perUser = { id: client.id, spec: client.spec };
     const origin = options.origin ?? null;
-    const retryable = safeToRetry(client, tool);
-    for (let attempt = 0; ; attempt++) {
-      const bearer = await this.credentials.bearerForCall(perUser, options.identity, origin);
-      try {
-        return await client.call(tool, args, limits.timeoutMs, limits.signal, { bearer }, traceparent);
-      } catch (err) {
-        if (!(err instanceof GatewayError && err.type === "upstream_auth_rejected") || !options.identity) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
+    return this.callRetryingRejection(client, tool, prefixedName, args, traceparent, limits, {
+      credential: async () => ({ bearer: await this.credentials.bearerForCall(perUser, options.identity, origin) }),
+      rejected: async ({ bearer }) => {
+        if (!options.identity) return false;
         // A 403 never reached the token source: refresh here (shared with a refresh already running).
         if (bearer.lastSent !== null) await this.credentials.refreshRejected(perUser, options.identity, bearer.lastSent).catch(() => undefined);
         const again = await this.credentials.oauthAuthRequiredIfDead(perUser, options.identity, origin);
         if (again) throw again;
-        if (attempt > 0 || !retryable) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
-      }
-    }
+        return true;
+      },
+    });
   }
 
   /**
    * A token_exchange call with a token exchanged for the caller. When the upstream rejects it (401/403) the
-   * cached exchanged token is dropped, so the next call exchanges afresh; the call itself is exchanged and
-   * retried once only for a tool whose annotations say it is read-only or idempotent, any other call fails
-   * closed with the error (it may have had an effect before the rejection was seen).
+   * cached exchanged token is dropped, so the next call (or the retry) exchanges afresh.
    */
-  private async runExchanged(
+  private runExchanged(
     client: ClientRuntime,
     tool: string,
     prefixedName: string,
     args: Record<string, unknown>,
     options: ExecuteOptions,
     traceparent: string | undefined,
-    limits: { timeoutMs: number; deadline: AbortSignal; signal: AbortSignal },
+    limits: CallLimits,
+  ): Promise<ToolCallResult> {
+    return this.callRetryingRejection(client, tool, prefixedName, args, traceparent, limits, {
+      credential: async () => ({ values: await this.exchangedHeaders(client, options) }),
+      rejected: async () => {
+        // exchangedHeaders only answers when both are set.
+        if (options.identity && options.subjectToken) this.exchanger.forget(client.id, options.identity, options.subjectToken);
+        return true;
+      },
+    });
+  }
+
+  /**
+   * One call with a credential of the caller's that the upstream may reject (401/403). After a rejection
+   * `rejected` renews what it can (false: the call fails with the error), and the call is retried once with
+   * a fresh credential, but only for a tool whose annotations say it is read-only or idempotent; any other
+   * call fails closed with the error (it may have had an effect before the rejection was seen).
+   */
+  private async callRetryingRejection<C extends CallerCredential>(
+    client: ClientRuntime,
+    tool: string,
+    prefixedName: string,
+    args: Record<string, unknown>,
+    traceparent: string | undefined,
+    limits: CallLimits,
+    auth: { credential: () => Promise<C>; rejected: (sent: C) => Promise<boolean> },
   ): Promise<ToolCallResult> {
     const retryable = safeToRetry(client, tool);
     for (let attempt = 0; ; attempt++) {
-      const values = await this.exchangedHeaders(client, options);
+      const credential = await auth.credential();
       try {
-        return await client.call(tool, args, limits.timeoutMs, limits.signal, { values }, traceparent);
+        return await client.call(tool, args, limits.timeoutMs, limits.signal, credential, traceparent);
       } catch (err) {
         if (!(err instanceof GatewayError && err.type === "upstream_auth_rejected")) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
-        // exchangedHeaders only answers when both are set.
-        if (options.identity && options.subjectToken) this.exchanger.forget(client.id, options.identity, options.subjectToken);
-        if (attempt > 0 || !retryable) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
+        if (!(await auth.rejected(credential)) || attempt > 0 || !retryable) return this.failedResult(err, prefixedName, limits.timeoutMs, limits.deadline);
       }
     }
   }

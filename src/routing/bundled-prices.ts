@@ -38,4 +38,9 @@ export const BUNDLED_PRICES: Readonly<Record<string, TokenPrice>> = {
   "mistral-large-latest|mistral|chat": price(2, 6),
   "mistral-small-latest|mistral|chat": price(0.2, 0.6),
   "codestral-latest|mistral|chat": price(0.3, 0.9),
+  // Embedding models: they bill input tokens only. The semantic cache's default embedding model is picked among these.
+  "text-embedding-3-small|openai|embedding": price(0.02, 0),
+  "text-embedding-3-large|openai|embedding": price(0.13, 0),
+  "text-embedding-ada-002|openai|embedding": price(0.1, 0),
+  "mistral-embed|mistral|embedding": price(0.1, 0),
 };

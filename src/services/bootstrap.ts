@@ -190,18 +190,33 @@ async function seedMcpClients(em: EntityManager, clients: readonly McpClientSpec
   return written;
 }
 
+/**
+ * Applies one entity the config file declares when it is new or its file entry changed since it was last
+ * applied: `apply` checks it against the store and assigns it (creating it when `existing` is null), then it
+ * is flushed, marked applied and noted as `<what> created|updated`. True when written.
+ */
+async function seedEntity(
+  em: EntityManager,
+  notes: Note[],
+  entry: { seedKey: string; fileValue: unknown; existing: object | null; apply: () => Promise<void> | void; what: string; fields: Record<string, unknown> },
+): Promise<boolean> {
+  if (entry.existing && !(await fileChanged(em, entry.seedKey, entry.fileValue))) return false;
+  await entry.apply();
+  await em.flush();
+  await markApplied(em, entry.seedKey, entry.fileValue);
+  notes.push({ fields: entry.fields, msg: `${entry.what} ${entry.existing ? "updated" : "created"} from the config file` });
+  return true;
+}
+
 /** Creates or overwrites the providers the config file declares, each only when its file entry changed; returns their names. */
 async function seedProviders(em: EntityManager, providers: Readonly<Record<string, Wire>>, notes: Note[]): Promise<string[]> {
   const written: string[] = [];
   for (const [name, wire] of Object.entries(providers)) {
-    const seedKey = `provider:${name}`;
     const existing = await em.findOne(ProviderRecord, { name });
-    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
-    assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
-    await em.flush();
-    await markApplied(em, seedKey, wire);
-    notes.push({ fields: { provider: name }, msg: existing ? "provider updated from the config file" : "provider created from the config file" });
-    written.push(name);
+    const apply = (): void => {
+      assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
+    };
+    if (await seedEntity(em, notes, { seedKey: `provider:${name}`, fileValue: wire, existing, apply, what: "provider", fields: { provider: name } })) written.push(name);
   }
   return written;
 }
@@ -212,17 +227,15 @@ async function seedVirtualKeys(em: EntityManager, keys: readonly Wire[], notes: 
   for (const [index, wire] of keys.entries()) {
     const path = `governance.virtual_keys[${index}]`;
     const parsed = parseVirtualKeyWire(wire, path);
-    const seedKey = `virtual_key:${parsed.key.id}`;
     const existing = await em.findOne(VirtualKeyRecord, { id: parsed.key.id });
-    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
-    const field = await clashingKeyField(em, parsed.key.id, parsed.key.name, parsed.key.value);
-    if (field !== null) throw invalidField(`${path}.${field}`, `is already used by another stored virtual key; every key needs its own ${field}`);
-    await checkKeyMembership(em, parsed, (name) => `${path}.${name}`);
-    assignVirtualKey(em, existing, parsed, "config");
-    await em.flush();
-    await markApplied(em, seedKey, wire);
-    notes.push({ fields: { virtual_key_id: parsed.key.id }, msg: existing ? "virtual key updated from the config file" : "virtual key created from the config file" });
-    written.push(parsed.key.id);
+    const apply = async (): Promise<void> => {
+      const field = await clashingKeyField(em, parsed.key.id, parsed.key.name, parsed.key.value);
+      if (field !== null) throw invalidField(`${path}.${field}`, `is already used by another stored virtual key; every key needs its own ${field}`);
+      await checkKeyMembership(em, parsed, (name) => `${path}.${name}`);
+      assignVirtualKey(em, existing, parsed, "config");
+    };
+    const entry = { seedKey: `virtual_key:${parsed.key.id}`, fileValue: wire, existing, apply, what: "virtual key", fields: { virtual_key_id: parsed.key.id } };
+    if (await seedEntity(em, notes, entry)) written.push(parsed.key.id);
   }
   return written;
 }
@@ -234,15 +247,13 @@ async function seedRoutingRules(em: EntityManager, rules: readonly Wire[], notes
     const path = `governance.routing_rules[${index}]`;
     const at = (field: string): string => `${path}.${field}`;
     const parsed = parseRoutingRule(routingRuleFromJson(wire, path), at);
-    const seedKey = `routing_rule:${parsed.fields.id}`;
     const existing = await em.findOne(RoutingRuleRecord, { id: parsed.fields.id });
-    if (existing && !(await fileChanged(em, seedKey, wire))) continue;
-    await checkRuleReferences(em, parsed, at);
-    assignRoutingRule(em, existing, parsed, "config");
-    await em.flush();
-    await markApplied(em, seedKey, wire);
-    notes.push({ fields: { routing_rule_id: parsed.fields.id }, msg: existing ? "routing rule updated from the config file" : "routing rule created from the config file" });
-    written.push(parsed.fields.id);
+    const apply = async (): Promise<void> => {
+      await checkRuleReferences(em, parsed, at);
+      assignRoutingRule(em, existing, parsed, "config");
+    };
+    const entry = { seedKey: `routing_rule:${parsed.fields.id}`, fileValue: wire, existing, apply, what: "routing rule", fields: { routing_rule_id: parsed.fields.id } };
+    if (await seedEntity(em, notes, entry)) written.push(parsed.fields.id);
   }
   return written;
 }
@@ -255,15 +266,13 @@ async function seedGroups(em: EntityManager, groups: FileGroups, notes: Note[]):
       const path = `governance.${GROUP_SECTION[kind]}[${index}]`;
       const at = (field: string): string => `${path}.${field}`;
       const parsed = parseGroupWire(kind, wire, at);
-      const seedKey = `${kind}:${parsed.fields.id}`;
       const existing = await em.findOne(GovernanceGroupRecord, { id: parsed.fields.id, kind });
-      if (existing && !(await fileChanged(em, seedKey, wire))) continue;
-      await checkGroupReferences(em, parsed, at);
-      assignGroup(em, existing, parsed, "config");
-      await em.flush();
-      await markApplied(em, seedKey, wire);
-      notes.push({ fields: { id: parsed.fields.id, kind }, msg: existing ? `${kind.replace("_", " ")} updated from the config file` : `${kind.replace("_", " ")} created from the config file` });
-      written.push(parsed.fields.id);
+      const apply = async (): Promise<void> => {
+        await checkGroupReferences(em, parsed, at);
+        assignGroup(em, existing, parsed, "config");
+      };
+      const entry = { seedKey: `${kind}:${parsed.fields.id}`, fileValue: wire, existing, apply, what: kind.replace("_", " "), fields: { id: parsed.fields.id, kind } };
+      if (await seedEntity(em, notes, entry)) written.push(parsed.fields.id);
     }
   }
   return written;

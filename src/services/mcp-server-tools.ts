@@ -19,6 +19,7 @@ import type { AdminAuth } from "./admin-auth.js";
 import { resolveToolCaller, type ToolCaller } from "./inference/caller.js";
 import type { Inference } from "./inference/state.js";
 import { parseInclude, toolVisible, visibleTools, type Include } from "./inference/tool-visibility.js";
+import { headerReader } from "../http-headers.js";
 
 /** What the MCP endpoint's tool side needs. */
 export interface McpServerToolsDeps {
@@ -72,12 +73,8 @@ export class McpServerTools {
 
   /** Resolves a request's caller; throws the GatewayError /v1 would give (401 unknown key, 403 inactive, 400 bad header). */
   async caller(headers: IncomingHttpHeaders): Promise<McpCaller> {
-    const get = (name: string): string | undefined => {
-      const raw = headers[name];
-      return Array.isArray(raw) ? raw[0] : raw;
-    };
     const include = parseInclude(headers);
-    const resolved = await resolveToolCaller(get, this.deps);
+    const resolved = await resolveToolCaller(headerReader(headers), this.deps);
     const owner = JSON.stringify([resolved.identity?.kind ?? null, resolved.identity?.id ?? null, resolved.key?.id ?? null]);
     return { ...resolved, include, origin: originOfHeaders(headers), owner };
   }

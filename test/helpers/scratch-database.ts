@@ -1,6 +1,7 @@
 /**
  * A database of its own on the PostgreSQL server, for tests that run the gateway as a child process (which
- * takes a database URL, not a schema) and must not see other runs' data.
+ * takes a database URL, not a schema) and must not see other runs' data; and a one-off query for tests that
+ * read the server behind the gateway's back.
  */
 import { randomBytes } from "node:crypto";
 import { MikroORM } from "@mikro-orm/postgresql";
@@ -33,6 +34,11 @@ async function onServer<T>(url: string, run: (execute: (sql: string) => Promise<
   } finally {
     await orm.close(true);
   }
+}
+
+/** Runs one SQL statement on the database `url` names, over a connection of its own, and returns the rows. */
+export function queryDatabase<T>(url: string, sql: string): Promise<T[]> {
+  return onServer(url, (execute) => execute(sql) as Promise<T[]>);
 }
 
 /** Creates an empty database next to the one `serverUrl` names. */

@@ -11,7 +11,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { after, before, describe, test } from "node:test";
-import { MikroORM } from "@mikro-orm/postgresql";
 import { createApp, type App } from "../../src/app.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { dropSchema, parseDatabaseUrl, randomSchemaName } from "../../src/store/index.js";
@@ -19,6 +18,7 @@ import { createLogger } from "../../src/telemetry/logger.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api, testDatabaseUrl } from "../helpers/app.js";
 import { fileKey } from "../helpers/inference.js";
+import { queryDatabase } from "../helpers/scratch-database.js";
 
 /** A TCP proxy to one address that can cut every connection and refuse new ones until restored. */
 interface OutageProxy {
@@ -92,25 +92,8 @@ function createKey(name: string) {
 
 /** The tokens the usage_counter row of the test's key holds in the database, read around the proxy. */
 async function storedTokens(): Promise<number> {
-  const target = parseDatabaseUrl(serverUrl ?? "");
-  const orm = await MikroORM.init({
-    entities: [],
-    discovery: { warnWhenNoEntities: false },
-    host: target.host,
-    port: target.port,
-    user: target.user,
-    ...(target.password === undefined ? {} : { password: target.password }),
-    dbName: target.dbName,
-    pool: { min: 0, max: 1 },
-    ensureDatabase: false,
-    debug: false,
-  });
-  try {
-    const rows = await orm.em.getConnection().execute<{ tokens: { used: number } | null }[]>(`select tokens from "${schema}".usage_counter where virtual_key_id = 'vk-outage'`);
-    return rows[0]?.tokens?.used ?? 0;
-  } finally {
-    await orm.close(true);
-  }
+  const rows = await queryDatabase<{ tokens: { used: number } | null }>(serverUrl ?? "", `select tokens from "${schema}".usage_counter where virtual_key_id = 'vk-outage'`);
+  return rows[0]?.tokens?.used ?? 0;
 }
 
 /** Polls (bounded: 120 x 250 ms) until `check` holds; returns its last value. */

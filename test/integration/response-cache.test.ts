@@ -371,3 +371,65 @@ describe("semantic cache", () => {
     assert.match(String((startError as Error).message), /cache\.mode: semantic caching needs the pgvector extension/);
   });
 });
+
+describe("default embedding model", () => {
+  let embeddings: MockEmbeddings;
+
+  before(async () => {
+    embeddings = await startMockEmbeddings();
+    embeddings.vectors.set("What is the capital of Spain?", [1, 0, 0, 0]);
+    embeddings.vectors.set("Tell me the capital of Spain.", [0.99, 0.1, 0, 0]);
+  });
+
+  after(async () => {
+    await embeddings?.close();
+  });
+
+  /** Chat through openai; mistral's key serves only its embedding model, and no cache.embedding is set. */
+  function options(semanticKey: boolean, withEmbeddings: boolean) {
+    return {
+      inference: inferenceOptionsFromFile(
+        {
+          openai: { keys: [fileKey("oa", { models: ["gpt-4o-mini"] })], network_config: { base_url: openai.url } },
+          ...(withEmbeddings ? { mistral: { keys: [fileKey("mi", { models: ["mistral-embed"] })], network_config: { base_url: embeddings.url } } } : {}),
+        },
+        [{ id: "vk-default-embed", name: "default-embed", value: "sk-gw-default-embed", provider_configs: ALL_OPENAI, cache: { mode: semanticKey ? "semantic" : "direct", threshold: 0.9 } }],
+      ),
+    };
+  }
+
+  test("without cache.embedding a semantic key embeds with the catalog's embedding model of a configured provider", async (t) => {
+    let app: TestApp;
+    try {
+      app = await startApp(options(true, true));
+    } catch (err) {
+      // PGlite ships pgvector; only a server without it may refuse the start.
+      if (testDatabaseUrl && /pgvector/.test(String((err as Error).message))) return t.skip("the PostgreSQL server has no pgvector");
+      throw err;
+    }
+    try {
+      const client = chatOf(app, "sk-gw-default-embed");
+      assert.equal((await ask(client, "What is the capital of Spain?")).cache, "miss");
+      await storedEntries(app, 1);
+      assert.equal((await ask(client, "Tell me the capital of Spain.")).cache, "hit-semantic");
+      assert.equal(embeddings.requests.at(-1)?.body?.["model"], "mistral-embed");
+    } finally {
+      await app.stop();
+    }
+  });
+
+  test("a config-file key in semantic mode with no embedding model anywhere stops the start naming the key", async () => {
+    await assert.rejects(startApp(options(true, false)), /governance\.virtual_keys\[0\]\.cache\.mode: semantic caching needs an embedding model: set cache\.embedding/);
+  });
+
+  test("without any embedding model a request asking for semantic caching is refused with what to configure", async () => {
+    const app = await startApp(options(false, false));
+    try {
+      const err = await refusal(ask(chatOf(app, "sk-gw-default-embed"), "semantic please", {}, { "x-gw-cache": "semantic" }));
+      assert.equal(err.status, 400);
+      assert.match(err.message, /x-gw-cache: semantic caching needs an embedding model: set cache\.embedding .* or configure a provider/);
+    } finally {
+      await app.stop();
+    }
+  });
+});

@@ -5,11 +5,11 @@
  * 30 seconds before they expire (5 minutes when the answer gives no expires_in). The caller's token goes
  * to the authorization server only, never to the MCP server, and neither token reaches an error message.
  */
-import { createHash } from "node:crypto";
 import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import type { CallerIdentity } from "../credentials/identity.js";
 import type { TokenExchangeSpec } from "./token-exchange-config.js";
+import { sha256Hex } from "../../sha256.js";
 
 /** How long before its expiry an exchanged token stops being reused. */
 const EXPIRY_MARGIN_MS = 30_000;
@@ -39,13 +39,9 @@ export class TokenExchangeError extends GatewayError {
   }
 }
 
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
-}
-
 /** The cache slot of one (client, identity, subject token); a client's slots share the `${clientId}\0` prefix. */
 function cacheKey(clientId: string, identity: CallerIdentity, subjectToken: string): string {
-  return `${clientId}\u0000${identity.kind}:${identity.id}\u0000${sha256(subjectToken)}`;
+  return `${clientId}\u0000${identity.kind}:${identity.id}\u0000${sha256Hex(subjectToken)}`;
 }
 
 /** Exchanges and caches upstream tokens. */

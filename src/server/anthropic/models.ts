@@ -11,6 +11,7 @@ import { COMPAT_CREATED_AT, type CompatModelNames } from "../../services/model-s
 import { sendJson, type Req, type Res } from "../node-http.js";
 import { badRequest } from "../v1/chat-completions.js";
 import { anthropicErrorBody } from "./anthropic-error.js";
+import { headerReader } from "../../http-headers.js";
 
 /** The listing's path; one model is under it. */
 export const MODELS_PATH = "/anthropic/v1/models";
@@ -63,10 +64,7 @@ export function createAnthropicModelsHandler(names: CompatModelNames): (req: Req
       return;
     }
     try {
-      const usable = names((name) => {
-        const raw = req.headers[name];
-        return Array.isArray(raw) ? raw[0] : raw;
-      });
+      const usable = names(headerReader(req.headers));
       if (path === MODELS_PATH) {
         sendJson(res, 200, page(usable, new URLSearchParams(query)));
         return;

@@ -21,6 +21,7 @@ import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readBodyBytes } from "../rest/request-body.js";
 import { createGatewayMcpServer } from "./gateway-mcp-server.js";
 import { DEFAULT_SESSION_LIMITS, McpSession, McpSessions, newSessionId, toolSignature, type McpSessionLimits } from "./mcp-sessions.js";
+import { headerValue } from "../../http-headers.js";
 
 /** The Streamable HTTP endpoint. */
 export const MCP_PATH = "/mcp";
@@ -78,11 +79,6 @@ const VK_HEADER = "x-gw-vk";
 /** The headers that identify a caller without a token. */
 const CALLER_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key", "x-gw-mcp-session-id"];
 
-function headerValue(req: Req, name: string): string | undefined {
-  const raw = req.headers[name];
-  return Array.isArray(raw) ? raw[0] : raw;
-}
-
 /** Builds the endpoint and its session table. */
 export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   const limits = { ...DEFAULT_SESSION_LIMITS, ...opts.limits };
@@ -112,7 +108,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     const mode = opts.oauth?.mode() ?? "headers";
     if (opts.oauth === undefined || mode === "headers") return req.headers;
     const origin = originOfHeaders(req.headers) ?? "";
-    const bearer = /^Bearer\s+(\S+)$/i.exec(headerValue(req, "authorization") ?? "")?.[1];
+    const bearer = /^Bearer\s+(\S+)$/i.exec(headerValue(req.headers, "authorization") ?? "")?.[1];
     const challenge = (error?: string) => ({ "www-authenticate": opts.oauth?.server.challenge(origin, error) ?? "" });
     // An access token is a JWT; anything else in the header is a virtual key (in `both`).
     if (bearer !== undefined && bearer.split(".").length === 3) {
@@ -174,7 +170,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     }
     const parsed = method === "POST" ? await readMessages(req) : null;
     const caller = await callerOf(req, trace);
-    const sessionId = headerValue(req, SESSION_HEADER);
+    const sessionId = headerValue(req.headers, SESSION_HEADER);
     const nodeReq = req as IncomingMessage;
     const nodeRes = res as ServerResponse;
     if (sessionId !== undefined) {

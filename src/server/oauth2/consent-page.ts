@@ -2,12 +2,7 @@
  * The consent page of the /mcp authorization server: names the MCP client asking for access and takes
  * the virtual key the grant is bound to. Plain HTML with a form, no script, no external asset.
  */
-
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
-}
+import { escapeHtml as esc } from "../html-escape.js";
 
 /** What the page shows. */
 export interface ConsentPageContent {

@@ -17,6 +17,7 @@ import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
+import { escapeHtml as esc } from "../html-escape.js";
 import { SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
 import type { Req, Res } from "../node-http.js";
 
@@ -28,13 +29,6 @@ export interface McpAuthPageOptions {
   /** In-process transport to the services, with the RPC interceptors. */
   transport: Transport;
   logger: Logger;
-}
-
-const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
-
-/** HTML-escapes text for element content and quoted attributes. */
-function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] ?? c);
 }
 
 /** JSON safe inside a <script> element (no `</script>`, no HTML comment openers). */
@@ -60,8 +54,13 @@ button { font: inherit; padding: .5rem 1.25rem; border-radius: .25rem; border: 1
 code { font-family: ui-monospace, monospace; }
 `;
 
-/** Submits with fetch, keeps the temp token out of the address bar, and switches between form, error+Retry and confirmation. */
-const SCRIPT = `
+/**
+ * What both flow scripts start with: the flow data, the temp token taken out of the address bar (even on a
+ * finished flow), the path prefix the gateway is mounted under, and a password sign-in that yields a session
+ * token. `form` is the page's form, or null on a finished flow.
+ */
+function flowScript(formId: string, rest: string): string {
+  return `
 (() => {
   const data = JSON.parse(document.getElementById("flow-data").textContent);
   let tempToken = null;
@@ -70,10 +69,28 @@ const SCRIPT = `
     tempToken = decodeURIComponent(match[1]);
     history.replaceState(null, "", location.pathname + location.search);
   }
-  const form = document.getElementById("submit-form");
+  const form = document.getElementById(${JSON.stringify(formId)});
   if (!form) return;
   const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
-  const button = document.getElementById("save");
+  async function signIn() {
+    const res = await fetch(prefix + "/api/session/login", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
+      cache: "no-store",
+    });
+    const body = await res.json().catch(() => ({}));
+    if (!res.ok) throw new Error((body.error && body.error.message) || "sign-in failed (HTTP " + res.status + ")");
+    return body.token;
+  }
+${rest}})();
+`;
+}
+
+/** Submits with fetch and switches between form, error+Retry and confirmation; signs in once per page. */
+const SCRIPT = flowScript(
+  "submit-form",
+  `  const button = document.getElementById("save");
   const errorBox = document.getElementById("error");
   const errorText = document.getElementById("error-message");
   const retry = document.getElementById("retry");
@@ -85,19 +102,6 @@ const SCRIPT = `
     errorBox.hidden = false;
     retry.focus();
   }
-  async function signIn() {
-    if (sessionToken) return sessionToken;
-    const res = await fetch(prefix + "/api/session/login", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
-      cache: "no-store",
-    });
-    const body = await res.json().catch(() => ({}));
-    if (!res.ok) throw new Error((body.error && body.error.message) || "sign-in failed (HTTP " + res.status + ")");
-    sessionToken = body.token;
-    return sessionToken;
-  }
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     button.disabled = true;
@@ -107,7 +111,10 @@ const SCRIPT = `
         if (input.value !== "") headers[input.dataset.header] = input.value;
       }
       const request = { "content-type": "application/json" };
-      if (data.passwordSignIn) request.authorization = "Bearer " + (await signIn());
+      if (data.passwordSignIn) {
+        if (!sessionToken) sessionToken = await signIn();
+        request.authorization = "Bearer " + sessionToken;
+      }
       if (tempToken) request["x-gw-temp-token"] = tempToken;
       const res = await fetch(prefix + "/api/mcp/per-user-headers/flows/" + encodeURIComponent(data.flowId), {
         method: "PUT",
@@ -138,23 +145,13 @@ const SCRIPT = `
     const first = form.querySelector("input");
     if (first) first.focus();
   });
-})();
-`;
+`,
+);
 
 /** The Connect button of a per-user OAuth flow: asks the gateway for the consent URL (with the temp token or a sign-in) and goes there. */
-const CONNECT_SCRIPT = `
-(() => {
-  const data = JSON.parse(document.getElementById("flow-data").textContent);
-  let tempToken = null;
-  const match = /(?:^#|&)t=([^&]+)/.exec(location.hash);
-  if (match) {
-    tempToken = decodeURIComponent(match[1]);
-    history.replaceState(null, "", location.pathname + location.search);
-  }
-  const form = document.getElementById("connect-form");
-  if (!form) return;
-  const prefix = location.pathname.slice(0, location.pathname.length - data.pagePath.length);
-  const button = document.getElementById("connect");
+const CONNECT_SCRIPT = flowScript(
+  "connect-form",
+  `  const button = document.getElementById("connect");
   const errorBox = document.getElementById("connect-error");
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -162,17 +159,7 @@ const CONNECT_SCRIPT = `
     errorBox.hidden = true;
     try {
       const request = { "content-type": "application/json" };
-      if (data.passwordSignIn) {
-        const login = await fetch(prefix + "/api/session/login", {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ username: form.elements.namedItem("username").value, password: form.elements.namedItem("password").value }),
-          cache: "no-store",
-        });
-        const session = await login.json().catch(() => ({}));
-        if (!login.ok) throw new Error((session.error && session.error.message) || "sign-in failed (HTTP " + login.status + ")");
-        request.authorization = "Bearer " + session.token;
-      }
+      if (data.passwordSignIn) request.authorization = "Bearer " + (await signIn());
       if (tempToken) request["x-gw-temp-token"] = tempToken;
       const res = await fetch(prefix + "/api/mcp/per-user-oauth/flows/" + encodeURIComponent(data.flowId) + "/connect", {
         method: "POST",
@@ -189,8 +176,14 @@ const CONNECT_SCRIPT = `
       button.disabled = false;
     }
   });
-})();
-`;
+`,
+);
+
+/** The flow's data for the script, then the script itself under the page's nonce. */
+function flowScriptTags(flow: GetFlowResponse, nonce: string, script: string): string {
+  const data = { flowId: flow.flowId, passwordSignIn: flow.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
+  return `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${script}</script>`;
+}
 
 function identityText(kind: string, name: string): string {
   if (kind === "user") return `signed-in user “${name}”`;
@@ -233,18 +226,22 @@ function signInPart(flow: GetFlowResponse): string {
 </fieldset>`;
 }
 
-function flowBody(flow: GetFlowResponse): { html: string; title: string } {
+/** What a per-user flow is about: the MCP server, whose credential it is, and when the link expires. */
+function flowFacts(flow: GetFlowResponse): string {
   const client = flow.mcpClient?.name ?? "";
-  const identityKind = flow.identity?.kind ?? "";
-  const identityName = flow.identity?.name ?? "";
   const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
-  const title = `Connect ${client}`;
-  const facts = `
+  return `
 <dl>
   <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
-  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
+  <dt>Credential for</dt><dd id="identity">${esc(identityText(flow.identity?.kind ?? "", flow.identity?.name ?? ""))}</dd>
   ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
 </dl>`;
+}
+
+function flowBody(flow: GetFlowResponse): { html: string; title: string } {
+  const client = flow.mcpClient?.name ?? "";
+  const title = `Connect ${client}`;
+  const facts = flowFacts(flow);
   const heading = `<h1>Connect to ${esc(client)}</h1>
 <p>The MCP server <strong>${esc(client)}</strong> needs your own credentials before its tools can run for you. The gateway checks them once with the server, stores them encrypted, and never shows them again.</p>`;
   if (flow.status === "expired") {
@@ -295,17 +292,9 @@ ${admin}
 /** A per_user_oauth caller's consent flow: the server, the identity, and a Connect button (or the outcome). */
 function userOauthBody(flow: GetFlowResponse): { html: string; title: string } {
   const client = flow.mcpClient?.name ?? "";
-  const identityKind = flow.identity?.kind ?? "";
-  const identityName = flow.identity?.name ?? "";
-  const expires = flow.expiresAt ? timestampDate(flow.expiresAt) : null;
   const title = `Connect ${client}`;
   const heading = `<h1>Connect to ${esc(client)}</h1>
-<p>The MCP server <strong>${esc(client)}</strong> needs your own consent at its authorization server before its tools can run for you. The gateway stores the token it is given encrypted, for this identity only.</p>
-<dl>
-  <dt>MCP server</dt><dd id="mcp-client">${esc(client)}</dd>
-  <dt>Credential for</dt><dd id="identity">${esc(identityText(identityKind, identityName))}</dd>
-  ${expires ? `<dt>Link expires</dt><dd><time datetime="${expires.toISOString()}">${esc(expires.toUTCString())}</time></dd>` : ""}
-</dl>`;
+<p>The MCP server <strong>${esc(client)}</strong> needs your own consent at its authorization server before its tools can run for you. The gateway stores the token it is given encrypted, for this identity only.</p>${flowFacts(flow)}`;
   if (flow.status === "completed") {
     return { title, html: `${heading}<div class="ok" role="status" id="oauth-connected"><p>Connected: your token for ${esc(client)} is saved. Go back and call the tool again.</p></div>` };
   }
@@ -351,8 +340,7 @@ function oauthBody(flow: GetOauthFlowResponse): { html: string; title: string } 
 }
 
 /** Sends an HTML page that only states a problem (the OAuth callback's refusals use it too). */
-export function sendMessagePage(res: Res, status: number, title: string, text: string): void {
-  const nonce = randomBytes(16).toString("base64");
+export function sendMessagePage(res: Res, status: number, title: string, text: string, nonce = randomBytes(16).toString("base64")): void {
   sendPage(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
 }
 
@@ -375,10 +363,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
   const oauth = createClient(OauthService, opts.transport);
 
   const send = sendPage;
-
-  function message(res: Res, status: number, title: string, text: string, nonce: string): void {
-    send(res, status, page(title, `<h1>${esc(title)}</h1><p class="error" role="alert">${esc(text)}</p>`, nonce), nonce);
-  }
+  const message = sendMessagePage;
 
   /**
    * Only the user a flow is bound to may finish it: a visitor who is not signed in goes to the SSO login and
@@ -435,9 +420,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       if (own !== null && own.kind === "oauth") {
         const { html, title } = userOauthBody(own);
         if (userGate(own, req, res, nonce)) return;
-        const data = { flowId: own.flowId, passwordSignIn: own.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
-        const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${CONNECT_SCRIPT}</script>`;
-        send(res, 200, page(title, html, nonce, script), nonce);
+        send(res, 200, page(title, html, nonce, flowScriptTags(own, nonce, CONNECT_SCRIPT)), nonce);
         return;
       }
       let flow: GetOauthFlowResponse;
@@ -475,9 +458,7 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
     }
     if (userGate(flow, req, res, nonce)) return;
     const { html, title } = flowBody(flow);
-    const data = { flowId: flow.flowId, passwordSignIn: flow.signIn === "password", pagePath: MCP_AUTH_PAGE_PATH };
     // The script runs on finished flows too: it still takes the temp token out of the address bar.
-    const script = `<script type="application/json" id="flow-data">${scriptJson(data)}</script>\n<script nonce="${nonce}">${SCRIPT}</script>`;
-    send(res, 200, page(title, html, nonce, script), nonce);
+    send(res, 200, page(title, html, nonce, flowScriptTags(flow, nonce, SCRIPT)), nonce);
   };
 }

@@ -8,6 +8,7 @@ import type { OpenAiModel } from "../../services/model-service.js";
 import { asGatewayError } from "../../services/inference/chat.js";
 import { sendJson, type Req, type Res } from "../node-http.js";
 import { badRequest, v1ErrorBody } from "./chat-completions.js";
+import { headerReader } from "../../http-headers.js";
 
 /** The path prefix the handler serves. */
 export const MODEL_PATH_PREFIX = "/v1/models/";
@@ -35,10 +36,7 @@ export function createModelHandler(lookup: ModelLookup): (req: Req, res: Res, pa
     }
     try {
       const id = modelId(path);
-      const model = lookup(id, (name) => {
-        const raw = req.headers[name];
-        return Array.isArray(raw) ? raw[0] : raw;
-      });
+      const model = lookup(id, headerReader(req.headers));
       if (model === null) {
         throw new GatewayError("not_found", `model "${id}" does not exist or this caller may not use it; GET /v1/models lists the models`, { type: "caller_model_not_found", httpStatus: 404, field: "model" });
       }

@@ -25,6 +25,7 @@ import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js
 import { resolveToolCaller, type ToolCaller } from "./caller.js";
 import type { ChatCall, ChatOutcome, ChatService } from "./chat.js";
 import type { Inference } from "./state.js";
+import { headerReader } from "../../http-headers.js";
 
 /** What agent mode needs. */
 export interface AgentDeps {
@@ -370,10 +371,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
   async function completeWithTools(call: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
     let caller: ToolCaller;
     try {
-      caller = await resolveToolCaller((name) => {
-        const raw = call.headers[name];
-        return Array.isArray(raw) ? raw[0] : raw;
-      }, deps);
+      caller = await resolveToolCaller(headerReader(call.headers), deps);
     } catch {
       // The inference service refuses the same key itself, and records the refusal in the metrics.
       return chat.complete(call);

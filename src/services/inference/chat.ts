@@ -55,6 +55,7 @@ import { routingLogEntry, ruleVariables } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
 import { worstCase } from "./worst-case.js";
+import { headerReader, headerValue } from "../../http-headers.js";
 
 /** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
 export type CallMethod = "chat" | "responses" | "messages" | "embedding";
@@ -162,20 +163,12 @@ export interface ChatService {
 
 /** The request's session id: x-gw-session-id, else the MCP session header; "" without either. */
 export function sessionIdOf(headers: IncomingHttpHeaders): string {
-  const raw = headers["x-gw-session-id"] ?? headers["mcp-session-id"];
-  const value = Array.isArray(raw) ? raw[0] : raw;
-  return value ?? "";
+  return headerValue(headers, "x-gw-session-id") ?? headerValue(headers, "mcp-session-id") ?? "";
 }
 
 /** The credential the request carries, from the first header that has one; null when none. */
 export function virtualKeyCredential(headers: IncomingHttpHeaders, idp?: Pick<IdpTokens, "claimsIssuer">): string | null {
-  return credentialFromHeaders(
-    (name) => {
-      const raw = headers[name];
-      return Array.isArray(raw) ? raw[0] : raw;
-    },
-    idp ? (token) => idp.claimsIssuer(token) : undefined,
-  );
+  return credentialFromHeaders(headerReader(headers), idp ? (token) => idp.claimsIssuer(token) : undefined);
 }
 
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
@@ -320,12 +313,6 @@ function answerOutcome(body: JsonObject): Partial<AttemptOutcome> {
 function failureOutcome(err: unknown): AttemptOutcome {
   if (err instanceof ProviderError) return { status: err.upstreamStatus, errorType: err.errorType };
   return { status: null, errorType: asGatewayError(err).type };
-}
-
-/** One header's value (the first when repeated). */
-function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {
-  const raw = headers[name];
-  return Array.isArray(raw) ? raw[0] : raw;
 }
 
 /** The answer of a cache hit, replayed as the original answer went out. */
@@ -497,7 +484,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     let hold: LimitHold | null = null;
     const sessionId = sessionIdOf(call.headers);
     try {
-      const cacheHeaders = cacheRequestHeaders((name) => headerValue(call.headers, name));
+      const cacheHeaders = cacheRequestHeaders(headerReader(call.headers));
       virtualKey = resolveKey(call.headers);
       if (virtualKey !== null && virtualKey.isActive) {
         const over = inference.hierarchy.exceeded(virtualKey);

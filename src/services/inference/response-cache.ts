@@ -15,7 +15,15 @@ import { directCacheKey, semanticParts, type CacheKeyInput } from "./cache-key.j
 import { LruMap } from "./lru-map.js";
 
 /** Embeds one text for semantic lookups. */
-export type Embedder = (text: string, signal: RequestAbort | AbortSignal) => Promise<number[]>;
+export interface Embedder {
+  /** False while there is no model to embed with (semantic caching is then unavailable). */
+  available(): boolean;
+  embed(text: string, signal: RequestAbort | AbortSignal): Promise<number[]>;
+}
+
+/** Why no question can be embedded: neither cache.embedding nor a default embedding model. */
+export const NO_EMBEDDING_MODEL =
+  "semantic caching needs an embedding model: set cache.embedding {provider, model} in the config file, or configure a provider with a key that serves an embedding model of the catalog (such as openai's text-embedding-3-small)";
 
 /** How a request came out of the cache, as the `x-gw-cache` response header says it. */
 export type CacheStatus = "hit-direct" | "hit-semantic" | "miss";
@@ -80,7 +88,7 @@ export interface ResponseCacheDeps {
   table: ResponseCacheTable;
   logger: Logger;
   clock: () => number;
-  /** Embeds questions; null when no embedding model is configured (semantic caching is then unavailable). */
+  /** Embeds questions; null (or not available) when there is no embedding model (semantic caching is then unavailable). */
   embedder: Embedder | null;
   /** pgvector's schema; null when the database has no pgvector (semantic caching is then unavailable). */
   vectorSchema: string | null;
@@ -89,7 +97,7 @@ export interface ResponseCacheDeps {
 
 /** Why semantic caching cannot run here, or null when it can. */
 export function semanticUnavailable(deps: { embedder: Embedder | null; vectorSchema: string | null }): string | null {
-  if (deps.embedder === null) return "semantic caching needs an embedding model: set cache.embedding {provider, model} in the config file";
+  if (deps.embedder === null || !deps.embedder.available()) return NO_EMBEDDING_MODEL;
   if (deps.vectorSchema === null) return "semantic caching needs the pgvector extension in the database (CREATE EXTENSION vector)";
   return null;
 }
@@ -170,7 +178,7 @@ export class ResponseCache {
       this.#remember(plan.key, direct, stored.expiresAt);
       return { status: "hit-direct", answer: direct };
     }
-    if (plan.semantic === null || this.deps.embedder === null || this.deps.vectorSchema === null) return null;
+    if (plan.semantic === null || this.deps.embedder === null || !this.deps.embedder.available() || this.deps.vectorSchema === null) return null;
     const embedding = await this.#embed(plan.semantic.question, signal);
     if (embedding === null) return null;
     plan.embedding = embedding;
@@ -237,7 +245,7 @@ export class ResponseCache {
 
   async #embed(question: string, signal: RequestAbort | AbortSignal): Promise<number[] | null> {
     try {
-      return await (this.deps.embedder as Embedder)(question, signal);
+      return await (this.deps.embedder as Embedder).embed(question, signal);
     } catch (err) {
       // The embeddings upstream failing costs the request its semantic lookup, not its answer.
       if (!this.#warnedEmbedding) this.deps.logger.warn({ err }, "could not embed a question for the semantic cache; such requests skip the semantic lookup");

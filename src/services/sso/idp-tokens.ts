@@ -5,11 +5,11 @@
  * hash of a token is kept (with the verified claims until the token expires); the raw token lives in the
  * request that carried it. Nothing here touches the database.
  */
-import { createHash } from "node:crypto";
 import { createRemoteJWKSet, customFetch, decodeJwt, errors, jwtVerify, type JWTPayload } from "jose";
 import { egressFetch } from "../../config/egress-connections.js";
 import { ssoEnabled, SSO_OFF, type SsoSettings } from "../../config/sso-config.js";
 import { GatewayError } from "../../errors.js";
+import { sha256Hex } from "../../sha256.js";
 
 /** Tokens longer than this are refused before any parsing (real access tokens are a few KiB). */
 export const MAX_IDP_TOKEN_CHARS = 8192;
@@ -48,10 +48,6 @@ export interface VerifiedToken {
 /** The 401 for an IdP token that does not verify; the message never carries the token. */
 export function idpTokenRefused(reason: string): GatewayError {
   return new GatewayError("unauthenticated", `IdP bearer token refused: ${reason}`, { type: "idp_token_invalid", httpStatus: 401 });
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** The `iss` of a JWT-shaped value without verifying anything; null when the value is not a JWT. */
@@ -179,7 +175,7 @@ export class IdpTokens {
   async verify(token: string): Promise<VerifiedToken> {
     if (!this.enabled) throw idpTokenRefused("single sign-on is not configured on this gateway");
     if (token.length > MAX_IDP_TOKEN_CHARS) throw idpTokenRefused(`it is ${token.length} characters long; the limit is ${MAX_IDP_TOKEN_CHARS}`);
-    const hash = sha256(token);
+    const hash = sha256Hex(token);
     const cached = this.verified.get(hash);
     if (cached && cached.expiresAt > Date.now()) return { user: cached, token };
     if (cached) this.verified.delete(hash);

@@ -13,6 +13,7 @@ import { GatewayError } from "../../errors.js";
 import { SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
 import type { SsoCaller } from "../inference/caller.js";
 import { verifyIdToken, type IdpTokens, type IdpUser } from "./idp-tokens.js";
+import { sha256Hex } from "../../sha256.js";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "gw_session";
@@ -49,10 +50,6 @@ export interface SsoLoginResult {
 
 function random(): string {
   return randomBytes(32).toString("base64url");
-}
-
-function sha256(text: string): string {
-  return createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** The value of one cookie in a Cookie header, or null. */
@@ -132,7 +129,7 @@ export class SsoLogin {
     // Logins never finished are dropped after their 15 minutes and one more (a late callback is told it expired meanwhile).
     await em.nativeDelete(SsoLoginRecord, { expiresAt: { $lt: new Date(now - LOGIN_TTL_MS) } });
     em.create(SsoLoginRecord, {
-      stateHash: sha256(state),
+      stateHash: sha256Hex(state),
       secrets: { verifier: login.verifier, nonce: login.nonce },
       returnTo: login.returnTo,
       redirectUri: login.redirectUri,
@@ -157,7 +154,7 @@ export class SsoLogin {
     this.requireEnabled();
     const state = query.get("state") ?? "";
     const em = this.store.fork();
-    const stateHash = sha256(state);
+    const stateHash = sha256Hex(state);
     const rec = state === "" ? null : await em.findOne(SsoLoginRecord, { stateHash });
     // Deleting the row spends the state: of two callbacks racing with it (on any nodes) one deletes it.
     if (rec === null || (await em.nativeDelete(SsoLoginRecord, { stateHash })) !== 1) {
@@ -178,7 +175,7 @@ export class SsoLogin {
     // As long as the provider vouches for the user (the later of the ID token's and the access token's expiry), at most SESSION_MAX_MS.
     const now = this.now();
     const expiresAt = Math.min(now + SESSION_MAX_MS, Math.max(user.expiresAt, now + (tokens.expiresInS ?? 0) * 1000));
-    const idHash = sha256(sessionId);
+    const idHash = sha256Hex(sessionId);
     await em.nativeDelete(SsoSessionRecord, { expiresAt: { $lte: new Date(now) } });
     em.create(SsoSessionRecord, { idHash, user: { ...user }, secrets: { accessToken: tokens.accessToken }, expiresAt: new Date(expiresAt) });
     await em.flush();
@@ -224,7 +221,7 @@ export class SsoLogin {
     if (!this.idp.enabled) return null;
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
     if (id === null || id === "") return null;
-    const hash = sha256(id);
+    const hash = sha256Hex(id);
     const session = this.sessions.get(hash);
     if (!session) return null;
     if (session.expiresAt <= this.now()) {
@@ -250,7 +247,7 @@ export class SsoLogin {
   async logout(cookieHeader: string | null | undefined): Promise<void> {
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
     if (id === null) return;
-    const idHash = sha256(id);
+    const idHash = sha256Hex(id);
     this.sessions.delete(idHash);
     await this.store.fork().nativeDelete(SsoSessionRecord, { idHash });
   }
