@@ -54,7 +54,7 @@ import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response
 import { routingLogEntry, ruleVariables } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
-import { worstCase } from "./worst-case.js";
+import { lazyWorstCase } from "./worst-case.js";
 import { headerReader, headerValue } from "../../http-headers.js";
 
 /** The inference APIs the service runs: chat completions, the Responses API, Anthropic's Messages API, or embeddings. */
@@ -501,7 +501,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
         const mode = method === "responses" || method === "embedding" ? method : "chat";
-        const reserving = inference.gate.reserve(virtualKey, worstCase(call.body, mode, decision.primary, inference.prices));
+        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices));
         const reserved = reserving instanceof Promise ? await reserving : reserving;
         if ("owner" in reserved) throw levelError(reserved);
         hold = reserved;

@@ -30,3 +30,20 @@ export function worstCase(body: Readonly<Record<string, unknown>>, mode: Pricing
   const cost = prices.cost({ provider: target.provider, upstreamModel: target.model, alias: null, mode }, { input_tokens: input, output_tokens: output });
   return { costUsd: cost ?? 0, tokens: input + output };
 }
+
+/**
+ * The same figures worked out on first read: most keys have no budget or token limit at any level, and
+ * their requests then never pay for measuring the prompt or looking up prices.
+ */
+export function lazyWorstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable): WorstCase {
+  let figures: WorstCase | undefined;
+  const get = (): WorstCase => (figures ??= worstCase(body, mode, target, prices));
+  return {
+    get costUsd() {
+      return get().costUsd;
+    },
+    get tokens() {
+      return get().tokens;
+    },
+  };
+}
