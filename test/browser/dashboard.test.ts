@@ -25,6 +25,7 @@ const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/dashboard", import
 const ADMIN = { username: "admin", password: "dashboard-pw" };
 const ALICE = "sk-gw-dash-alice";
 const ALICE_TOKEN = "alice-upstream-token";
+const ALICE_NEW_TOKEN = "alice-rotated-upstream-token";
 /** Alice's key value: rotated in the dashboard by one of the tests. */
 let aliceKey = ALICE;
 const WAIT = { timeout: 60_000 };
@@ -55,7 +56,7 @@ const badResponses: string[] = [];
 before(async () => {
   openai = await startMockOpenAi();
   plain = await startMcpFixture();
-  perUser = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["admin-sample", ALICE_TOKEN] } });
+  perUser = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["admin-sample", ALICE_TOKEN, ALICE_NEW_TOKEN] } });
   app = await startApp({
     auth: { enabled: true, username: ADMIN.username, password: ADMIN.password, sessionTtlMs: 3_600_000 },
     inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("k1")], network_config: { base_url: openai.url } } }, [
@@ -262,6 +263,30 @@ describe("in the browser", () => {
     await flowPage.close();
     await openRoute("MCP sessions");
     const row = page.getByRole("row", { name: /crm.*alice/ });
+    await row.getByText("active").waitFor(WAIT);
+  });
+
+  test("Edit values opens the credential's flow, and the values saved there show in MCP sessions", async () => {
+    const headers = await adminHeaders();
+    const stored = async () => (await api(app, "GET", "/api/mcp/sessions", undefined, headers)).body.sessions.find((s: { mcp_client_name: string }) => s.mcp_client_name === "crm");
+    const before = await stored();
+    const row = page.getByRole("row", { name: /crm.*alice/ });
+    const [flowPage] = await Promise.all([browser.context.waitForEvent("page"), row.getByRole("button", { name: "Edit values" }).click()]);
+    await flowPage.waitForLoadState();
+    assert.match(flowPage.url(), /\/workspace\/mcp-sessions\/auth\?flow=[^&]+&kind=headers/);
+    // The page drops the temp token from its address once read; the dashboard's copy of the link still shows it.
+    assert.match((await page.getByTestId("edit-flow-link").getAttribute("href")) ?? "", /#t=/);
+    await flowPage.getByLabel("x-user-token").fill(ALICE_NEW_TOKEN);
+    await flowPage.getByRole("button", { name: "Save" }).click();
+    await flowPage.locator("#saved:not([hidden]), #error:not([hidden])").waitFor(WAIT);
+    assert.equal(await flowPage.locator("#error").isVisible(), false, (await flowPage.locator("#error-message").textContent()) ?? "");
+    await flowPage.close();
+    const after = await stored();
+    assert.equal(after.credential_id, before.credential_id);
+    assert.ok(Date.parse(after.updated_at) > Date.parse(before.updated_at), `${after.updated_at} after ${before.updated_at}`);
+    // The page writes times in the browser's locale and zone.
+    const shown = await page.evaluate((iso) => new Date(iso).toLocaleString(), String(after.updated_at));
+    await until("the row shows the new update time", async () => (await row.textContent())?.includes(shown) ?? false);
     await row.getByText("active").waitFor(WAIT);
   });
 
