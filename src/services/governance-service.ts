@@ -49,6 +49,8 @@ import type { ResponseCache } from "./inference/response-cache.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
+import { UsageHistoryStore } from "./inference/usage-history-store.js";
+import { historyRangeOf, usageHistoryMessage } from "./usage-history-wire.js";
 
 /** What the governance service needs. */
 export interface GovernanceServiceDeps {
@@ -217,7 +219,13 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
   const units = groupCrud<BusinessUnit>("business_unit", BusinessUnitSchema, deps);
   const customers = groupCrud<Customer>("customer", CustomerSchema, deps);
   const teams = groupCrud<Team>("team", TeamSchema, deps);
+  const history = new UsageHistoryStore(store, inference.usageHistory);
   return {
+    async getUsageHistory(req) {
+      const range = historyRangeOf(req.range);
+      return usageHistoryMessage(range, await history.read(range));
+    },
+
     createBusinessUnit: async (req, ctx) => ({ businessUnit: await units.create(req.businessUnit, "business_unit", ctx) }),
     listBusinessUnits: async (_req, ctx) => {
       const businessUnits = await units.list(ctx);

@@ -20,6 +20,7 @@ import { Migration20261126153302_response_cache } from "./migrations/Migration20
 import { Migration20261126160000_cluster } from "./migrations/Migration20261126160000_cluster.js";
 import { Migration20261126160000_mcp_token_exchange } from "./migrations/Migration20261126160000_mcp_token_exchange.js";
 import { Migration20261126170000_level_usage } from "./migrations/Migration20261126170000_level_usage.js";
+import { Migration20261126190000_usage_minute } from "./migrations/Migration20261126190000_usage_minute.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -39,4 +40,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126160000_cluster", class: Migration20261126160000_cluster },
   { name: "Migration20261126160000_mcp_token_exchange", class: Migration20261126160000_mcp_token_exchange },
   { name: "Migration20261126170000_level_usage", class: Migration20261126170000_level_usage },
+  { name: "Migration20261126190000_usage_minute", class: Migration20261126190000_usage_minute },
 ];

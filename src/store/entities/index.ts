@@ -14,6 +14,7 @@ import { ProviderSchema } from "./provider-record.js";
 import { ResponseCacheSchema } from "./response-cache-record.js";
 import { RoutingRuleSchema } from "./routing-rule-record.js";
 import { SettingSchema } from "./setting-record.js";
+import { UsageMinuteSchema } from "./usage-minute-record.js";
 import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
 
@@ -32,8 +33,9 @@ export * from "./provider-record.js";
 export * from "./response-cache-record.js";
 export * from "./routing-rule-record.js";
 export * from "./setting-record.js";
+export * from "./usage-minute-record.js";
 export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, UsageMinuteSchema];
