@@ -254,7 +254,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
     nodeStates = publisher;
     publisher.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin };
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, ...(options.tracing ? { tracing: options.tracing } : {}) };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);

@@ -260,6 +260,16 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { status: "success" };
     },
 
+    listGroupUsage() {
+      const levels = inference.hierarchy.groups().map((level) => {
+        const budget = windowJson(level.budget);
+        const requests = windowJson(level.requests);
+        const tokens = windowJson(level.tokens);
+        return { level: level.owner.level, id: level.owner.id, name: level.owner.name, ...(budget ? { budget } : {}), ...(requests ? { requests } : {}), ...(tokens ? { tokens } : {}) };
+      });
+      return { levels };
+    },
+
     getVirtualKeyUsage(req) {
       const key = inference.virtualKeys.byId(req.id);
       if (key === null) throw new GatewayError("not_found", `virtual key "${req.id}" does not exist`, { type: "virtual_key_not_found" });

@@ -300,6 +300,23 @@ describe("in the browser", () => {
     await until("the request count grows by 3", async () => Number((await stat.textContent())?.replace(/,/g, "")) >= before + 3);
   });
 
+  test("the overview switches between 1 hour, 24 hours and 7 days and shows p50 and p95 latency", async () => {
+    await openRoute("Overview");
+    for (const label of ["24 hours", "7 days", "1 hour"]) {
+      const button = page.getByRole("group", { name: "Time range" }).getByRole("button", { name: label });
+      await button.click();
+      await until(`${label} is pressed`, async () => (await button.getAttribute("aria-pressed")) === "true");
+      await page.getByText(`Requests (${label})`).waitFor(WAIT);
+      await until(`the ${label} totals count requests`, async () => Number((await page.getByTestId("stat-requests").textContent())?.replace(/,/g, "")) > 0);
+      const latency = (await page.getByTestId("stat-latency").textContent()) ?? "";
+      const [p50, p95] = latency.replace(/ ms$/, "").split(" / ").map((v) => Number(v.replace(/,/g, "")));
+      assert.ok(p50 !== undefined && p95 !== undefined && p50 > 0 && p95 >= p50, latency);
+      await page.getByRole("table", { name: `Virtual keys by spend over ${label}` }).getByRole("cell", { name: "alice", exact: true }).waitFor(WAIT);
+      await page.waitForLoadState("networkidle");
+      await page.screenshot({ path: `${ARTIFACTS}/overview-${label.replace(" ", "")}.png`, fullPage: true });
+    }
+  });
+
   test("every route passes axe-core without serious violations at 1280 px and 390 px", async () => {
     for (const [width, height] of [[1280, 900], [390, 844]] as const) {
       await page.setViewportSize({ width, height });
