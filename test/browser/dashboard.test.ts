@@ -19,6 +19,10 @@ import { api, startApp, type TestApp } from "../helpers/app.js";
 import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { oauthSuite } from "../helpers/oauth-clients.js";
 import { fileKey, sdk } from "../helpers/inference.js";
+import { SSO_OFF } from "../../src/config/sso-config.js";
+import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture } from "../fixtures/idp-server.js";
+import { signInAtIdp } from "../helpers/idp-sign-in.js";
+import { freePort } from "../helpers/ports.js";
 
 const WEB_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/dashboard", import.meta.url));
@@ -317,6 +321,30 @@ describe("in the browser", () => {
     }
   });
 
+  test("Teams & customers shows what a team spent in its budget window", async () => {
+    const headers = await adminHeaders();
+    const team = await api(app, "POST", "/api/governance/teams", { name: "research", budget: { max_limit: 50, reset_duration: "1M" } }, headers);
+    assert.equal(team.status, 200, JSON.stringify(team.body));
+    const moved = await api(app, "PUT", "/api/governance/virtual-keys/vk-alice", { team_id: team.body.team.id }, headers);
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    await sdk(app, aliceKey).chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "spend" }] });
+    await openRoute("Teams & customers");
+    const row = page.getByRole("row", { name: /research/ });
+    await row.getByText(/ of 50 USD/).waitFor(WAIT);
+    const used = Number(((await row.getByText(/ of 50 USD/).textContent()) ?? "").split(" of ")[0]);
+    assert.ok(used > 0, `the team used ${used}`);
+  });
+
+  test("Settings shows the response cache and tracing status", async () => {
+    await openRoute("Settings");
+    const text = async (id: string) => ((await page.getByTestId(id).textContent()) ?? "").replace(/\s+/g, " ");
+    await page.getByTestId("tracing-status").waitFor(WAIT);
+    assert.match(await text("cache-status"), /Status: ?on/);
+    assert.match(await text("cache-status"), /Semantic lookups: ?unavailable/);
+    assert.match(await text("tracing-status"), /Status: ?off/);
+    assert.match(await text("tracing-status"), /OTEL_EXPORTER_OTLP_ENDPOINT/);
+  });
+
   test("every route passes axe-core without serious violations at 1280 px and 390 px", async () => {
     for (const [width, height] of [[1280, 900], [390, 844]] as const) {
       await page.setViewportSize({ width, height });
@@ -380,6 +408,50 @@ describe("with admin auth off", () => {
     const banner = await tab.getByRole("status").filter({ hasText: "Admin authentication is off" }).textContent();
     assert.match(banner ?? "", /auth_config\.is_enabled/);
     assert.equal(await tab.getByRole("button", { name: "Sign out" }).count(), 0);
+    await tab.close();
+  });
+});
+
+describe("with SSO configured", () => {
+  let idp: IdpFixture;
+  let sso: TestApp;
+
+  before(async () => {
+    const port = await freePort();
+    idp = await startIdpFixture({ redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`], accounts: { root: { sub: "root", email: "root@example.com" } } });
+    sso = await startApp({
+      port,
+      auth: { enabled: true, username: ADMIN.username, password: ADMIN.password, sessionTtlMs: 3_600_000 },
+      sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: ["root@example.com"] },
+    });
+  });
+
+  after(async () => {
+    await sso?.stop();
+    await idp?.close();
+  });
+
+  test("without SSO the sign-in page has no SSO button", async () => {
+    const tab = await browser.context.newPage();
+    await tab.goto(`${app.url}/workspace/`);
+    await tab.getByRole("heading", { name: "Sign in to the gateway" }).waitFor(WAIT);
+    await tab.waitForLoadState("networkidle");
+    assert.equal(await tab.getByRole("link", { name: "Sign in with SSO" }).count(), 0);
+    await tab.close();
+  });
+
+  test("the sign-in page offers SSO, and an SSO admin lands on the dashboard", async () => {
+    const tab = await browser.context.newPage();
+    await tab.goto(`${sso.url}/workspace/`);
+    const button = tab.getByRole("link", { name: "Sign in with SSO" });
+    await button.waitFor(WAIT);
+    await tab.screenshot({ path: `${ARTIFACTS}/sign-in-sso.png`, fullPage: true });
+    const result = await new AxeBuilder({ page: tab }).analyze();
+    assert.deepEqual(result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id), []);
+    await button.click();
+    await signInAtIdp(tab, "root", `${sso.url}/workspace/`);
+    await tab.getByRole("heading", { level: 1, name: "Overview" }).waitFor(WAIT);
+    assert.equal(await tab.getByText("Admin authentication is off").count(), 0);
     await tab.close();
   });
 });

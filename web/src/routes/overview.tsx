@@ -6,7 +6,7 @@ import { useMemo, useState } from "react";
 import { useQuery } from "@connectrpc/connect-query";
 import { GovernanceService, type UsageTally } from "../../../gen/gw/routing/v1/governance_pb";
 import { LineChart, type Series } from "../ui/chart";
-import { Card, Empty, ErrorBox, Page, Table, Td, fmt } from "../ui/kit";
+import { Card, Empty, ErrorBox, Page, Table, Td, fmt, usd } from "../ui/kit";
 
 /** The ranges the history serves, as the switch names them. */
 const RANGES = [
@@ -44,7 +44,7 @@ export function OverviewPage() {
         <Stat label="Latency p50 / p95" value={`${fmt(totals?.p50LatencyMs ?? 0)} / ${fmt(totals?.p95LatencyMs ?? 0)} ms`} testId="stat-latency" />
         <Stat label="Input tokens" value={fmt(Number(totals?.inputTokens ?? 0n))} testId="stat-input-tokens" />
         <Stat label="Output tokens" value={fmt(Number(totals?.outputTokens ?? 0n))} testId="stat-output-tokens" />
-        <Stat label="Spend (USD)" value={fmt(totals?.costUsd ?? 0)} testId="stat-spend" />
+        <Stat label="Spend (USD)" value={usd(totals?.costUsd ?? 0)} testId="stat-spend" />
       </div>
       <div className="grid gap-3 lg:grid-cols-3">
         <Card title="Requests per second">
@@ -99,7 +99,7 @@ function TopCard(props: { title: string; caption: string; first: string; rows: r
               <Td>{r.name}</Td>
               <Td>{fmt(Number(r.requests))}</Td>
               <Td>{fmt(Number(r.tokens))}</Td>
-              <Td>{fmt(r.costUsd)}</Td>
+              <Td>{usd(r.costUsd)}</Td>
             </tr>
           ))}
         </Table>

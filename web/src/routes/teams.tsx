@@ -3,7 +3,7 @@ import { useState, type FormEvent } from "react";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
 import { GovernanceService, type Budget, type RateLimit, type UsageLevel } from "../../../gen/gw/routing/v1/governance_pb";
-import { Button, Card, Empty, ErrorBox, Page, Select, Table, Td, TextField, fmt } from "../ui/kit";
+import { Button, Card, Empty, ErrorBox, Page, Select, Table, Td, TextField, fmt, usd } from "../ui/kit";
 
 /** A budget and rate limit in words. */
 function limitsText(budget: Budget | undefined, limit: RateLimit | undefined): string {
@@ -18,7 +18,7 @@ function limitsText(budget: Budget | undefined, limit: RateLimit | undefined): s
 function usageText(usage: UsageLevel | undefined): string {
   if (usage === undefined) return "no budget or limit";
   const parts: string[] = [];
-  if (usage.budget) parts.push(`${fmt(usage.budget.used)} of ${fmt(usage.budget.maxLimit)} USD`);
+  if (usage.budget) parts.push(`${usd(usage.budget.used)} of ${fmt(usage.budget.maxLimit)} USD`);
   if (usage.requests) parts.push(`${fmt(usage.requests.used)} of ${fmt(usage.requests.maxLimit)} requests`);
   if (usage.tokens) parts.push(`${fmt(usage.tokens.used)} of ${fmt(usage.tokens.maxLimit)} tokens`);
   return parts.length === 0 ? "no budget or limit" : parts.join(", ");
