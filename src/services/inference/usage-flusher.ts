@@ -112,6 +112,8 @@ export class UsageFlusher {
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    // A write already under way may have read the counters before the last requests: the second flush writes those.
+    await this.flush();
     await this.flush();
   }
 }
