@@ -219,11 +219,10 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
   const units = groupCrud<BusinessUnit>("business_unit", BusinessUnitSchema, deps);
   const customers = groupCrud<Customer>("customer", CustomerSchema, deps);
   const teams = groupCrud<Team>("team", TeamSchema, deps);
-  const history = new UsageHistoryStore(store, inference.usageHistory);
   return {
     async getUsageHistory(req) {
       const range = historyRangeOf(req.range);
-      return usageHistoryMessage(range, await history.read(range));
+      return usageHistoryMessage(range, await new UsageHistoryStore(store, inference.usageHistory).read(range));
     },
 
     createBusinessUnit: async (req, ctx) => ({ businessUnit: await units.create(req.businessUnit, "business_unit", ctx) }),
