@@ -274,7 +274,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
     nodeStates = publisher;
     publisher.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin };
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, ...(options.tracing ? { tracing: options.tracing } : {}) };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -282,7 +282,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const observer = new InferenceTelemetry(metrics, logger, state.routingLog);
+    const observer = new InferenceTelemetry(metrics, logger, state.routingLog, state.usageHistory);
     const complexity = options.complexity ? new ComplexityClassifier(options.complexity, state, { embedding: (...a) => observer.routingEmbedding(...a), failed: (...a) => observer.complexityFailed(...a) }) : undefined;
     // The examples are embedded in the background: a request that needs them before then waits for the same call.
     void complexity?.warmup();

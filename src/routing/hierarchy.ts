@@ -278,17 +278,27 @@ export class Hierarchy {
   /** The current windows of every level of a key, most specific first. */
   usage(virtualKey: VirtualKey): LevelUsage[] {
     const now = this.#now();
+    return this.chain(virtualKey).map((owner) => this.#usageOf(owner, now));
+  }
+
+  /** The current windows of every business unit, customer and team. */
+  groups(): LevelUsage[] {
+    const now = this.#now();
+    return [...this.#owners.values()].map((owner) => this.#usageOf(owner, now));
+  }
+
+  #usageOf(owner: LevelOwner, now: number): LevelUsage {
     const state = (owner: LevelOwner, which: keyof Counters, limit: { maxLimit: number; window: WindowSpec } | null, aligned: boolean): WindowState | null => {
       if (limit === null) return null;
       const window = this.#window(owner, which, limit.window, aligned, now);
       return { used: window.used, maxLimit: limit.maxLimit, resetDuration: limit.window.text, resetsAt: windowEnd(limit.window, window.start) };
     };
-    return this.chain(virtualKey).map((owner) => ({
+    return {
       owner,
       budget: state(owner, "budget", owner.budget, owner.budget?.calendarAligned ?? false),
       requests: state(owner, "requests", owner.rateLimit?.requests ?? null, false),
       tokens: state(owner, "tokens", owner.rateLimit?.tokens ?? null, false),
-    }));
+    };
   }
 
   /** Percent (0-100) of the key's tightest hierarchy limit, for routing rules. */

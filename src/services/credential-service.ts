@@ -23,7 +23,7 @@ import type { McpRuntime } from "../mcp/runtime.js";
 import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { errorWithFields } from "./connect-errors.js";
-import type { AdminPrincipal } from "./context.js";
+import { kRequestScope, type AdminPrincipal } from "./context.js";
 import { credentialFromHeaders } from "./inference/credential.js";
 import type { Inference } from "./inference/state.js";
 
@@ -172,6 +172,13 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
           updatedAt: timestampFromDate(v.updatedAt),
         })),
       };
+    },
+
+    async startEditFlow(req, ctx) {
+      const cred = (await credentials().list({ all: true })).find((v) => v.credentialId === req.credentialId);
+      const name = cred ? identityName(cred.identityKind, cred.identityId) : "";
+      const started = await credentials().editFlow(req.credentialId, name, ctx.values.get(kRequestScope).origin);
+      return { flowUrl: started.url, kind: started.kind, expiresAt: timestampFromDate(started.expiresAt) };
     },
 
     async revokeSession(req, ctx) {

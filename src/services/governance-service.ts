@@ -49,6 +49,8 @@ import type { ResponseCache } from "./inference/response-cache.js";
 import type { InferenceState } from "./inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "./inference/wire-fields.js";
+import { UsageHistoryStore } from "./inference/usage-history-store.js";
+import { historyRangeOf, usageHistoryMessage } from "./usage-history-wire.js";
 
 /** What the governance service needs. */
 export interface GovernanceServiceDeps {
@@ -218,6 +220,11 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
   const customers = groupCrud<Customer>("customer", CustomerSchema, deps);
   const teams = groupCrud<Team>("team", TeamSchema, deps);
   return {
+    async getUsageHistory(req) {
+      const range = historyRangeOf(req.range);
+      return usageHistoryMessage(range, await new UsageHistoryStore(store, inference.usageHistory).read(range));
+    },
+
     createBusinessUnit: async (req, ctx) => ({ businessUnit: await units.create(req.businessUnit, "business_unit", ctx) }),
     listBusinessUnits: async (_req, ctx) => {
       const businessUnits = await units.list(ctx);
@@ -250,6 +257,16 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
     deleteTeam: async (req, ctx) => {
       await teams.remove(req.id, ctx);
       return { status: "success" };
+    },
+
+    listGroupUsage() {
+      const levels = inference.hierarchy.groups().map((level) => {
+        const budget = windowJson(level.budget);
+        const requests = windowJson(level.requests);
+        const tokens = windowJson(level.tokens);
+        return { level: level.owner.level, id: level.owner.id, name: level.owner.name, ...(budget ? { budget } : {}), ...(requests ? { requests } : {}), ...(tokens ? { tokens } : {}) };
+      });
+      return { levels };
     },
 
     getVirtualKeyUsage(req) {

@@ -5,6 +5,7 @@
 import type { ResponseCache } from "./inference/response-cache.js";
 import type { IdpTokens } from "./sso/idp-tokens.js";
 import type { SsoLogin } from "./sso/sso-login.js";
+import type { OtlpTracingOptions } from "../telemetry/otlp-tracing.js";
 import type { SsoCaller } from "./inference/caller.js";
 import type { DescService } from "@bufbuild/protobuf";
 import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
@@ -71,6 +72,8 @@ export interface ServiceDeps {
   ssoSession?: (cookie: string | null | undefined) => SsoCaller | null;
   /** SSO browser logins and their sessions (admins among them open the admin API). */
   ssoLogin?: SsoLogin;
+  /** The trace export this node started with; absent: tracing off. */
+  tracing?: OtlpTracingOptions;
 }
 
 /** Registers the implemented services. */
@@ -78,7 +81,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(McpClientService, createMcpClientService(deps));
   router.service(OauthService, createOauthService(deps));
   router.service(SettingsService, createSettingsService(deps));
-  router.service(SessionService, createSessionService(deps.auth));
+  router.service(SessionService, createSessionService(deps.auth, () => deps.idp?.enabled === true));
   router.service(McpToolService, createMcpToolService(deps));
   router.service(CredentialService, createCredentialService(deps));
   router.service(ProviderService, createProviderService(deps));

@@ -9,10 +9,14 @@ import { originOfHeaders } from "../mcp/credentials/index.js";
 import { readDimensions, NO_DIMENSIONS } from "../telemetry/dimensions.js";
 import { kRequestScope } from "./context.js";
 
+/** The placeholder host of the in-process transport the REST bridge calls through: no address anyone can reach. */
+const IN_PROCESS_HOST = "in-memory";
+
 /** The origin of the URL a call was made to, or null. */
 function originOfUrl(url: string): string | null {
   try {
     const parsed = new URL(url);
+    if (parsed.hostname === IN_PROCESS_HOST) return null;
     return parsed.protocol === "http:" || parsed.protocol === "https:" ? parsed.origin : null;
   } catch {
     return null;

@@ -5,10 +5,15 @@ import { invalidField } from "../errors.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { PEER_ADDRESS_HEADER } from "../peer-address.js";
 import type { AdminAuth } from "./admin-auth.js";
+import { SSO_LOGIN_PATH } from "./sso/sso-login.js";
 
-/** Creates the service implementation. */
-export function createSessionService(auth: AdminAuth): ServiceImpl<typeof SessionService> {
+/** Creates the service implementation; `ssoEnabled` says whether an SSO issuer is configured. */
+export function createSessionService(auth: AdminAuth, ssoEnabled: () => boolean = () => false): ServiceImpl<typeof SessionService> {
   return {
+    getSignInOptions() {
+      const sso = ssoEnabled();
+      return { password: auth.enabled, sso, ssoLoginUrl: sso ? SSO_LOGIN_PATH : "" };
+    },
     async login(req, ctx) {
       if (req.username === "") throw invalidField("username", "is required");
       if (req.password === "") throw invalidField("password", "is required");

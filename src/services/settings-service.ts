@@ -20,6 +20,7 @@ import {
   type ToolManagerConfig,
 } from "../../gen/gw/admin/v1/settings_pb.js";
 import { kEntityManager } from "./context.js";
+import { gatewayStatus, type GatewayStatusDeps } from "./gateway-status.js";
 
 /** Keys of the persisted settings rows. */
 export const SETTING_TOOL_MANAGER = "tool_manager_config";
@@ -27,7 +28,7 @@ export const SETTING_CLIENT = "client_settings";
 export const SETTING_LOAD_BALANCER = "load_balancer_config";
 
 /** What the settings service needs. */
-export interface SettingsServiceDeps {
+export interface SettingsServiceDeps extends GatewayStatusDeps {
   store: Store;
   settings: RuntimeSettings;
   logger: Logger;
@@ -185,6 +186,9 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
 export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<typeof SettingsService> {
   const { store, settings } = deps;
   return {
+    getStatus() {
+      return gatewayStatus(deps);
+    },
     getToolManagerConfig() {
       return { config: toolManagerMessage(settings.toolManager) };
     },

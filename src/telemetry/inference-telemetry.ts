@@ -10,6 +10,7 @@ import type { Logger } from "./logger.js";
 import type { BaseLabels, CacheType, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
 import { RoutingLog, type RoutingLogEntry } from "./routing-log.js";
 import type { TraceIds } from "./tracing.js";
+import { NO_KEY, type UsageHistory } from "./usage-history.js";
 
 /** A failing rule condition is logged at most this often per rule. */
 const RULE_ERROR_LOG_INTERVAL_MS = 60_000;
@@ -35,6 +36,8 @@ export class InferenceTelemetry implements InferenceObserver {
     private readonly logger: Logger,
     /** Where routing decisions are kept for GET /api/governance/routing-log. */
     private readonly routingLog: RoutingLog = new RoutingLog(),
+    /** Where per-minute totals are counted for the usage history, when kept. */
+    private readonly history?: UsageHistory,
   ) {}
 
   refused(labels: BaseLabels, error: GatewayError): void {
@@ -56,11 +59,13 @@ export class InferenceTelemetry implements InferenceObserver {
   attemptSucceeded(labels: BaseLabels, upstreamSeconds: number, overheadMicroseconds: number): void {
     this.metrics.recordUpstreamLatency(labels, upstreamSeconds, true);
     this.metrics.recordOverhead(labels, overheadMicroseconds);
+    this.history?.latency(upstreamSeconds * 1000 + overheadMicroseconds / 1000);
     this.metrics.setProviderKeyUp(labels.provider, labels.selectedKeyId ?? "", labels.selectedKeyName ?? "", true);
   }
 
   attemptFailed(labels: BaseLabels, upstreamSeconds: number, upstreamStatus: number | null): void {
     this.metrics.recordUpstreamLatency(labels, upstreamSeconds, false);
+    this.history?.latency(upstreamSeconds * 1000);
     // Only an answer from the provider says something about the key; a network failure does not.
     if (upstreamStatus !== null) this.metrics.setProviderKeyUp(labels.provider, labels.selectedKeyId ?? "", labels.selectedKeyName ?? "", false);
   }
@@ -89,6 +94,7 @@ export class InferenceTelemetry implements InferenceObserver {
   }
 
   final(labels: BaseLabels, retries: number, error: GatewayError | null): void {
+    this.history?.request(labels.virtualKeyName || NO_KEY, `${labels.provider}/${labels.model}`, error !== null);
     if (error === null) {
       this.metrics.recordUpstreamRequest(labels);
       this.metrics.recordSuccess(labels);
@@ -108,6 +114,7 @@ export class InferenceTelemetry implements InferenceObserver {
 
   usage(labels: BaseLabels, upstreamModel: string, inputTokens: number, outputTokens: number, costUsd: number | null): void {
     this.metrics.recordTokens(labels, inputTokens, outputTokens);
+    this.history?.usage(labels.virtualKeyName || NO_KEY, `${labels.provider}/${labels.model}`, inputTokens, outputTokens, costUsd ?? 0);
     if (costUsd !== null) {
       this.metrics.recordCost(labels, costUsd);
       return;
@@ -119,6 +126,7 @@ export class InferenceTelemetry implements InferenceObserver {
   }
 
   toolCall(name: string, failure: unknown): void {
+    this.history?.tool(name);
     if (failure !== null) this.logger.error({ err: failure, tool: name }, "agent tool execution failed inside the gateway");
   }
 

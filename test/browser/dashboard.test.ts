@@ -20,12 +20,17 @@ import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { oauthSuite } from "../helpers/oauth-clients.js";
 import { fileKey, sdk } from "../helpers/inference.js";
 import { SKIP_IN_REPEATED_RUN } from "../helpers/repeated-run.js";
+import { SSO_OFF } from "../../src/config/sso-config.js";
+import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture } from "../fixtures/idp-server.js";
+import { signInAtIdp } from "../helpers/idp-sign-in.js";
+import { freePort } from "../helpers/ports.js";
 
 const WEB_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/dashboard", import.meta.url));
 const ADMIN = { username: "admin", password: "dashboard-pw" };
 const ALICE = "sk-gw-dash-alice";
 const ALICE_TOKEN = "alice-upstream-token";
+const ALICE_NEW_TOKEN = "alice-rotated-upstream-token";
 /** Alice's key value: rotated in the dashboard by one of the tests. */
 let aliceKey = ALICE;
 const WAIT = { timeout: 60_000 };
@@ -56,7 +61,7 @@ const badResponses: string[] = [];
 before(async () => {
   openai = await startMockOpenAi();
   plain = await startMcpFixture();
-  perUser = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["admin-sample", ALICE_TOKEN] } });
+  perUser = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["admin-sample", ALICE_TOKEN, ALICE_NEW_TOKEN] } });
   app = await startApp({
     auth: { enabled: true, username: ADMIN.username, password: ADMIN.password, sessionTtlMs: 3_600_000 },
     inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("k1")], network_config: { base_url: openai.url } } }, [
@@ -266,6 +271,30 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     await row.getByText("active").waitFor(WAIT);
   });
 
+  test("Edit values opens the credential's flow, and the values saved there show in MCP sessions", async () => {
+    const headers = await adminHeaders();
+    const stored = async () => (await api(app, "GET", "/api/mcp/sessions", undefined, headers)).body.sessions.find((s: { mcp_client_name: string }) => s.mcp_client_name === "crm");
+    const before = await stored();
+    const row = page.getByRole("row", { name: /crm.*alice/ });
+    const [flowPage] = await Promise.all([browser.context.waitForEvent("page"), row.getByRole("button", { name: "Edit values" }).click()]);
+    await flowPage.waitForLoadState();
+    assert.match(flowPage.url(), /\/workspace\/mcp-sessions\/auth\?flow=[^&]+&kind=headers/);
+    // The page drops the temp token from its address once read; the dashboard's copy of the link still shows it.
+    assert.match((await page.getByTestId("edit-flow-link").getAttribute("href")) ?? "", /#t=/);
+    await flowPage.getByLabel("x-user-token").fill(ALICE_NEW_TOKEN);
+    await flowPage.getByRole("button", { name: "Save" }).click();
+    await flowPage.locator("#saved:not([hidden]), #error:not([hidden])").waitFor(WAIT);
+    assert.equal(await flowPage.locator("#error").isVisible(), false, (await flowPage.locator("#error-message").textContent()) ?? "");
+    await flowPage.close();
+    const after = await stored();
+    assert.equal(after.credential_id, before.credential_id);
+    assert.ok(Date.parse(after.updated_at) > Date.parse(before.updated_at), `${after.updated_at} after ${before.updated_at}`);
+    // The page writes times in the browser's locale and zone.
+    const shown = await page.evaluate((iso) => new Date(iso).toLocaleString(), String(after.updated_at));
+    await until("the row shows the new update time", async () => (await row.textContent())?.includes(shown) ?? false);
+    await row.getByText("active").waitFor(WAIT);
+  });
+
   test("the overview's request count moves after traffic", async () => {
     await openRoute("Overview");
     const stat = page.getByTestId("stat-requests");
@@ -274,6 +303,47 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     const client = sdk(app, aliceKey);
     for (let i = 0; i < 3; i++) await client.chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: `hello ${i}` }] });
     await until("the request count grows by 3", async () => Number((await stat.textContent())?.replace(/,/g, "")) >= before + 3);
+  });
+
+  test("the overview switches between 1 hour, 24 hours and 7 days and shows p50 and p95 latency", async () => {
+    await openRoute("Overview");
+    for (const label of ["24 hours", "7 days", "1 hour"]) {
+      const button = page.getByRole("group", { name: "Time range" }).getByRole("button", { name: label });
+      await button.click();
+      await until(`${label} is pressed`, async () => (await button.getAttribute("aria-pressed")) === "true");
+      await page.getByText(`Requests (${label})`).waitFor(WAIT);
+      await until(`the ${label} totals count requests`, async () => Number((await page.getByTestId("stat-requests").textContent())?.replace(/,/g, "")) > 0);
+      const latency = (await page.getByTestId("stat-latency").textContent()) ?? "";
+      const [p50, p95] = latency.replace(/ ms$/, "").split(" / ").map((v) => Number(v.replace(/,/g, "")));
+      assert.ok(p50 !== undefined && p95 !== undefined && p50 > 0 && p95 >= p50, latency);
+      await page.getByRole("table", { name: `Virtual keys by spend over ${label}` }).getByRole("cell", { name: "alice", exact: true }).waitFor(WAIT);
+      await page.waitForLoadState("networkidle");
+      await page.screenshot({ path: `${ARTIFACTS}/overview-${label.replace(" ", "")}.png`, fullPage: true });
+    }
+  });
+
+  test("Teams & customers shows what a team spent in its budget window", async () => {
+    const headers = await adminHeaders();
+    const team = await api(app, "POST", "/api/governance/teams", { name: "research", budget: { max_limit: 50, reset_duration: "1M" } }, headers);
+    assert.equal(team.status, 200, JSON.stringify(team.body));
+    const moved = await api(app, "PUT", "/api/governance/virtual-keys/vk-alice", { team_id: team.body.team.id }, headers);
+    assert.equal(moved.status, 200, JSON.stringify(moved.body));
+    await sdk(app, aliceKey).chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "spend" }] });
+    await openRoute("Teams & customers");
+    const row = page.getByRole("row", { name: /research/ });
+    await row.getByText(/ of 50 USD/).waitFor(WAIT);
+    const used = Number(((await row.getByText(/ of 50 USD/).textContent()) ?? "").split(" of ")[0]);
+    assert.ok(used > 0, `the team used ${used}`);
+  });
+
+  test("Settings shows the response cache and tracing status", async () => {
+    await openRoute("Settings");
+    const text = async (id: string) => ((await page.getByTestId(id).textContent()) ?? "").replace(/\s+/g, " ");
+    await page.getByTestId("tracing-status").waitFor(WAIT);
+    assert.match(await text("cache-status"), /Status: ?on/);
+    assert.match(await text("cache-status"), /Semantic lookups: ?unavailable/);
+    assert.match(await text("tracing-status"), /Status: ?off/);
+    assert.match(await text("tracing-status"), /OTEL_EXPORTER_OTLP_ENDPOINT/);
   });
 
   test("every route passes axe-core without serious violations at 1280 px and 390 px", async () => {
@@ -339,6 +409,50 @@ describe("with admin auth off", () => {
     const banner = await tab.getByRole("status").filter({ hasText: "Admin authentication is off" }).textContent();
     assert.match(banner ?? "", /auth_config\.is_enabled/);
     assert.equal(await tab.getByRole("button", { name: "Sign out" }).count(), 0);
+    await tab.close();
+  });
+});
+
+describe("with SSO configured", () => {
+  let idp: IdpFixture;
+  let sso: TestApp;
+
+  before(async () => {
+    const port = await freePort();
+    idp = await startIdpFixture({ redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`], accounts: { root: { sub: "root", email: "root@example.com" } } });
+    sso = await startApp({
+      port,
+      auth: { enabled: true, username: ADMIN.username, password: ADMIN.password, sessionTtlMs: 3_600_000 },
+      sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: ["root@example.com"] },
+    });
+  });
+
+  after(async () => {
+    await sso?.stop();
+    await idp?.close();
+  });
+
+  test("without SSO the sign-in page has no SSO button", async () => {
+    const tab = await browser.context.newPage();
+    await tab.goto(`${app.url}/workspace/`);
+    await tab.getByRole("heading", { name: "Sign in to the gateway" }).waitFor(WAIT);
+    await tab.waitForLoadState("networkidle");
+    assert.equal(await tab.getByRole("link", { name: "Sign in with SSO" }).count(), 0);
+    await tab.close();
+  });
+
+  test("the sign-in page offers SSO, and an SSO admin lands on the dashboard", async () => {
+    const tab = await browser.context.newPage();
+    await tab.goto(`${sso.url}/workspace/`);
+    const button = tab.getByRole("link", { name: "Sign in with SSO" });
+    await button.waitFor(WAIT);
+    await tab.screenshot({ path: `${ARTIFACTS}/sign-in-sso.png`, fullPage: true });
+    const result = await new AxeBuilder({ page: tab }).analyze();
+    assert.deepEqual(result.violations.filter((v) => v.impact === "serious" || v.impact === "critical").map((v) => v.id), []);
+    await button.click();
+    await signInAtIdp(tab, "root", `${sso.url}/workspace/`);
+    await tab.getByRole("heading", { level: 1, name: "Overview" }).waitFor(WAIT);
+    assert.equal(await tab.getByText("Admin authentication is off").count(), 0);
     await tab.close();
   });
 });

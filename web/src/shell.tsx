@@ -13,9 +13,12 @@ import { Button, ErrorBox, TextField } from "./ui/kit";
 /** Decides between the sign-in form and the dashboard by asking an admin RPC. */
 export function Shell() {
   const probe = useQuery(SettingsService.method.getConfig, {}, { refetchInterval: false });
+  const options = useQuery(SessionService.method.getSignInOptions, {}, { refetchInterval: false });
   if (probe.isPending) return <p className="p-6">Loading…</p>;
   if (probe.error instanceof ConnectError && probe.error.code === Code.Unauthenticated) return <SignIn />;
-  const authOff = probe.isSuccess && sessionToken() === null;
+  // An SSO sign-in rides on a cookie, not a token: only the server knows whether admin auth is off.
+  const authOff = probe.isSuccess && options.data?.password === false;
+  const ssoSession = probe.isSuccess && !authOff && sessionToken() === null;
   return (
     <div className="flex min-h-screen flex-col md:flex-row">
       <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:bg-white focus:p-2">
@@ -32,7 +35,7 @@ export function Shell() {
             </li>
           ))}
         </ul>
-        {!authOff && <SignOut />}
+        {!authOff && !ssoSession && <SignOut />}
       </nav>
       <main id="main" className="min-w-0 flex-1 p-4 md:p-6">
         {authOff && (
@@ -58,6 +61,9 @@ function SignIn() {
       await client.resetQueries();
     },
   });
+  // Public: the page learns before any session whether to offer the SSO login.
+  const options = useQuery(SessionService.method.getSignInOptions, {}, { refetchInterval: false });
+  const sso = options.data?.sso === true ? options.data.ssoLoginUrl : null;
   const submit = (e: FormEvent) => {
     e.preventDefault();
     login.mutate({ username, password });
@@ -73,6 +79,13 @@ function SignIn() {
           Sign in
         </Button>
       </form>
+      {sso !== null && (
+        <div className="mt-4 rounded-lg border border-slate-200 bg-white p-4 text-center shadow-sm">
+          <a href={`${sso}?return_to=${encodeURIComponent(location.pathname)}`} className="inline-block rounded bg-blue-700 px-3 py-1.5 text-sm font-medium text-white hover:bg-blue-800 focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-blue-700">
+            Sign in with SSO
+          </a>
+        </div>
+      )}
     </main>
   );
 }

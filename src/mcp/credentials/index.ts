@@ -393,6 +393,32 @@ export class PerUserCredentials {
     return outcome("authorized", `connected: ${describeIdentity(flow.identity)} can now use "${client.spec.name}"`);
   }
 
+  /**
+   * An admin's "Edit values" on a stored credential: opens (or reuses) the same flow the lazy
+   * mcp_auth_required answer would give its identity, and returns the flow's URL. Unlike the lazy path, a
+   * link that could not be followed is refused: without mcp_external_client_url or a request origin the
+   * admin is told which setting to set.
+   */
+  async editFlow(credentialId: string, identityName: string, origin: string | null): Promise<{ url: string; kind: FlowKind; expiresAt: Date }> {
+    const cred = this.repo.get(credentialId);
+    if (!cred) throw new GatewayError("not_found", `no per-user credential "${credentialId}": list them with GET /api/mcp/sessions`, { type: "credential_not_found" });
+    const client = this.deps.clientOf(cred.clientId);
+    if (!client || (client.spec.authType !== "per_user_headers" && client.spec.authType !== "per_user_oauth")) {
+      throw new GatewayError("failed_precondition", `the MCP client of credential "${credentialId}" no longer takes per-user credentials; revoke the credential instead`, { type: "credential_orphaned" });
+    }
+    const external = this.deps.settings.client.mcpExternalClientUrl.trim();
+    if (external === "" && origin === null) {
+      throw new GatewayError("failed_precondition", `no public URL can be built for ${AUTH_PAGE_PATH}: set client.mcp_external_client_url`, { type: "external_url_unknown" });
+    }
+    const identity: CallerIdentity = { kind: cred.identityKind, id: cred.identityId, name: identityName };
+    const withToken = this.deps.settings.client.mcpEnableTempTokenAuth && identity.kind !== "user";
+    const kind: FlowKind = client.spec.authType === "per_user_oauth" ? "oauth" : "headers";
+    const flow = await this.flows.open(client.id, identity, withToken, kind);
+    if (kind === "oauth") await this.authorization(client, flow);
+    this.deps.logger.info({ client_id: client.id, credential_id: cred.id, identity_kind: identity.kind }, "per-user credential edit: submission flow opened");
+    return { url: flowUrl(flow, this.base(origin)), kind, expiresAt: new Date(flow.expiresAt) };
+  }
+
   /** Where submission URLs point: mcp_external_client_url, else the origin the request came in by. */
   private base(origin: string | null): string {
     const external = this.deps.settings.client.mcpExternalClientUrl.trim();

@@ -5,13 +5,12 @@
  * redirect and a cookie, which a proto RPC cannot express; logout sits with them to clear that cookie.
  */
 import { GatewayError, httpStatusOf } from "../../errors.js";
-import { SESSION_COOKIE, SSO_CALLBACK_PATH, type SsoLogin } from "../../services/sso/sso-login.js";
+import { SESSION_COOKIE, SSO_CALLBACK_PATH, SSO_LOGIN_PATH, type SsoLogin } from "../../services/sso/sso-login.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { sendError, sendJson, type Req, type Res } from "../node-http.js";
 
-export const SSO_LOGIN_PATH = "/api/sso/login";
 export const SSO_LOGOUT_PATH = "/api/sso/logout";
-export { SSO_CALLBACK_PATH };
+export { SSO_CALLBACK_PATH, SSO_LOGIN_PATH };
 
 /** What the routes need. */
 export interface SsoRoutesOptions {

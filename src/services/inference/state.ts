@@ -13,6 +13,7 @@ import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog
 import { PriceTable } from "../../routing/pricing.js";
 import type { PriceEntry } from "../../routing/pricing-data.js";
 import { RoutingLog } from "../../telemetry/routing-log.js";
+import { UsageHistory } from "../../telemetry/usage-history.js";
 import { Hierarchy } from "../../routing/hierarchy.js";
 import { LimitGate } from "../../routing/limit-gate.js";
 import { RouteHealth } from "../../routing/route-health.js";
@@ -61,6 +62,8 @@ export interface Inference {
   readonly routeHealth: RouteHealth;
   /** The provider and key that last served each session (x-gw-session-id or the MCP session header). */
   readonly affinity: SessionAffinity;
+  /** Per-minute request totals, counted on the request path and written by the usage flush. */
+  readonly usageHistory: UsageHistory;
 }
 
 /** The live state with the operations admin writes use. */
@@ -71,6 +74,7 @@ export class InferenceState implements Inference {
   readonly virtualKeys = new VirtualKeyRegistry();
   readonly routingRules = new RoutingRuleSet();
   readonly routingLog = new RoutingLog();
+  readonly usageHistory = new UsageHistory();
   readonly hierarchy: Hierarchy;
   readonly gate: LimitGate;
   readonly limits: UsageLimits;

@@ -1,12 +1,18 @@
 /**
  * Writes the in-memory counters (the provider configs' budgets and token limits, and every hierarchy
  * level's budget, request and token windows) to the store on an interval and at shutdown, off the request
- * path: a restart loses at most one interval of counts.
+ * path: a restart loses at most one interval of counts. The usage history's minute buckets go with them,
+ * and buckets past their retention are swept once a minute.
  */
+
+/** How often old usage history buckets are swept. */
+const SWEEP_INTERVAL_MS = 60_000;
 import { LevelUsageRecord, UsageRecord, type Store } from "../../store/index.js";
 import type { Hierarchy } from "../../routing/hierarchy.js";
 import type { UsageLimits } from "../../routing/usage-limits.js";
 import type { Logger } from "../../telemetry/logger.js";
+import type { UsageHistory } from "../../telemetry/usage-history.js";
+import { UsageHistoryStore } from "./usage-history-store.js";
 
 /** Default flush interval. */
 export const DEFAULT_USAGE_FLUSH_MS = 1_000;
@@ -22,8 +28,10 @@ export class UsageFlusher {
   #written = 0;
   #levelsWritten = 0;
   #running: Promise<void> | undefined;
+  readonly #history: UsageHistoryStore | undefined;
+  #sweptAt = 0;
 
-  constructor(store: Store, counters: { limits: UsageLimits; hierarchy: Hierarchy }, logger: Logger, intervalMs = DEFAULT_USAGE_FLUSH_MS) {
+  constructor(store: Store, counters: { limits: UsageLimits; hierarchy: Hierarchy; usageHistory?: UsageHistory }, logger: Logger, intervalMs = DEFAULT_USAGE_FLUSH_MS) {
     this.#store = store;
     this.#limits = counters.limits;
     this.#hierarchy = counters.hierarchy;
@@ -31,6 +39,7 @@ export class UsageFlusher {
     this.#intervalMs = intervalMs;
     this.#written = counters.limits.revision;
     this.#levelsWritten = counters.hierarchy.revision;
+    this.#history = counters.usageHistory ? new UsageHistoryStore(store, counters.usageHistory) : undefined;
   }
 
   /** Starts the interval; the timer never keeps the process alive. */
@@ -50,6 +59,7 @@ export class UsageFlusher {
 
   async #write(): Promise<void> {
     await this.#writeLevels();
+    await this.#writeHistory();
     if (this.#limits.revision === this.#written) return;
     const snapshot = this.#limits.snapshot();
     try {
@@ -85,10 +95,25 @@ export class UsageFlusher {
     }
   }
 
+  async #writeHistory(): Promise<void> {
+    if (!this.#history) return;
+    try {
+      await this.#history.write();
+      if (Date.now() - this.#sweptAt >= SWEEP_INTERVAL_MS) {
+        this.#sweptAt = Date.now();
+        await this.#history.sweep();
+      }
+    } catch (err) {
+      this.#logger.warn({ err }, "could not persist the usage history; retrying at the next interval");
+    }
+  }
+
   /** Stops the interval and writes what is left. */
   async stop(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = undefined;
+    // A write already under way may have read the counters before the last requests: the second flush writes those.
+    await this.flush();
     await this.flush();
   }
 }

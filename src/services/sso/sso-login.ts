@@ -19,6 +19,8 @@ import { sha256Hex } from "../../sha256.js";
 export const SESSION_COOKIE = "gw_session";
 /** Where the provider sends the browser back. */
 export const SSO_CALLBACK_PATH = "/api/sso/callback";
+/** Where the browser starts an SSO login (GET, ?return_to=<path>). */
+export const SSO_LOGIN_PATH = "/api/sso/login";
 /** A login not finished within this is forgotten. */
 const LOGIN_TTL_MS = 15 * 60_000;
 /** The longest a session lasts, whatever the ID token says. */

@@ -17,6 +17,7 @@ import { RoutingRuleSchema } from "./routing-rule-record.js";
 import { SettingSchema } from "./setting-record.js";
 import { SsoLoginSchema, SsoSessionSchema } from "./sso-state-records.js";
 import { SharedCounterSchema } from "./shared-counter-record.js";
+import { UsageMinuteSchema } from "./usage-minute-record.js";
 import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
 
@@ -38,8 +39,9 @@ export * from "./routing-rule-record.js";
 export * from "./setting-record.js";
 export * from "./sso-state-records.js";
 export * from "./shared-counter-record.js";
+export * from "./usage-minute-record.js";
 export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema, UsageMinuteSchema];

@@ -1,130 +1,110 @@
 /**
- * Overview: request rate, error ratio and latency from the load balancer's route statistics, spend and
- * tokens from the virtual keys' usage windows, and the most used models from the routing log.
+ * Overview: requests/s, error ratio, p50/p95 latency, tokens and spend over the last hour, day or week
+ * from the usage history (every node's per-minute buckets), with the busiest keys, models and tools.
  */
-import { useEffect, useMemo, useState } from "react";
-import { createQueryOptions, useQuery, useTransport } from "@connectrpc/connect-query";
-import { useQueries } from "@tanstack/react-query";
-import { GovernanceService, type RouteHealth } from "../../../gen/gw/routing/v1/governance_pb";
+import { useMemo, useState } from "react";
+import { useQuery } from "@connectrpc/connect-query";
+import { GovernanceService, type UsageTally } from "../../../gen/gw/routing/v1/governance_pb";
 import { LineChart, type Series } from "../ui/chart";
-import { Card, Empty, ErrorBox, Page, Table, Td, fmt } from "../ui/kit";
+import { Card, Empty, ErrorBox, Page, Table, Td, fmt, usd } from "../ui/kit";
 
-/** Totals over every route: requests since start, error ratio and latency weighted by requests. */
-function totals(routes: readonly RouteHealth[]): { requests: number; errorRatio: number; latency: number } {
-  let requests = 0;
-  let errors = 0;
-  let latency = 0;
-  for (const r of routes) {
-    const n = Number(r.requests);
-    requests += n;
-    errors += r.errorRate * n;
-    latency += r.latencyMsPerToken * n;
-  }
-  return { requests, errorRatio: requests > 0 ? errors / requests : 0, latency: requests > 0 ? latency / requests : 0 };
-}
+/** The ranges the history serves, as the switch names them. */
+const RANGES = [
+  ["1h", "1 hour"],
+  ["24h", "24 hours"],
+  ["7d", "7 days"],
+] as const;
 
-const HISTORY = 120;
-
-// Kept for the tab's lifetime, so the chart keeps its history when the operator visits another page and comes back.
-const samples: { t: number; requests: number }[] = [];
-
-/** The request rate between each two polls, as a chart series. */
-function rateSeries(): Series {
-  const x: number[] = [];
-  const y: number[] = [];
-  for (let i = 1; i < samples.length; i++) {
-    const a = samples[i - 1];
-    const b = samples[i];
-    if (a === undefined || b === undefined) continue;
-    x.push(b.t);
-    y.push(Math.max(0, (b.requests - a.requests) / (b.t - a.t)));
-  }
-  return { label: "requests/s", x, y };
-}
+type Range = (typeof RANGES)[number][0];
 
 /** The overview page. */
 export function OverviewPage() {
-  const routes = useQuery(GovernanceService.method.listRoutes, {});
-  const log = useQuery(GovernanceService.method.listRoutingLog, { limit: 200 });
-  const keys = useQuery(GovernanceService.method.listVirtualKeys, {});
-  const transport = useTransport();
-  const usages = useQueries({
-    queries: (keys.data?.virtualKeys ?? []).map((k) => ({ ...createQueryOptions(GovernanceService.method.getVirtualKeyUsage, { id: k.id }, { transport }), refetchInterval: 5000 })),
-  });
-  const now = totals(routes.data?.routes ?? []);
-  // The request rate is the change of the request count between two polls.
-  const [rate, setRate] = useState<Series>(rateSeries);
-  useEffect(() => {
-    if (!routes.data) return;
-    const t = routes.dataUpdatedAt / 1000;
-    const prev = samples[samples.length - 1];
-    if (prev !== undefined && t <= prev.t) return;
-    samples.push({ t, requests: now.requests });
-    if (samples.length > HISTORY) samples.shift();
-    setRate(rateSeries());
-  }, [routes.data, routes.dataUpdatedAt, now.requests]);
-  const spend = useMemo(() => {
-    const rows = (keys.data?.virtualKeys ?? []).map((k, i) => {
-      const own = usages[i]?.data?.levels.find((l) => l.level === "virtual_key");
-      return { name: k.name, spend: own?.budget?.used ?? 0, tokens: own?.tokens?.used ?? 0, requests: own?.requests?.used ?? 0 };
-    });
-    return rows.sort((a, b) => b.spend - a.spend || b.tokens - a.tokens);
-  }, [keys.data, usages]);
-  const topModels = useMemo(() => {
-    const counts = new Map<string, number>();
-    for (const e of log.data?.entries ?? []) {
-      const key = `${e.provider}/${e.model}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-    }
-    return [...counts.entries()].sort((a, b) => b[1] - a[1]).slice(0, 5);
-  }, [log.data]);
-  const lastRate = rate.y[rate.y.length - 1] ?? 0;
+  const [range, setRange] = useState<Range>("1h");
+  const history = useQuery(GovernanceService.method.getUsageHistory, { range });
+  const data = history.data;
+  const totals = data?.totals;
+  const series = useMemo(() => {
+    const points = data?.points ?? [];
+    const x = points.map((p) => Date.parse(p.start) / 1000);
+    const pick = (label: string, f: (p: (typeof points)[number]) => number): Series => ({ label, x, y: points.map(f) });
+    return {
+      rate: pick("requests/s", (p) => p.requestsPerSecond),
+      p95: pick("p95 latency (ms)", (p) => p.p95LatencyMs),
+      errors: pick("error ratio (%)", (p) => p.errorRatio * 100),
+    };
+  }, [data]);
+  const label = RANGES.find(([r]) => r === range)?.[1] ?? range;
   return (
-    <Page title="Overview">
-      <ErrorBox error={routes.error ?? log.error ?? keys.error} />
+    <Page title="Overview" actions={<RangeSwitch value={range} onChange={setRange} />}>
+      <ErrorBox error={history.error} />
       <div className="grid gap-3 sm:grid-cols-2 lg:grid-cols-4">
-        <Stat label="Requests/s" value={fmt(lastRate)} testId="stat-rate" />
-        <Stat label="Requests (since start)" value={fmt(now.requests)} testId="stat-requests" />
-        <Stat label="Error ratio" value={`${fmt(now.errorRatio * 100)} %`} testId="stat-errors" />
-        <Stat label="Latency per token" value={`${fmt(now.latency)} ms`} testId="stat-latency" />
+        <Stat label="Requests/s" value={fmt(totals?.requestsPerSecond ?? 0)} testId="stat-rate" />
+        <Stat label={`Requests (${label})`} value={fmt(Number(totals?.requests ?? 0n))} testId="stat-requests" />
+        <Stat label="Error ratio" value={`${fmt((totals?.errorRatio ?? 0) * 100)} %`} testId="stat-errors" />
+        <Stat label="Latency p50 / p95" value={`${fmt(totals?.p50LatencyMs ?? 0)} / ${fmt(totals?.p95LatencyMs ?? 0)} ms`} testId="stat-latency" />
+        <Stat label="Input tokens" value={fmt(Number(totals?.inputTokens ?? 0n))} testId="stat-input-tokens" />
+        <Stat label="Output tokens" value={fmt(Number(totals?.outputTokens ?? 0n))} testId="stat-output-tokens" />
+        <Stat label="Spend (USD)" value={usd(totals?.costUsd ?? 0)} testId="stat-spend" />
       </div>
-      <Card title="Requests per second">
-        {rate.x.length < 2 && <p className="text-sm text-slate-700">The chart fills in as the page polls the gateway every 5 seconds while it stays open.</p>}
-        <LineChart title={`Requests per second; now ${fmt(lastRate)}`} series={rate} />
-      </Card>
-      <div className="grid gap-3 lg:grid-cols-2">
-        <Card title="Top keys by spend">
-          {spend.length === 0 ? (
-            <Empty>No virtual keys yet: create one to see spend and tokens per key.</Empty>
-          ) : (
-            <Table caption="Spend per virtual key in the current window" head={["Key", "Spend (USD)", "Tokens", "Requests"]}>
-              {spend.slice(0, 5).map((r) => (
-                <tr key={r.name}>
-                  <Td>{r.name}</Td>
-                  <Td>{fmt(r.spend)}</Td>
-                  <Td>{fmt(r.tokens)}</Td>
-                  <Td>{fmt(r.requests)}</Td>
-                </tr>
-              ))}
-            </Table>
-          )}
+      <div className="grid gap-3 lg:grid-cols-3">
+        <Card title="Requests per second">
+          <LineChart title={`Requests per second over ${label}`} series={series.rate} />
         </Card>
-        <Card title="Top models">
-          {topModels.length === 0 ? (
-            <Empty>No routed requests yet: send one to /v1/chat/completions.</Empty>
-          ) : (
-            <Table caption="Most routed models" head={["Provider/model", "Requests"]}>
-              {topModels.map(([model, n]) => (
-                <tr key={model}>
-                  <Td>{model}</Td>
-                  <Td>{n}</Td>
-                </tr>
-              ))}
-            </Table>
-          )}
+        <Card title="p95 latency (ms)">
+          <LineChart title={`95th percentile latency over ${label}`} series={series.p95} />
         </Card>
+        <Card title="Error ratio (%)">
+          <LineChart title={`Error ratio over ${label}`} series={series.errors} />
+        </Card>
+      </div>
+      <div className="grid gap-3 lg:grid-cols-3">
+        <TopCard title="Top keys" caption={`Virtual keys by spend over ${label}`} first="Key" rows={data?.topKeys} empty="No requests in this range. Send one to /v1/chat/completions with a virtual key." />
+        <TopCard title="Top models" caption={`Models by spend over ${label}`} first="Provider/model" rows={data?.topModels} empty="No routed requests in this range." />
+        <TopCard title="Top tools" caption={`Tools run by the agent loop over ${label}`} first="Tool" rows={data?.topTools} empty="No tool ran in agent mode in this range." />
       </div>
     </Page>
+  );
+}
+
+/** The 1 h / 24 h / 7 d switch, a group of toggle buttons. */
+function RangeSwitch(props: { value: Range; onChange: (r: Range) => void }) {
+  return (
+    <div role="group" aria-label="Time range" className="flex gap-1">
+      {RANGES.map(([r, text]) => (
+        <button
+          key={r}
+          type="button"
+          aria-pressed={props.value === r}
+          onClick={() => props.onChange(r)}
+          className={`rounded border px-3 py-1.5 text-sm font-medium focus-visible:outline-2 focus-visible:outline-offset-2 focus-visible:outline-blue-700 ${props.value === r ? "border-blue-700 bg-blue-700 text-white" : "border-slate-300 bg-white text-slate-900 hover:bg-slate-100"}`}
+        >
+          {text}
+        </button>
+      ))}
+    </div>
+  );
+}
+
+/** A top-5 table of keys, models or tools. */
+function TopCard(props: { title: string; caption: string; first: string; rows: readonly UsageTally[] | undefined; empty: string }) {
+  const rows = props.rows ?? [];
+  return (
+    <Card title={props.title}>
+      {rows.length === 0 ? (
+        <Empty>{props.empty}</Empty>
+      ) : (
+        <Table caption={props.caption} head={[props.first, "Requests", "Tokens", "Spend (USD)"]}>
+          {rows.map((r) => (
+            <tr key={r.name}>
+              <Td>{r.name}</Td>
+              <Td>{fmt(Number(r.requests))}</Td>
+              <Td>{fmt(Number(r.tokens))}</Td>
+              <Td>{usd(r.costUsd)}</Td>
+            </tr>
+          ))}
+        </Table>
+      )}
+    </Card>
   );
 }
 

@@ -1,4 +1,4 @@
-/** Settings: the external URL, temp-token links, governance enforcement and agent-mode limits. */
+/** Settings: the external URL, temp-token links, governance enforcement, agent-mode limits, and the cache and tracing status. */
 import { useEffect, useState, type FormEvent } from "react";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
@@ -59,6 +59,7 @@ export function SettingsPage() {
           </form>
         )}
       </Card>
+      <StatusCards />
       <Card title="Agent mode">
         <ErrorBox error={tools.error} />
         {tools.data && (
@@ -76,5 +77,59 @@ export function SettingsPage() {
         )}
       </Card>
     </Page>
+  );
+}
+
+/** A label and its value in a status list. */
+function Row(props: { label: string; value: string }) {
+  return (
+    <div className="flex flex-wrap gap-x-2">
+      <dt className="font-medium">{props.label}:</dt>
+      <dd className="break-all">{props.value}</dd>
+    </div>
+  );
+}
+
+/** The response cache and tracing as this node runs them (read-only). */
+function StatusCards() {
+  const status = useQuery(SettingsService.method.getStatus, {}, { refetchInterval: false });
+  const cache = status.data?.cache;
+  const tracing = status.data?.tracing;
+  return (
+    <div className="grid gap-3 md:grid-cols-2">
+      <Card title="Response cache">
+        <ErrorBox error={status.error} />
+        {cache && (
+          <dl className="space-y-1 text-sm" data-testid="cache-status">
+            <Row label="Status" value={cache.enabled ? "on" : "off"} />
+            <Row label="Semantic lookups" value={cache.semanticAvailable ? "available" : `unavailable: ${cache.semanticProblem}`} />
+            <Row label="Virtual keys with a cache" value={String(cache.keysWithCache)} />
+          </dl>
+        )}
+      </Card>
+      <Card title="Tracing">
+        {tracing && (
+          <div className="space-y-1 text-sm" data-testid="tracing-status">
+            <dl className="space-y-1">
+              <Row label="Status" value={tracing.enabled ? "on" : "off"} />
+              {tracing.enabled && (
+                <>
+                  <Row label="Exporter endpoint" value={tracing.endpoint} />
+                  <Row label="Headers" value={tracing.headerNames.length === 0 ? "none" : tracing.headerNames.join(", ")} />
+                  <Row label="Service name" value={tracing.serviceName} />
+                  <Row label="Sampler" value={`${tracing.sampler}, ratio ${tracing.sampleRatio}`} />
+                  <Row label="Prompt and completion text" value={tracing.captureContent ? "recorded" : "not recorded"} />
+                </>
+              )}
+            </dl>
+            {!tracing.enabled && (
+              <p className="text-slate-700">
+                Set <code>OTEL_EXPORTER_OTLP_ENDPOINT</code> or <code>telemetry.otlp.endpoint</code> in the config file and restart to export traces.
+              </p>
+            )}
+          </div>
+        )}
+      </Card>
+    </div>
   );
 }

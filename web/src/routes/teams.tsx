@@ -1,9 +1,9 @@
-/** Teams & customers: the business unit > customer > team hierarchy with budgets and limits; create and delete. */
+/** Teams & customers: the business unit > customer > team hierarchy with budgets, spend and limits; create and delete. */
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
-import { GovernanceService, type Budget, type RateLimit } from "../../../gen/gw/routing/v1/governance_pb";
-import { Button, Card, Empty, ErrorBox, Page, Select, Table, Td, TextField, fmt } from "../ui/kit";
+import { GovernanceService, type Budget, type RateLimit, type UsageLevel } from "../../../gen/gw/routing/v1/governance_pb";
+import { Button, Card, Empty, ErrorBox, Page, Select, Table, Td, TextField, fmt, usd } from "../ui/kit";
 
 /** A budget and rate limit in words. */
 function limitsText(budget: Budget | undefined, limit: RateLimit | undefined): string {
@@ -14,11 +14,23 @@ function limitsText(budget: Budget | undefined, limit: RateLimit | undefined): s
   return parts.length === 0 ? "no limits" : parts.join(", ");
 }
 
+/** What a level used in its current windows, in words; spend is counted only against a budget. */
+function usageText(usage: UsageLevel | undefined): string {
+  if (usage === undefined) return "no budget or limit";
+  const parts: string[] = [];
+  if (usage.budget) parts.push(`${usd(usage.budget.used)} of ${fmt(usage.budget.maxLimit)} USD`);
+  if (usage.requests) parts.push(`${fmt(usage.requests.used)} of ${fmt(usage.requests.maxLimit)} requests`);
+  if (usage.tokens) parts.push(`${fmt(usage.tokens.used)} of ${fmt(usage.tokens.maxLimit)} tokens`);
+  return parts.length === 0 ? "no budget or limit" : parts.join(", ");
+}
+
 /** The teams and customers page. */
 export function TeamsPage() {
   const units = useQuery(GovernanceService.method.listBusinessUnits, {});
   const customers = useQuery(GovernanceService.method.listCustomers, {});
   const teams = useQuery(GovernanceService.method.listTeams, {});
+  const usage = useQuery(GovernanceService.method.listGroupUsage, {});
+  const usageOf = new Map((usage.data?.levels ?? []).map((l) => [`${l.level}:${l.id}`, l]));
   const qc = useQueryClient();
   const refresh = () => qc.invalidateQueries();
   const delUnit = useMutation(GovernanceService.method.deleteBusinessUnit, { onSuccess: refresh });
@@ -27,17 +39,18 @@ export function TeamsPage() {
   const unitName = new Map((units.data?.businessUnits ?? []).map((u) => [u.id, u.name]));
   const customerName = new Map((customers.data?.customers ?? []).map((c) => [c.id, c.name]));
   const rows = [
-    ...(units.data?.businessUnits ?? []).map((u) => ({ kind: "Business unit", id: u.id, name: u.name, parent: "", limits: limitsText(u.budget, u.rateLimit), del: () => delUnit.mutate({ id: u.id }) })),
-    ...(customers.data?.customers ?? []).map((c) => ({ kind: "Customer", id: c.id, name: c.name, parent: unitName.get(c.businessUnitId) ?? "", limits: limitsText(c.budget, c.rateLimit), del: () => delCustomer.mutate({ id: c.id }) })),
-    ...(teams.data?.teams ?? []).map((t) => ({ kind: "Team", id: t.id, name: t.name, parent: customerName.get(t.customerId) ?? "", limits: limitsText(t.budget, t.rateLimit), del: () => delTeam.mutate({ id: t.id }) })),
+    ...(units.data?.businessUnits ?? []).map((u) => ({ kind: "Business unit", id: u.id, name: u.name, parent: "", limits: limitsText(u.budget, u.rateLimit), used: usageText(usageOf.get(`business_unit:${u.id}`)), del: () => delUnit.mutate({ id: u.id }) })),
+    ...(customers.data?.customers ?? []).map((c) => ({ kind: "Customer", id: c.id, name: c.name, parent: unitName.get(c.businessUnitId) ?? "", limits: limitsText(c.budget, c.rateLimit), used: usageText(usageOf.get(`customer:${c.id}`)), del: () => delCustomer.mutate({ id: c.id }) })),
+    ...(teams.data?.teams ?? []).map((t) => ({ kind: "Team", id: t.id, name: t.name, parent: customerName.get(t.customerId) ?? "", limits: limitsText(t.budget, t.rateLimit), used: usageText(usageOf.get(`team:${t.id}`)), del: () => delTeam.mutate({ id: t.id }) })),
   ];
   return (
     <Page title="Teams & customers">
       <CreateMember units={units.data?.businessUnits ?? []} customers={customers.data?.customers ?? []} />
-      <ErrorBox error={units.error ?? customers.error ?? teams.error ?? delUnit.error ?? delCustomer.error ?? delTeam.error} />
+      <p className="text-sm text-slate-700">Spend, requests and tokens are counted in the current window of each budget or limit; a level without a budget counts no spend.</p>
+      <ErrorBox error={units.error ?? customers.error ?? teams.error ?? usage.error ?? delUnit.error ?? delCustomer.error ?? delTeam.error} />
       {units.isSuccess && rows.length === 0 && <Empty>No business units, customers or teams yet. Create one above, then attach virtual keys to it to share a budget.</Empty>}
       {rows.length > 0 && (
-        <Table caption="Business units, customers and teams" head={["Kind", "Name", "Belongs to", "Budget and limits", "Actions"]}>
+        <Table caption="Business units, customers and teams" head={["Kind", "Name", "Belongs to", "Budget and limits", "Used this window", "Actions"]}>
           {rows.map((r) => (
             <tr key={`${r.kind}-${r.id}`}>
               <Td>{r.kind}</Td>
@@ -47,6 +60,7 @@ export function TeamsPage() {
               </Td>
               <Td>{r.parent}</Td>
               <Td>{r.limits}</Td>
+              <Td>{r.used}</Td>
               <Td>
                 <Button tone="danger" confirm={`Delete the ${r.kind.toLowerCase()} ${r.name}?`} onClick={r.del}>
                   Delete

@@ -39,5 +39,5 @@ export function LineChart(props: { title: string; series: Series; height?: numbe
   useEffect(() => {
     plot.current?.setData([props.series.x, props.series.y]);
   }, [props.series]);
-  return <div ref={box} role="img" aria-label={props.title} className="w-full" />;
+  return <div ref={box} role="img" aria-label={props.title} className="w-full min-w-0 overflow-hidden" />;
 }

@@ -18,7 +18,7 @@ export function Page(props: { title: string; actions?: ReactNode; children: Reac
 /** A white panel with an optional heading. */
 export function Card(props: { title?: string; children: ReactNode }) {
   return (
-    <div className="rounded-lg border border-slate-200 bg-white p-4 shadow-sm">
+    <div className="min-w-0 rounded-lg border border-slate-200 bg-white p-4 shadow-sm">
       {props.title !== undefined && <h2 className="mb-2 text-lg font-semibold">{props.title}</h2>}
       {props.children}
     </div>
@@ -176,6 +176,11 @@ export function UsageBar(props: { label: string; used: number; max: number; unit
 export function fmt(n: number): string {
   if (!Number.isFinite(n)) return "-";
   return Number(n.toPrecision(4)).toLocaleString("en-US");
+}
+
+/** An amount in USD: fmt's precision, but a small non-zero spend keeps three significant digits instead of showing 0. */
+export function usd(n: number): string {
+  return n === 0 || Math.abs(n) >= 0.01 ? fmt(n) : n.toPrecision(3);
 }
 
 /** A table with a caption for screen readers; scrolls sideways on narrow screens. */

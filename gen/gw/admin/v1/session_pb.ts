@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/session.proto.
  */
 export const file_gw_admin_v1_session: GenFile = /*@__PURE__*/
-  fileDesc("Chlndy9hZG1pbi92MS9zZXNzaW9uLnByb3RvEgtndy5hZG1pbi52MSIyCgxMb2dpblJlcXVlc3QSEAoIdXNlcm5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTgoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIPCg1Mb2dvdXRSZXF1ZXN0IiAKDkxvZ291dFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCTLXAQoOU2Vzc2lvblNlcnZpY2USYQoFTG9naW4SGS5ndy5hZG1pbi52MS5Mb2dpblJlcXVlc3QaGi5ndy5hZG1pbi52MS5Mb2dpblJlc3BvbnNlIiGguxgDgtPkkwIXOgEqIhIvYXBpL3Nlc3Npb24vbG9naW4SYgoGTG9nb3V0EhouZ3cuYWRtaW4udjEuTG9nb3V0UmVxdWVzdBobLmd3LmFkbWluLnYxLkxvZ291dFJlc3BvbnNlIh+guxgBgtPkkwIVIhMvYXBpL3Nlc3Npb24vbG9nb3V0QnIKD2NvbS5ndy5hZG1pbi52MUIMU2Vzc2lvblByb3RvUAFaHWd3L2dlbi9nby9ndy9hZG1pbi92MTthZG1pbnYxogIDR0FEqgILR3cuQWRtaW4uVjHKAgtHd1xBZG1pblxWMeoCDUd3OjpBZG1pbjo6VjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_timestamp, file_gw_api_v1_access]);
+  fileDesc("Chlndy9hZG1pbi92MS9zZXNzaW9uLnByb3RvEgtndy5hZG1pbi52MSIyCgxMb2dpblJlcXVlc3QSEAoIdXNlcm5hbWUYASABKAkSEAoIcGFzc3dvcmQYAiABKAkiTgoNTG9naW5SZXNwb25zZRINCgV0b2tlbhgBIAEoCRIuCgpleHBpcmVzX2F0GAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCIPCg1Mb2dvdXRSZXF1ZXN0IiAKDkxvZ291dFJlc3BvbnNlEg4KBnN0YXR1cxgBIAEoCSIZChdHZXRTaWduSW5PcHRpb25zUmVxdWVzdCJQChhHZXRTaWduSW5PcHRpb25zUmVzcG9uc2USEAoIcGFzc3dvcmQYASABKAgSCwoDc3NvGAIgASgIEhUKDXNzb19sb2dpbl91cmwYAyABKAky2wIKDlNlc3Npb25TZXJ2aWNlEmEKBUxvZ2luEhkuZ3cuYWRtaW4udjEuTG9naW5SZXF1ZXN0GhouZ3cuYWRtaW4udjEuTG9naW5SZXNwb25zZSIhoLsYA4LT5JMCFzoBKiISL2FwaS9zZXNzaW9uL2xvZ2luEmIKBkxvZ291dBIaLmd3LmFkbWluLnYxLkxvZ291dFJlcXVlc3QaGy5ndy5hZG1pbi52MS5Mb2dvdXRSZXNwb25zZSIfoLsYAYLT5JMCFSITL2FwaS9zZXNzaW9uL2xvZ291dBKBAQoQR2V0U2lnbkluT3B0aW9ucxIkLmd3LmFkbWluLnYxLkdldFNpZ25Jbk9wdGlvbnNSZXF1ZXN0GiUuZ3cuYWRtaW4udjEuR2V0U2lnbkluT3B0aW9uc1Jlc3BvbnNlIiCguxgDgtPkkwIWEhQvYXBpL3Nlc3Npb24vb3B0aW9uc0JyCg9jb20uZ3cuYWRtaW4udjFCDFNlc3Npb25Qcm90b1ABWh1ndy9nZW4vZ28vZ3cvYWRtaW4vdjE7YWRtaW52MaICA0dBRKoCC0d3LkFkbWluLlYxygILR3dcQWRtaW5cVjHqAg1Hdzo6QWRtaW46OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_timestamp, file_gw_api_v1_access]);
 
 /**
  * LoginRequest carries admin credentials.
@@ -109,6 +109,56 @@ export const LogoutResponseSchema: GenMessage<LogoutResponse> = /*@__PURE__*/
   messageDesc(file_gw_admin_v1_session, 3);
 
 /**
+ * GetSignInOptionsRequest is empty.
+ *
+ * @generated from message gw.admin.v1.GetSignInOptionsRequest
+ */
+export type GetSignInOptionsRequest = Message<"gw.admin.v1.GetSignInOptionsRequest"> & {
+};
+
+/**
+ * Describes the message gw.admin.v1.GetSignInOptionsRequest.
+ * Use `create(GetSignInOptionsRequestSchema)` to create a new message.
+ */
+export const GetSignInOptionsRequestSchema: GenMessage<GetSignInOptionsRequest> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_session, 4);
+
+/**
+ * GetSignInOptionsResponse lists the ways to sign in.
+ *
+ * @generated from message gw.admin.v1.GetSignInOptionsResponse
+ */
+export type GetSignInOptionsResponse = Message<"gw.admin.v1.GetSignInOptionsResponse"> & {
+  /**
+   * password is true when admin auth is on (the username and password form of POST /api/session/login).
+   *
+   * @generated from field: bool password = 1;
+   */
+  password: boolean;
+
+  /**
+   * sso is true when an SSO issuer is configured.
+   *
+   * @generated from field: bool sso = 2;
+   */
+  sso: boolean;
+
+  /**
+   * sso_login_url is where the browser starts the SSO login (add ?return_to=<path>); empty without SSO.
+   *
+   * @generated from field: string sso_login_url = 3;
+   */
+  ssoLoginUrl: string;
+};
+
+/**
+ * Describes the message gw.admin.v1.GetSignInOptionsResponse.
+ * Use `create(GetSignInOptionsResponseSchema)` to create a new message.
+ */
+export const GetSignInOptionsResponseSchema: GenMessage<GetSignInOptionsResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_session, 5);
+
+/**
  * SessionService signs admins in and out of the admin API.
  *
  * @generated from service gw.admin.v1.SessionService
@@ -133,6 +183,16 @@ export const SessionService: GenService<{
     methodKind: "unary";
     input: typeof LogoutRequestSchema;
     output: typeof LogoutResponseSchema;
+  },
+  /**
+   * GetSignInOptions tells a sign-in page, before any session exists, which ways to sign in this gateway offers.
+   *
+   * @generated from rpc gw.admin.v1.SessionService.GetSignInOptions
+   */
+  getSignInOptions: {
+    methodKind: "unary";
+    input: typeof GetSignInOptionsRequestSchema;
+    output: typeof GetSignInOptionsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_gw_admin_v1_session, 0);

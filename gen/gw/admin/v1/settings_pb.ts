@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file gw/admin/v1/settings.proto.
  */
 export const file_gw_admin_v1_settings: GenFile = /*@__PURE__*/
-  fileDesc("Chpndy9hZG1pbi92MS9zZXR0aW5ncy5wcm90bxILZ3cuYWRtaW4udjEibQoRVG9vbE1hbmFnZXJDb25maWcSFwoPbWF4X2FnZW50X2RlcHRoGAEgASgFEh4KFnRvb2xfZXhlY3V0aW9uX3RpbWVvdXQYAiABKAkSHwoXY29kZV9tb2RlX2JpbmRpbmdfbGV2ZWwYAyABKAkiHQobR2V0VG9vbE1hbmFnZXJDb25maWdSZXF1ZXN0Ik4KHEdldFRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2USLgoGY29uZmlnGAEgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWcigQEKHlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBIuCgZjb25maWcYASABKAsyHi5ndy5hZG1pbi52MS5Ub29sTWFuYWdlckNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYQofVXBkYXRlVG9vbE1hbmFnZXJDb25maWdSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSLgoGY29uZmlnGAIgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWciHgocR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdCLMAQodR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVzcG9uc2USIwobZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkGAEgASgIEh8KF3JvdXRlX3NlbGVjdGlvbl9lbmFibGVkGAIgASgIEiIKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgIEiEKGXJlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnMYBCABKAgSHgoWcHJ1bmVfZmFpbGVkX2ZhbGxiYWNrcxgFIAEoCCL7AgofVXBkYXRlTG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBIoChtkaXJlY3Rpb25fc2VsZWN0aW9uX2VuYWJsZWQYASABKAhIAIgBARIkChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCEgBiAEBEicKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgISAKIAQESJgoZcmVyb3V0ZV9mYWlsZWRfZGlyZWN0aW9ucxgEIAEoCEgDiAEBEiMKFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAhIBIgBAUIeChxfZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkQhoKGF9yb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZEIdChtfYXBwZW5kX2ZhbGxiYWNrc190b19waW5uZWRCHAoaX3Jlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnNCGQoXX3BydW5lX2ZhaWxlZF9mYWxsYmFja3MizwEKIFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlEiMKG2RpcmVjdGlvbl9zZWxlY3Rpb25fZW5hYmxlZBgBIAEoCBIfChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCBIiChphcHBlbmRfZmFsbGJhY2tzX3RvX3Bpbm5lZBgDIAEoCBIhChlyZXJvdXRlX2ZhaWxlZF9kaXJlY3Rpb25zGAQgASgIEh4KFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAgi8gIKDkNsaWVudFNldHRpbmdzEhkKEXByb21ldGhldXNfbGFiZWxzGAEgAygJEhwKFGRyb3BfZXhjZXNzX3JlcXVlc3RzGAIgASgIEhkKEWluaXRpYWxfcG9vbF9zaXplGAMgASgFEhcKD2FsbG93ZWRfaGVhZGVycxgEIAMoCRIiChptY3BfZW5hYmxlX3RlbXBfdG9rZW5fYXV0aBgFIAEoCBIfChdtY3BfZXh0ZXJuYWxfY2xpZW50X3VybBgGIAEoCRIeChZtY3BfdG9vbF9zeW5jX2ludGVydmFsGAcgASgFEhoKEmVuZm9yY2VfZ292ZXJuYW5jZRgIIAEoCBIkChxtY3BfZGlzYWJsZV9hdXRvX3Rvb2xfaW5qZWN0GBQgASgIEhUKDWFsbG93ZWRfaG9zdHMYFSADKAkSFwoPYWxsb3dlZF9vcmlnaW5zGBYgAygJEhwKFG1jcF9zZXJ2ZXJfYXV0aF9tb2RlGBcgASgJIjwKDUdhdGV3YXlDb25maWcSKwoGY2xpZW50GAEgASgLMhsuZ3cuYWRtaW4udjEuQ2xpZW50U2V0dGluZ3MiEgoQR2V0Q29uZmlnUmVxdWVzdCI/ChFHZXRDb25maWdSZXNwb25zZRIqCgZjb25maWcYASABKAsyGi5ndy5hZG1pbi52MS5HYXRld2F5Q29uZmlnInIKE1VwZGF0ZUNvbmZpZ1JlcXVlc3QSKgoGY29uZmlnGAEgASgLMhouZ3cuYWRtaW4udjEuR2F0ZXdheUNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siUgoUVXBkYXRlQ29uZmlnUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEioKBmNvbmZpZxgCIAEoCzIaLmd3LmFkbWluLnYxLkdhdGV3YXlDb25maWcy9wYKD1NldHRpbmdzU2VydmljZRKeAQoUR2V0VG9vbE1hbmFnZXJDb25maWcSKC5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1JlcXVlc3QaKS5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1Jlc3BvbnNlIjGguxgBgtPkkwInEiUvYXBpL3NldHRpbmdzL21jcC90b29sLW1hbmFnZXItY29uZmlnEq8BChdVcGRhdGVUb29sTWFuYWdlckNvbmZpZxIrLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBosLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2UiOaC7GAGC0+STAi86BmNvbmZpZxolL2FwaS9zZXR0aW5ncy9tY3AvdG9vbC1tYW5hZ2VyLWNvbmZpZxKXAQoVR2V0TG9hZEJhbGFuY2VyQ29uZmlnEikuZ3cuYWRtaW4udjEuR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBoqLmd3LmFkbWluLnYxLkdldExvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL3NldHRpbmdzL2xvYWQtYmFsYW5jZXISowEKGFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZxIsLmd3LmFkbWluLnYxLlVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1JlcXVlc3QaLS5ndy5hZG1pbi52MS5VcGRhdGVMb2FkQmFsYW5jZXJDb25maWdSZXNwb25zZSIqoLsYAYLT5JMCIDoBKhobL2FwaS9zZXR0aW5ncy9sb2FkLWJhbGFuY2VyEl8KCUdldENvbmZpZxIdLmd3LmFkbWluLnYxLkdldENvbmZpZ1JlcXVlc3QaHi5ndy5hZG1pbi52MS5HZXRDb25maWdSZXNwb25zZSIToLsYAYLT5JMCCRIHL2NvbmZpZxJwCgxVcGRhdGVDb25maWcSIC5ndy5hZG1pbi52MS5VcGRhdGVDb25maWdSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuVXBkYXRlQ29uZmlnUmVzcG9uc2UiG6C7GAGC0+STAhE6BmNvbmZpZzIHL2NvbmZpZ0JzCg9jb20uZ3cuYWRtaW4udjFCDVNldHRpbmdzUHJvdG9QAVodZ3cvZ2VuL2dvL2d3L2FkbWluL3YxO2FkbWludjGiAgNHQUSqAgtHdy5BZG1pbi5WMcoCC0d3XEFkbWluXFYx6gINR3c6OkFkbWluOjpWMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_field_mask, file_gw_api_v1_access]);
+  fileDesc("Chpndy9hZG1pbi92MS9zZXR0aW5ncy5wcm90bxILZ3cuYWRtaW4udjEibQoRVG9vbE1hbmFnZXJDb25maWcSFwoPbWF4X2FnZW50X2RlcHRoGAEgASgFEh4KFnRvb2xfZXhlY3V0aW9uX3RpbWVvdXQYAiABKAkSHwoXY29kZV9tb2RlX2JpbmRpbmdfbGV2ZWwYAyABKAkiHQobR2V0VG9vbE1hbmFnZXJDb25maWdSZXF1ZXN0Ik4KHEdldFRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2USLgoGY29uZmlnGAEgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWcigQEKHlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBIuCgZjb25maWcYASABKAsyHi5ndy5hZG1pbi52MS5Ub29sTWFuYWdlckNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siYQofVXBkYXRlVG9vbE1hbmFnZXJDb25maWdSZXNwb25zZRIOCgZzdGF0dXMYASABKAkSLgoGY29uZmlnGAIgASgLMh4uZ3cuYWRtaW4udjEuVG9vbE1hbmFnZXJDb25maWciHgocR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdCLMAQodR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVzcG9uc2USIwobZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkGAEgASgIEh8KF3JvdXRlX3NlbGVjdGlvbl9lbmFibGVkGAIgASgIEiIKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgIEiEKGXJlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnMYBCABKAgSHgoWcHJ1bmVfZmFpbGVkX2ZhbGxiYWNrcxgFIAEoCCL7AgofVXBkYXRlTG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBIoChtkaXJlY3Rpb25fc2VsZWN0aW9uX2VuYWJsZWQYASABKAhIAIgBARIkChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCEgBiAEBEicKGmFwcGVuZF9mYWxsYmFja3NfdG9fcGlubmVkGAMgASgISAKIAQESJgoZcmVyb3V0ZV9mYWlsZWRfZGlyZWN0aW9ucxgEIAEoCEgDiAEBEiMKFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAhIBIgBAUIeChxfZGlyZWN0aW9uX3NlbGVjdGlvbl9lbmFibGVkQhoKGF9yb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZEIdChtfYXBwZW5kX2ZhbGxiYWNrc190b19waW5uZWRCHAoaX3Jlcm91dGVfZmFpbGVkX2RpcmVjdGlvbnNCGQoXX3BydW5lX2ZhaWxlZF9mYWxsYmFja3MizwEKIFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlEiMKG2RpcmVjdGlvbl9zZWxlY3Rpb25fZW5hYmxlZBgBIAEoCBIfChdyb3V0ZV9zZWxlY3Rpb25fZW5hYmxlZBgCIAEoCBIiChphcHBlbmRfZmFsbGJhY2tzX3RvX3Bpbm5lZBgDIAEoCBIhChlyZXJvdXRlX2ZhaWxlZF9kaXJlY3Rpb25zGAQgASgIEh4KFnBydW5lX2ZhaWxlZF9mYWxsYmFja3MYBSABKAgi8gIKDkNsaWVudFNldHRpbmdzEhkKEXByb21ldGhldXNfbGFiZWxzGAEgAygJEhwKFGRyb3BfZXhjZXNzX3JlcXVlc3RzGAIgASgIEhkKEWluaXRpYWxfcG9vbF9zaXplGAMgASgFEhcKD2FsbG93ZWRfaGVhZGVycxgEIAMoCRIiChptY3BfZW5hYmxlX3RlbXBfdG9rZW5fYXV0aBgFIAEoCBIfChdtY3BfZXh0ZXJuYWxfY2xpZW50X3VybBgGIAEoCRIeChZtY3BfdG9vbF9zeW5jX2ludGVydmFsGAcgASgFEhoKEmVuZm9yY2VfZ292ZXJuYW5jZRgIIAEoCBIkChxtY3BfZGlzYWJsZV9hdXRvX3Rvb2xfaW5qZWN0GBQgASgIEhUKDWFsbG93ZWRfaG9zdHMYFSADKAkSFwoPYWxsb3dlZF9vcmlnaW5zGBYgAygJEhwKFG1jcF9zZXJ2ZXJfYXV0aF9tb2RlGBcgASgJIjwKDUdhdGV3YXlDb25maWcSKwoGY2xpZW50GAEgASgLMhsuZ3cuYWRtaW4udjEuQ2xpZW50U2V0dGluZ3MiEgoQR2V0Q29uZmlnUmVxdWVzdCI/ChFHZXRDb25maWdSZXNwb25zZRIqCgZjb25maWcYASABKAsyGi5ndy5hZG1pbi52MS5HYXRld2F5Q29uZmlnInIKE1VwZGF0ZUNvbmZpZ1JlcXVlc3QSKgoGY29uZmlnGAEgASgLMhouZ3cuYWRtaW4udjEuR2F0ZXdheUNvbmZpZxIvCgt1cGRhdGVfbWFzaxgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siUgoUVXBkYXRlQ29uZmlnUmVzcG9uc2USDgoGc3RhdHVzGAEgASgJEioKBmNvbmZpZxgCIAEoCzIaLmd3LmFkbWluLnYxLkdhdGV3YXlDb25maWciEgoQR2V0U3RhdHVzUmVxdWVzdCJtCgtDYWNoZVN0YXR1cxIPCgdlbmFibGVkGAEgASgIEhoKEnNlbWFudGljX2F2YWlsYWJsZRgCIAEoCBIYChBzZW1hbnRpY19wcm9ibGVtGAMgASgJEhcKD2tleXNfd2l0aF9jYWNoZRgEIAEoBSKeAQoNVHJhY2luZ1N0YXR1cxIPCgdlbmFibGVkGAEgASgIEhAKCGVuZHBvaW50GAIgASgJEhQKDGhlYWRlcl9uYW1lcxgDIAMoCRIUCgxzZXJ2aWNlX25hbWUYBCABKAkSDwoHc2FtcGxlchgFIAEoCRIUCgxzYW1wbGVfcmF0aW8YBiABKAESFwoPY2FwdHVyZV9jb250ZW50GAcgASgIImkKEUdldFN0YXR1c1Jlc3BvbnNlEicKBWNhY2hlGAEgASgLMhguZ3cuYWRtaW4udjEuQ2FjaGVTdGF0dXMSKwoHdHJhY2luZxgCIAEoCzIaLmd3LmFkbWluLnYxLlRyYWNpbmdTdGF0dXMy5QcKD1NldHRpbmdzU2VydmljZRKeAQoUR2V0VG9vbE1hbmFnZXJDb25maWcSKC5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1JlcXVlc3QaKS5ndy5hZG1pbi52MS5HZXRUb29sTWFuYWdlckNvbmZpZ1Jlc3BvbnNlIjGguxgBgtPkkwInEiUvYXBpL3NldHRpbmdzL21jcC90b29sLW1hbmFnZXItY29uZmlnEq8BChdVcGRhdGVUb29sTWFuYWdlckNvbmZpZxIrLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVxdWVzdBosLmd3LmFkbWluLnYxLlVwZGF0ZVRvb2xNYW5hZ2VyQ29uZmlnUmVzcG9uc2UiOaC7GAGC0+STAi86BmNvbmZpZxolL2FwaS9zZXR0aW5ncy9tY3AvdG9vbC1tYW5hZ2VyLWNvbmZpZxKXAQoVR2V0TG9hZEJhbGFuY2VyQ29uZmlnEikuZ3cuYWRtaW4udjEuR2V0TG9hZEJhbGFuY2VyQ29uZmlnUmVxdWVzdBoqLmd3LmFkbWluLnYxLkdldExvYWRCYWxhbmNlckNvbmZpZ1Jlc3BvbnNlIieguxgBgtPkkwIdEhsvYXBpL3NldHRpbmdzL2xvYWQtYmFsYW5jZXISowEKGFVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZxIsLmd3LmFkbWluLnYxLlVwZGF0ZUxvYWRCYWxhbmNlckNvbmZpZ1JlcXVlc3QaLS5ndy5hZG1pbi52MS5VcGRhdGVMb2FkQmFsYW5jZXJDb25maWdSZXNwb25zZSIqoLsYAYLT5JMCIDoBKhobL2FwaS9zZXR0aW5ncy9sb2FkLWJhbGFuY2VyEl8KCUdldENvbmZpZxIdLmd3LmFkbWluLnYxLkdldENvbmZpZ1JlcXVlc3QaHi5ndy5hZG1pbi52MS5HZXRDb25maWdSZXNwb25zZSIToLsYAYLT5JMCCRIHL2NvbmZpZxJwCgxVcGRhdGVDb25maWcSIC5ndy5hZG1pbi52MS5VcGRhdGVDb25maWdSZXF1ZXN0GiEuZ3cuYWRtaW4udjEuVXBkYXRlQ29uZmlnUmVzcG9uc2UiG6C7GAGC0+STAhE6BmNvbmZpZzIHL2NvbmZpZxJsCglHZXRTdGF0dXMSHS5ndy5hZG1pbi52MS5HZXRTdGF0dXNSZXF1ZXN0Gh4uZ3cuYWRtaW4udjEuR2V0U3RhdHVzUmVzcG9uc2UiIKC7GAGC0+STAhYSFC9hcGkvc2V0dGluZ3Mvc3RhdHVzQnMKD2NvbS5ndy5hZG1pbi52MUINU2V0dGluZ3NQcm90b1ABWh1ndy9nZW4vZ28vZ3cvYWRtaW4vdjE7YWRtaW52MaICA0dBRKoCC0d3LkFkbWluLlYxygILR3dcQWRtaW5cVjHqAg1Hdzo6QWRtaW46OlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_field_mask, file_gw_api_v1_access]);
 
 /**
  * ToolManagerConfig bounds agent-mode tool execution.
@@ -517,6 +517,154 @@ export const UpdateConfigResponseSchema: GenMessage<UpdateConfigResponse> = /*@_
   messageDesc(file_gw_admin_v1_settings, 14);
 
 /**
+ * GetStatusRequest is empty.
+ *
+ * @generated from message gw.admin.v1.GetStatusRequest
+ */
+export type GetStatusRequest = Message<"gw.admin.v1.GetStatusRequest"> & {
+};
+
+/**
+ * Describes the message gw.admin.v1.GetStatusRequest.
+ * Use `create(GetStatusRequestSchema)` to create a new message.
+ */
+export const GetStatusRequestSchema: GenMessage<GetStatusRequest> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 15);
+
+/**
+ * CacheStatus is the response cache on this node.
+ *
+ * @generated from message gw.admin.v1.CacheStatus
+ */
+export type CacheStatus = Message<"gw.admin.v1.CacheStatus"> & {
+  /**
+   * enabled is true when the response cache runs (keys and requests may then ask for it).
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * semantic_available is true when semantic lookups can run (an embedding model and pgvector).
+   *
+   * @generated from field: bool semantic_available = 2;
+   */
+  semanticAvailable: boolean;
+
+  /**
+   * semantic_problem says what semantic caching lacks here; empty when it is available.
+   *
+   * @generated from field: string semantic_problem = 3;
+   */
+  semanticProblem: string;
+
+  /**
+   * keys_with_cache counts the virtual keys with a cache configured.
+   *
+   * @generated from field: int32 keys_with_cache = 4;
+   */
+  keysWithCache: number;
+};
+
+/**
+ * Describes the message gw.admin.v1.CacheStatus.
+ * Use `create(CacheStatusSchema)` to create a new message.
+ */
+export const CacheStatusSchema: GenMessage<CacheStatus> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 16);
+
+/**
+ * TracingStatus is the OpenTelemetry trace export of this node, as it started.
+ *
+ * @generated from message gw.admin.v1.TracingStatus
+ */
+export type TracingStatus = Message<"gw.admin.v1.TracingStatus"> & {
+  /**
+   * enabled is true when spans are exported.
+   *
+   * @generated from field: bool enabled = 1;
+   */
+  enabled: boolean;
+
+  /**
+   * endpoint is the OTLP/HTTP traces URL without credentials or query; empty when off.
+   *
+   * @generated from field: string endpoint = 2;
+   */
+  endpoint: string;
+
+  /**
+   * header_names are the names (never values) of the headers sent to the collector.
+   *
+   * @generated from field: repeated string header_names = 3;
+   */
+  headerNames: string[];
+
+  /**
+   * service_name is the service.name resource attribute.
+   *
+   * @generated from field: string service_name = 4;
+   */
+  serviceName: string;
+
+  /**
+   * sampler is the OpenTelemetry sampler name, e.g. "parentbased_traceidratio".
+   *
+   * @generated from field: string sampler = 5;
+   */
+  sampler: string;
+
+  /**
+   * sample_ratio is the ratio of the ratio samplers (0..1).
+   *
+   * @generated from field: double sample_ratio = 6;
+   */
+  sampleRatio: number;
+
+  /**
+   * capture_content is true when prompt and completion text is recorded on spans.
+   *
+   * @generated from field: bool capture_content = 7;
+   */
+  captureContent: boolean;
+};
+
+/**
+ * Describes the message gw.admin.v1.TracingStatus.
+ * Use `create(TracingStatusSchema)` to create a new message.
+ */
+export const TracingStatusSchema: GenMessage<TracingStatus> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 17);
+
+/**
+ * GetStatusResponse reports the cache and tracing.
+ *
+ * @generated from message gw.admin.v1.GetStatusResponse
+ */
+export type GetStatusResponse = Message<"gw.admin.v1.GetStatusResponse"> & {
+  /**
+   * cache is the response cache.
+   *
+   * @generated from field: gw.admin.v1.CacheStatus cache = 1;
+   */
+  cache?: CacheStatus | undefined;
+
+  /**
+   * tracing is the trace export.
+   *
+   * @generated from field: gw.admin.v1.TracingStatus tracing = 2;
+   */
+  tracing?: TracingStatus | undefined;
+};
+
+/**
+ * Describes the message gw.admin.v1.GetStatusResponse.
+ * Use `create(GetStatusResponseSchema)` to create a new message.
+ */
+export const GetStatusResponseSchema: GenMessage<GetStatusResponse> = /*@__PURE__*/
+  messageDesc(file_gw_admin_v1_settings, 18);
+
+/**
  * SettingsService reads and changes gateway settings at run time.
  *
  * @generated from service gw.admin.v1.SettingsService
@@ -581,6 +729,16 @@ export const SettingsService: GenService<{
     methodKind: "unary";
     input: typeof UpdateConfigRequestSchema;
     output: typeof UpdateConfigResponseSchema;
+  },
+  /**
+   * GetStatus reports what the response cache and tracing are doing on this node (read-only; no secrets).
+   *
+   * @generated from rpc gw.admin.v1.SettingsService.GetStatus
+   */
+  getStatus: {
+    methodKind: "unary";
+    input: typeof GetStatusRequestSchema;
+    output: typeof GetStatusResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_gw_admin_v1_settings, 0);
