@@ -81,7 +81,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(McpClientService, createMcpClientService(deps));
   router.service(OauthService, createOauthService(deps));
   router.service(SettingsService, createSettingsService(deps));
-  router.service(SessionService, createSessionService(deps.auth, () => deps.idp?.enabled === true));
+  router.service(SessionService, createSessionService(deps.auth, () => deps.idp?.enabled === true, deps.ssoLogin));
   router.service(McpToolService, createMcpToolService(deps));
   router.service(CredentialService, createCredentialService(deps));
   router.service(ProviderService, createProviderService(deps));

@@ -5,10 +5,13 @@ import { invalidField } from "../errors.js";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb.js";
 import { PEER_ADDRESS_HEADER } from "../peer-address.js";
 import type { AdminAuth } from "./admin-auth.js";
-import { SSO_LOGIN_PATH } from "./sso/sso-login.js";
+import { sessionCookie, SSO_LOGIN_PATH, type SsoLogin } from "./sso/sso-login.js";
 
-/** Creates the service implementation; `ssoEnabled` says whether an SSO issuer is configured. */
-export function createSessionService(auth: AdminAuth, ssoEnabled: () => boolean = () => false): ServiceImpl<typeof SessionService> {
+/**
+ * Creates the service implementation; `ssoEnabled` says whether an SSO issuer is configured, and `sso` ends
+ * the SSO session a signed-in browser's cookie names when it logs out.
+ */
+export function createSessionService(auth: AdminAuth, ssoEnabled: () => boolean = () => false, sso?: Pick<SsoLogin, "caller" | "logout">): ServiceImpl<typeof SessionService> {
   return {
     getSignInOptions() {
       const sso = ssoEnabled();
@@ -22,6 +25,13 @@ export function createSessionService(auth: AdminAuth, ssoEnabled: () => boolean 
     },
     async logout(_req, ctx) {
       await auth.logout(ctx.requestHeader.get("authorization"));
+      // A dashboard signed in through SSO carries its session as a cookie: logging out ends it on every node
+      // and clears the cookie, so the browser is signed out as with POST /api/sso/logout.
+      const cookie = ctx.requestHeader.get("cookie");
+      if (sso !== undefined && sso.caller(cookie) !== null) {
+        await sso.logout(cookie);
+        ctx.responseHeader.append("set-cookie", sessionCookie("", 0, false));
+      }
       return { status: "success" };
     },
   };

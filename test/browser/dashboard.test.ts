@@ -455,6 +455,21 @@ describe("with SSO configured", () => {
     assert.equal(await tab.getByText("Admin authentication is off").count(), 0);
     await tab.close();
   });
+
+  test("an SSO admin's Sign out ends the SSO session and returns to the sign-in page", async () => {
+    // Signed out everywhere first (the gateway's and the identity provider's cookies), as a new visitor is.
+    await browser.context.clearCookies();
+    const tab = await browser.context.newPage();
+    await tab.goto(`${sso.url}/workspace/`);
+    await tab.getByRole("link", { name: "Sign in with SSO" }).click();
+    await signInAtIdp(tab, "root", `${sso.url}/workspace/`);
+    await tab.getByRole("heading", { level: 1, name: "Overview" }).waitFor(WAIT);
+    await tab.getByRole("button", { name: "Sign out" }).click();
+    await tab.getByRole("link", { name: "Sign in with SSO" }).waitFor(WAIT);
+    const cookies = await browser.context.cookies(sso.url);
+    assert.equal(cookies.filter((c) => c.name === "gw_session" && c.value !== "").length, 0);
+    await tab.close();
+  });
 });
 
 describe("an OAuth MCP client", () => {

@@ -7,7 +7,7 @@ import { Link, Outlet } from "@tanstack/react-router";
 import { SessionService } from "../../gen/gw/admin/v1/session_pb";
 import { SettingsService } from "../../gen/gw/admin/v1/settings_pb";
 import { PAGES } from "./router";
-import { sessionToken, setSessionToken } from "./transport";
+import { setSessionToken } from "./transport";
 import { Button, ErrorBox, TextField } from "./ui/kit";
 
 /** Decides between the sign-in form and the dashboard by asking an admin RPC. */
@@ -18,7 +18,6 @@ export function Shell() {
   if (probe.error instanceof ConnectError && probe.error.code === Code.Unauthenticated) return <SignIn />;
   // An SSO sign-in rides on a cookie, not a token: only the server knows whether admin auth is off.
   const authOff = probe.isSuccess && options.data?.password === false;
-  const ssoSession = probe.isSuccess && !authOff && sessionToken() === null;
   return (
     <div className="flex min-h-screen flex-col md:flex-row">
       <a href="#main" className="sr-only focus:not-sr-only focus:absolute focus:left-2 focus:top-2 focus:bg-white focus:p-2">
@@ -35,7 +34,7 @@ export function Shell() {
             </li>
           ))}
         </ul>
-        {!authOff && !ssoSession && <SignOut />}
+        {!authOff && <SignOut />}
       </nav>
       <main id="main" className="min-w-0 flex-1 p-4 md:p-6">
         {authOff && (

@@ -5,7 +5,7 @@
  * redirect and a cookie, which a proto RPC cannot express; logout sits with them to clear that cookie.
  */
 import { GatewayError, httpStatusOf } from "../../errors.js";
-import { SESSION_COOKIE, SSO_CALLBACK_PATH, SSO_LOGIN_PATH, type SsoLogin } from "../../services/sso/sso-login.js";
+import { sessionCookie, SSO_CALLBACK_PATH, SSO_LOGIN_PATH, type SsoLogin } from "../../services/sso/sso-login.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { sendError, sendJson, type Req, type Res } from "../node-http.js";
 
@@ -27,9 +27,6 @@ function overTls(req: Req): boolean {
   return socket.encrypted === true || (typeof forwarded === "string" && forwarded.split(",")[0]?.trim() === "https");
 }
 
-function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? "; Secure" : ""}`;
-}
 
 /** Builds the handler of the three paths; it answers every request it is given. */
 export function createSsoRoutes(opts: SsoRoutesOptions): (req: Req, res: Res, path: string) => void {

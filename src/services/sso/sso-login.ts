@@ -17,6 +17,11 @@ import { sha256Hex } from "../../sha256.js";
 
 /** The session cookie's name. */
 export const SESSION_COOKIE = "gw_session";
+
+/** The Set-Cookie value of an SSO session (an empty value with Max-Age 0 clears it). */
+export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
+  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? "; Secure" : ""}`;
+}
 /** Where the provider sends the browser back. */
 export const SSO_CALLBACK_PATH = "/api/sso/callback";
 /** Where the browser starts an SSO login (GET, ?return_to=<path>). */
