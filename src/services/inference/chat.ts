@@ -714,6 +714,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
       // A key a routing rule pins is used whatever its health: the rule decides.
       ...(deps.settings.loadBalancer.routeSelectionEnabled && pinnedKeyId === "" ? { health: inference.routeHealth } : {}),
+      ...(pinnedKeyId === "" ? { backoffs: inference.keyBackoffs } : {}),
     });
     const choices = pinnedKeyId === "" ? reuseSessionKey(ordered, sessionId, target.provider) : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
@@ -780,6 +781,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         state.upstreamMs += failedAfterMs;
         observer.attemptFailed(base, failedAfterMs / 1000, err instanceof ProviderError ? err.upstreamStatus : null);
         recordFailure(target.provider, choice.key.id, err);
+        if (err instanceof ProviderError && err.upstreamStatus === 429 && err.retryAfterMs !== null) inference.keyBackoffs.backOff(target.provider, choice.key.id, err.retryAfterMs);
         const next = choices[index + 1];
         if (err instanceof ProviderError && err.rotateKey && next !== undefined) {
           state.retries++;
