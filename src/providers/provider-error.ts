@@ -21,14 +21,17 @@ export class ProviderError extends GatewayError {
   /** True when another key of the same provider may succeed (429, 401/403, 402). */
   readonly rotateKey: boolean;
   readonly provider: string;
+  /** How long the upstream asked to wait (its retry-after header) in ms; null when it did not say. */
+  readonly retryAfterMs: number | null;
 
-  constructor(provider: string, upstreamStatus: number | null, errorType: ProviderErrorType, message: string, cause?: unknown) {
+  constructor(provider: string, upstreamStatus: number | null, errorType: ProviderErrorType, message: string, cause?: unknown, retryAfterMs: number | null = null) {
     super(CODES[errorType], message, { type: errorType, httpStatus: HTTP_STATUSES[errorType], cause });
     this.name = "ProviderError";
     this.provider = provider;
     this.upstreamStatus = upstreamStatus;
     this.errorType = errorType;
     this.rotateKey = errorType === "provider_rate_limited" || errorType === "provider_auth" || errorType === "provider_payment";
+    this.retryAfterMs = retryAfterMs;
   }
 }
 
@@ -93,7 +96,16 @@ export function upstreamErrorMessage(bodyText: string): string {
   return upstreamText(bodyText) || "no error message in the upstream response";
 }
 
-/** Builds the ProviderError for a non-2xx upstream answer. */
-export function fromUpstreamStatus(provider: string, status: number, bodyText: string): ProviderError {
-  return new ProviderError(provider, status, errorTypeForStatus(status), `${provider} answered HTTP ${status}: ${upstreamErrorMessage(bodyText)}`);
+/** The wait a retry-after header asks for, in ms: delay seconds or an HTTP date; null when absent or unreadable. */
+export function retryAfterMs(header: string | string[] | undefined, now: number = Date.now()): number | null {
+  const value = (Array.isArray(header) ? header[0] : header)?.trim();
+  if (value === undefined || value === "") return null;
+  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(0, at - now) : null;
+}
+
+/** Builds the ProviderError for a non-2xx upstream answer; `retryAfter` is its retry-after header. */
+export function fromUpstreamStatus(provider: string, status: number, bodyText: string, retryAfter?: string | string[]): ProviderError {
+  return new ProviderError(provider, status, errorTypeForStatus(status), `${provider} answered HTTP ${status}: ${upstreamErrorMessage(bodyText)}`, undefined, retryAfterMs(retryAfter));
 }

@@ -85,7 +85,8 @@ function servesAnything(config: ProviderConfig): boolean {
   return config.allowedModels.length > 0 && config.keyIds.length > 0;
 }
 
-function limitError(virtualKey: VirtualKey, reasons: readonly LimitExceeded[], model: string): RoutingError {
+/** The refusal of a request whose provider configs have no budget or token room left. */
+export function providerLimitError(virtualKey: VirtualKey, reasons: readonly LimitExceeded[], model: string): RoutingError {
   const providers = virtualKey.providerConfigs.length === 1 ? "its provider" : "every provider that allows it";
   if (reasons.every((reason) => reason === "budget")) {
     return new RoutingError(
@@ -209,7 +210,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       );
     }
     const exceeded = context.limits.exceeded(virtualKey.id, config);
-    if (exceeded !== null) throw limitError(virtualKey, [exceeded], parsed.model);
+    if (exceeded !== null) throw providerLimitError(virtualKey, [exceeded], parsed.model);
     return {
       primary,
       fallbacks: appendDistinct([], keptFallbacks.filter((t) => !sameTarget(t, primary))),
@@ -233,7 +234,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     if (exceeded !== null) reasons.push(exceeded);
     return exceeded === null;
   });
-  if (eligible.length === 0) throw limitError(virtualKey, reasons, parsed.model);
+  if (eligible.length === 0) throw providerLimitError(virtualKey, reasons, parsed.model);
 
   const chosen = eligible[weightedIndex(eligible, (config) => config.weight, context.random)] as ProviderConfig;
   // A provider allowed through the catalog (allowed_models ["*"]) receives its own id for the model

@@ -4,6 +4,7 @@
  * to the next one when the upstream answers with a status that `rotatesKey` accepts.
  */
 import { allowedModelsOfConfig, keyAllowsModel, resolveAlias } from "./allowed-models.js";
+import type { KeyBackoffs } from "./key-backoffs.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { RouteHealth } from "./route-health.js";
 import { RoutingError } from "./routing-error.js";
@@ -32,6 +33,8 @@ export interface KeySelectionInput {
   random: Random;
   /** Route statistics that scale each key's weight; none keeps the configured weights. */
   health?: RouteHealth;
+  /** Keys an upstream told to wait (429 with retry-after), skipped while another key can serve. */
+  backoffs?: KeyBackoffs;
 }
 
 /** Upstream statuses after which the same provider is retried with its next key (429, 401, 403, 402). */
@@ -70,14 +73,17 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
         : `none of the key_ids of the "${provider}" provider config names a configured ${provider} key; fix key_ids`,
     );
   }
-  const serving = permitted.filter((key) => keyAllowsModel(key, model));
-  if (serving.length === 0) {
+  const allowing = permitted.filter((key) => keyAllowsModel(key, model));
+  if (allowing.length === 0) {
     throw new RoutingError(
       "caller_model_not_allowed",
       `no ${provider} key usable here allows model "${model}"; add it to a key's models (or aliases) or pick another model`,
       "model",
     );
   }
+  const backoffs = input.backoffs;
+  const ready = backoffs === undefined ? allowing : allowing.filter((key) => !backoffs.waiting(provider, key.id));
+  const serving = ready.length > 0 ? ready : allowing;
   const health = input.health;
   let order: readonly ProviderKey[];
   if (health === undefined) order = weightedOrder(serving, (key) => key.weight, input.random);

@@ -1,18 +1,33 @@
 /**
  * Admission of a request against the governance hierarchy's budgets and rate limits: the node's own
  * counters (which the usage API shows and the flusher persists) and, on a cluster, the counters every node
- * shares. A request reserves its count and its worst-case cost and tokens before the upstream call and
- * settles what it actually spent afterwards, so concurrent requests cannot all pass the last unit of room.
+ * shares, which also hold the budgets and token limits of the provider config the request is routed to.
+ * A request reserves its count and its worst-case cost and tokens before the upstream call and settles
+ * what it actually spent afterwards, so concurrent requests cannot all pass the last unit of room.
  */
 import type { HierarchyHold, Hierarchy, LevelExceeded, LevelOwner, WorstCase } from "./hierarchy.js";
+import type { WindowSpec } from "./limit-window.js";
 import type { LedgerHold, LedgerItem, SharedLedger } from "./shared-ledger.js";
-import type { VirtualKey } from "./types.js";
+import type { ProviderConfig, VirtualKey } from "./types.js";
+import type { LimitExceeded } from "./usage-limits.js";
+
+/** Which limit of the routed provider config refuses a request (cluster-wide). */
+export interface ConfigExceeded {
+  config: ProviderConfig;
+  limit: LimitExceeded;
+}
 
 /** What an admitted request holds until it settles. */
 export interface LimitHold {
   local: HierarchyHold;
   shared: LedgerHold | null;
+  /** The provider whose config's shared counters the hold reserved in, or null. */
+  provider: string | null;
 }
+
+type Refusal = LevelExceeded | ConfigExceeded;
+
+const CONFIG_PREFIX = "provider_config:";
 
 /** The smallest cost reservation: a request of unknown price still needs some budget left. */
 const MIN_COST = 1e-9;
@@ -21,9 +36,50 @@ function sharedKey(owner: LevelOwner, limit: LevelExceeded["limit"]): string {
   return `${owner.level}:${owner.id}:${limit}`;
 }
 
+/** A provider config's window of `ms` as a ledger window (rolling, from the first use in the cluster). */
+function msWindow(ms: number): WindowSpec {
+  return { count: ms / 1000, unit: "s", text: `${ms}ms` };
+}
+
+/** The shared counters of the provider config the request is routed to. */
+function configItems(virtualKey: VirtualKey, config: ProviderConfig, worst: WorstCase): LedgerItem<Refusal>[] {
+  const base = `${CONFIG_PREFIX}${virtualKey.id}:${config.provider}`;
+  const items: LedgerItem<Refusal>[] = config.budgets.map((budget, index) => ({
+    key: `${base}:budget:${index}`,
+    max: budget.maxLimit,
+    window: msWindow(budget.resetDurationMs),
+    calendarAligned: false,
+    amount: Math.max(MIN_COST, worst.costUsd),
+    whole: false,
+    ref: { config, limit: "budget" },
+  }));
+  const rate = config.rateLimit;
+  if (rate !== null) {
+    items.push({
+      key: `${base}:tokens`,
+      max: rate.tokenMaxLimit,
+      window: msWindow(rate.tokenResetDurationMs),
+      calendarAligned: false,
+      amount: Math.max(1, Math.ceil(worst.tokens)),
+      whole: false,
+      ref: { config, limit: "rate_limit" },
+    });
+  }
+  return items;
+}
+
+/** What a request spent in a shared counter; a provider config's counters spend only when its provider answered. */
+function spentIn(key: string, hold: LimitHold, costUsd: number, tokens: number, answered: string | null): number {
+  if (key.startsWith(CONFIG_PREFIX)) {
+    if (answered !== hold.provider) return 0;
+    return key.endsWith(":tokens") ? tokens : costUsd;
+  }
+  return key.endsWith(":budget") ? costUsd : key.endsWith(":tokens") ? tokens : 1;
+}
+
 /** The shared counters a request of the key needs room in, most specific level first. */
-function ledgerItems(hold: HierarchyHold, chain: readonly LevelOwner[], worst: WorstCase): LedgerItem<LevelExceeded>[] {
-  const items: LedgerItem<LevelExceeded>[] = [];
+function ledgerItems(hold: HierarchyHold, chain: readonly LevelOwner[], worst: WorstCase): LedgerItem<Refusal>[] {
+  const items: LedgerItem<Refusal>[] = [];
   for (const owner of chain) {
     const requests = owner.rateLimit?.requests ?? null;
     if (requests !== null) {
@@ -63,18 +119,21 @@ export class LimitGate {
   }
 
   /**
-   * Admits the request or names the most specific level without room. Synchronous unless the node must
-   * lease more of a shared counter.
+   * Admits the request or names the most specific level (or the routed provider config) without room.
+   * Synchronous unless the node must lease more of a shared counter. `config` is the provider config the
+   * request is routed to; its counters are shared only on a cluster (one node checks them when routing).
    */
-  reserve(virtualKey: VirtualKey, worst: WorstCase): LimitHold | LevelExceeded | Promise<LimitHold | LevelExceeded> {
+  reserve(virtualKey: VirtualKey, worst: WorstCase, config: ProviderConfig | null = null): LimitHold | Refusal | Promise<LimitHold | Refusal> {
     const local = this.#hierarchy.reserve(virtualKey, worst);
     if (!("hold" in local)) return local;
     const ledger = this.#ledger;
-    if (ledger === null) return { local: local.hold, shared: null };
+    if (ledger === null) return { local: local.hold, shared: null, provider: null };
     const items = ledgerItems(local.hold, this.#hierarchy.chain(virtualKey), worst);
-    if (items.length === 0) return { local: local.hold, shared: null };
-    const finish = (result: { hold: LedgerHold } | { refused: LevelExceeded }): LimitHold | LevelExceeded => {
-      if ("hold" in result) return { local: local.hold, shared: result.hold };
+    const provider = config !== null && (config.budgets.length > 0 || config.rateLimit !== null) ? config.provider : null;
+    if (config !== null && provider !== null) items.push(...configItems(virtualKey, config, worst));
+    if (items.length === 0) return { local: local.hold, shared: null, provider: null };
+    const finish = (result: { hold: LedgerHold } | { refused: Refusal }): LimitHold | Refusal => {
+      if ("hold" in result) return { local: local.hold, shared: result.hold, provider };
       this.#hierarchy.release(local.hold);
       return result.refused;
     };
@@ -82,12 +141,22 @@ export class LimitGate {
     return shared instanceof Promise ? shared.then(finish) : finish(shared);
   }
 
-  /** Settles a hold with what the request spent; an unanswered request spends nothing. Once per hold. */
-  settle(hold: LimitHold, costUsd: number, tokens: number): void {
+  /**
+   * Settles a hold with what the request spent; an unanswered request spends nothing. `answered` is the
+   * provider that answered: when it is not the one reserved for, the answering config's shared counters
+   * are charged what was spent without a reservation. Once per hold.
+   */
+  settle(hold: LimitHold, costUsd: number, tokens: number, answered: { virtualKeyId: string; config: ProviderConfig } | null = null): void {
     if (hold.local.settled) return;
     this.#hierarchy.settle(hold.local, costUsd, tokens);
-    if (hold.shared !== null) {
-      this.#ledger?.settle(hold.shared, (key) => (key.endsWith(":budget") ? costUsd : key.endsWith(":tokens") ? tokens : 1));
+    if (hold.shared === null) return;
+    const provider = answered?.config.provider ?? null;
+    this.#ledger?.settle(hold.shared, (key) => spentIn(key, hold, costUsd, tokens, provider));
+    if (answered !== null && provider !== hold.provider) {
+      const { virtualKeyId, config } = answered;
+      const base = `${CONFIG_PREFIX}${virtualKeyId}:${config.provider}`;
+      config.budgets.forEach((_, index) => this.#ledger?.charge(`${base}:budget:${index}`, costUsd));
+      if (config.rateLimit !== null) this.#ledger?.charge(`${base}:tokens`, tokens);
     }
   }
 }

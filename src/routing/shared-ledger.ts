@@ -164,6 +164,16 @@ export class SharedLedger {
     }
   }
 
+  /**
+   * Charges what a request spent in a counter it reserved nothing in (a fallback answered): taken from this
+   * node's slice, so the next lease pays it when the slice runs short. Without a slice in the current window
+   * the charge is not counted.
+   */
+  charge(key: string, amount: number): void {
+    const slice = this.#slice(key, this.#now());
+    if (slice !== null && amount > 0) slice.available -= amount;
+  }
+
   /** Gives every unspent slice back (and pays what was overspent), for a graceful stop. */
   async returnSlices(): Promise<void> {
     await Promise.allSettled(this.#leasing.values());

@@ -5,7 +5,7 @@
  */
 import type { ChangeHandlers, ConfigChange } from "../cluster/change-listener.js";
 import type { PricingSync } from "../routing/pricing-sync.js";
-import { McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
+import { KeyBackoffTable, McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
 import type { SsoLogin } from "./sso/sso-login.js";
 import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
@@ -75,6 +75,11 @@ export async function applyConfigChange(change: ConfigChange, target: ClusterSyn
     case "sso_session":
       await target.ssoLogin?.sessionChanged(change.id);
       break;
+    case "provider_key_backoff": {
+      const backoff = await new KeyBackoffTable(store).read(change.id);
+      if (backoff !== null) inference.keyBackoffs.apply(backoff);
+      break;
+    }
     default:
       logger.warn({ entity: change.entity }, "ignored a change notification for a table this gateway does not cache");
       return;
@@ -109,5 +114,6 @@ export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> 
   await runtime.credentials.reloadAll();
   await target.pricing?.reloadFromStore();
   await target.ssoLogin?.load();
+  for (const backoff of await new KeyBackoffTable(store).active(Date.now())) inference.keyBackoffs.apply(backoff);
   logger.info({ providers: providers.length, virtual_keys: keys.length, mcp_clients: clients.length }, "reloaded the whole configuration from the store");
 }

@@ -23,6 +23,7 @@ import { Migration20261126170000_level_usage } from "./migrations/Migration20261
 import { Migration20261126180000_cluster_flows } from "./migrations/Migration20261126180000_cluster_flows.js";
 import { Migration20261126184055_shared_counter } from "./migrations/Migration20261126184055_shared_counter.js";
 import { Migration20261126190000_usage_minute } from "./migrations/Migration20261126190000_usage_minute.js";
+import { Migration20261126200000_provider_key_backoff } from "./migrations/Migration20261126200000_provider_key_backoff.js";
 
 /** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
 export const MIGRATIONS: readonly MigrationObject[] = [
@@ -45,4 +46,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126180000_cluster_flows", class: Migration20261126180000_cluster_flows },
   { name: "Migration20261126184055_shared_counter", class: Migration20261126184055_shared_counter },
   { name: "Migration20261126190000_usage_minute", class: Migration20261126190000_usage_minute },
+  { name: "Migration20261126200000_provider_key_backoff", class: Migration20261126200000_provider_key_backoff },
 ];

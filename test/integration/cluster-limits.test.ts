@@ -1,14 +1,16 @@
 /**
  * Budgets and rate limits across three gateway processes on one PostgreSQL: a virtual key's request limit
  * holds for the cluster as a whole when requests are spent through every node at once, with the counters in
- * the database, in Redis, and in the database while the configured Redis does not answer. Skipped, saying
- * why, when no PostgreSQL server (or, for the Redis case, no Redis) answers.
+ * the database, in Redis, and in the database while the configured Redis does not answer; so does the budget
+ * of a virtual key's provider config. Skipped, saying why, when no PostgreSQL server (or, for the Redis case,
+ * no Redis) answers.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
 import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import { after, before, describe, test } from "node:test";
+import { BUNDLED_PRICES } from "../../src/routing/bundled-prices.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { clusterSkipReason, newClusterPlace, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
 
@@ -132,3 +134,73 @@ sharedLimitSuite("a request limit shared through the database while the configur
   url: `redis://127.0.0.1:${await closedPort()}`,
   key_prefix: "gw-test-down:",
 }));
+
+/** Requests a provider config's budget pays for. */
+const BUDGET_REQUESTS = 10;
+/** The one message every budget request sends, so each costs the same. */
+const BUDGET_MESSAGES = [{ role: "user", content: "spend" }];
+
+/** What one budget request costs at the bundled gpt-4o-mini price, from the tokens the upstream reports. */
+async function costOfOneRequest(upstream: string): Promise<{ cost: number; outputTokens: number }> {
+  const res = await fetch(`${upstream}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-up" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: BUDGET_MESSAGES }),
+  });
+  const body = (await res.json()) as { usage: { prompt_tokens: number; completion_tokens: number } };
+  const price = BUNDLED_PRICES["gpt-4o-mini|openai|chat"];
+  assert.ok(price !== undefined, "the bundled prices have no gpt-4o-mini");
+  return { cost: body.usage.prompt_tokens * price.input_cost_per_token + body.usage.completion_tokens * price.output_cost_per_token, outputTokens: body.usage.completion_tokens };
+}
+
+describe("a provider config's budget shared by three nodes on one PostgreSQL", { skip: skip ?? false }, () => {
+  let place: ClusterPlace;
+  let nodes: ClusterNode[] = [];
+  let openai: MockUpstream;
+  let outputTokens = 0;
+
+  before(async () => {
+    openai = await startMockOpenAi();
+    const one = await costOfOneRequest(openai.url);
+    outputTokens = one.outputTokens;
+    place = await newClusterPlace({
+      providers: { openai: { keys: [{ id: "oa", name: "oa", value: "sk-up", models: ["gpt-4o-mini"] }], network_config: { base_url: openai.url } } },
+      governance: {
+        virtual_keys: [
+          {
+            id: "vk-budget",
+            name: "budgeted",
+            value: "sk-gw-budget",
+            provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1, budgets: [{ max_limit: one.cost * BUDGET_REQUESTS, reset_duration: "1h" }] }],
+          },
+        ],
+      },
+    });
+    nodes = await startNodes(place, 3);
+  });
+
+  after(async () => {
+    if (place) await stopCluster(place, nodes);
+    await openai?.close();
+  });
+
+  test("accepts at most the requests the budget pays for plus one per node when every node spends at once", async () => {
+    const sent = nodes.flatMap((node) =>
+      Array.from({ length: BUDGET_REQUESTS }, async () => {
+        const res = await fetch(`${node.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: "Bearer sk-gw-budget" },
+          // max_tokens as the upstream answers, so a request reserves about what it spends.
+          body: JSON.stringify({ model: "gpt-4o-mini", messages: BUDGET_MESSAGES, max_tokens: outputTokens }),
+        });
+        const body = (await res.json()) as { error?: { type?: string } };
+        return { status: res.status, type: body.error?.type ?? null };
+      }),
+    );
+    const answers = await Promise.all(sent);
+    const accepted = answers.filter((a) => a.status === 200).length;
+    assert.ok(accepted > 0, "the budget accepted no request");
+    assert.ok(accepted <= BUDGET_REQUESTS + nodes.length, `accepted ${accepted} requests, more than the ${BUDGET_REQUESTS} the budget pays for plus one per node`);
+    for (const refusal of answers.filter((a) => a.status !== 200)) assert.deepEqual(refusal, { status: 402, type: "policy_budget_exceeded" });
+  });
+});

@@ -6,10 +6,10 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { Hierarchy, type LevelExceeded } from "../../src/routing/hierarchy.js";
-import { LimitGate, type LimitHold } from "../../src/routing/limit-gate.js";
+import { LimitGate, type ConfigExceeded, type LimitHold } from "../../src/routing/limit-gate.js";
 import { parseWindow } from "../../src/routing/limit-window.js";
 import { SharedLedger } from "../../src/routing/shared-ledger.js";
-import type { VirtualKey } from "../../src/routing/types.js";
+import type { ProviderConfig, VirtualKey } from "../../src/routing/types.js";
 import type { CounterBackend, LeaseGrant, LeaseRequest } from "../../src/store/index.js";
 
 const NOW = Date.UTC(2026, 10, 26, 12);
@@ -42,7 +42,7 @@ class MemoryCounters implements CounterBackend {
   }
 }
 
-function isHold(result: LimitHold | LevelExceeded): result is LimitHold {
+function isHold(result: LimitHold | LevelExceeded | ConfigExceeded): result is LimitHold {
   return "local" in result;
 }
 
@@ -121,5 +121,49 @@ describe("reservations shared through a ledger", () => {
     gate.share(new SharedLedger({ backend: broken, liveNodes: () => 1, clock: () => NOW, warn: (_err, message) => warnings.push(message) }));
     assert.equal(await admitted(gate), true);
     assert.equal(warnings.length, 1);
+  });
+});
+
+describe("a provider config's limits shared through a ledger", () => {
+  const config = (provider: string): ProviderConfig => ({
+    provider,
+    allowedModels: ["*"],
+    keyIds: ["*"],
+    weight: 1,
+    budgets: [],
+    rateLimit: { tokenMaxLimit: 100, tokenResetDurationMs: 3_600_000 },
+  });
+  const openai = config("openai");
+  const anthropic = config("anthropic");
+  const vk = key({ providerConfigs: [openai, anthropic] });
+
+  test("three nodes spending at once never reserve more of the config's token limit than it holds", async () => {
+    const backend = new MemoryCounters();
+    const gates = [0, 1, 2].map(() => {
+      const gate = new LimitGate(new Hierarchy(() => NOW));
+      gate.share(new SharedLedger({ backend, liveNodes: () => 3, clock: () => NOW, warn: () => undefined }));
+      return gate;
+    });
+    const results = await Promise.all(gates.flatMap((gate) => Array.from({ length: 20 }, async () => await gate.reserve(vk, { costUsd: 0, tokens: 10 }, openai))));
+    const holds = results.filter(isHold);
+    const reserved = holds.reduce((sum, hold) => sum + (hold.shared?.entries.find((e) => e.key.endsWith("openai:tokens"))?.amount ?? 0), 0);
+    assert.ok(reserved <= 100, `reserved ${reserved} tokens of 100`);
+    assert.ok(holds.length >= 10);
+    for (const refusal of results.filter((r) => !isHold(r))) assert.deepEqual(refusal, { config: openai, limit: "rate_limit" });
+  });
+
+  test("charges the config of the provider that answered, not the one reserved for", async () => {
+    const backend = new MemoryCounters();
+    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const ledger = new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
+    gate.share(ledger);
+    assert.ok(isHold(await gate.reserve(vk, { costUsd: 0, tokens: 10 }, anthropic)));
+    const hold = await gate.reserve(vk, { costUsd: 0, tokens: 10 }, openai);
+    assert.ok(isHold(hold));
+    gate.settle(hold, 0, 7, { virtualKeyId: vk.id, config: anthropic });
+    await ledger.returnSlices();
+    assert.equal(backend.rows.get("provider_config:vk-a:openai:tokens")?.used, 0);
+    // The first hold never settled: its 10 tokens stay spent, plus the 7 the fallback answer cost.
+    assert.equal(backend.rows.get("provider_config:vk-a:anthropic:tokens")?.used, 17);
   });
 });

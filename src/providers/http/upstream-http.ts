@@ -170,7 +170,7 @@ export async function send(dispatcher: Dispatcher, provider: string, call: Upstr
     } catch (err) {
       throw transportError(provider, err, call.signal);
     }
-    throw fromUpstreamStatus(provider, res.statusCode, withoutCredentials(text, sentCredentials(call.headers, call.url)));
+    throw fromUpstreamStatus(provider, res.statusCode, withoutCredentials(text, sentCredentials(call.headers, call.url)), res.headers["retry-after"]);
   }
   const contentType = res.headers["content-type"];
   return { status: res.statusCode, body: res.body, maxBytes, contentType: typeof contentType === "string" ? contentType.toLowerCase() : "" };
@@ -197,6 +197,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
   private cutReason: Error | null = null;
   private controller: Dispatcher.DispatchController | null = null;
   private status = 0;
+  private retryAfter: string | string[] | undefined;
   private chunks: Buffer[] = [];
   private length = 0;
   private maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
@@ -243,11 +244,12 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     if (this.cutReason) controller.abort(this.cutReason);
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     // 1xx informational answers are followed by the real one, and do not end the wait for it.
     if (statusCode < 200) return;
     this.stopClock();
     this.status = statusCode;
+    this.retryAfter = headers["retry-after"];
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -269,7 +271,7 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     const text = decodeUtf8(this.chunks, this.length);
     const status = this.status;
     if (status < 200 || status >= 300) {
-      this.reject(fromUpstreamStatus(this.provider, status, this.redacted(text)));
+      this.reject(fromUpstreamStatus(this.provider, status, this.redacted(text), this.retryAfter));
       return;
     }
     const body = parseJsonObject(text);

@@ -32,7 +32,7 @@ import type {
   TokenUsage,
 } from "../../providers/types.js";
 import { balanceDirections } from "../../routing/adaptive-directions.js";
-import { providerConfigOf, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
+import { providerConfigOf, providerLimitError, routeRequest, type RoutingDecision, type RulesInput } from "../../routing/governance-router.js";
 import type { ComplexityResult } from "../../routing/complexity.js";
 import type { RuleSubject } from "../../routing/routing-rules.js";
 import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selection.js";
@@ -366,7 +366,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     const cost = inference.prices.cost({ provider: base.provider, upstreamModel, alias: base.alias || null, mode }, { input_tokens: input, output_tokens: output });
     observer.usage(base, upstreamModel, input, output, cost);
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
-    if (hold !== null) inference.gate.settle(hold, cost ?? 0, input + output);
+    if (hold !== null) inference.gate.settle(hold, cost ?? 0, input + output, virtualKey !== null && config !== null ? { virtualKeyId: virtualKey.id, config } : null);
     else if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
   }
 
@@ -501,9 +501,11 @@ export function createChatService(deps: ChatDeps): ChatService {
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
         const mode = method === "responses" || method === "embedding" ? method : "chat";
-        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices));
+        const primaryConfig = providerConfigOf(virtualKey, decision.primary.provider);
+        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices), primaryConfig);
         const reserved = reserving instanceof Promise ? await reserving : reserving;
         if ("owner" in reserved) throw levelError(reserved);
+        if ("config" in reserved) throw providerLimitError(virtualKey, [reserved.limit], decision.primary.model);
         hold = reserved;
       }
     } catch (err) {
@@ -699,6 +701,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       random: inference.random,
       // A key a routing rule pins is used whatever its health: the rule decides.
       ...(deps.settings.loadBalancer.routeSelectionEnabled && pinnedKeyId === "" ? { health: inference.routeHealth } : {}),
+      ...(pinnedKeyId === "" ? { backoffs: inference.keyBackoffs } : {}),
     });
     const choices = pinnedKeyId === "" ? reuseSessionKey(ordered, sessionId, target.provider) : ordered.filter((choice) => choice.key.id === pinnedKeyId);
     if (choices.length === 0) {
@@ -765,6 +768,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         state.upstreamMs += failedAfterMs;
         observer.attemptFailed(base, failedAfterMs / 1000, err instanceof ProviderError ? err.upstreamStatus : null);
         recordFailure(target.provider, choice.key.id, err);
+        if (err instanceof ProviderError && err.upstreamStatus === 429 && err.retryAfterMs !== null) inference.keyBackoffs.backOff(target.provider, choice.key.id, err.retryAfterMs);
         const next = choices[index + 1];
         if (err instanceof ProviderError && err.rotateKey && next !== undefined) {
           state.retries++;

@@ -2,13 +2,14 @@
  * Turns on the budget and rate-limit counters every node shares, when the gateway runs on a database
  * server (the embedded database serves one node, whose own counters hold). The node leases slices of them
  * from the shared_counter table, or from Redis when one is configured (the table stands in while Redis does
- * not answer), and gives back what it did not spend when it stops.
+ * not answer), and gives back what it did not spend when it stops. Provider key backoffs (429 with
+ * retry-after) are shared through the database the same way configuration changes are.
  */
 import { FallbackCounters } from "../../cluster/fallback-counters.js";
 import type { NodeRegistry } from "../../cluster/node-registry.js";
 import { RedisCounters } from "../../cluster/redis-counters.js";
 import { SharedLedger } from "../../routing/shared-ledger.js";
-import { SharedCounterTable, type CounterBackend, type Store } from "../../store/index.js";
+import { KeyBackoffTable, SharedCounterTable, type CounterBackend, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { InferenceState } from "./state.js";
 
@@ -53,9 +54,20 @@ export function startSharedLimits(options: {
     warn: (err, message) => logger.warn({ err }, message),
   });
   inference.gate.share(ledger);
+  // A key an upstream told to wait is skipped on every node: the row notifies the others (cluster-sync).
+  const backoffs = new KeyBackoffTable(store);
+  // Backoffs other nodes learnt before this one started; not awaited, so start-up never waits for it.
+  backoffs
+    .active(Date.now())
+    .then((running) => running.forEach((backoff) => inference.keyBackoffs.apply(backoff)))
+    .catch((err: unknown) => logger.warn({ err }, "could not read the provider key backoffs other nodes stored; this node learns new ones as they come"));
+  inference.keyBackoffs.onSet((backoff) => {
+    backoffs.publish(backoff).catch((err: unknown) => logger.warn({ err, provider: backoff.provider, key_id: backoff.keyId }, "could not share a provider key's retry-after with the other nodes"));
+  });
   logger.info({ backend: redis === null ? "database" : "redis" }, "budgets and rate limits are shared by every node");
   return {
     async stop() {
+      inference.keyBackoffs.onSet(null);
       await ledger.returnSlices();
       await redis?.close();
     },

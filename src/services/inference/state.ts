@@ -21,6 +21,7 @@ import { RoutingRuleSet } from "../../routing/routing-rules.js";
 import { SessionAffinity } from "../../routing/session-affinity.js";
 import type { Clock, Random, VirtualKey } from "../../routing/types.js";
 import { UsageLimits } from "../../routing/usage-limits.js";
+import { KeyBackoffs } from "../../routing/key-backoffs.js";
 import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { RouteStateSample } from "../../telemetry/metrics.js";
@@ -64,6 +65,8 @@ export interface Inference {
   readonly affinity: SessionAffinity;
   /** Per-minute request totals, counted on the request path and written by the usage flush. */
   readonly usageHistory: UsageHistory;
+  /** Provider keys an upstream told to wait (429 with retry-after); shared on a cluster. */
+  readonly keyBackoffs: KeyBackoffs;
 }
 
 /** The live state with the operations admin writes use. */
@@ -85,6 +88,7 @@ export class InferenceState implements Inference {
   readonly upstreamTimeoutMs: number | undefined;
   readonly routeHealth: RouteHealth;
   readonly affinity: SessionAffinity;
+  readonly keyBackoffs: KeyBackoffs;
   /** client.initial_pool_size is read from here when a provider is loaded; without settings nothing is pre-opened. */
   readonly #settings: RuntimeSettings | undefined;
   readonly #logger: Logger | undefined;
@@ -98,6 +102,7 @@ export class InferenceState implements Inference {
     this.#settings = options.settings;
     this.#logger = options.logger;
     this.affinity = new SessionAffinity(options.clock);
+    this.keyBackoffs = new KeyBackoffs(options.clock);
     this.routeHealth = new RouteHealth({
       ...(options.clock ? { clock: options.clock } : {}),
       onChange: (change) => this.#logger?.info({ provider: change.provider, key_id: change.keyId, from: change.from, to: change.to, reason: change.reason }, `route ${change.provider}${change.keyId === "" ? "" : `/${change.keyId}`} is now ${change.to}: ${change.reason}`),
