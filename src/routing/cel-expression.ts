@@ -5,6 +5,7 @@
 import { CelScalar, celEnv, isCelError, mapType, parse, plan, type CelResult } from "@bufbuild/cel";
 import { invalidField } from "../errors.js";
 import { compileFastCondition, type CelNode } from "./cel-fast-path.js";
+import { guardOf, type RuleGuard } from "./cel-guard.js";
 
 /** The variables a condition may read, with their CEL types. */
 const VARIABLES = {
@@ -55,10 +56,12 @@ export interface RuleCondition {
   (vars: RuleVariables): boolean | Error;
   /** The variables the expression reads, so costly ones are computed only when some rule needs them. */
   readonly reads: ReadonlySet<string>;
+  /** A cheap necessary condition (a model or a header it needs), or null: a request it rules out skips the rule. */
+  readonly guard: RuleGuard | null;
 }
 
 /** Values every variable takes when nothing is known, for the compile-time result check. */
-const EMPTY: RuleVariables = {
+export const EMPTY_RULE_VARIABLES: Readonly<RuleVariables> = {
   model: "",
   provider: "",
   request_type: "",
@@ -189,7 +192,7 @@ function asBoolean(result: CelResult): boolean | Error {
  * a syntax error with its line and column, an unknown variable, or a result that is not boolean.
  */
 export function compileCondition(expression: string, field: string, options: { fastPath?: boolean } = {}): RuleCondition {
-  if (expression.trim() === "") return Object.assign(() => true, { reads: new Set<string>() });
+  if (expression.trim() === "") return Object.assign(() => true, { reads: new Set<string>(), guard: null });
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(expression);
@@ -206,15 +209,17 @@ export function compileCondition(expression: string, field: string, options: { f
   if (why !== null) throw invalidField(field, `must be a boolean expression, but ${why}`);
   const run = plan(ENV, parsed);
   // With every variable empty, a result that is neither boolean nor an error proves the type wrong.
-  const dry = run(EMPTY as never);
+  const dry = run(EMPTY_RULE_VARIABLES as never);
   if (!isCelError(dry) && typeof dry !== "boolean") throw invalidField(field, `must be a boolean expression, but it returns a ${typeof dry === "bigint" ? "int" : typeof dry}`);
   // `fastPath: false` keeps every evaluation on the planner: the reference the fast path is tested against.
   const fast = options.fastPath === false ? null : compileFastCondition(root);
-  if (fast === null) return Object.assign((vars: RuleVariables) => asBoolean(run(vars as never)), { reads });
+  // Header names are lowercase by now (checkAndNormalize), as the request's are.
+  const guard = options.fastPath === false ? null : guardOf(root);
+  if (fast === null) return Object.assign((vars: RuleVariables) => asBoolean(run(vars as never)), { reads, guard });
   const evaluate = (vars: RuleVariables): boolean | Error => {
     const result = fast(vars as unknown as Readonly<Record<string, unknown>>);
     if (result === true || result === false || result instanceof Error) return result;
     return asBoolean(run(vars as never));
   };
-  return Object.assign(evaluate, { reads });
+  return Object.assign(evaluate, { reads, guard });
 }

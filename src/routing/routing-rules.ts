@@ -6,6 +6,7 @@
  * nothing changes, or a rule would match a second time.
  */
 import type { RuleCondition, RuleVariables } from "./cel-expression.js";
+import { guardAdmits } from "./cel-guard.js";
 import { weightedIndex } from "./weighted-random.js";
 import type { Random } from "./types.js";
 
@@ -54,12 +55,14 @@ export interface RuleSubject {
   customerId: string;
 }
 
-/** The request as the rules see it; `vars` is built only when some rule is in scope. */
+/** The request as the rules see it; `vars` is built only when a rule in scope passes its guard. */
 export interface RuleInput {
   provider: string;
   model: string;
   subject: RuleSubject;
   vars: () => RuleVariables;
+  /** Whether the request sent this (lowercase) header, for the rules' guards. */
+  hasHeader: (name: string) => boolean;
 }
 
 /** What the matching rules decided. */
@@ -178,13 +181,19 @@ export class RoutingRuleSet {
   evaluate(input: RuleInput, random: Random, onError: (failure: RuleEvaluationError) => void): RuleMatch | null {
     const rules = this.#inScope(input.subject);
     if (rules.length === 0) return null;
-    let vars = input.vars();
+    let built: RuleVariables | null = null;
     let provider = input.provider;
     let model = input.model;
+    // Built once, and only when a rule passes its guard; a chain round sees its rewritten provider and model.
+    const vars = (): RuleVariables => {
+      built ??= input.vars();
+      if (built.provider !== provider || built.model !== model) built = { ...built, provider, model };
+      return built;
+    };
     let match: RuleMatch | null = null;
     const seen = new Set<string>();
     for (let round = 0; round < MAX_CHAIN; round++) {
-      const rule = firstMatch(rules, vars, seen, onError);
+      const rule = firstMatch(rules, model, input.hasHeader, vars, seen, onError);
       if (rule === null) break;
       seen.add(rule.id);
       const target = rule.targets[weightedIndex(rule.targets, (t) => t.weight, random)] as RuleTarget;
@@ -203,17 +212,25 @@ export class RoutingRuleSet {
       if (!rule.chainRule || !changed) break;
       provider = nextProvider;
       model = nextModel;
-      vars = { ...vars, provider, model };
     }
     return match;
   }
 }
 
-function firstMatch(rules: readonly RoutingRule[], vars: RuleVariables, seen: ReadonlySet<string>, onError: (failure: RuleEvaluationError) => void): RoutingRule | null {
+function firstMatch(
+  rules: readonly RoutingRule[],
+  model: string,
+  hasHeader: (name: string) => boolean,
+  vars: () => RuleVariables,
+  seen: ReadonlySet<string>,
+  onError: (failure: RuleEvaluationError) => void,
+): RoutingRule | null {
   const chained = seen.size > 0;
   for (const rule of rules) {
     if (chained && seen.has(rule.id)) continue;
-    const result = rule.condition(vars);
+    const guard = rule.condition.guard;
+    if (guard !== null && !guardAdmits(guard, model, hasHeader)) continue;
+    const result = rule.condition(vars());
     if (result === true) return rule;
     if (result instanceof Error) onError({ rule, error: result });
   }

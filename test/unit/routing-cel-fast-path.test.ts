@@ -4,6 +4,7 @@ import { parse } from "@bufbuild/cel";
 import { compileCondition, type RuleVariables } from "../../src/routing/cel-expression.js";
 import { seededRandom as random } from "../../src/routing/weighted-random.js";
 import { compileFastCondition, type CelNode, type FastCondition } from "../../src/routing/cel-fast-path.js";
+import { guardAdmits } from "../../src/routing/cel-guard.js";
 
 const SEED = 20261126;
 const STRINGS = ['"gpt-4o"', '"claude"', '"gpt"', '""', '"x-tier"', '"gold"', '"temperature"', '"2"'];
@@ -121,4 +122,38 @@ test("a missing header is the planner's evaluation error on the fast path", () =
   const result = condition({ ...variables(random(2)), headers: new Map() });
   assert.ok(result instanceof Error);
   assert.match(result.message, /x-tier/);
+});
+
+test("a guard that rules a request out always means the planner answers false, not an error", () => {
+  const next = random(SEED + 1);
+  let guarded = 0;
+  let ruledOut = 0;
+  for (let i = 0; i < 3000; i++) {
+    const source = expression(next, 3);
+    let reference: ReturnType<typeof compileCondition>;
+    try {
+      reference = compileCondition(source, "cel_expression", { fastPath: false });
+    } catch {
+      continue;
+    }
+    const guard = compileCondition(source, "cel_expression").guard;
+    if (guard === null) continue;
+    guarded++;
+    for (let j = 0; j < 8; j++) {
+      const vars = variables(next);
+      if (guardAdmits(guard, vars.model, (name) => vars.headers.has(name))) continue;
+      ruledOut++;
+      assert.equal(outcome(reference(vars)), false, `seed ${SEED + 1}, case ${i}.${j}: ${source} with model ${vars.model} and headers ${[...vars.headers.keys()].join(",")}`);
+    }
+  }
+  // Enough generated cases must have a guard and be ruled out by it, or this test would prove nothing.
+  assert.ok(guarded > 150 && ruledOut > 600, `only ${guarded} guarded conditions and ${ruledOut} ruled-out evaluations`);
+});
+
+test("guards a condition on its model constants and header names, and not one that can match without them", () => {
+  const guard = compileCondition('model == "gpt-4o" || ("X-Tier" in headers && request > 50.0)', "cel_expression").guard;
+  assert.deepEqual(guard && { models: [...guard.models], headers: guard.headers }, { models: ["gpt-4o"], headers: ["x-tier"] });
+  for (const source of ['model == "gpt-4o" || request > 50.0', '!(model == "gpt-4o")', 'model != "gpt-4o"', 'headers["x-tier"] == "gold"', "true"]) {
+    assert.equal(compileCondition(source, "cel_expression").guard, null, source);
+  }
 });

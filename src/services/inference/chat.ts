@@ -51,7 +51,7 @@ import { credentialFromHeaders } from "./credential.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response-cache.js";
-import { routingLogEntry, ruleVariables } from "./rule-variables.js";
+import { routingLogEntry, ruleVariables, sentHeaderNames } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
 import { lazyWorstCase } from "./worst-case.js";
@@ -422,10 +422,13 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   function rulesOf(call: ChatCall, method: InferenceMethod, virtualKey: VirtualKey | null, complexity: ComplexityResult | null): RulesInput {
+    let sent: ReadonlySet<string> | null = null;
     return {
       set: inference.routingRules,
       subject: ruleSubject(virtualKey),
       vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference, complexity?.tier ?? ""),
+      // The names as the `headers` variable has them: lowercase, sent with a value.
+      hasHeader: (name) => (sent ??= sentHeaderNames(call.headers)).has(name),
       onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error, call.scope?.trace?.ids()),
     };
   }

@@ -22,6 +22,13 @@ function headerMap(headers: ChatCall["headers"]): Map<string, string> {
   return out;
 }
 
+/** The names `headers` has for a request (lowercase, sent with a value), for the rules' guards. */
+export function sentHeaderNames(headers: ChatCall["headers"]): ReadonlySet<string> {
+  const names = new Set<string>();
+  for (const name in headers) if (headers[name] !== undefined) names.add(name.toLowerCase());
+  return names;
+}
+
 /** Query parameters, then the body's top-level scalar fields (the body wins on a clash). */
 function paramMap(call: ChatCall): Map<string, string | number | boolean> {
   const out = new Map<string, string | number | boolean>();

@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { EMPTY_RULE_VARIABLES, compileCondition, type RuleVariables } from "../../src/routing/cel-expression.js";
+import { RoutingRuleSet, type RoutingRule } from "../../src/routing/routing-rules.js";
+import { seededRandom } from "../../src/routing/weighted-random.js";
+
+function rule(id: string, expression: string, model: string): RoutingRule {
+  return {
+    id,
+    name: id,
+    enabled: true,
+    priority: 0,
+    scope: "global",
+    scopeId: "",
+    targets: [{ provider: "", model, keyId: "", weight: 1 }],
+    fallbacks: [],
+    chainRule: false,
+    condition: compileCondition(expression, "cel_expression"),
+  };
+}
+
+const SUBJECT = { virtualKeyId: "", teamId: "", customerId: "" };
+
+function variables(model: string, headers: Record<string, string>): RuleVariables {
+  return { ...EMPTY_RULE_VARIABLES, model, headers: new Map(Object.entries(headers)) };
+}
+
+function evaluate(set: RoutingRuleSet, model: string, headers: Record<string, string>): { matched: string | null; built: number } {
+  let built = 0;
+  const match = set.evaluate(
+    { provider: "", model, subject: SUBJECT, vars: () => (built++, variables(model, headers)), hasHeader: (name) => name in headers },
+    seededRandom(1),
+    () => undefined,
+  );
+  return { matched: match?.rule.id ?? null, built };
+}
+
+test("skips rules whose guard rules the request out without building its variables", () => {
+  const set = new RoutingRuleSet();
+  set.replaceAll(Array.from({ length: 50 }, (_, i) => rule(`r${i}`, `model == "never-${i}" || ("x-rule-${i}" in headers && request > 200.0)`, "other")));
+  assert.deepEqual(evaluate(set, "gpt-4o", { "content-type": "application/json" }), { matched: null, built: 0 });
+});
+
+test("still evaluates a guarded rule when its model or header is present", () => {
+  const set = new RoutingRuleSet();
+  set.replaceAll([rule("by-model", 'model == "gpt-4o"', "a"), rule("by-header", '"x-tier" in headers && headers["x-tier"] == "gold"', "b")]);
+  assert.deepEqual(evaluate(set, "gpt-4o", {}), { matched: "by-model", built: 1 });
+  assert.deepEqual(evaluate(set, "claude", { "x-tier": "gold" }), { matched: "by-header", built: 1 });
+  assert.deepEqual(evaluate(set, "claude", { "x-tier": "silver" }), { matched: null, built: 1 });
+});
