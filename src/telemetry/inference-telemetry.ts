@@ -8,7 +8,7 @@ import { httpStatusOf, type GatewayError } from "../errors.js";
 import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
 import type { Logger } from "./logger.js";
 import type { BaseLabels, CacheType, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
-import { RoutingLog, type RoutingLogEntry } from "./routing-log.js";
+import { RoutingLog, type RoutingLogRecord } from "./routing-log.js";
 import type { TraceIds } from "./tracing.js";
 import { NO_KEY, type UsageHistory } from "./usage-history.js";
 
@@ -134,8 +134,11 @@ export class InferenceTelemetry implements InferenceObserver {
     this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
   }
 
-  routed(entry: RoutingLogEntry, logIds?: TraceIds): void {
-    this.routingLog.add(entry);
+  routed(record: RoutingLogRecord, logIds?: TraceIds): void {
+    this.routingLog.add(record);
+    // The entry's text is built for the debug line only when that line is written.
+    if (!this.logger.isLevelEnabled("debug")) return;
+    const entry = record.describe();
     this.logger.debug(
       {
         ...logIds,

@@ -500,7 +500,8 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
-      observer.routed(routingLogEntry(call.body.model, decision, virtualKey), call.scope?.trace?.ids());
+      const routed = decision;
+      observer.routed({ at: Date.now(), describe: () => routingLogEntry(call.body.model, routed, virtualKey) }, call.scope?.trace?.ids());
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
         const mode = method === "responses" || method === "embedding" ? method : "chat";

@@ -82,8 +82,8 @@ function catalogMessage(resolution: CatalogResolution, primary: RouteTarget): st
   return `model-catalog: model "${resolution.model}" has ${options.length} catalog option${options.length === 1 ? "" : "s"} [${options.join(", ")}]; selected provider "${resolution.selected}"${moved}: ${formatTarget(primary)}`;
 }
 
-/** The routing log entry of a decision. */
-export function routingLogEntry(requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogEntry {
+/** The routing log entry of a decision, but its time. */
+export function routingLogEntry(requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): Omit<RoutingLogEntry, "time"> {
   const targets = decisionTargets(decision);
   const by = decision.rule !== null
     ? `routing rule "${decision.rule.name}" matched`
@@ -93,7 +93,6 @@ export function routingLogEntry(requestedModel: string, decision: RoutingDecisio
         ? "the model catalog chose"
         : "the request named its provider";
   return {
-    time: new Date().toISOString(),
     engines: [...decision.enginesUsed],
     requestedModel,
     provider: decision.primary.provider,
