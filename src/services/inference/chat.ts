@@ -415,7 +415,7 @@ export function createChatService(deps: ChatDeps): ChatService {
    * The request's complexity tier when a routing rule in scope reads `complexity_tier` (null otherwise, and
    * then nothing is computed); `skipped` when `routing.complexity` is not configured.
    */
-  async function complexityOf(call: ChatCall, virtualKey: VirtualKey | null, sessionId: string): Promise<ComplexityResult | null> {
+  function complexityOf(call: ChatCall, virtualKey: VirtualKey | null, sessionId: string): Promise<ComplexityResult> | ComplexityResult | null {
     if (!inference.routingRules.needsComplexity(ruleSubject(virtualKey))) return null;
     if (deps.complexity === undefined) return { tier: "", mechanism: "skipped" };
     return deps.complexity.classify(call.body, sessionId, call.signal);
@@ -493,7 +493,9 @@ export function createChatService(deps: ChatDeps): ChatService {
         const over = inference.hierarchy.exceeded(virtualKey);
         if (over !== null) throw levelError(over);
       }
-      complexity = await complexityOf(call, virtualKey, sessionId);
+      // Awaited only when a rule needs a tier: most requests need none, and an await is a turn of the microtask queue.
+      const classifying = complexityOf(call, virtualKey, sessionId);
+      complexity = classifying instanceof Promise ? await classifying : classifying;
       decision = routeRequest(
         { model: call.body.model, ...(fallbacks ? { fallbacks } : {}), virtualKey, rules: rulesOf(call, method, virtualKey, complexity), integration: call.method === "messages" ? "anthropic" : null },
         { catalog: inference.catalog, limits: inference.limits, random: inference.random },
@@ -506,7 +508,7 @@ export function createChatService(deps: ChatDeps): ChatService {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
         const mode = method === "responses" || method === "embedding" ? method : "chat";
         const primaryConfig = providerConfigOf(virtualKey, decision.primary.provider);
-        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices), primaryConfig);
+        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices, call.rawBody), primaryConfig);
         const reserved = reserving instanceof Promise ? await reserving : reserving;
         if ("owner" in reserved) throw levelError(reserved);
         if ("config" in reserved) throw providerLimitError(virtualKey, [reserved.limit], decision.primary.model);
@@ -564,7 +566,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       throw new GatewayError("invalid_argument", `x-gw-cache: ${cache.semanticProblem}; send x-gw-cache: direct instead`, { type: "caller_invalid_request", httpStatus: 400, field: "x-gw-cache" });
     }
     if (cache === undefined || call.method === "embedding") return null;
-    const plan = cache.plan({ method: call.method ?? "chat", provider: decision.primary.provider, model: decision.primary.model, body: call.body }, virtualKey, headers);
+    const plan = cache.plan({ method: call.method ?? "chat", provider: decision.primary.provider, model: decision.primary.model, body: call.body }, virtualKey, headers, call.rawBody);
     if (plan !== null && plan.mode === "semantic" && cache.semanticProblem !== null) return { ...plan, mode: "direct", semantic: null };
     return plan;
   }

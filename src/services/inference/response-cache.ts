@@ -51,6 +51,13 @@ export const DEFAULT_CACHE_LIMITS: ResponseCacheLimits = {
   sweepIntervalMs: 60_000,
 };
 
+/** The TTL of a plan that names none, parsed once. */
+const DEFAULT_TTL_MS = cacheTtlMs(DEFAULT_CACHE_TTL, "ttl");
+
+/** Direct keys remembered per request text: a repeated request skips sorting and hashing its body again. */
+const KEY_MEMO_ENTRIES = 4096;
+const KEY_MEMO_BYTES = 8 * 1024 * 1024;
+
 /** Table writes waiting at once beyond this are dropped: memory still holds the answer. */
 const MAX_PENDING_WRITES = 256;
 
@@ -115,6 +122,7 @@ function answerOf(stored: StoredAnswer): CachedAnswer | null {
 /** The response cache of one gateway process. */
 export class ResponseCache {
   readonly #memory: LruMap<string, MemoryEntry>;
+  readonly #keys = new LruMap<string, { key: string; bytes: number }>(KEY_MEMO_ENTRIES, KEY_MEMO_BYTES, (entry) => entry.bytes);
   readonly #limits: ResponseCacheLimits;
   readonly #pending = new Set<Promise<void>>();
   #sweeper: NodeJS.Timeout | undefined;
@@ -134,7 +142,7 @@ export class ResponseCache {
    * What the cache does for a request: null when caching is off for it. `headers` override the key's
    * settings; a semantic request this gateway cannot serve semantically is refused by the caller beforehand.
    */
-  plan(input: Omit<CacheKeyInput, "namespace">, virtualKey: VirtualKey | null, headers: CacheRequestHeaders): CachePlan | null {
+  plan(input: Omit<CacheKeyInput, "namespace">, virtualKey: VirtualKey | null, headers: CacheRequestHeaders, text?: string): CachePlan | null {
     const settings = virtualKey?.cache;
     const mode = headers.mode ?? settings?.mode ?? "off";
     if (mode === "off") return null;
@@ -142,14 +150,26 @@ export class ResponseCache {
     const keyInput = { ...input, namespace };
     return {
       mode,
-      ttlMs: headers.ttlMs ?? settings?.ttlMs ?? cacheTtlMs(DEFAULT_CACHE_TTL, "ttl"),
+      ttlMs: headers.ttlMs ?? settings?.ttlMs ?? DEFAULT_TTL_MS,
       threshold: settings?.threshold ?? DEFAULT_CACHE_THRESHOLD,
       namespace,
-      key: directCacheKey(keyInput),
+      key: this.#directKey(keyInput, text),
       stream: input.body["stream"] === true,
       semantic: mode === "semantic" ? semanticParts(keyInput) : null,
       embedding: null,
     };
+  }
+
+  /** The direct key of a request; `text`, the body as sent, finds the key of a request seen before. */
+  #directKey(input: CacheKeyInput, text: string | undefined): string {
+    if (text === undefined || text === "") return directCacheKey(input);
+    // The same text with the same namespace, API and target always normalises to the same key.
+    const memo = `${input.namespace}\u0000${input.method}\u0000${input.provider}\u0000${input.model}\u0000${text}`;
+    const known = this.#keys.get(memo);
+    if (known !== undefined) return known.key;
+    const key = directCacheKey(input);
+    this.#keys.set(memo, { key, bytes: memo.length * 2 });
+    return key;
   }
 
   /**

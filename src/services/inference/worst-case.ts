@@ -1,6 +1,7 @@
 /**
  * The most a request can spend, reserved against its budgets and token limits before the upstream call:
- * its prompt (estimated at four characters a token) plus the output it allows (`max_tokens`,
+ * its prompt (estimated at four characters a token; the whole request text when the gateway holds it, which
+ * bounds the prompt from above without serialising it again) plus the output it allows (`max_tokens`,
  * `max_completion_tokens` or `max_output_tokens`, else the model's `max_output_tokens` from the pricing
  * datasheet, else DEFAULT_OUTPUT_TOKENS), at the target's catalog prices.
  */
@@ -17,10 +18,8 @@ const CHARS_PER_TOKEN = 4;
 const OUTPUT_FIELDS = ["max_tokens", "max_completion_tokens", "max_output_tokens"] as const;
 
 /** A request's worst-case cost and tokens on `target`. */
-export function worstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable): WorstCase {
-  const prompt = body["messages"] ?? body["input"] ?? "";
-  const system = body["system"] ?? body["instructions"] ?? "";
-  const chars = (typeof prompt === "string" ? prompt.length : JSON.stringify(prompt).length) + (typeof system === "string" ? system.length : JSON.stringify(system).length);
+export function worstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable, text?: string): WorstCase {
+  const chars = text !== undefined && text !== "" ? text.length : promptChars(body);
   const input = Math.ceil(chars / CHARS_PER_TOKEN);
   let output = 0;
   if (mode !== "embedding") {
@@ -31,13 +30,20 @@ export function worstCase(body: Readonly<Record<string, unknown>>, mode: Pricing
   return { costUsd: cost ?? 0, tokens: input + output };
 }
 
+/** The characters of the prompt and the system text as JSON. */
+function promptChars(body: Readonly<Record<string, unknown>>): number {
+  const prompt = body["messages"] ?? body["input"] ?? "";
+  const system = body["system"] ?? body["instructions"] ?? "";
+  return (typeof prompt === "string" ? prompt.length : JSON.stringify(prompt).length) + (typeof system === "string" ? system.length : JSON.stringify(system).length);
+}
+
 /**
  * The same figures worked out on first read: most keys have no budget or token limit at any level, and
  * their requests then never pay for measuring the prompt or looking up prices.
  */
-export function lazyWorstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable): WorstCase {
+export function lazyWorstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable, text?: string): WorstCase {
   let figures: WorstCase | undefined;
-  const get = (): WorstCase => (figures ??= worstCase(body, mode, target, prices));
+  const get = (): WorstCase => (figures ??= worstCase(body, mode, target, prices, text));
   return {
     get costUsd() {
       return get().costUsd;
