@@ -41,8 +41,9 @@
  * gateway variants; default all; direct and the floors always run), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
  * schema of its own), BENCH_CLUSTER=1 (with BENCH_DATABASE_URL: also two gateway nodes sharing one schema there, their
  * budget and rate-limit counters shared, loaded round-robin by the bench's own client; throughput per node is
- * reported next to the single node's), BENCH_PROFILE=1 starts the gateway children with `--cpu-prof`
- * writing into bench/profiles/<variant>/ (one file per thread; the main thread's is the largest).
+ * reported next to the single node's, with each node's CPU per request), BENCH_PROFILE=1 starts the gateway
+ * children and floor-json with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
+ * per thread; the main thread's is the largest).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -398,7 +399,7 @@ async function throughput(url: string, pid: number | undefined, errors: Errors, 
 }
 
 /** Closed loop over several nodes: worker i sends to node i mod n, as a round-robin load balancer would. */
-async function clusterThroughput(urls: readonly string[], errors: Errors): Promise<{ rps: number; perNode: number[] }> {
+async function clusterThroughput(urls: readonly string[], pids: readonly (number | undefined)[], errors: Errors): Promise<{ rps: number; perNode: number[]; cpuUsPerRequest: number[] }> {
   const pools = urls.map((url) => new Pool(url, { connections: Math.ceil(CONNECTIONS / urls.length), pipelining: 1 }));
   const loop = async (until: number, count: Errors): Promise<number[]> => {
     const done = urls.map(() => 0);
@@ -412,11 +413,14 @@ async function clusterThroughput(urls: readonly string[], errors: Errors): Promi
   };
   try {
     await loop(performance.now() + WARMUP_MS, errors);
+    const cpuBefore = pids.map(cpuMs);
     const started = performance.now();
     const done = await loop(started + SECONDS * 1000, errors);
     const elapsed = performance.now() - started;
     const perNode = done.map((n) => (n * 1000) / elapsed);
-    return { rps: perNode.reduce((a, b) => a + b, 0), perNode };
+    // Each node's CPU per request it served: the cost the shared counters add, whatever the core count.
+    const cpuUsPerRequest = pids.map((pid, i) => ((cpuMs(pid) - (cpuBefore[i] ?? Number.NaN)) * 1000) / (done[i] ?? Number.NaN));
+    return { rps: perNode.reduce((a, b) => a + b, 0), perNode, cpuUsPerRequest };
   } finally {
     await Promise.all(pools.map((pool) => pool.close()));
   }
@@ -700,6 +704,14 @@ function report(results: TargetResult[], loadAtStart: number): void {
   for (const r of results) for (const sample of r.errorSamples) console.log(`  ${r.name}: ${sample}`);
 }
 
+/**
+ * The node flags that profile a child under BENCH_PROFILE=1: one directory per target (node writes one
+ * profile per thread), sampled every 100 µs, as a request costs tens of microseconds.
+ */
+function profileArgs(name: string): string[] {
+  return PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}/${name}`] : [];
+}
+
 /** Runs the template maker of `npm run build` into `dir` (the gateway bundle's DEFAULT_TEMPLATE_DIR). */
 async function makeTemplate(dir: string): Promise<void> {
   mkdirSync(BUILD_DIR, { recursive: true });
@@ -725,7 +737,7 @@ async function main(): Promise<void> {
   process.stderr.write(`starting the floors and ${SELECTED_VARIANTS.size} gateway variant(s) (the embedded database takes a few seconds)...\n`);
   const starting = [
     startChild("floor", "./floor.ts", env),
-    startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }),
+    startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }, profileArgs("floor-json")),
     ...GATEWAY_VARIANTS.filter((variant) => SELECTED_VARIANTS.has(variant.name)).map((variant) =>
       startChild(
         variant.name,
@@ -740,8 +752,7 @@ async function main(): Promise<void> {
             databaseUrl: variant.databaseUrl,
           }),
         },
-        // One directory per variant: node writes one profile per thread.
-        PROFILE ? ["--cpu-prof", `--cpu-prof-dir=${PROFILE_DIR}/${variant.name}`] : [],
+        profileArgs(variant.name),
       ),
     ),
   ];
@@ -769,10 +780,10 @@ async function main(): Promise<void> {
     results.push(await measure(target));
     await sleep(1_000);
   }
-  let clusterResult: { rps: number; perNode: number[]; errors: number; errorSamples: string[] } | null = null;
+  let clusterResult: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null = null;
   if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
     const errors = new Errors();
-    const run = await phase("cluster", "throughput", `two nodes round-robin (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => clusterThroughput(clusterNodes.map((n) => n.url), errors), { rps: Number.NaN, perNode: [] });
+    const run = await phase("cluster", "throughput", `two nodes round-robin (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => clusterThroughput(clusterNodes.map((n) => n.url), clusterNodes.map((n) => n.process.pid), errors), { rps: Number.NaN, perNode: [], cpuUsPerRequest: [] });
     clusterResult = { ...run, errors: errors.count, errorSamples: [...errors.samples] };
   }
   peaks.stop();
@@ -784,8 +795,8 @@ async function main(): Promise<void> {
   report(results, loadAtStart);
   if (clusterResult !== null) {
     const single = results.find((r) => r.name === "gateway-pg");
-    const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s`).join(", ");
-    console.log(`cluster of 2 on PostgreSQL, round-robin: ${fmt(clusterResult.rps, 0)} req/s in all (${nodes}); one node (gateway-pg): ${single ? `${fmt(single.throughput.rps, 0)} req/s` : "not run (BENCH_VARIANTS)"}`);
+    const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s at ${fmt(clusterResult?.cpuUsPerRequest[i] ?? Number.NaN, 0)} µs CPU each`).join(", ");
+    console.log(`cluster of 2 on PostgreSQL, round-robin: ${fmt(clusterResult.rps, 0)} req/s in all (${nodes}); one node (gateway-pg): ${single ? `${fmt(single.throughput.rps, 0)} req/s at ${fmt(single.throughput.cpuUsPerRequest, 0)} µs CPU each` : "not run (BENCH_VARIANTS)"}`);
     console.log(`cluster errors: ${clusterResult.errors}${clusterResult.errors > 0 ? "  <- INVALID RUN" : ""}`);
     for (const sample of clusterResult.errorSamples) console.log(`  cluster: ${sample}`);
   }
