@@ -30,3 +30,26 @@ test("joins multi-line data and skips comments", async () => {
 test("drops a trailing event without its blank line", async () => {
   assert.deepEqual(await parse(["data: done\n\n", "data: partial"]), [{ event: "message", data: "done" }]);
 });
+
+test("splits many events in one chunk, with CR, LF and CRLF line endings mixed", async () => {
+  assert.deepEqual(await parse(["data: a\n\ndata: b\r\rdata: c\r\n\r\nevent: e\ndata: d\n\n"]), [
+    { event: "message", data: "a" },
+    { event: "message", data: "b" },
+    { event: "message", data: "c" },
+    { event: "e", data: "d" },
+  ]);
+});
+
+test("fails with the limit's error once the bytes read pass it", async () => {
+  const bytes = (async function* () {
+    for (let i = 0; i < 10; i++) yield new TextEncoder().encode(`data: ${i}\n\n`);
+  })();
+  const seen: string[] = [];
+  await assert.rejects(
+    (async () => {
+      for await (const event of parseSse(bytes, { maxBytes: 20, error: () => new Error("too long") })) seen.push(event.data);
+    })(),
+    /too long/,
+  );
+  assert.deepEqual(seen, ["0", "1"]);
+});

@@ -79,7 +79,12 @@ class UpstreamEventStream implements ProviderStream {
     const body = this.res.body;
     let finished = false;
     try {
-      yield* this.translate(this.decode(capped(this.provider, body, this.res.maxBytes)));
+      // The SSE parser counts the bytes itself: one async layer fewer per network chunk.
+      const events =
+        this.decode === parseSse
+          ? parseSse(body, { maxBytes: this.res.maxBytes, error: () => tooLarge(this.provider, this.res.maxBytes) })
+          : this.decode(capped(this.provider, body, this.res.maxBytes));
+      yield* this.translate(events);
       finished = true;
     } catch (err) {
       throw transportError(this.provider, err, this.signal);
