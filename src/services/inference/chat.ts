@@ -629,7 +629,8 @@ export function createChatService(deps: ChatDeps): ChatService {
         if (call.signal.aborted) throw err;
         targetError = asGatewayError(err);
         const next = targets[fallbackIndex + 1];
-        observer.targetFailed(state.lastLabels ?? labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace }), targetError, err, next);
+        state.lastLabels ??= labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace });
+        observer.targetFailed(state.lastLabels, targetError, err, next);
         if (next !== undefined) state.retries++;
       }
       primaryError ??= targetError;
@@ -675,8 +676,9 @@ export function createChatService(deps: ChatDeps): ChatService {
   }
 
   async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
-    const { method, virtualKey, route, target, fallbackIndex, state } = at;
-    state.lastLabels = labels(virtualKey, route, { method, custom: call.scope?.dims.metricValues, target, choice: null, fallbackIndex, retried: false, trace: call.scope?.trace });
+    const { target, state } = at;
+    // A failure before a key is chosen gets this target's labels in attemptAll; the keys' loop sets its own.
+    state.lastLabels = null;
     const provider = providerOf(target);
     const limiter = provider.limiter;
     if (limiter === null) return attemptKeys(call, at, provider, null);
