@@ -103,6 +103,8 @@ export class Hierarchy {
   /** Reserved and not yet settled, per `<owner key>:<budget|tokens>`, in the window that starts at `start`. */
   readonly #pending = new Map<string, { start: number; amount: number }>();
   readonly #now: Clock;
+  /** Owners removed since the flusher last deleted their stored counters. */
+  readonly #removed = new Set<string>();
   #revision = 0;
 
   constructor(now: Clock = Date.now) {
@@ -117,7 +119,44 @@ export class Hierarchy {
   /** Removes an owner and its counters. */
   remove(level: Level, id: string): void {
     this.#owners.delete(key(level, id));
-    if (this.#counters.delete(key(level, id))) this.#revision += 1;
+    // Stored counters go too, even when this node never counted any: another node may have.
+    this.#removed.add(key(level, id));
+    this.#counters.delete(key(level, id));
+    this.#revision += 1;
+  }
+
+  /** Owner keys removed since `forgetRemoved`, whose stored counters are to be deleted. */
+  removed(): string[] {
+    return [...this.#removed];
+  }
+
+  /** Marks removed owners' stored counters as deleted. */
+  forgetRemoved(ownerKeys: readonly string[]): void {
+    for (const ownerKey of ownerKeys) this.#removed.delete(ownerKey);
+  }
+
+  /** One window of an owner's counters as counted here (`ownerKey` is `<level>:<id>`), or null. */
+  counterOf(ownerKey: string, which: keyof Counters): Counter | null {
+    const counter = this.#counters.get(ownerKey)?.[which] ?? null;
+    return counter === null ? null : { ...counter };
+  }
+
+  /**
+   * Sets one window to what the cluster counted in it (the usage flush on several nodes). Not a count of
+   * this node, so the revision stays.
+   */
+  setCounter(ownerKey: string, which: keyof Counters, counter: Counter): void {
+    const counters = this.#counters.get(ownerKey) ?? { budget: null, requests: null, tokens: null };
+    counters[which] = { ...counter };
+    this.#counters.set(ownerKey, counters);
+  }
+
+  /** The end of an owner's window that starts at `start`, or null when the owner or that limit is unknown. */
+  windowEndOf(ownerKey: string, which: keyof Counters, start: number, virtualKey: VirtualKey | null): number | null {
+    const owner = virtualKey !== null && ownerKey === key("virtual_key", virtualKey.id) ? this.chain(virtualKey)[0] : this.#owners.get(ownerKey);
+    if (owner === undefined) return null;
+    const spec = which === "budget" ? owner.budget?.window : which === "requests" ? owner.rateLimit?.requests?.window : owner.rateLimit?.tokens?.window;
+    return spec === undefined ? null : windowEnd(spec, start);
   }
 
   /** The owner of a level, or null. */

@@ -169,6 +169,28 @@ export class UsageLimits {
     this.#revision = snapshot.revision;
   }
 
+  /** One window of a config's counters as counted here (`slot`: a budget's index, or "tokens"), or null. */
+  windowOf(virtualKeyId: string, provider: string, slot: number | "tokens"): WindowUsage | null {
+    const entry = this.#entries.get(`${virtualKeyId}\u0000${provider}`);
+    if (entry === undefined) return null;
+    const window = slot === "tokens" ? entry.tokens : (entry.budgets[slot] ?? null);
+    return window === null ? null : { ...window };
+  }
+
+  /**
+   * Sets one window to what the cluster counted in it (the usage flush on several nodes). Not a request
+   * of this node, so the revision stays.
+   */
+  setWindow(virtualKeyId: string, provider: string, slot: number | "tokens", window: WindowUsage): void {
+    const entry = this.#entry(virtualKeyId, provider);
+    if (slot === "tokens") {
+      entry.tokens = { ...window };
+      return;
+    }
+    while (entry.budgets.length < slot) entry.budgets.push(null);
+    entry.budgets[slot] = { ...window };
+  }
+
   /** Drops a virtual key's counters (the key was deleted). */
   forget(virtualKeyId: string): void {
     for (const [id, entry] of this.#entries) if (entry.virtualKeyId === virtualKeyId) this.#entries.delete(id);

@@ -85,6 +85,8 @@ export class InferenceState implements Inference {
   /** Provider -> models the pricing datasheet prices for it, part of the catalog's pool. */
   #priced = new Map<string, readonly string[]>();
   readonly random: Random;
+  /** The clock the usage windows follow. */
+  readonly clock: Clock;
   readonly upstreamTimeoutMs: number | undefined;
   readonly routeHealth: RouteHealth;
   readonly affinity: SessionAffinity;
@@ -95,6 +97,7 @@ export class InferenceState implements Inference {
 
   constructor(options: { random?: Random; upstreamTimeoutMs?: number; clock?: Clock; settings?: RuntimeSettings; logger?: Logger } = {}) {
     this.random = options.random ?? Math.random;
+    this.clock = options.clock ?? Date.now;
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
     this.hierarchy = new Hierarchy(options.clock);
