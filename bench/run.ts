@@ -766,7 +766,7 @@ async function main(): Promise<void> {
       ? []
       : await Promise.all(
           ["cluster-a", "cluster-b"].map((name) =>
-            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }),
+            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, profileArgs(name)),
           ),
         );
   const targets = [

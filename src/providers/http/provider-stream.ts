@@ -11,6 +11,15 @@ import { tooLarge, transportError, type UpstreamResponse } from "./upstream-http
  */
 export type EventTranslator = (events: AsyncIterable<SseEvent>) => AsyncGenerator<JsonObject>;
 
+/**
+ * A translator that turns each event into at most one chunk on its own (null drops the event), so the
+ * stream needs no async layer of its own for it: every layer of async iteration costs each chunk a promise
+ * and a turn of the microtask queue.
+ */
+export interface EventMapper {
+  map(event: SseEvent): JsonObject | null;
+}
+
 /** Splits a response body into events; SSE unless the upstream frames its stream otherwise. */
 export type EventDecoder = (body: AsyncIterable<Uint8Array>) => AsyncIterable<SseEvent>;
 
@@ -22,7 +31,7 @@ export function providerStream(
   provider: string,
   res: UpstreamResponse,
   signal: AbortSource | undefined,
-  translate: EventTranslator,
+  translate: EventTranslator | EventMapper,
   usage: () => TokenUsage | null,
   decode: EventDecoder = parseSse,
 ): ProviderStream {
@@ -66,7 +75,7 @@ class UpstreamEventStream implements ProviderStream {
     private readonly provider: string,
     private readonly res: UpstreamResponse,
     private readonly signal: AbortSource | undefined,
-    private readonly translate: EventTranslator,
+    private readonly translate: EventTranslator | EventMapper,
     readonly usage: () => TokenUsage | null,
     private readonly decode: EventDecoder,
   ) {
@@ -84,7 +93,13 @@ class UpstreamEventStream implements ProviderStream {
         this.decode === parseSse
           ? parseSse(body, { maxBytes: this.res.maxBytes, error: () => tooLarge(this.provider, this.res.maxBytes) })
           : this.decode(capped(this.provider, body, this.res.maxBytes));
-      yield* this.translate(events);
+      const translate = this.translate;
+      if (typeof translate === "function") yield* translate(events);
+      else
+        for await (const event of events) {
+          const chunk = translate.map(event);
+          if (chunk !== null) yield chunk;
+        }
       finished = true;
     } catch (err) {
       throw transportError(this.provider, err, this.signal);

@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from "undici";
 import { ProviderError, upstreamText } from "../provider-error.js";
-import { providerStream } from "../http/provider-stream.js";
+import { providerStream, type EventMapper } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
 import { callLimits, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
 import { withRawText } from "../raw-event.js";
@@ -63,20 +63,23 @@ interface ChatStreamState {
   /** The caller asked for the usage-only chunk (stream_options.include_usage). */
   readonly callerWantsUsage: boolean;
   usage: TokenUsage | null;
+  /** The upstream sent `[DONE]`: anything after it is read (to free the socket) and dropped. */
+  done: boolean;
 }
 
 /**
- * Chat chunks pass as they are, except the usage-only chunk the caller did not ask for. Module-level,
- * with its state as an argument: a generator created per request keeps the request alive through
- * young-generation GCs (see UpstreamEventStream in provider-stream.ts).
+ * Chat chunks pass as they are, except the usage-only chunk the caller did not ask for. One event at a
+ * time, as an EventMapper: the stream then has no async layer for the translation.
  */
-async function* translateChatEvents(state: ChatStreamState, events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
-  let done = false;
-  for await (const event of events) {
-    if (done) continue;
+class ChatEventMapper implements EventMapper {
+  constructor(private readonly state: ChatStreamState) {}
+
+  map(event: SseEvent): JsonObject | null {
+    const state = this.state;
+    if (state.done) return null;
     if (event.data === "[DONE]") {
-      done = true;
-      continue;
+      state.done = true;
+      return null;
     }
     const chunk = parseJsonObject(event.data);
     // Skipping a broken chunk would hand the caller a silently truncated answer.
@@ -85,12 +88,11 @@ async function* translateChatEvents(state: ChatStreamState, events: AsyncIterabl
     if (failure) throw failure;
     const reported = chatUsage(chunk["usage"]);
     if (reported) state.usage = reported;
+    if (state.callerWantsUsage || !reported) return withRawText(chunk, event.data);
     const choices = chunk["choices"];
-    if (!state.callerWantsUsage && reported && Array.isArray(choices) && choices.length === 0) continue;
-    if (!state.callerWantsUsage && reported) {
-      delete chunk["usage"];
-      yield chunk;
-    } else yield withRawText(chunk, event.data);
+    if (Array.isArray(choices) && choices.length === 0) return null;
+    delete chunk["usage"];
+    return chunk;
   }
 }
 
@@ -162,8 +164,8 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
         stream: true,
         stream_options: { ...streamOptions, include_usage: true },
       })));
-      const state: ChatStreamState = { provider: name, callerWantsUsage, usage: null };
-      return providerStream(name, res, options.signal, (events) => translateChatEvents(state, events), () => state.usage);
+      const state: ChatStreamState = { provider: name, callerWantsUsage, usage: null, done: false };
+      return providerStream(name, res, options.signal, new ChatEventMapper(state), () => state.usage);
     },
 
     async responses(req: ResponsesRequest, options: CallOptions) {
