@@ -34,8 +34,8 @@ export interface RulesInput {
   set: RoutingRuleSet;
   subject: RuleSubject;
   vars: (provider: string, model: string) => RuleVariables;
-  /** Whether the request sent this (lowercase) header: the rules' guards ask before any variable is built. */
-  hasHeader: (name: string) => boolean;
+  /** The (lowercase) names of the headers the request sent: the rules' guards look at them before any variable is built. */
+  headerNames: () => ReadonlySet<string>;
   /** Hears conditions that failed to evaluate (they count as no match). */
   onError: (failure: RuleEvaluationError) => void;
 }
@@ -270,7 +270,7 @@ function applyRules(request: RoutingRequest, rules: RulesInput, context: Routing
   const parsed = parseModelName(request.model, isProvider);
   const provider = parsed.provider ?? "";
   const match = rules.set.evaluate(
-    { provider, model: parsed.model, subject: rules.subject, vars: () => rules.vars(provider, parsed.model), hasHeader: rules.hasHeader },
+    { provider, model: parsed.model, subject: rules.subject, vars: () => rules.vars(provider, parsed.model), headerNames: rules.headerNames },
     context.random,
     rules.onError,
   );

@@ -6,7 +6,6 @@
  * nothing changes, or a rule would match a second time.
  */
 import type { RuleCondition, RuleVariables } from "./cel-expression.js";
-import { guardAdmits } from "./cel-guard.js";
 import { weightedIndex } from "./weighted-random.js";
 import type { Random } from "./types.js";
 
@@ -61,8 +60,8 @@ export interface RuleInput {
   model: string;
   subject: RuleSubject;
   vars: () => RuleVariables;
-  /** Whether the request sent this (lowercase) header, for the rules' guards. */
-  hasHeader: (name: string) => boolean;
+  /** The (lowercase) names of the headers the request sent, for the rules' guards; read only when a rule has one. */
+  headerNames: () => ReadonlySet<string>;
 }
 
 /** What the matching rules decided. */
@@ -86,6 +85,55 @@ export interface RuleEvaluationError {
   error: Error;
 }
 
+/**
+ * The rules in scope of a subject, with their guards indexed: a request finds the rules it could match by
+ * its model and header names, in a few map lookups however many rules are in scope.
+ */
+interface ScopedRules {
+  rules: RoutingRule[];
+  /** Positions of rules without a guard: always evaluated. */
+  open: number[];
+  /** Positions of guarded rules by a model their guard names. */
+  byModel: Map<string, number[]>;
+  /** Positions of guarded rules by a header their guard names. */
+  byHeader: Map<string, number[]>;
+}
+
+function indexGuards(rules: RoutingRule[]): ScopedRules {
+  const scoped: ScopedRules = { rules, open: [], byModel: new Map(), byHeader: new Map() };
+  const add = (map: Map<string, number[]>, key: string, position: number): void => {
+    const list = map.get(key);
+    if (list === undefined) map.set(key, [position]);
+    else if (list[list.length - 1] !== position) list.push(position);
+  };
+  rules.forEach((rule, position) => {
+    const guard = rule.condition.guard;
+    if (guard === null) {
+      scoped.open.push(position);
+      return;
+    }
+    for (const model of guard.models) add(scoped.byModel, model, position);
+    for (const header of guard.headers) add(scoped.byHeader, header, position);
+  });
+  return scoped;
+}
+
+/** The positions of the rules a request with this model and these headers could match, in order. */
+function candidates(scoped: ScopedRules, model: string, headerNames: () => ReadonlySet<string>): readonly number[] {
+  if (scoped.byModel.size === 0 && scoped.byHeader.size === 0) return scoped.open;
+  const lists: number[][] = scoped.open.length > 0 ? [scoped.open] : [];
+  const byModel = scoped.byModel.get(model);
+  if (byModel !== undefined) lists.push(byModel);
+  if (scoped.byHeader.size > 0) {
+    for (const name of headerNames()) {
+      const list = scoped.byHeader.get(name);
+      if (list !== undefined) lists.push(list);
+    }
+  }
+  if (lists.length <= 1) return lists[0] ?? [];
+  return [...new Set(lists.flat())].sort((a, b) => a - b);
+}
+
 /** At most this many rules apply to one request, so a chain always ends. */
 const MAX_CHAIN = 10;
 
@@ -102,7 +150,7 @@ export class RoutingRuleSet {
   /** Enabled rules by scope key, in ascending priority, then name. */
   #index = new Map<string, RoutingRule[]>();
   /** The rules in scope per subject, built on first use after each change: subjects repeat per key. */
-  #inScopeCache = new Map<string, RoutingRule[]>();
+  #inScopeCache = new Map<string, ScopedRules>();
   /** Whether any enabled rule reads complexity_tier: most gateways have none, and then nothing is classified. */
   #anyReadsComplexity = false;
 
@@ -150,7 +198,7 @@ export class RoutingRuleSet {
   }
 
   /** The enabled rules that apply to a subject, most specific scope first. */
-  #inScope(subject: RuleSubject): RoutingRule[] {
+  #inScope(subject: RuleSubject): ScopedRules {
     const cacheKey = `${subject.virtualKeyId}\n${subject.teamId}\n${subject.customerId}`;
     const cached = this.#inScopeCache.get(cacheKey);
     if (cached !== undefined) return cached;
@@ -165,13 +213,14 @@ export class RoutingRuleSet {
     add("global");
     // Bounded: a gateway has few subjects, but a flood of unknown ones must not grow it forever.
     if (this.#inScopeCache.size >= MAX_CACHED_SUBJECTS) this.#inScopeCache.clear();
-    this.#inScopeCache.set(cacheKey, out);
-    return out;
+    const scoped = indexGuards(out);
+    this.#inScopeCache.set(cacheKey, scoped);
+    return scoped;
   }
 
   /** True when a rule that applies to the subject reads complexity_tier, which then has to be computed first. */
   needsComplexity(subject: RuleSubject): boolean {
-    return this.#anyReadsComplexity && this.#inScope(subject).some((rule) => rule.condition.reads.has("complexity_tier"));
+    return this.#anyReadsComplexity && this.#inScope(subject).rules.some((rule) => rule.condition.reads.has("complexity_tier"));
   }
 
   /**
@@ -179,8 +228,11 @@ export class RoutingRuleSet {
    * no match and are reported to `onError`.
    */
   evaluate(input: RuleInput, random: Random, onError: (failure: RuleEvaluationError) => void): RuleMatch | null {
-    const rules = this.#inScope(input.subject);
-    if (rules.length === 0) return null;
+    const scoped = this.#inScope(input.subject);
+    if (scoped.rules.length === 0) return null;
+    // Most requests match no rule's guard: they leave before anything is built.
+    const first = candidates(scoped, input.model, input.headerNames);
+    if (first.length === 0) return null;
     let built: RuleVariables | null = null;
     let provider = input.provider;
     let model = input.model;
@@ -193,7 +245,7 @@ export class RoutingRuleSet {
     let match: RuleMatch | null = null;
     const seen = new Set<string>();
     for (let round = 0; round < MAX_CHAIN; round++) {
-      const rule = firstMatch(rules, model, input.hasHeader, vars, seen, onError);
+      const rule = firstMatch(scoped.rules, round === 0 ? first : candidates(scoped, model, input.headerNames), vars, seen, onError);
       if (rule === null) break;
       seen.add(rule.id);
       const target = rule.targets[weightedIndex(rule.targets, (t) => t.weight, random)] as RuleTarget;
@@ -219,17 +271,15 @@ export class RoutingRuleSet {
 
 function firstMatch(
   rules: readonly RoutingRule[],
-  model: string,
-  hasHeader: (name: string) => boolean,
+  positions: readonly number[],
   vars: () => RuleVariables,
   seen: ReadonlySet<string>,
   onError: (failure: RuleEvaluationError) => void,
 ): RoutingRule | null {
   const chained = seen.size > 0;
-  for (const rule of rules) {
+  for (const position of positions) {
+    const rule = rules[position] as RoutingRule;
     if (chained && seen.has(rule.id)) continue;
-    const guard = rule.condition.guard;
-    if (guard !== null && !guardAdmits(guard, model, hasHeader)) continue;
     const result = rule.condition(vars());
     if (result === true) return rule;
     if (result instanceof Error) onError({ rule, error: result });

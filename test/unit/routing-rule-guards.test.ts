@@ -28,7 +28,7 @@ function variables(model: string, headers: Record<string, string>): RuleVariable
 function evaluate(set: RoutingRuleSet, model: string, headers: Record<string, string>): { matched: string | null; built: number } {
   let built = 0;
   const match = set.evaluate(
-    { provider: "", model, subject: SUBJECT, vars: () => (built++, variables(model, headers)), hasHeader: (name) => name in headers },
+    { provider: "", model, subject: SUBJECT, vars: () => (built++, variables(model, headers)), headerNames: () => new Set(Object.keys(headers)) },
     seededRandom(1),
     () => undefined,
   );
@@ -47,4 +47,15 @@ test("still evaluates a guarded rule when its model or header is present", () =>
   assert.deepEqual(evaluate(set, "gpt-4o", {}), { matched: "by-model", built: 1 });
   assert.deepEqual(evaluate(set, "claude", { "x-tier": "gold" }), { matched: "by-header", built: 1 });
   assert.deepEqual(evaluate(set, "claude", { "x-tier": "silver" }), { matched: null, built: 1 });
+});
+
+test("keeps the rules' order when guards by model, by header and none all admit a request", () => {
+  const set = new RoutingRuleSet();
+  const rules = [rule("by-header", '"x-a" in headers', "a"), rule("open", "request >= 0.0", "b"), rule("by-model", 'model == "m"', "c")];
+  set.replaceAll(rules.map((r, priority) => ({ ...r, priority })));
+  assert.equal(evaluate(set, "m", { "x-a": "1" }).matched, "by-header");
+  set.replaceAll([rules[2], rules[0], rules[1]].map((r, priority) => ({ ...(r as RoutingRule), priority })));
+  assert.equal(evaluate(set, "m", { "x-a": "1" }).matched, "by-model");
+  assert.equal(evaluate(set, "other", { "x-a": "1" }).matched, "by-header");
+  assert.equal(evaluate(set, "other", {}).matched, "open");
 });

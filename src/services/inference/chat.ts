@@ -428,7 +428,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       subject: ruleSubject(virtualKey),
       vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference, complexity?.tier ?? ""),
       // The names as the `headers` variable has them: lowercase, sent with a value.
-      hasHeader: (name) => (sent ??= sentHeaderNames(call.headers)).has(name),
+      headerNames: () => (sent ??= sentHeaderNames(call.headers)),
       onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error, call.scope?.trace?.ids()),
     };
   }
