@@ -57,10 +57,3 @@ export function guardOf(node: CelNode): RuleGuard | null {
   }
   return null;
 }
-
-/** False when the guard proves the expression false for a request with this model and these headers. */
-export function guardAdmits(guard: RuleGuard, model: string, hasHeader: (name: string) => boolean): boolean {
-  if (guard.models.has(model)) return true;
-  for (const name of guard.headers) if (hasHeader(name)) return true;
-  return false;
-}
