@@ -1,18 +1,19 @@
 /**
- * The OpenTelemetry SDK behind Tracing, loaded with dynamic imports only when tracing is configured, so
- * a gateway without it never loads the SDK. Spans go to an OTLP/HTTP (protobuf) collector through the
- * batch processor: ending a span only queues it (a bounded queue), and a slow or unreachable collector
- * costs the spans, never a request. Lost spans are counted and logged at most once a minute.
+ * Tracing over OTLP/HTTP (protobuf), started only when tracing is configured: the gateway's recording
+ * tracer, the bounded batch queue, and one HTTP connection pool to the collector. Ending a span only
+ * queues it; a slow or unreachable collector costs spans, never a request. Lost spans are counted and
+ * logged at most once a minute. The W3C propagator is the only OpenTelemetry module beyond the API that
+ * is loaded, and only here.
  */
 import { ROOT_CONTEXT, defaultTextMapGetter, type Context } from "@opentelemetry/api";
-import type { ExportResult } from "@opentelemetry/core";
-import type { ReadableSpan, Sampler, SpanExporter, SpanProcessor } from "@opentelemetry/sdk-trace-node";
+import { Pool } from "undici";
 import type { Logger } from "./logger.js";
+import { encodeExportRequest, type ExportIdentity } from "./otlp-protobuf.js";
+import { RecordingTracer, samplerFor, type RecordingSpan, type SamplerName } from "./recording-tracer.js";
+import { SpanExportQueue } from "./span-export-queue.js";
 import type { Tracing } from "./tracing.js";
 
-/** The standard OTEL_TRACES_SAMPLER names. */
-export const SAMPLER_NAMES = ["always_on", "always_off", "traceidratio", "parentbased_always_on", "parentbased_always_off", "parentbased_traceidratio"] as const;
-export type SamplerName = (typeof SAMPLER_NAMES)[number];
+export { SAMPLER_NAMES, type SamplerName } from "./recording-tracer.js";
 
 /** Where and how traces are exported; main.ts builds it from OTEL_* variables and telemetry.otlp. */
 export interface OtlpTracingOptions {
@@ -34,37 +35,29 @@ export interface OtlpTracingOptions {
 }
 
 const DEFAULT_QUEUE = 2048;
+const MAX_BATCH = 512;
 const EXPORT_TIMEOUT_MS = 10_000;
 const SHUTDOWN_LIMIT_MS = 5_000;
 
-/** Starts the SDK: a tracer provider of its own (the global API stays untouched), exporting over OTLP/HTTP. */
+/** Starts tracing: spans recorded in memory and exported in batches over OTLP/HTTP. */
 export async function startOtlpTracing(options: OtlpTracingOptions, logger: Logger, version: string): Promise<Tracing> {
-  const [sdk, { OTLPTraceExporter }, { resourceFromAttributes }, core] = await Promise.all([
-    import("@opentelemetry/sdk-trace-node"),
-    import("@opentelemetry/exporter-trace-otlp-proto"),
-    import("@opentelemetry/resources"),
-    import("@opentelemetry/core"),
-  ]);
+  const { W3CTraceContextPropagator } = await import("@opentelemetry/core");
   const ratio = Math.min(1, Math.max(0, options.sampleRatio));
-  const base: Record<SamplerName, () => Sampler> = {
-    always_on: () => new sdk.AlwaysOnSampler(),
-    always_off: () => new sdk.AlwaysOffSampler(),
-    traceidratio: () => new sdk.TraceIdRatioBasedSampler(ratio),
-    parentbased_always_on: () => new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() }),
-    parentbased_always_off: () => new sdk.ParentBasedSampler({ root: new sdk.AlwaysOffSampler() }),
-    parentbased_traceidratio: () => new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(ratio) }),
-  };
-  const maxQueueSize = options.maxQueueSize ?? DEFAULT_QUEUE;
   const losses = new LossCounter(logger, options.dropReportIntervalMs ?? 60_000);
-  const exporter = new CountingExporter(new OTLPTraceExporter({ url: options.url, headers: options.headers, timeoutMillis: EXPORT_TIMEOUT_MS }), losses);
-  const batch = new sdk.BatchSpanProcessor(exporter, { maxQueueSize, maxExportBatchSize: Math.min(512, maxQueueSize), exportTimeoutMillis: EXPORT_TIMEOUT_MS, scheduledDelayMillis: options.exportDelayMs ?? 5000 });
-  const provider = new sdk.NodeTracerProvider({
-    resource: resourceFromAttributes({ "service.name": options.serviceName, "service.version": version }),
-    sampler: base[options.sampler](),
-    spanProcessors: [new BoundedQueue(batch, exporter, maxQueueSize, losses)],
+  const identity: ExportIdentity = {
+    resource: { "service.name": options.serviceName, "service.version": version, "telemetry.sdk.language": "nodejs", "process.pid": process.pid },
+    scopeName: "gw",
+    scopeVersion: version,
+  };
+  const collector = new CollectorClient(options.url, options.headers, identity);
+  const maxQueueSize = options.maxQueueSize ?? DEFAULT_QUEUE;
+  const queue = new SpanExportQueue((spans) => collector.send(spans), (count, reason) => losses.add(count, reason), {
+    maxQueueSize,
+    maxBatchSize: Math.min(MAX_BATCH, maxQueueSize),
+    delayMs: options.exportDelayMs ?? 5000,
   });
-  const propagator = new core.W3CTraceContextPropagator();
-  const tracer = provider.getTracer("gw", version);
+  const tracer = new RecordingTracer(queue.add, samplerFor(options.sampler, ratio));
+  const propagator = new W3CTraceContextPropagator();
   let stopping: Promise<void> | undefined;
   logger.info({ url: redactedUrl(options.url), sampler: options.sampler, sample_ratio: ratio, service_name: options.serviceName }, "tracing: exporting spans over OTLP/HTTP");
   return {
@@ -82,13 +75,46 @@ export async function startOtlpTracing(options: OtlpTracingOptions, logger: Logg
           timer = setTimeout(resolve, SHUTDOWN_LIMIT_MS);
           timer.unref();
         });
-        await Promise.race([provider.shutdown().catch(() => undefined), limit]);
+        await Promise.race([queue.close(Date.now() + SHUTDOWN_LIMIT_MS).catch(() => undefined), limit]);
         clearTimeout(timer);
+        await collector.close();
         losses.stop();
       })();
       return stopping;
     },
   };
+}
+
+/** POSTs encoded batches to the collector's traces URL over a small keep-alive pool. */
+class CollectorClient {
+  private readonly pool: Pool;
+  private readonly path: string;
+  private readonly headers: Record<string, string>;
+
+  constructor(
+    url: string,
+    headers: Record<string, string>,
+    private readonly identity: ExportIdentity,
+  ) {
+    const parsed = new URL(url);
+    this.pool = new Pool(parsed.origin, { connections: 2, headersTimeout: EXPORT_TIMEOUT_MS, bodyTimeout: EXPORT_TIMEOUT_MS });
+    this.path = `${parsed.pathname}${parsed.search}`;
+    this.headers = { ...headers, "content-type": "application/x-protobuf" };
+    if (parsed.username !== "" || parsed.password !== "") {
+      this.headers["authorization"] ??= `Basic ${Buffer.from(`${decodeURIComponent(parsed.username)}:${decodeURIComponent(parsed.password)}`).toString("base64")}`;
+    }
+  }
+
+  async send(spans: readonly RecordingSpan[]): Promise<void> {
+    const body = encodeExportRequest(this.identity, spans);
+    const res = await this.pool.request({ path: this.path, method: "POST", headers: this.headers, body, signal: AbortSignal.timeout(EXPORT_TIMEOUT_MS) });
+    await res.body.dump();
+    if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`the collector answered ${res.statusCode}`);
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close().catch(() => undefined);
+  }
 }
 
 /** The URL without its query and credentials, for the log. */
@@ -129,62 +155,5 @@ class LossCounter {
   stop(): void {
     clearInterval(this.timer);
     this.report();
-  }
-}
-
-/** Passes batches to the OTLP exporter and counts the spans of a failed export as lost. */
-class CountingExporter implements SpanExporter {
-  /** Spans ended and not yet handed to the exporter: the batch processor's queue. */
-  queued = 0;
-
-  constructor(
-    private readonly inner: SpanExporter,
-    private readonly losses: LossCounter,
-  ) {}
-
-  export(spans: ReadableSpan[], resultCallback: (result: ExportResult) => void): void {
-    this.queued = Math.max(0, this.queued - spans.length);
-    this.inner.export(spans, (result) => {
-      if (result.code !== 0) this.losses.add(spans.length, result.error?.message ?? "export failed");
-      resultCallback(result);
-    });
-  }
-
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
-  }
-
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush?.() ?? Promise.resolve();
-  }
-}
-
-/** In front of the batch processor: counts the spans its full queue drops (it drops them silently). */
-class BoundedQueue implements SpanProcessor {
-  constructor(
-    private readonly inner: SpanProcessor,
-    private readonly exporter: CountingExporter,
-    private readonly capacity: number,
-    private readonly losses: LossCounter,
-  ) {}
-
-  onStart(span: Parameters<SpanProcessor["onStart"]>[0], parentContext: Context): void {
-    this.inner.onStart(span, parentContext);
-  }
-
-  onEnd(span: ReadableSpan): void {
-    if ((span.spanContext().traceFlags & 1) === 1) {
-      if (this.exporter.queued >= this.capacity) this.losses.add(1, "the export queue is full (the collector is slow or unreachable)");
-      else this.exporter.queued++;
-    }
-    this.inner.onEnd(span);
-  }
-
-  forceFlush(): Promise<void> {
-    return this.inner.forceFlush();
-  }
-
-  shutdown(): Promise<void> {
-    return this.inner.shutdown();
   }
 }

@@ -1,15 +1,16 @@
 /**
- * Request tracing on the OpenTelemetry API only: the code paths build spans through TraceNode and never
- * load the SDK. With tracing off (the default) there is no Tracing at all: callers hold `undefined` and
- * skip every span, so a request pays nothing. The span context travels explicitly (a TraceNode in the
+ * Request tracing on the OpenTelemetry API's types: the code paths build spans through TraceNode, whose
+ * tracer (otlp-tracing.ts) exists only when tracing is configured. With tracing off (the default) there is
+ * no Tracing at all: callers hold `undefined` and skip every span, so a request pays nothing. The span context travels explicitly (a TraceNode in the
  * request scope) rather than through an AsyncLocalStorage context manager, whose promise hooks would cost
  * every traced request a large share of its CPU time on Node 20.
  */
-import { SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapPropagator, type Tracer } from "@opentelemetry/api";
+import { SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type TextMapPropagator } from "@opentelemetry/api";
+import type { SpanStarter } from "./recording-tracer.js";
 
 /** A running tracer: what otlp-tracing.ts builds when tracing is configured. */
 export interface Tracing {
-  readonly tracer: Tracer;
+  readonly tracer: SpanStarter;
   /** Reads and writes W3C traceparent / tracestate. */
   readonly propagator: TextMapPropagator;
   /** Prompt and completion text go on spans only when true. */
@@ -137,22 +138,22 @@ export class AttemptSpan {
  */
 export class TraceNode {
   private readonly root: TraceNode;
+  private logIds: TraceIds | undefined;
 
   constructor(
     private readonly tracing: Tracing,
     readonly span: Span,
-    private readonly context: Context,
     root?: TraceNode,
   ) {
     this.root = root ?? this;
   }
 
   private start(name: string, kind: SpanKind, attributes: Attributes): Span {
-    return this.tracing.tracer.startSpan(name, { kind, attributes }, this.context);
+    return this.tracing.tracer.startChild(name, { kind, attributes }, this.span);
   }
 
   private childNode(span: Span): TraceNode {
-    return new TraceNode(this.tracing, span, trace.setSpan(this.context, span), this.root);
+    return new TraceNode(this.tracing, span, this.root);
   }
 
   /** The traceparent of this span. */
@@ -160,9 +161,10 @@ export class TraceNode {
     return traceparentOf(this.span);
   }
 
-  /** The ids of this span, for the log lines written under it. */
+  /** The ids of this span, for the log lines written under it (one object, however often asked). */
   ids(): TraceIds {
-    return idsOf(this.span);
+    this.logIds ??= idsOf(this.span);
+    return this.logIds;
   }
 
   /** Ends a node of its own (an iteration); the SERVER span ends through ServerTrace. */
@@ -228,14 +230,13 @@ export class ServerTrace {
   constructor(
     tracing: Tracing,
     private readonly span: Span,
-    parent: Context,
   ) {
-    this.node = new TraceNode(tracing, span, trace.setSpan(parent, span));
+    this.node = new TraceNode(tracing, span);
   }
 
   /** The trace and span ids for log lines. */
   ids(): TraceIds {
-    return idsOf(this.span);
+    return this.node.ids();
   }
 
   /** Ends the span with the response status (5xx and a client gone are errors). */
@@ -267,5 +268,5 @@ export function startServerTrace(
     span.end();
     return undefined;
   }
-  return new ServerTrace(tracing, span, parent);
+  return new ServerTrace(tracing, span);
 }

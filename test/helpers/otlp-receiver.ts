@@ -21,9 +21,15 @@ export interface ReceivedSpan {
   startNs: bigint;
   endNs: bigint;
   attributes: Record<string, AttributeValue>;
-  events: { name: string; timeNs: bigint }[];
+  events: { name: string; timeNs: bigint; attributes: Record<string, AttributeValue> }[];
   /** 0 unset, 1 ok, 2 error. */
   statusCode: number;
+  statusMessage: string;
+  /** The W3C tracestate the span carries; "" when none. */
+  traceState: string;
+  droppedAttributes: number;
+  /** The W3C trace flags (1: sampled). */
+  flags: number;
   serviceName: string;
 }
 
@@ -136,11 +142,17 @@ function keyValue(buf: Uint8Array, into: Record<string, AttributeValue>): void {
 
 function span(buf: Uint8Array, serviceName: string): ReceivedSpan {
   const r = new Reader(buf);
-  const out: ReceivedSpan = { traceId: "", spanId: "", parentSpanId: "", name: "", kind: 0, startNs: 0n, endNs: 0n, attributes: {}, events: [], statusCode: 0, serviceName };
+  const out: ReceivedSpan = { traceId: "", spanId: "", parentSpanId: "", name: "", kind: 0, startNs: 0n, endNs: 0n, attributes: {}, events: [], statusCode: 0, statusMessage: "", traceState: "", droppedAttributes: 0, flags: 0, serviceName };
   r.fields((field, wire) => {
     if (field === 1 && wire === 2) out.traceId = hex(r.bytes());
     else if (field === 2 && wire === 2) out.spanId = hex(r.bytes());
+    else if (field === 3 && wire === 2) out.traceState = text(r.bytes());
     else if (field === 4 && wire === 2) out.parentSpanId = hex(r.bytes());
+    else if (field === 10 && wire === 0) out.droppedAttributes = Number(r.varint());
+    else if (field === 16 && wire === 5) {
+      out.flags = new DataView(r.buf.buffer, r.buf.byteOffset + r.pos, 4).getUint32(0, true);
+      r.pos += 4;
+    }
     else if (field === 5 && wire === 2) out.name = text(r.bytes());
     else if (field === 6 && wire === 0) out.kind = Number(r.varint());
     else if (field === 7 && wire === 1) out.startNs = r.fixed64();
@@ -148,10 +160,11 @@ function span(buf: Uint8Array, serviceName: string): ReceivedSpan {
     else if (field === 9 && wire === 2) keyValue(r.bytes(), out.attributes);
     else if (field === 11 && wire === 2) {
       const e = new Reader(r.bytes());
-      const event = { name: "", timeNs: 0n };
+      const event = { name: "", timeNs: 0n, attributes: {} as Record<string, AttributeValue> };
       e.fields((f, w) => {
         if (f === 1 && w === 1) event.timeNs = e.fixed64();
         else if (f === 2 && w === 2) event.name = text(e.bytes());
+        else if (f === 3 && w === 2) keyValue(e.bytes(), event.attributes);
         else return false;
         return true;
       });
@@ -159,8 +172,9 @@ function span(buf: Uint8Array, serviceName: string): ReceivedSpan {
     } else if (field === 15 && wire === 2) {
       const s = new Reader(r.bytes());
       s.fields((f, w) => {
-        if (f !== 3 || w !== 0) return false;
-        out.statusCode = Number(s.varint());
+        if (f === 3 && w === 0) out.statusCode = Number(s.varint());
+        else if (f === 2 && w === 2) out.statusMessage = text(s.bytes());
+        else return false;
         return true;
       });
     } else return false;

@@ -1,0 +1,311 @@
+/**
+ * Encodes ended spans as an OTLP ExportTraceServiceRequest (opentelemetry/proto/collector/trace/v1) in
+ * the protobuf wire format, written straight into one growing buffer: no intermediate message objects.
+ * A nested message is written after room for its tag and a guessed length size; its end fills them in,
+ * moving the body only when the guess was wrong, so each span is encoded in one pass over its fields.
+ */
+import type { Attributes, AttributeValue, Link } from "@opentelemetry/api";
+import type { RecordingSpan, SpanEvent } from "./recording-tracer.js";
+
+/** The resource and scope every span of a request is exported under. */
+export interface ExportIdentity {
+  /** Resource attributes (service.name, service.version, ...). */
+  resource: Attributes;
+  scopeName: string;
+  scopeVersion: string;
+}
+
+const WIRE_VARINT = 0;
+const WIRE_FIXED64 = 1;
+const WIRE_LDELIM = 2;
+const WIRE_FIXED32 = 5;
+
+const TWO_POW_21 = 0x200000;
+const TWO_POW_32 = 0x100000000;
+
+/** Nibble values of hex digit char codes; -1 elsewhere. */
+const HEX = new Int8Array(128).fill(-1);
+for (let i = 0; i < 10; i++) HEX[48 + i] = i;
+for (let i = 0; i < 6; i++) {
+  HEX[97 + i] = 10 + i;
+  HEX[65 + i] = 10 + i;
+}
+
+/** A protobuf writer over one growing buffer. */
+class Writer {
+  buf: Buffer;
+  pos = 0;
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafe(size);
+  }
+
+  private room(bytes: number): void {
+    if (this.pos + bytes <= this.buf.length) return;
+    const next = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.pos + bytes));
+    this.buf.copy(next, 0, 0, this.pos);
+    this.buf = next;
+  }
+
+  varint(value: number): void {
+    this.room(10);
+    // Values here are lengths, counts, enums and tags: non-negative and below 2^53.
+    while (value > 0x7f) {
+      this.buf[this.pos++] = (value & 0x7f) | 0x80;
+      value = Math.floor(value / 128);
+    }
+    this.buf[this.pos++] = value;
+  }
+
+  tag(field: number, wire: number): void {
+    this.varint((field << 3) | wire);
+  }
+
+  /** An int64 field's value (two's complement for a negative one: ten bytes). */
+  int64(value: number): void {
+    if (value >= 0) {
+      this.varint(value);
+      return;
+    }
+    this.room(10);
+    let big = BigInt.asUintN(64, BigInt(value));
+    for (let i = 0; i < 9; i++) {
+      this.buf[this.pos++] = Number(big & 0x7fn) | 0x80;
+      big >>= 7n;
+    }
+    this.buf[this.pos++] = Number(big);
+  }
+
+  /**
+   * Milliseconds since the epoch (with a fraction) as fixed64 nanoseconds. Nanoseconds pass 2^53, so the
+   * product is built from parts a double holds exactly: whole ms = high * 2^21 + low.
+   */
+  fixed64Nanos(ms: number): void {
+    this.room(8);
+    const whole = Math.floor(ms);
+    const high = Math.floor(whole / TWO_POW_21) * 1_000_000;
+    const low = (whole % TWO_POW_21) * 1_000_000 + Math.round((ms - whole) * 1e6);
+    const lowSum = (high % 2048) * TWO_POW_21 + low;
+    const lo32 = lowSum % TWO_POW_32;
+    const hi32 = Math.floor(high / 2048) + Math.floor(lowSum / TWO_POW_32);
+    this.buf.writeUInt32LE(lo32, this.pos);
+    this.buf.writeUInt32LE(hi32 >>> 0, this.pos + 4);
+    this.pos += 8;
+  }
+
+  fixed32(value: number): void {
+    this.room(4);
+    this.buf.writeUInt32LE(value >>> 0, this.pos);
+    this.pos += 4;
+  }
+
+  double(value: number): void {
+    this.room(8);
+    this.buf.writeDoubleLE(value, this.pos);
+    this.pos += 8;
+  }
+
+  string(field: number, value: string): void {
+    this.tag(field, WIRE_LDELIM);
+    const n = value.length;
+    // Short ASCII text (attribute keys, names, ids, models) is copied by hand: Buffer.write's argument
+    // handling costs more than the copy itself.
+    if (n < 128) {
+      this.room(n + 1);
+      const buf = this.buf;
+      const at = this.pos;
+      let i = 0;
+      for (; i < n; i++) {
+        const c = value.charCodeAt(i);
+        if (c > 0x7f) break;
+        buf[at + 1 + i] = c;
+      }
+      if (i === n) {
+        buf[at] = n;
+        this.pos = at + 1 + n;
+        return;
+      }
+    }
+    const length = Buffer.byteLength(value);
+    this.varint(length);
+    this.room(length);
+    this.pos += this.buf.write(value, this.pos, length, "utf8");
+  }
+
+  /** A bytes field from a hex id (trace and span ids). */
+  hexBytes(field: number, hex: string): void {
+    const length = hex.length >> 1;
+    this.tag(field, WIRE_LDELIM);
+    this.varint(length);
+    this.room(length);
+    const buf = this.buf;
+    for (let i = 0; i < length; i++) {
+      const high = HEX[hex.charCodeAt(2 * i)] ?? -1;
+      const low = HEX[hex.charCodeAt(2 * i + 1)] ?? -1;
+      // Ids come from the tracer or a validated traceparent; a bad digit still encodes as zero.
+      buf[this.pos++] = ((high < 0 ? 0 : high) << 4) | (low < 0 ? 0 : low);
+    }
+  }
+
+  /**
+   * Starts a nested message under `field`, leaving room for its tag and a length of `lengthBytes`
+   * bytes (1 below 128 bytes, 2 below 16 KiB); `close` fills them in, moving the body only when the
+   * length turned out to need another size.
+   */
+  open(field: number, lengthBytes: number): number {
+    const header = varintSize((field << 3) | WIRE_LDELIM) + lengthBytes;
+    this.room(header);
+    this.pos += header;
+    return this.pos;
+  }
+
+  /** Ends the message begun at `start` (what `open` returned) with its tag and length. */
+  close(field: number, start: number, lengthBytes: number): void {
+    const length = this.pos - start;
+    const tagBytes = varintSize((field << 3) | WIRE_LDELIM);
+    const reserved = tagBytes + lengthBytes;
+    const header = tagBytes + varintSize(length);
+    let bodyStart = start;
+    if (header !== reserved) {
+      this.room(header - reserved);
+      this.buf.copyWithin(start - reserved + header, start, this.pos);
+      bodyStart = start - reserved + header;
+    }
+    const end = bodyStart + length;
+    this.pos = bodyStart - header;
+    this.tag(field, WIRE_LDELIM);
+    this.varint(length);
+    this.pos = end;
+  }
+
+  finish(): Buffer {
+    return this.buf.subarray(0, this.pos);
+  }
+}
+
+function varintSize(value: number): number {
+  let size = 1;
+  while (value > 0x7f) {
+    value = Math.floor(value / 128);
+    size++;
+  }
+  return size;
+}
+
+/** AnyValue: a string, bool, int64, double or array of those. */
+function writeAnyValue(w: Writer, field: number, value: AttributeValue): void {
+  const start = w.open(field, 1);
+  if (typeof value === "string") w.string(1, value);
+  else if (typeof value === "boolean") {
+    w.tag(2, WIRE_VARINT);
+    w.varint(value ? 1 : 0);
+  } else if (typeof value === "number") {
+    if (Number.isSafeInteger(value)) {
+      w.tag(3, WIRE_VARINT);
+      w.int64(value);
+    } else {
+      w.tag(4, WIRE_FIXED64);
+      w.double(value);
+    }
+  } else if (Array.isArray(value)) {
+    const array = w.open(5, 1);
+    for (const item of value) {
+      // A null or undefined entry of a list is kept as an empty AnyValue, so positions hold.
+      if (item === null || item === undefined) {
+        w.tag(1, WIRE_LDELIM);
+        w.varint(0);
+      } else writeAnyValue(w, 1, item);
+    }
+    w.close(5, array, 1);
+  }
+  w.close(field, start, 1);
+}
+
+/** Repeated KeyValue attributes under `field`. */
+function writeAttributes(w: Writer, field: number, attributes: Attributes | undefined): void {
+  if (attributes === undefined) return;
+  for (const key in attributes) {
+    const value = attributes[key];
+    if (value === undefined || value === null) continue;
+    const start = w.open(field, 1);
+    w.string(1, key);
+    writeAnyValue(w, 2, value);
+    w.close(field, start, 1);
+  }
+}
+
+function writeEvent(w: Writer, event: SpanEvent): void {
+  const start = w.open(11, 1);
+  w.tag(1, WIRE_FIXED64);
+  w.fixed64Nanos(event.timeMs);
+  w.string(2, event.name);
+  writeAttributes(w, 3, event.attributes);
+  w.close(11, start, 1);
+}
+
+function writeLink(w: Writer, link: Link): void {
+  const start = w.open(13, 1);
+  w.hexBytes(1, link.context.traceId);
+  w.hexBytes(2, link.context.spanId);
+  const state = link.context.traceState?.serialize();
+  if (state) w.string(3, state);
+  writeAttributes(w, 4, link.attributes);
+  w.close(13, start, 1);
+}
+
+function writeSpan(w: Writer, span: RecordingSpan): void {
+  const start = w.open(2, 2);
+  w.hexBytes(1, span.traceId);
+  w.hexBytes(2, span.spanId);
+  const state = span.traceState?.serialize();
+  if (state) w.string(3, state);
+  if (span.parentSpanId !== "") w.hexBytes(4, span.parentSpanId);
+  w.string(5, span.name);
+  // The API numbers kinds from INTERNAL = 0; OTLP keeps 0 for "unspecified".
+  w.tag(6, WIRE_VARINT);
+  w.varint(span.kind + 1);
+  w.tag(7, WIRE_FIXED64);
+  w.fixed64Nanos(span.startMs);
+  w.tag(8, WIRE_FIXED64);
+  w.fixed64Nanos(span.endMs);
+  writeAttributes(w, 9, span.attributes);
+  if (span.droppedAttributes > 0) {
+    w.tag(10, WIRE_VARINT);
+    w.varint(span.droppedAttributes);
+  }
+  if (span.events !== undefined) for (const event of span.events) writeEvent(w, event);
+  if (span.droppedEvents > 0) {
+    w.tag(12, WIRE_VARINT);
+    w.varint(span.droppedEvents);
+  }
+  if (span.links !== undefined) for (const link of span.links) writeLink(w, link);
+  if (span.status.code !== 0) {
+    const status = w.open(15, 1);
+    if (span.status.message) w.string(2, span.status.message);
+    w.tag(3, WIRE_VARINT);
+    w.varint(span.status.code);
+    w.close(15, status, 1);
+  }
+  // flags: the W3C trace flags (sampled) in the low byte.
+  w.tag(16, WIRE_FIXED32);
+  w.fixed32(1);
+  w.close(2, start, 2);
+}
+
+/** The ExportTraceServiceRequest of `spans`, all under one resource and one instrumentation scope. */
+export function encodeExportRequest(identity: ExportIdentity, spans: readonly RecordingSpan[]): Buffer {
+  const w = new Writer(256 + spans.length * 512);
+  const resourceSpans = w.open(1, 3);
+  const resource = w.open(1, 2);
+  writeAttributes(w, 1, identity.resource);
+  w.close(1, resource, 2);
+  const scopeSpans = w.open(2, 3);
+  const scope = w.open(1, 1);
+  w.string(1, identity.scopeName);
+  w.string(2, identity.scopeVersion);
+  w.close(1, scope, 1);
+  for (const span of spans) writeSpan(w, span);
+  w.close(2, scopeSpans, 3);
+  w.close(1, resourceSpans, 3);
+  return w.finish();
+}

@@ -1,0 +1,116 @@
+/**
+ * The batch queue between ended spans and the collector: ending a span only appends it to a bounded
+ * array; batches leave from a timer or, once a full batch is waiting, on the next turn of the event loop,
+ * never inside the request that ended the span. One export is in flight at a time. A full queue drops
+ * the new span; a failed export loses its batch; both are counted, never retried at a request's expense.
+ */
+import type { RecordingSpan } from "./recording-tracer.js";
+
+/** Sends one encoded batch; rejects (with a reason the log can show) when the collector did not take it. */
+export type BatchSender = (spans: readonly RecordingSpan[]) => Promise<void>;
+
+/** Counts what was lost, for the once-a-minute report. */
+export type LossReport = (count: number, reason: string) => void;
+
+/** How the queue batches. */
+export interface SpanQueueOptions {
+  /** Spans kept while the collector is slow; more are dropped. */
+  maxQueueSize: number;
+  /** Spans per export at most. */
+  maxBatchSize: number;
+  /** How long an ended span waits for a batch to fill before it is sent anyway. */
+  delayMs: number;
+}
+
+/** The bounded batch queue in front of a sender. */
+export class SpanExportQueue {
+  private queue: RecordingSpan[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
+  private inFlight: Promise<void> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly send: BatchSender,
+    private readonly lost: LossReport,
+    private readonly options: SpanQueueOptions,
+  ) {}
+
+  /** Queues an ended span (the tracer's sink): constant time, no I/O. */
+  readonly add = (span: RecordingSpan): void => {
+    if (this.closed) return;
+    if (this.queue.length >= this.options.maxQueueSize) {
+      this.lost(1, "the export queue is full (the collector is slow or unreachable)");
+      return;
+    }
+    this.queue.push(span);
+    if (this.inFlight === undefined) this.schedule();
+  };
+
+  /** Spans waiting to be sent. */
+  get size(): number {
+    return this.queue.length;
+  }
+
+  /** Sends a full batch on the next turn, a partial one once the delay passes. */
+  private schedule(): void {
+    if (this.queue.length >= this.options.maxBatchSize) {
+      if (this.immediate !== undefined) return;
+      this.immediate = setImmediate(() => {
+        this.immediate = undefined;
+        void this.flushOne();
+      });
+      this.immediate.unref();
+    } else if (this.queue.length > 0 && this.timer === undefined) {
+      this.timer = setTimeout(() => {
+        this.timer = undefined;
+        void this.flushOne();
+      }, this.options.delayMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Sends one batch unless one is in flight; afterwards, sends on what is waiting. */
+  private flushOne(): Promise<void> {
+    if (this.inFlight !== undefined) return this.inFlight;
+    if (this.queue.length === 0) return Promise.resolve();
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = this.queue.length <= this.options.maxBatchSize ? this.queue : this.queue.slice(0, this.options.maxBatchSize);
+    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+    let sending: Promise<void>;
+    try {
+      sending = this.send(batch);
+    } catch (err) {
+      // An encoding failure loses its batch like a failed export: it must never throw into a timer.
+      sending = Promise.reject(err);
+    }
+    const done = sending.then(
+      () => undefined,
+      (err: unknown) => this.lost(batch.length, err instanceof Error ? err.message : String(err)),
+    );
+    this.inFlight = done.then(() => {
+      this.inFlight = undefined;
+      if (!this.closed) this.schedule();
+    });
+    return this.inFlight;
+  }
+
+  /** Sends everything queued (batch after batch) until done or `deadline` (epoch ms), then stops taking spans. */
+  async close(deadline: number): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
+    this.timer = undefined;
+    this.immediate = undefined;
+    while (Date.now() < deadline) {
+      if (this.inFlight !== undefined) await this.inFlight;
+      else if (this.queue.length > 0) await this.flushOne();
+      else return;
+    }
+    if (this.queue.length > 0) this.lost(this.queue.length, "the gateway stopped before they could be exported");
+    this.queue = [];
+  }
+}

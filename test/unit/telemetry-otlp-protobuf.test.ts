@@ -1,0 +1,122 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Span } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
+import { encodeExportRequest, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
+import { MAX_ATTRIBUTES, RecordingTracer, type RecordingSpan } from "../../src/telemetry/recording-tracer.js";
+import { decodeExport } from "../helpers/otlp-receiver.js";
+
+const IDENTITY: ExportIdentity = { resource: { "service.name": "gw-test", "service.version": "1.2.3" }, scopeName: "gw", scopeVersion: "1.2.3" };
+
+/** A tracer that samples everything and keeps what ends. */
+function recorder(): { tracer: RecordingTracer; ended: RecordingSpan[] } {
+  const ended: RecordingSpan[] = [];
+  return { tracer: new RecordingTracer((span) => ended.push(span), () => true), ended };
+}
+
+describe("OTLP protobuf encoding", () => {
+  test("round-trips ids, parent, kind, times, status and the resource's service name", () => {
+    const { tracer, ended } = recorder();
+    const server = tracer.startSpan("POST /v1/chat/completions", { kind: SpanKind.SERVER, startTime: 1_700_000_000_123.5 }, ROOT_CONTEXT);
+    const client = tracer.startSpan("chat gpt-4o-mini", { kind: SpanKind.CLIENT }, trace.setSpan(ROOT_CONTEXT, server));
+    client.setStatus({ code: SpanStatusCode.ERROR, message: "provider_rate_limited" });
+    client.end();
+    server.end(1_700_000_000_200);
+    const [decodedClient, decodedServer] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.ok(decodedClient && decodedServer);
+    assert.equal(decodedServer.serviceName, "gw-test");
+    assert.equal(decodedServer.traceId, server.spanContext().traceId);
+    assert.equal(decodedServer.spanId, server.spanContext().spanId);
+    assert.equal(decodedServer.parentSpanId, "");
+    assert.equal(decodedServer.kind, 2);
+    assert.equal(decodedServer.startNs, 1_700_000_000_123_500_000n);
+    assert.equal(decodedServer.endNs, 1_700_000_000_200_000_000n);
+    assert.equal(decodedServer.flags, 1);
+    assert.equal(decodedClient.traceId, decodedServer.traceId);
+    assert.equal(decodedClient.parentSpanId, decodedServer.spanId);
+    assert.equal(decodedClient.kind, 3);
+    assert.equal(decodedClient.statusCode, 2);
+    assert.equal(decodedClient.statusMessage, "provider_rate_limited");
+    assert.ok(decodedClient.endNs >= decodedClient.startNs);
+  });
+
+  test("encodes every attribute type: strings, booleans, integers (negative too), doubles and lists", () => {
+    const { tracer, ended } = recorder();
+    const attributes = { text: "héllo ✓", yes: true, no: false, count: 42, big: 2 ** 40, negative: -7, ratio: 0.25, list: ["a", "b"], numbers: [1, 2.5] };
+    tracer.startSpan("s", { attributes }, ROOT_CONTEXT).end();
+    const [span] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(span?.attributes, attributes);
+  });
+
+  test("encodes events with their attributes and a multi-byte length", () => {
+    const { tracer, ended } = recorder();
+    const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
+    const long = "x".repeat(70_000);
+    span.addEvent("gen_ai.first_token");
+    span.addEvent("exception", { "exception.message": long });
+    span.end();
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(decoded?.events.map((e) => e.name), ["gen_ai.first_token", "exception"]);
+    assert.equal(decoded?.events[1]?.attributes["exception.message"], long);
+  });
+
+  test("keeps the caller's tracestate and continues its trace under its span", () => {
+    const { tracer, ended } = recorder();
+    const parent = new W3CTraceContextPropagator().extract(
+      ROOT_CONTEXT,
+      { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "vendor=opaque" },
+      { get: (carrier, key) => carrier[key], keys: (carrier) => Object.keys(carrier) },
+    );
+    tracer.startSpan("s", {}, parent).end();
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.equal(decoded?.traceId, "0af7651916cd43dd8448eb211c80319c");
+    assert.equal(decoded?.parentSpanId, "b7ad6b7169203331");
+    assert.equal(decoded?.traceState, "vendor=opaque");
+  });
+
+  test("encodes a batch of many spans, each intact", () => {
+    const { tracer, ended } = recorder();
+    for (let i = 0; i < 600; i++) tracer.startSpan(`span ${i}`, { attributes: { index: i } }, ROOT_CONTEXT).end();
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.equal(decoded.length, 600);
+    assert.deepEqual(decoded.map((s) => s.attributes["index"]), ended.map((_, i) => i));
+  });
+});
+
+describe("recorded spans", () => {
+  test("keep at most the attribute limit and count the rest as dropped", () => {
+    const { tracer, ended } = recorder();
+    const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
+    for (let i = 0; i < MAX_ATTRIBUTES + 5; i++) span.setAttribute(`a${i}`, i);
+    span.setAttribute("a0", "replaced");
+    span.end();
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.equal(Object.keys(decoded?.attributes ?? {}).length, MAX_ATTRIBUTES);
+    assert.equal(decoded?.attributes["a0"], "replaced");
+    assert.equal(decoded?.droppedAttributes, 5);
+  });
+
+  test("change nothing and are not exported again once ended", () => {
+    const { tracer, ended } = recorder();
+    const span: Span = tracer.startSpan("s", {}, ROOT_CONTEXT);
+    span.end();
+    span.setAttribute("late", true);
+    span.end();
+    assert.equal(ended.length, 1);
+    assert.equal(span.isRecording(), false);
+    assert.equal(ended[0]?.attributes["late"], undefined);
+  });
+
+  test("are not recorded when the sampler says no, and their children stay unsampled with the same trace id", () => {
+    const ended: RecordingSpan[] = [];
+    const tracer = new RecordingTracer((span) => ended.push(span), (_traceId, parent) => parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 1);
+    const root = tracer.startSpan("root", {}, ROOT_CONTEXT);
+    assert.equal(root.isRecording(), false);
+    assert.equal(root.spanContext().traceFlags, TraceFlags.NONE);
+    const child = tracer.startSpan("child", {}, trace.setSpan(ROOT_CONTEXT, root));
+    assert.equal(child.spanContext().traceId, root.spanContext().traceId);
+    root.end();
+    child.end();
+    assert.equal(ended.length, 0);
+  });
+});

@@ -1,0 +1,143 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { RecordingTracer, samplerFor, type RecordingSpan } from "../../src/telemetry/recording-tracer.js";
+import { SpanExportQueue, type BatchSender } from "../../src/telemetry/span-export-queue.js";
+
+/** A sender whose exports finish when the test says so. */
+function heldSender(): { send: BatchSender; batches: RecordingSpan[][]; release: (err?: Error) => void } {
+  const batches: RecordingSpan[][] = [];
+  const waiting: ((err?: Error) => void)[] = [];
+  return {
+    batches,
+    send: (spans) =>
+      new Promise<void>((resolve, reject) => {
+        batches.push([...spans]);
+        waiting.push((err) => (err ? reject(err) : resolve()));
+      }),
+    release: (err) => waiting.shift()?.(err),
+  };
+}
+
+function spansOf(queue: SpanExportQueue, count: number): void {
+  const tracer = new RecordingTracer(queue.add, () => true);
+  for (let i = 0; i < count; i++) tracer.startSpan(`s${i}`, {}, ROOT_CONTEXT).end();
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Waits (a bounded number of turns) until the sender has been handed `count` batches. */
+async function batchesReach(sender: { batches: unknown[] }, count: number): Promise<void> {
+  for (let i = 0; i < 100 && sender.batches.length < count; i++) await turn();
+  assert.equal(sender.batches.length, count);
+}
+
+describe("the span export queue", () => {
+  test("sends a full batch on the next turn without waiting for the delay", async () => {
+    const sender = heldSender();
+    const queue = new SpanExportQueue(sender.send, () => undefined, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 60_000 });
+    spansOf(queue, 4);
+    assert.equal(sender.batches.length, 0, "a span's end must not send in the request's own turn");
+    await turn();
+    assert.deepEqual(sender.batches.map((b) => b.length), [4]);
+    sender.release();
+    await queue.close(Date.now() + 1000);
+  });
+
+  test("sends a partial batch once the delay passes", async () => {
+    const sender = heldSender();
+    const queue = new SpanExportQueue(sender.send, () => undefined, { maxQueueSize: 100, maxBatchSize: 10, delayMs: 20 });
+    spansOf(queue, 3);
+    for (let i = 0; i < 100 && sender.batches.length === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.deepEqual(sender.batches.map((b) => b.length), [3]);
+    sender.release();
+    await queue.close(Date.now() + 1000);
+  });
+
+  test("keeps one export in flight and sends what waited once it finishes", async () => {
+    const sender = heldSender();
+    const queue = new SpanExportQueue(sender.send, () => undefined, { maxQueueSize: 100, maxBatchSize: 2, delayMs: 60_000 });
+    spansOf(queue, 2);
+    await turn();
+    spansOf(queue, 4);
+    await turn();
+    assert.equal(sender.batches.length, 1);
+    sender.release();
+    await batchesReach(sender, 2);
+    sender.release();
+    await batchesReach(sender, 3);
+    assert.deepEqual(sender.batches.map((b) => b.length), [2, 2, 2]);
+    sender.release();
+    await queue.close(Date.now() + 1000);
+  });
+
+  test("drops spans past its size while the collector is slow, counting them", async () => {
+    const sender = heldSender();
+    let lost = 0;
+    const queue = new SpanExportQueue(sender.send, (count) => (lost += count), { maxQueueSize: 5, maxBatchSize: 5, delayMs: 60_000 });
+    spansOf(queue, 5);
+    await turn();
+    spansOf(queue, 8);
+    assert.equal(lost, 3);
+    assert.equal(queue.size, 5);
+    sender.release();
+    await batchesReach(sender, 2);
+    sender.release();
+    await queue.close(Date.now() + 1000);
+  });
+
+  test("counts the spans of a failed export as lost", async () => {
+    const sender = heldSender();
+    const reasons: string[] = [];
+    let lost = 0;
+    const queue = new SpanExportQueue(sender.send, (count, reason) => {
+      lost += count;
+      reasons.push(reason);
+    }, { maxQueueSize: 100, maxBatchSize: 3, delayMs: 60_000 });
+    spansOf(queue, 3);
+    await turn();
+    sender.release(new Error("connect ECONNREFUSED 127.0.0.1:9"));
+    await turn();
+    assert.equal(lost, 3);
+    assert.deepEqual(reasons, ["connect ECONNREFUSED 127.0.0.1:9"]);
+    await queue.close(Date.now() + 1000);
+  });
+
+  test("sends everything queued when closed, in batches", async () => {
+    const batches: number[] = [];
+    const queue = new SpanExportQueue(async (spans) => {
+      batches.push(spans.length);
+    }, () => undefined, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 60_000 });
+    const tracer = new RecordingTracer(queue.add, () => true);
+    for (let i = 0; i < 3; i++) tracer.startSpan("s", {}, ROOT_CONTEXT).end();
+    await queue.close(Date.now() + 1000);
+    assert.deepEqual(batches, [3]);
+    assert.equal(queue.size, 0);
+  });
+});
+
+describe("samplers", () => {
+  const ids = Array.from({ length: 2000 }, (_, i) => `${"0".repeat(24)}${(i * 2147483).toString(16).padStart(8, "0").slice(-8)}`);
+
+  test("traceidratio keeps about its ratio of traces, the same answer for the same trace id", () => {
+    const sampler = samplerFor("traceidratio", 0.25);
+    const kept = ids.filter((id) => sampler(id, undefined)).length;
+    assert.ok(kept > 300 && kept < 700, `kept ${kept} of 2000`);
+    for (const id of ids.slice(0, 50)) assert.equal(sampler(id, undefined), sampler(id, undefined));
+  });
+
+  test("parent-based samplers follow the parent's sampled flag and use their root rule without one", () => {
+    const sampler = samplerFor("parentbased_always_off", 1);
+    const parent = { traceId: ids[1] ?? "", spanId: "b7ad6b7169203331", traceFlags: 1 };
+    assert.equal(sampler(parent.traceId, parent), true);
+    assert.equal(sampler(parent.traceId, { ...parent, traceFlags: 0 }), false);
+    assert.equal(sampler(parent.traceId, undefined), false);
+    assert.equal(samplerFor("parentbased_always_on", 1)(parent.traceId, undefined), true);
+  });
+
+  test("always_on and always_off ignore the parent", () => {
+    const parent = { traceId: ids[1] ?? "", spanId: "b7ad6b7169203331", traceFlags: 0 };
+    assert.equal(samplerFor("always_on", 0)(parent.traceId, parent), true);
+    assert.equal(samplerFor("always_off", 1)(parent.traceId, { ...parent, traceFlags: 1 }), false);
+  });
+});
