@@ -132,7 +132,18 @@ class Writer {
     this.pos += this.buf.write(value, this.pos, length, "utf8");
   }
 
-  /** A bytes field from a hex id (trace and span ids). */
+  /** A bytes field of 32-bit words, high first: trace ids (four words) and span ids (two). */
+  words(field: number, ...words: number[]): void {
+    this.tag(field, WIRE_LDELIM);
+    this.varint(words.length * 4);
+    this.room(words.length * 4);
+    for (const word of words) {
+      this.buf.writeUInt32BE(word, this.pos);
+      this.pos += 4;
+    }
+  }
+
+  /** A bytes field from a hex id (a link's trace and span ids). */
   hexBytes(field: number, hex: string): void {
     const length = hex.length >> 1;
     this.tag(field, WIRE_LDELIM);
@@ -255,11 +266,12 @@ function writeLink(w: Writer, link: Link): void {
 
 function writeSpan(w: Writer, span: RecordingSpan): void {
   const start = w.open(2, 2);
-  w.hexBytes(1, span.traceId);
-  w.hexBytes(2, span.spanId);
-  const state = span.traceState?.serialize();
+  const trace = span.trace;
+  w.words(1, trace.w0, trace.w1, trace.w2, trace.w3);
+  w.words(2, span.idHigh, span.idLow);
+  const state = trace.state?.serialize();
   if (state) w.string(3, state);
-  if (span.parentSpanId !== "") w.hexBytes(4, span.parentSpanId);
+  if (span.hasParent) w.words(4, span.parentHigh, span.parentLow);
   w.string(5, span.name);
   // The API numbers kinds from INTERNAL = 0; OTLP keeps 0 for "unspecified".
   w.tag(6, WIRE_VARINT);

@@ -23,7 +23,6 @@ import {
   type TimeInput,
   type TraceState,
 } from "@opentelemetry/api";
-import { randomFillSync } from "node:crypto";
 
 /** Attributes a span keeps at most (the OpenTelemetry default); later ones are counted as dropped. */
 export const MAX_ATTRIBUTES = 128;
@@ -38,8 +37,11 @@ export interface SpanEvent {
   attributes: Attributes | undefined;
 }
 
-/** What a sampler decides for a new root or child span. */
-export type Sampler = (traceId: string, parent: SpanContext | undefined) => boolean;
+/**
+ * What a sampler decides for a span that starts a trace or continues a caller's: `traceLow` is the trace
+ * id's last 32 bits, `parent` the caller's span context when there is one.
+ */
+export type Sampler = (traceLow: number, parent: SpanContext | undefined) => boolean;
 
 /** Where ended spans go: the export queue. */
 export type SpanSink = (span: RecordingSpan) => void;
@@ -60,22 +62,52 @@ function timeMs(input: TimeInput | undefined): number {
   return input[0] * 1000 + input[1] / 1e6;
 }
 
-// Ids are cut from a pool of random bytes refilled in one call: a call per id costs more than the id.
-const POOL_BYTES = 4096;
-const pool = Buffer.allocUnsafe(POOL_BYTES);
-let poolAt = POOL_BYTES;
-const ZERO_SPAN_ID = "0".repeat(16);
-const ZERO_TRACE_ID = "0".repeat(32);
+/** A random 32-bit word. */
+function randomWord(): number {
+  return (Math.random() * 0x100000000) >>> 0;
+}
 
-/** `bytes` random bytes as lowercase hex, never all zeros (an invalid id). */
-function randomHex(bytes: number): string {
-  if (poolAt + bytes > POOL_BYTES) {
-    randomFillSync(pool);
-    poolAt = 0;
+/** A 32-bit word as eight hex digits. */
+function wordHex(word: number): string {
+  return word.toString(16).padStart(8, "0");
+}
+
+/** The four 32-bit words of eight hex digits each, from a validated 32-digit trace id. */
+function hexWords(hex: string, at: number): number {
+  return Number.parseInt(hex.slice(at, at + 8), 16) >>> 0;
+}
+
+/**
+ * A trace id, shared by the spans of one trace, as four 32-bit words (high first): ids are made and
+ * encoded as numbers, and written as hex only when a traceparent or a log line asks for them.
+ */
+export class TraceIdentity {
+  private text: string | undefined;
+
+  constructor(
+    readonly w0: number,
+    readonly w1: number,
+    readonly w2: number,
+    readonly w3: number,
+    readonly state: TraceState | undefined,
+  ) {}
+
+  /** A new random trace id (never all zeros, which is invalid). */
+  static random(): TraceIdentity {
+    const identity = new TraceIdentity(randomWord(), randomWord(), randomWord(), randomWord(), undefined);
+    return identity.w0 === 0 && identity.w1 === 0 && identity.w2 === 0 && identity.w3 === 0 ? TraceIdentity.random() : identity;
   }
-  const hex = pool.toString("hex", poolAt, poolAt + bytes);
-  poolAt += bytes;
-  return hex === ZERO_SPAN_ID || hex === ZERO_TRACE_ID ? randomHex(bytes) : hex;
+
+  /** The id of a caller's validated span context. */
+  static of(context: SpanContext): TraceIdentity {
+    const hex = context.traceId;
+    return new TraceIdentity(hexWords(hex, 0), hexWords(hex, 8), hexWords(hex, 16), hexWords(hex, 24), context.traceState);
+  }
+
+  get hex(): string {
+    this.text ??= wordHex(this.w0) + wordHex(this.w1) + wordHex(this.w2) + wordHex(this.w3);
+    return this.text;
+  }
 }
 
 /** A recorded span: what the OTLP encoder reads once it has ended. */
@@ -93,28 +125,61 @@ export class RecordingSpan implements Span {
 
   constructor(
     private readonly sink: SpanSink,
-    readonly traceId: string,
-    readonly spanId: string,
-    /** "" for a root span. */
-    readonly parentSpanId: string,
-    readonly traceState: TraceState | undefined,
+    readonly trace: TraceIdentity,
+    /** The span id's high and low 32 bits. */
+    readonly idHigh: number,
+    readonly idLow: number,
+    /** The parent span's id words; `hasParent` false for a root span. */
+    readonly hasParent: boolean,
+    readonly parentHigh: number,
+    readonly parentLow: number,
     public name: string,
     readonly kind: SpanKind,
     readonly startMs: number,
     attributes: Attributes | undefined,
   ) {
-    this.attributes = {};
-    if (attributes !== undefined) this.setAttributes(attributes);
+    // The caller's attribute object is kept as it is when it fits the limit: TraceNode builds a fresh
+    // one for each span, so copying it would only cost.
+    if (attributes === undefined) this.attributes = {};
+    else {
+      let count = 0;
+      for (const key in attributes) if (attributes[key] !== undefined && attributes[key] !== null) count++;
+      if (count <= MAX_ATTRIBUTES) {
+        this.attributes = attributes;
+        this.attributeCount = count;
+      } else {
+        this.attributes = {};
+        this.setAttributes(attributes);
+      }
+    }
+  }
+
+  get traceId(): string {
+    return this.trace.hex;
+  }
+
+  get spanId(): string {
+    return this.spanContext().spanId;
+  }
+
+  /** "" for a root span. */
+  get parentSpanId(): string {
+    return this.hasParent ? wordHex(this.parentHigh) + wordHex(this.parentLow) : "";
+  }
+
+  get traceState(): TraceState | undefined {
+    return this.trace.state;
   }
 
   spanContext(): SpanContext {
-    this.context ??= { traceId: this.traceId, spanId: this.spanId, traceFlags: TraceFlags.SAMPLED, ...(this.traceState ? { traceState: this.traceState } : {}) };
+    this.context ??= { traceId: this.trace.hex, spanId: wordHex(this.idHigh) + wordHex(this.idLow), traceFlags: TraceFlags.SAMPLED, ...(this.trace.state ? { traceState: this.trace.state } : {}) };
     return this.context;
   }
 
   setAttribute(key: string, value: AttributeValue): this {
     if (this.ended || value === undefined || value === null) return this;
-    if (this.attributes[key] === undefined) {
+    const current = this.attributes[key];
+    if (current === undefined || current === null) {
       if (this.attributeCount >= MAX_ATTRIBUTES) {
         this.droppedAttributes++;
         return this;
@@ -216,18 +281,26 @@ export class RecordingTracer implements SpanStarter {
   }
 
   private startUnder(name: string, options: SpanOptions, parentSpan: Span | undefined): Span {
+    const kind = options.kind ?? SpanKind.INTERNAL;
+    let idHigh = randomWord();
+    const idLow = randomWord();
+    if (idHigh === 0 && idLow === 0) idHigh = 1;
     // A recording span of this tracer is a valid, sampled parent: only a caller's remote context is checked.
-    const local = parentSpan instanceof RecordingSpan;
-    const parent = local ? undefined : parentSpan?.spanContext();
-    const valid = local || (parent !== undefined && trace.isSpanContextValid(parent));
-    const traceId = local ? parentSpan.traceId : valid && parent ? parent.traceId : randomHex(16);
-    const spanId = randomHex(8);
-    const traceState = local ? parentSpan.traceState : valid ? parent?.traceState : undefined;
-    if (!local && !this.sampler(traceId, valid ? parent : undefined)) {
-      return trace.wrapSpanContext({ traceId, spanId, traceFlags: TraceFlags.NONE, ...(traceState ? { traceState } : {}) });
+    if (parentSpan instanceof RecordingSpan) {
+      return this.recording(parentSpan.trace, idHigh, idLow, true, parentSpan.idHigh, parentSpan.idLow, name, kind, options);
     }
-    const parentSpanId = local ? parentSpan.spanId : valid && parent ? parent.spanId : "";
-    const span = new RecordingSpan(this.sink, traceId, spanId, parentSpanId, traceState, name, options.kind ?? SpanKind.INTERNAL, timeMs(options.startTime), options.attributes);
+    const parent = parentSpan?.spanContext();
+    const remote = parent !== undefined && trace.isSpanContextValid(parent) ? parent : undefined;
+    const identity = remote === undefined ? TraceIdentity.random() : TraceIdentity.of(remote);
+    if (!this.sampler(identity.w3, remote)) {
+      return trace.wrapSpanContext({ traceId: identity.hex, spanId: wordHex(idHigh) + wordHex(idLow), traceFlags: TraceFlags.NONE, ...(identity.state ? { traceState: identity.state } : {}) });
+    }
+    if (remote === undefined) return this.recording(identity, idHigh, idLow, false, 0, 0, name, kind, options);
+    return this.recording(identity, idHigh, idLow, true, hexWords(remote.spanId, 0), hexWords(remote.spanId, 8), name, kind, options);
+  }
+
+  private recording(identity: TraceIdentity, idHigh: number, idLow: number, hasParent: boolean, parentHigh: number, parentLow: number, name: string, kind: SpanKind, options: SpanOptions): RecordingSpan {
+    const span = new RecordingSpan(this.sink, identity, idHigh, idLow, hasParent, parentHigh, parentLow, name, kind, timeMs(options.startTime), options.attributes);
     if (options.links !== undefined) span.addLinks(options.links);
     return span;
   }
@@ -238,13 +311,13 @@ export const SAMPLER_NAMES = ["always_on", "always_off", "traceidratio", "parent
 export type SamplerName = (typeof SAMPLER_NAMES)[number];
 
 /**
- * Whether a trace id falls under `ratio`: decided by the id's last 8 hex digits, so every span of a
- * trace, on every node that uses the same rule, gets the same answer.
+ * Whether a trace id falls under `ratio`: decided by the id's last 32 bits, so every span of a trace, on
+ * every node that uses the same rule, gets the same answer.
  */
-function underRatio(traceId: string, ratio: number): boolean {
+function underRatio(traceLow: number, ratio: number): boolean {
   if (ratio >= 1) return true;
   if (ratio <= 0) return false;
-  return Number.parseInt(traceId.slice(-8), 16) < ratio * 0x100000000;
+  return traceLow < ratio * 0x100000000;
 }
 
 /** The sampler a standard name and ratio stand for; parent-based ones follow a sampled parent's flag. */
@@ -254,7 +327,7 @@ export function samplerFor(name: SamplerName, ratio: number): Sampler {
       ? () => true
       : name === "always_off" || name === "parentbased_always_off"
         ? () => false
-        : (traceId) => underRatio(traceId, ratio);
+        : (traceLow) => underRatio(traceLow, ratio);
   if (!name.startsWith("parentbased_")) return root;
-  return (traceId, parent) => (parent === undefined ? root(traceId, undefined) : (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED);
+  return (traceLow, parent) => (parent === undefined ? root(traceLow, undefined) : (parent.traceFlags & TraceFlags.SAMPLED) === TraceFlags.SAMPLED);
 }

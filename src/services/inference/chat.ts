@@ -303,7 +303,13 @@ function answerOutcome(body: JsonObject): Partial<AttemptOutcome> {
   if (typeof body["model"] === "string") out.responseModel = body["model"];
   const choices = body["choices"];
   if (Array.isArray(choices)) {
-    out.finishReasons = choices.flatMap((c) => (c !== null && typeof c === "object" && typeof (c as JsonObject)["finish_reason"] === "string" ? [(c as JsonObject)["finish_reason"] as string] : []));
+    // A plain loop: this runs on every traced answer.
+    const reasons: string[] = [];
+    for (const choice of choices) {
+      const reason = choice !== null && typeof choice === "object" ? (choice as JsonObject)["finish_reason"] : undefined;
+      if (typeof reason === "string") reasons.push(reason);
+    }
+    out.finishReasons = reasons;
   } else if (typeof body["status"] === "string") out.finishReasons = [body["status"]];
   else if (typeof body["stop_reason"] === "string") out.finishReasons = [body["stop_reason"]];
   return out;
