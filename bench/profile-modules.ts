@@ -1,0 +1,94 @@
+/**
+ * How much of a target's busy time runs inside given source modules, from a `.cpuprofile` that
+ * `BENCH_PROFILE=1` wrote and the esbuild bundle the bench ran (`.tmp/bench/<target>.js`): esbuild marks
+ * where each module starts with a `// src/...` comment, so a frame's line names its module even though
+ * the whole gateway is one file. A sample counts once if any frame on its stack is in a matching module
+ * (or in a package whose path matches), and is charged to the outermost such frame.
+ *
+ *   node --import tsx bench/profile-modules.ts <file.cpuprofile> <bundle.js> <module regex> [start fraction]
+ *
+ * For example the share of tracing in the traced gateway:
+ *
+ *   node --import tsx bench/profile-modules.ts bench/profiles/gateway-traced/<file>.cpuprofile .tmp/bench/gateway.js \
+ *     'src/telemetry/(tracing|otlp-tracing|recording-tracer|otlp-protobuf|span-export-queue)\.ts|@opentelemetry/(?!api)'
+ */
+import { readFileSync } from "node:fs";
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** Where each bundled module starts, in line order. */
+function moduleStarts(bundle: string): { line: number; name: string }[] {
+  const starts: { line: number; name: string }[] = [];
+  for (const [line, text] of bundle.split("\n").entries()) {
+    const marker = /^\/\/ ((?:src|node_modules|bench)\/\S+)$/.exec(text);
+    if (marker?.[1] !== undefined) starts.push({ line, name: marker[1] });
+  }
+  return starts;
+}
+
+/** The module a bundle line belongs to ("" before the first marker). */
+function moduleAt(starts: readonly { line: number; name: string }[], line: number): string {
+  let lo = 0;
+  let hi = starts.length - 1;
+  let found = "";
+  while (lo <= hi) {
+    const mid = (lo + hi) >> 1;
+    const start = starts[mid];
+    if (start === undefined) break;
+    if (start.line <= line) {
+      found = start.name;
+      lo = mid + 1;
+    } else hi = mid - 1;
+  }
+  return found;
+}
+
+function main(): void {
+  const [file, bundleFile, pattern, startArg] = process.argv.slice(2);
+  if (file === undefined || bundleFile === undefined || pattern === undefined) {
+    throw new Error("usage: profile-modules.ts <file.cpuprofile> <bundle.js> <module regex> [start fraction, default 0.5]");
+  }
+  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
+  const starts = moduleStarts(readFileSync(bundleFile, "utf8"));
+  const matches = new RegExp(pattern);
+  const from = profile.startTime + (profile.endTime - profile.startTime) * Number(startArg ?? "0.5");
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  const bundleName = bundleFile.split("/").pop() ?? bundleFile;
+  const charged = new Map<string, number>();
+  let busy = 0;
+  let inside = 0;
+  let at = profile.startTime;
+  for (const [i, id] of profile.samples.entries()) {
+    at += profile.timeDeltas[i] ?? 0;
+    const leaf = byId.get(id);
+    if (at < from || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
+    busy++;
+    let outermost: string | null = null;
+    for (let node: ProfileNode | undefined = leaf; node !== undefined; node = byId.get(parent.get(node.id) ?? -1)) {
+      const { url, lineNumber, functionName } = node.callFrame;
+      const place = url.endsWith(bundleName) ? moduleAt(starts, lineNumber) : url.replace(/.*node_modules\//, "@").replace(/^@@/, "@");
+      if (matches.test(place)) outermost = `${place} ${functionName || "(anonymous)"}`;
+    }
+    if (outermost === null) continue;
+    inside++;
+    charged.set(outermost, (charged.get(outermost) ?? 0) + 1);
+  }
+  console.log(`${busy} busy samples; ${((inside / busy) * 100).toFixed(2)}% inside modules matching ${pattern}`);
+  for (const [place, count] of [...charged].sort((a, b) => b[1] - a[1]).slice(0, 20)) console.log(`${((count / busy) * 100).toFixed(2).padStart(6)}%  ${place}`);
+}
+
+main();
