@@ -6,21 +6,7 @@
  *
  *   node --import tsx bench/profile-account.ts bench/profiles/gateway/<file>.cpuprofile [cpu µs per request] [start fraction]
  */
-import { readFileSync } from "node:fs";
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string };
-  children?: number[];
-}
-
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-  endTime: number;
-}
+import { busyStacks, type ProfileNode } from "./cpu-profile.js";
 
 /** A category and what claims a frame for it: its function name, or a part of its script's URL. */
 interface Category {
@@ -69,22 +55,18 @@ function byUrl(node: ProfileNode): string | null {
 function main(): void {
   const [file, cpuArg, startArg] = process.argv.slice(2);
   if (file === undefined) throw new Error("usage: profile-account.ts <file.cpuprofile> [cpu µs per request] [start fraction, default 0.5]");
-  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const cpuUs = cpuArg === undefined ? null : Number(cpuArg);
-  const from = profile.startTime + (profile.endTime - profile.startTime) * Number(startArg ?? "0.5");
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const charged = new Map<string, number>();
   let busy = 0;
-  let at = profile.startTime;
-  for (const [i, id] of profile.samples.entries()) {
-    at += profile.timeDeltas[i] ?? 0;
-    const leaf = byId.get(id);
-    if (at < from || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
+  for (const stack of busyStacks(file, Number(startArg ?? "0.5"))) {
+    const leaf = stack[0];
+    if (leaf === undefined) continue;
     busy++;
     let category: string | null = null;
-    for (let node: ProfileNode | undefined = leaf; node !== undefined && category === null; node = byId.get(parent.get(node.id) ?? -1)) category = byFunction(node);
+    for (const node of stack) {
+      category = byFunction(node);
+      if (category !== null) break;
+    }
     const name = category ?? byUrl(leaf) ?? (leaf.callFrame.url === "" ? NATIVE : OTHER);
     charged.set(name, (charged.get(name) ?? 0) + 1);
   }

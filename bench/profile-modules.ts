@@ -13,20 +13,7 @@
  *     'src/telemetry/(tracing|otlp-tracing|recording-tracer|otlp-protobuf|span-export-queue)\.ts|@opentelemetry/(?!api)'
  */
 import { readFileSync } from "node:fs";
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-  endTime: number;
-}
+import { busyStacks } from "./cpu-profile.js";
 
 /** Where each bundled module starts, in line order. */
 function moduleStarts(bundle: string): { line: number; name: string }[] {
@@ -60,25 +47,16 @@ function main(): void {
   if (file === undefined || bundleFile === undefined || pattern === undefined) {
     throw new Error("usage: profile-modules.ts <file.cpuprofile> <bundle.js> <module regex> [start fraction, default 0.5]");
   }
-  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const starts = moduleStarts(readFileSync(bundleFile, "utf8"));
   const matches = new RegExp(pattern);
-  const from = profile.startTime + (profile.endTime - profile.startTime) * Number(startArg ?? "0.5");
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const parent = new Map<number, number>();
-  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
   const bundleName = bundleFile.split("/").pop() ?? bundleFile;
   const charged = new Map<string, number>();
   let busy = 0;
   let inside = 0;
-  let at = profile.startTime;
-  for (const [i, id] of profile.samples.entries()) {
-    at += profile.timeDeltas[i] ?? 0;
-    const leaf = byId.get(id);
-    if (at < from || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
+  for (const stack of busyStacks(file, Number(startArg ?? "0.5"))) {
     busy++;
     let outermost: string | null = null;
-    for (let node: ProfileNode | undefined = leaf; node !== undefined; node = byId.get(parent.get(node.id) ?? -1)) {
+    for (const node of stack) {
       const { url, lineNumber, functionName } = node.callFrame;
       const place = url.endsWith(bundleName) ? moduleAt(starts, lineNumber) : url.replace(/.*node_modules\//, "@").replace(/^@@/, "@");
       if (matches.test(place)) outermost = `${place} ${functionName || "(anonymous)"}`;

@@ -23,14 +23,6 @@ const WIRE_FIXED32 = 5;
 const TWO_POW_21 = 0x200000;
 const TWO_POW_32 = 0x100000000;
 
-/** Nibble values of hex digit char codes; -1 elsewhere. */
-const HEX = new Int8Array(128).fill(-1);
-for (let i = 0; i < 10; i++) HEX[48 + i] = i;
-for (let i = 0; i < 6; i++) {
-  HEX[97 + i] = 10 + i;
-  HEX[65 + i] = 10 + i;
-}
-
 /** A protobuf writer over one growing buffer. */
 class Writer {
   buf: Buffer;
@@ -143,19 +135,13 @@ class Writer {
     }
   }
 
-  /** A bytes field from a hex id (a link's trace and span ids). */
+  /** A bytes field from a hex id (a link's trace and span ids, which the API hands over as hex). */
   hexBytes(field: number, hex: string): void {
     const length = hex.length >> 1;
     this.tag(field, WIRE_LDELIM);
     this.varint(length);
     this.room(length);
-    const buf = this.buf;
-    for (let i = 0; i < length; i++) {
-      const high = HEX[hex.charCodeAt(2 * i)] ?? -1;
-      const low = HEX[hex.charCodeAt(2 * i + 1)] ?? -1;
-      // Ids come from the tracer or a validated traceparent; a bad digit still encodes as zero.
-      buf[this.pos++] = ((high < 0 ? 0 : high) << 4) | (low < 0 ? 0 : low);
-    }
+    this.pos += this.buf.write(hex, this.pos, length, "hex");
   }
 
   /**

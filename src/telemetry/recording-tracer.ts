@@ -154,23 +154,6 @@ export class RecordingSpan implements Span {
     }
   }
 
-  get traceId(): string {
-    return this.trace.hex;
-  }
-
-  get spanId(): string {
-    return this.spanContext().spanId;
-  }
-
-  /** "" for a root span. */
-  get parentSpanId(): string {
-    return this.hasParent ? wordHex(this.parentHigh) + wordHex(this.parentLow) : "";
-  }
-
-  get traceState(): TraceState | undefined {
-    return this.trace.state;
-  }
-
   spanContext(): SpanContext {
     this.context ??= { traceId: this.trace.hex, spanId: wordHex(this.idHigh) + wordHex(this.idLow), traceFlags: TraceFlags.SAMPLED, ...(this.trace.state ? { traceState: this.trace.state } : {}) };
     return this.context;

@@ -1,9 +1,10 @@
 /**
  * Request tracing on the OpenTelemetry API's types: the code paths build spans through TraceNode, whose
  * tracer (otlp-tracing.ts) exists only when tracing is configured. With tracing off (the default) there is
- * no Tracing at all: callers hold `undefined` and skip every span, so a request pays nothing. The span context travels explicitly (a TraceNode in the
- * request scope) rather than through an AsyncLocalStorage context manager, whose promise hooks would cost
- * every traced request a large share of its CPU time on Node 20.
+ * no Tracing at all: callers hold `undefined` and skip every span, so a request pays nothing. The span
+ * context travels explicitly (a TraceNode in the request scope) rather than through an AsyncLocalStorage
+ * context manager, whose promise hooks would cost every traced request a large share of its CPU time on
+ * Node 20.
  */
 import { SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type TextMapPropagator } from "@opentelemetry/api";
 import type { SpanStarter } from "./recording-tracer.js";

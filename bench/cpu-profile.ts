@@ -1,0 +1,38 @@
+/**
+ * Reading a `.cpuprofile` that `BENCH_PROFILE=1` wrote: the busy samples of its measured part (from a
+ * fraction of its length on, where the throughput phase runs), each as the stack it stopped in.
+ */
+import { readFileSync } from "node:fs";
+
+/** One call-tree node of a V8 CPU profile. */
+export interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+
+interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** The stack of every non-idle sample from `startFraction` of the profile on, innermost frame first. */
+export function* busyStacks(file: string, startFraction: number): Generator<ProfileNode[]> {
+  const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
+  const from = profile.startTime + (profile.endTime - profile.startTime) * startFraction;
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const parent = new Map<number, number>();
+  for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
+  let at = profile.startTime;
+  for (const [i, id] of profile.samples.entries()) {
+    at += profile.timeDeltas[i] ?? 0;
+    const leaf = byId.get(id);
+    if (at < from || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
+    const stack: ProfileNode[] = [];
+    for (let node: ProfileNode | undefined = leaf; node !== undefined; node = byId.get(parent.get(node.id) ?? -1)) stack.push(node);
+    yield stack;
+  }
+}
