@@ -7,7 +7,7 @@
 import type { GatewayError } from "../errors.js";
 import type { BaseLabels, CacheType, CustomLabelValues, InferenceMethod } from "./metrics.js";
 import type { RoutingLogRecord } from "./routing-log.js";
-import type { TraceIds } from "./tracing.js";
+import type { TraceIdSource } from "./tracing.js";
 
 /** The provider and model a request falls back to. */
 export interface FallbackTarget {
@@ -48,7 +48,7 @@ export interface InferenceObserver {
   /** The agent loop hands `pending` tool calls back to the caller after `depth` model calls with tool calls. */
   toolCallsReturned(depth: number, pending: number): void;
   /** A request was routed (one entry per routing decision). */
-  routed(entry: RoutingLogRecord, logIds?: TraceIds): void;
+  routed(entry: RoutingLogRecord, logIds?: TraceIdSource): void;
   /** A routing rule's condition failed to evaluate for a request (it counted as no match). */
-  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIds): void;
+  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIdSource): void;
 }

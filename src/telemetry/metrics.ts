@@ -15,7 +15,7 @@ import { Gauge, Registry, type Metric } from "prom-client";
 import { createProcessRegistry } from "./process-metrics.js";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
-import type { TraceIds } from "./tracing.js";
+import type { TraceIdSource } from "./tracing.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
 import { appendKey, CounterFamily, HistogramFamily, type Labels, type LabelSet } from "./metric-families.js";
 
@@ -68,8 +68,8 @@ export interface BaseLabels {
   userName?: string;
   /** The request's dimension values for the custom labels (from its x-gw-dim-* headers); not a label itself. */
   custom?: CustomLabelValues;
-  /** The trace and span ids of the request's span when it is traced, for log lines; not a label. */
-  logIds?: TraceIds;
+  /** The request's span when it is traced, whose ids its log lines carry; not a label. */
+  logIds?: TraceIdSource;
 }
 
 /** Custom label values of a record without a request (every custom label ""). */

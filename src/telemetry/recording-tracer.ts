@@ -67,9 +67,12 @@ function randomWord(): number {
   return (Math.random() * 0x100000000) >>> 0;
 }
 
+/** Every byte as two hex digits: a traceparent is built per upstream attempt, and `Number#toString(16)` was a visible part of it. */
+const BYTE_HEX: readonly string[] = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
 /** A 32-bit word as eight hex digits. */
 function wordHex(word: number): string {
-  return word.toString(16).padStart(8, "0");
+  return BYTE_HEX[word >>> 24]! + BYTE_HEX[(word >>> 16) & 0xff]! + BYTE_HEX[(word >>> 8) & 0xff]! + BYTE_HEX[word & 0xff]!;
 }
 
 /** The four 32-bit words of eight hex digits each, from a validated 32-digit trace id. */

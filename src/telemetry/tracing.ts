@@ -28,6 +28,11 @@ export interface TraceIds {
   span_id: string;
 }
 
+/** Where a log line gets its trace ids: asked only when the line is written, since writing ids as hex has a cost. */
+export interface TraceIdSource {
+  ids(): TraceIds;
+}
+
 /** The ids of a span, for log lines. */
 function idsOf(span: Span): TraceIds {
   const ctx = span.spanContext();

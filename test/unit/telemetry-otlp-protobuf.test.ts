@@ -107,6 +107,21 @@ describe("recorded spans", () => {
     assert.equal(ended[0]?.attributes["late"], undefined);
   });
 
+  test("write their ids as the hex the encoder sends, zero bytes included", () => {
+    const { tracer, ended } = recorder();
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: "000102030a0b0c0d00f0ff0000000001", spanId: "00000000000000ff", traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const spans = [tracer.startSpan("continued", {}, parent), ...Array.from({ length: 50 }, () => tracer.startSpan("fresh", {}, ROOT_CONTEXT))];
+    const contexts = spans.map((span) => span.spanContext());
+    for (const span of spans) span.end();
+    assert.equal(contexts[0]?.traceId, "000102030a0b0c0d00f0ff0000000001");
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(
+      decoded.map((span) => [span.traceId, span.spanId]),
+      contexts.map((context) => [context.traceId, context.spanId]),
+    );
+    for (const context of contexts) assert.match(`${context.traceId}${context.spanId}`, /^[0-9a-f]{48}$/);
+  });
+
   test("are not recorded when the sampler says no, and their children stay unsampled with the same trace id", () => {
     const ended: RecordingSpan[] = [];
     const tracer = new RecordingTracer((span) => ended.push(span), (_traceId, parent) => parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 1);

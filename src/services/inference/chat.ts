@@ -275,7 +275,7 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
     ...(attempt.custom ? { custom: attempt.custom } : {}),
-    ...(attempt.trace ? { logIds: attempt.trace.ids() } : {}),
+    ...(attempt.trace ? { logIds: attempt.trace } : {}),
   };
 }
 
@@ -435,7 +435,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       vars: (provider, model) => ruleVariables(call, method, virtualKey, provider, model, inference, complexity?.tier ?? ""),
       // The names as the `headers` variable has them: lowercase, sent with a value.
       headerNames: () => (sent ??= sentHeaderNames(call.headers)),
-      onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error, call.scope?.trace?.ids()),
+      onError: ({ rule, error }) => observer.ruleFailed(rule.id, rule.name, error, call.scope?.trace),
     };
   }
 
@@ -509,7 +509,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
       const routed = decision;
-      observer.routed({ at: Date.now(), describe: () => routingLogEntry(call.body.model, routed, virtualKey) }, call.scope?.trace?.ids());
+      observer.routed({ at: Date.now(), describe: () => routingLogEntry(call.body.model, routed, virtualKey) }, call.scope?.trace);
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
         const mode = method === "responses" || method === "embedding" ? method : "chat";
