@@ -3,8 +3,9 @@
  * `npm run build` first): the time from spawning it to its first 200 on GET /ready, and its RSS then and
  * after 5 s idle, plus its peak RSS (VmHWM). Scenarios: a first start in an empty data directory (the
  * embedded database is copied from the build's dist/pglite-template), a restart on that
- * directory, and, when BENCH_DATABASE_URL is set, starts on that PostgreSQL server (its first run applies
- * the migrations if the database is empty). BENCH_RUNS (default 3) runs of each; one JSON line per run.
+ * directory, and, when BENCH_DATABASE_URL is set, starts on that PostgreSQL server in a schema of its own
+ * (the first run applies the migrations; the schema is dropped at the end, so runs never meet another
+ * run's encryption key). BENCH_RUNS (default 3) runs of each; one JSON line per run.
  * BENCH_DEV=1 adds restarts under `node --import tsx src/main.ts` (`npm run dev`) for comparison.
  */
 import { spawn } from "node:child_process";
@@ -12,6 +13,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 const MAIN = [new URL("../dist/main.js", import.meta.url).pathname];
 const DEV_MAIN = ["--import", "tsx", new URL("../src/main.ts", import.meta.url).pathname];
@@ -66,6 +68,7 @@ async function measure(scenario: string, dataDir: string, env: NodeJS.ProcessEnv
 }
 
 const dirs: string[] = [];
+const schema = randomSchemaName();
 try {
   for (let run = 0; run < RUNS; run++) {
     const dir = await mkdtemp(join(tmpdir(), "gw-startup-"));
@@ -76,10 +79,11 @@ try {
   }
   if (SERVER_URL) {
     for (let run = 0; run < RUNS; run++) {
-      await measure("server", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL });
-      if (DEV) await measure("server, npm run dev", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL }, DEV_MAIN);
+      await measure("server", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL, GW_DATABASE_SCHEMA: schema });
+      if (DEV) await measure("server, npm run dev", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL, GW_DATABASE_SCHEMA: schema }, DEV_MAIN);
     }
   }
 } finally {
   for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  if (SERVER_URL) await dropSchema(SERVER_URL, schema);
 }

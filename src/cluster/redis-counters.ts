@@ -3,7 +3,7 @@
  * holding its window and total, leased by a Lua script so a lease is atomic whichever node sends it. The
  * arithmetic is the shared_counter table's, so either backend grants the same slices.
  */
-import { Redis } from "ioredis";
+import type { Redis } from "ioredis";
 import type { CounterBackend, LeaseGrant, LeaseRequest } from "../store/index.js";
 
 // Returns strings: Redis would truncate Lua numbers to integers, and costs are fractions of a dollar.
@@ -43,35 +43,40 @@ return 1
 
 /** Counters in Redis under `keyPrefix`. */
 export class RedisCounters implements CounterBackend {
-  readonly #redis: Redis;
+  /** ioredis is loaded only by a gateway that has Redis configured: it adds about 10 MB to the process. */
+  readonly #redis: Promise<Redis>;
   readonly #prefix: string;
 
   constructor(options: { url: string; keyPrefix: string; onError: (err: Error) => void }) {
     this.#prefix = options.keyPrefix;
-    this.#redis = new Redis(options.url, {
-      // Fail at once while disconnected, so the caller can fall back instead of queueing requests behind Redis.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      commandTimeout: 1_000,
-      connectTimeout: 2_000,
-      retryStrategy: (times) => Math.min(times * 200, 2_000),
+    this.#redis = import("ioredis").then(({ Redis }) => {
+      const redis = new Redis(options.url, {
+        // Fail at once while disconnected, so the caller can fall back instead of queueing requests behind Redis.
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 0,
+        commandTimeout: 1_000,
+        connectTimeout: 2_000,
+        retryStrategy: (times) => Math.min(times * 200, 2_000),
+      });
+      redis.on("error", options.onError);
+      return redis;
     });
-    this.#redis.on("error", options.onError);
   }
 
   async lease(request: LeaseRequest): Promise<LeaseGrant> {
     const { key, start, end, lengthMs, now, want, max, integral, nodes } = request;
-    const reply = (await this.#redis.eval(LEASE_SCRIPT, 1, this.#prefix + key, start, end, lengthMs, now, want, max, integral ? "1" : "0", Math.max(1, nodes))) as string[];
+    const reply = (await (await this.#redis).eval(LEASE_SCRIPT, 1, this.#prefix + key, start, end, lengthMs, now, want, max, integral ? "1" : "0", Math.max(1, nodes))) as string[];
     const [ws, we, granted, used] = reply.map(Number);
     return { start: ws ?? start, end: we ?? end, granted: granted ?? 0, used: used ?? 0 };
   }
 
   async adjust(key: string, start: number, amount: number): Promise<void> {
-    await this.#redis.eval(ADJUST_SCRIPT, 1, this.#prefix + key, start.toFixed(0), amount);
+    await (await this.#redis).eval(ADJUST_SCRIPT, 1, this.#prefix + key, start.toFixed(0), amount);
   }
 
   /** Closes the connection. */
   async close(): Promise<void> {
-    await this.#redis.quit().catch(() => this.#redis.disconnect());
+    const redis = await this.#redis;
+    await redis.quit().catch(() => redis.disconnect());
   }
 }

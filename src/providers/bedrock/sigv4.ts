@@ -2,8 +2,7 @@
  * AWS Signature Version 4 for Bedrock calls, with @smithy/signature-v4 (the signer the AWS SDK uses),
  * one signer per key's credentials.
  */
-import { Sha256 } from "@aws-crypto/sha256-js";
-import { SignatureV4 } from "@smithy/signature-v4";
+import type { SignatureV4 } from "@smithy/signature-v4";
 import type { BedrockKeyConfig } from "../types.js";
 
 /** The service name Bedrock's runtime endpoints sign under. */
@@ -11,7 +10,13 @@ export const BEDROCK_SIGNING_NAME = "bedrock";
 
 const signers = new WeakMap<BedrockKeyConfig, SignatureV4>();
 
-function signerFor(config: BedrockKeyConfig): SignatureV4 {
+/** The signer's packages, loaded with the first Bedrock call: a gateway without Bedrock keeps them out of its memory. */
+let packages: Promise<[typeof import("@smithy/signature-v4"), typeof import("@aws-crypto/sha256-js")]> | null = null;
+
+async function signerFor(config: BedrockKeyConfig): Promise<SignatureV4> {
+  const known = signers.get(config);
+  if (known !== undefined) return known;
+  const [{ SignatureV4 }, { Sha256 }] = await (packages ??= Promise.all([import("@smithy/signature-v4"), import("@aws-crypto/sha256-js")]));
   let signer = signers.get(config);
   if (signer === undefined) {
     signer = new SignatureV4({
@@ -31,7 +36,7 @@ function signerFor(config: BedrockKeyConfig): SignatureV4 {
  */
 export async function signedHeaders(config: BedrockKeyConfig, method: "GET" | "POST", url: string, headers: Record<string, string>, body: string): Promise<Record<string, string>> {
   const target = new URL(url);
-  const signed = await signerFor(config).sign({
+  const signed = await (await signerFor(config)).sign({
     method,
     protocol: target.protocol,
     hostname: target.hostname,
