@@ -2,23 +2,37 @@
  * The text a streamed event arrived as, kept beside the parsed chunk while the chunk is unchanged, so the
  * wire writer sends the upstream's own bytes instead of serialising every chunk again. Code that changes
  * a chunk in place after it was marked must call forgetRawText, or the caller would get the old text.
+ *
+ * The mark is a symbol-keyed property naming the object it was made for: a WeakMap entry per chunk cost
+ * several times the property (its ephemeron table grows and is swept with every streamed chunk), and a
+ * copy of a marked chunk (`{ ...chunk, model }`) carries the property but is not its owner, so it is
+ * written out as itself. JSON.stringify and Object.keys never see a symbol key.
  */
 import type { JsonObject } from "./types.js";
 
-const RAW_TEXT = new WeakMap<JsonObject, string>();
+const RAW_TEXT = Symbol("gw.rawText");
+
+/** The text a chunk arrived as, and the chunk it belongs to. */
+interface RawMark {
+  owner: object;
+  text: string;
+}
+
+type Marked = { [RAW_TEXT]?: RawMark | undefined };
 
 /** Marks `chunk` as exactly `text` (one line of JSON; text with a line break is not kept, SSE would split it). */
 export function withRawText(chunk: JsonObject, text: string): JsonObject {
-  if (!text.includes("\n") && !text.includes("\r")) RAW_TEXT.set(chunk, text);
+  if (!text.includes("\n") && !text.includes("\r")) (chunk as Marked)[RAW_TEXT] = { owner: chunk, text };
   return chunk;
 }
 
 /** The text `chunk` arrived as, when it is unchanged since; undefined otherwise. */
 export function rawTextOf(chunk: JsonObject): string | undefined {
-  return RAW_TEXT.get(chunk);
+  const mark = (chunk as Marked)[RAW_TEXT];
+  return mark !== undefined && mark.owner === chunk ? mark.text : undefined;
 }
 
 /** Drops the mark of a chunk about to change. */
 export function forgetRawText(chunk: JsonObject): void {
-  RAW_TEXT.delete(chunk);
+  (chunk as Marked)[RAW_TEXT] = undefined;
 }
