@@ -61,6 +61,8 @@ export class RedisCounters implements CounterBackend {
       redis.on("error", options.onError);
       return redis;
     });
+    // A failed load is reported like a Redis that does not answer (each call then fails over to the table), never as an unhandled rejection.
+    this.#redis.catch(options.onError);
   }
 
   async lease(request: LeaseRequest): Promise<LeaseGrant> {

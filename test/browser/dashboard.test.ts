@@ -204,6 +204,8 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     assert.ok(reply.choices.length > 0);
     await page.getByRole("button", { name: "Done" }).click();
     await page.getByRole("cell", { name: /ci-bot/ }).waitFor(WAIT);
+    // The panel that showed the value is removed after the click (the list may render first); then the value is nowhere.
+    await shown.waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.getByText(value).count(), 0);
   });
 
@@ -221,6 +223,7 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     const refused = await api(app, "POST", "/v1/chat/completions", { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "hi" }] }, { authorization: `Bearer ${ALICE}` });
     assert.equal(refused.status, 401);
     await row.getByRole("button", { name: "Done" }).click();
+    await shown.waitFor({ state: "detached", ...WAIT });
     assert.equal(await page.getByText(value).count(), 0);
     aliceKey = value;
   });
