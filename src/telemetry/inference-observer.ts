@@ -48,7 +48,7 @@ export interface InferenceObserver {
   /** The agent loop hands `pending` tool calls back to the caller after `depth` model calls with tool calls. */
   toolCallsReturned(depth: number, pending: number): void;
   /** A request was routed (one entry per routing decision). */
-  routed(entry: RoutingLogRecord, logIds?: TraceIdSource): void;
+  routed(entry: RoutingLogRecord, logTrace?: TraceIdSource): void;
   /** A routing rule's condition failed to evaluate for a request (it counted as no match). */
-  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIdSource): void;
+  ruleFailed(ruleId: string, ruleName: string, error: Error, logTrace?: TraceIdSource): void;
 }

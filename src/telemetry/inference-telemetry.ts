@@ -73,15 +73,15 @@ export class InferenceTelemetry implements InferenceObserver {
   keyRotated(labels: BaseLabels, failReason: string, upstreamStatus: number | null, nextKeyId: string): void {
     const keyId = labels.selectedKeyId ?? "";
     this.metrics.recordKeyRotation({ provider: labels.provider, requestedModel: labels.model, keyId, keyName: labels.selectedKeyName ?? "", failReason });
-    this.logger.info({ ...labels.logIds?.ids(), provider: labels.provider, key_id: keyId, next_key_id: nextKeyId, status: upstreamStatus }, "rotating to the next provider key");
+    this.logger.info({ ...labels.logTrace?.ids(), provider: labels.provider, key_id: keyId, next_key_id: nextKeyId, status: upstreamStatus }, "rotating to the next provider key");
   }
 
   targetFailed(labels: BaseLabels, error: GatewayError, cause: unknown, next: FallbackTarget | undefined): void {
     if (error.type === "gateway_internal") {
-      this.logger.error({ ...labels.logIds?.ids(), err: cause, provider: labels.provider, method: labels.method }, "inference request failed inside the gateway");
+      this.logger.error({ ...labels.logTrace?.ids(), err: cause, provider: labels.provider, method: labels.method }, "inference request failed inside the gateway");
     }
     if (next !== undefined) {
-      this.logger.info({ ...labels.logIds?.ids(), provider: labels.provider, model: labels.model, error_type: error.type, next }, "falling back to the next provider");
+      this.logger.info({ ...labels.logTrace?.ids(), provider: labels.provider, model: labels.model, error_type: error.type, next }, "falling back to the next provider");
     }
   }
 
@@ -122,7 +122,7 @@ export class InferenceTelemetry implements InferenceObserver {
     const id = `${labels.provider}/${upstreamModel}`;
     if (this.unpriced.has(id)) return;
     this.unpriced.add(id);
-    this.logger.warn({ ...labels.logIds?.ids(), provider: labels.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
+    this.logger.warn({ ...labels.logTrace?.ids(), provider: labels.provider, model: upstreamModel }, "no price known for this model; its requests spend nothing from budgets");
   }
 
   toolCall(name: string, failure: unknown): void {
@@ -134,14 +134,14 @@ export class InferenceTelemetry implements InferenceObserver {
     this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
   }
 
-  routed(record: RoutingLogRecord, logIds?: TraceIdSource): void {
+  routed(record: RoutingLogRecord, logTrace?: TraceIdSource): void {
     this.routingLog.add(record);
     // The entry's text is built for the debug line only when that line is written.
     if (!this.logger.isLevelEnabled("debug")) return;
     const entry = record.describe();
     this.logger.debug(
       {
-        ...logIds?.ids(),
+        ...logTrace?.ids(),
         engines: entry.engines.join(","),
         requested_model: entry.requestedModel,
         provider: entry.provider,
@@ -173,14 +173,14 @@ export class InferenceTelemetry implements InferenceObserver {
     );
   }
 
-  ruleFailed(ruleId: string, ruleName: string, error: Error, logIds?: TraceIdSource): void {
+  ruleFailed(ruleId: string, ruleName: string, error: Error, logTrace?: TraceIdSource): void {
     // A condition that fails on most requests (a header most callers omit) must not flood the log.
     const now = Date.now();
     const last = this.ruleErrorsLoggedAt.get(ruleId);
     if (last !== undefined && now - last < RULE_ERROR_LOG_INTERVAL_MS) return;
     this.ruleErrorsLoggedAt.set(ruleId, now);
     this.logger.warn(
-      { ...logIds?.ids(), routing_rule_id: ruleId, routing_rule_name: ruleName, error: error.message },
+      { ...logTrace?.ids(), routing_rule_id: ruleId, routing_rule_name: ruleName, error: error.message },
       "routing rule condition failed to evaluate and counted as no match (logged at most once a minute per rule)",
     );
   }

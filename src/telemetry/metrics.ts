@@ -69,7 +69,7 @@ export interface BaseLabels {
   /** The request's dimension values for the custom labels (from its x-gw-dim-* headers); not a label itself. */
   custom?: CustomLabelValues;
   /** The request's span when it is traced, whose ids its log lines carry; not a label. */
-  logIds?: TraceIdSource;
+  logTrace?: TraceIdSource;
 }
 
 /** Custom label values of a record without a request (every custom label ""). */

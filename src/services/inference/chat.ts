@@ -275,7 +275,7 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
     ...(attempt.custom ? { custom: attempt.custom } : {}),
-    ...(attempt.trace ? { logIds: attempt.trace } : {}),
+    ...(attempt.trace ? { logTrace: attempt.trace } : {}),
   };
 }
 
