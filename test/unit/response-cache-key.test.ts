@@ -3,6 +3,10 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { directCacheKey, semanticParts } from "../../src/services/inference/cache-key.js";
 import { LruMap } from "../../src/services/inference/lru-map.js";
+import { ResponseCache } from "../../src/services/inference/response-cache.js";
+import type { VirtualKey } from "../../src/routing/types.js";
+import type { ResponseCacheTable, StoredAnswer } from "../../src/store/index.js";
+import { createLogger } from "../../src/telemetry/logger.js";
 
 const BASE = { namespace: "vk-1", method: "chat", provider: "openai", model: "gpt-4o-mini" };
 const body = (extra: Record<string, unknown> = {}) => ({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }], temperature: 0.2, ...extra });
@@ -75,5 +79,73 @@ describe("LRU map", () => {
     assert.equal(lru.count, 2);
     lru.set("big", "x".repeat(11));
     assert.equal(lru.get("big"), undefined);
+  });
+});
+
+/** A cache over a table that counts its reads and holds nothing, on a clock the test moves. */
+function cacheOnFakeTable(): { cache: ResponseCache; reads: () => number; clock: { now: number } } {
+  let reads = 0;
+  const clock = { now: 1_000 };
+  const table = {
+    get: async (): Promise<StoredAnswer | null> => {
+      reads++;
+      return null;
+    },
+    put: async (): Promise<void> => {},
+    sweep: async (): Promise<number> => 0,
+  } as unknown as ResponseCacheTable;
+  const cache = new ResponseCache({ table, logger: createLogger({ level: "silent" }), clock: () => clock.now, embedder: null, vectorSchema: null });
+  return { cache, reads: () => reads, clock };
+}
+
+function keyNamed(id: string): VirtualKey {
+  return { id, name: id, value: `sk-${id}`, isActive: true, providerConfigs: [], mcpConfigs: null, teamId: "", customerId: "", budget: null, rateLimit: null };
+}
+
+describe("response cache plans and memory", () => {
+  const body = { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] };
+  const text = JSON.stringify(body);
+  const input = { method: "chat", provider: "openai", model: "gpt-4o-mini", body };
+
+  test("the same request text under another virtual key gets that key's own cache key", () => {
+    const { cache } = cacheOnFakeTable();
+    const first = cache.plan(input, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, text);
+    const second = cache.plan(input, keyNamed("vk-b"), { mode: "direct", ttlMs: null }, text);
+    const again = cache.plan(input, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, text);
+    assert.ok(first && second && again);
+    assert.equal(second.key, directCacheKey({ ...input, namespace: "vk-b" }));
+    assert.notEqual(first.key, second.key);
+    assert.equal(again.key, first.key);
+  });
+
+  test("the same request text routed to another provider gets that provider's cache key", () => {
+    const { cache } = cacheOnFakeTable();
+    const openai = cache.plan(input, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, text);
+    const azure = cache.plan({ ...input, provider: "azure" }, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, text);
+    assert.ok(openai && azure);
+    assert.equal(azure.key, directCacheKey({ ...input, provider: "azure", namespace: "vk-a" }));
+    assert.notEqual(openai.key, azure.key);
+  });
+
+  test("a stored answer is recalled from memory without reading the table", async () => {
+    const { cache, reads } = cacheOnFakeTable();
+    const plan = cache.plan(input, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, text);
+    assert.ok(plan);
+    assert.equal(cache.recall(plan), null);
+    cache.store(plan, { kind: "json", body: { id: "answer" }, raw: '{"id":"answer"}' });
+    assert.equal(cache.recall(plan)?.status, "hit-direct");
+    assert.equal((await cache.lookup(plan, new AbortController().signal))?.status, "hit-direct");
+    assert.equal(reads(), 0);
+  });
+
+  test("an expired answer is not recalled and the table is asked instead", async () => {
+    const { cache, reads, clock } = cacheOnFakeTable();
+    const plan = cache.plan(input, keyNamed("vk-a"), { mode: "direct", ttlMs: 1_000 }, text);
+    assert.ok(plan);
+    cache.store(plan, { kind: "json", body: { id: "answer" }, raw: '{"id":"answer"}' });
+    clock.now += 1_000;
+    assert.equal(cache.recall(plan), null);
+    assert.equal(await cache.lookup(plan, new AbortController().signal), null);
+    assert.equal(reads(), 1);
   });
 });

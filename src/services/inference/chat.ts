@@ -39,7 +39,7 @@ import { orderKeys, rotatesKey, type KeyChoice } from "../../routing/key-selecti
 import { parseModelName } from "../../routing/model-name.js";
 import { RoutingError } from "../../routing/routing-error.js";
 import { moveToFront } from "../../routing/session-affinity.js";
-import type { LevelExceeded, LevelOwner } from "../../routing/hierarchy.js";
+import type { LevelExceeded, LevelOwner, WorstCase } from "../../routing/hierarchy.js";
 import type { LimitHold } from "../../routing/limit-gate.js";
 import type { ProviderConfig, RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
@@ -279,6 +279,9 @@ function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attemp
   };
 }
 
+/** What a request answered without an upstream call reserves against budgets and token limits. */
+const SPENDS_NOTHING: WorstCase = { costUsd: 0, tokens: 0 };
+
 const NO_ROUTE: RouteInfo = { engines: [], rule: null, team: null, customer: null, complexity: null };
 
 const LIMIT_NAMES = { budget: "budget", requests: "request rate limit", tokens: "token rate limit" } as const;
@@ -491,6 +494,8 @@ export function createChatService(deps: ChatDeps): ChatService {
     let complexity: ComplexityResult | null = null;
     let plan: CachePlan | null = null;
     let hold: LimitHold | null = null;
+    // The answer the cache holds in memory for the request, found before any reservation.
+    let remembered: CacheHit | null = null;
     const sessionId = sessionIdOf(call.headers);
     try {
       const cacheHeaders = cacheRequestHeaders(headerReader(call.headers));
@@ -510,11 +515,14 @@ export function createChatService(deps: ChatDeps): ChatService {
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
       const routed = decision;
       observer.routed({ at: Date.now(), describe: () => routingLogEntry(call.body.model, routed, virtualKey) }, call.scope?.trace);
+      remembered = plan === null || deps.cache === undefined ? null : deps.cache.recall(plan);
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.
+        // An answer memory holds spends nothing: it reserves only its place in the request rate limits.
         const mode = method === "responses" || method === "embedding" ? method : "chat";
         const primaryConfig = providerConfigOf(virtualKey, decision.primary.provider);
-        const reserving = inference.gate.reserve(virtualKey, lazyWorstCase(call.body, mode, decision.primary, inference.prices, call.rawBody), primaryConfig);
+        const worst = remembered !== null ? SPENDS_NOTHING : lazyWorstCase(call.body, mode, decision.primary, inference.prices, call.rawBody);
+        const reserving = inference.gate.reserve(virtualKey, worst, primaryConfig);
         const reserved = reserving instanceof Promise ? await reserving : reserving;
         if ("owner" in reserved) throw levelError(reserved);
         if ("config" in reserved) throw providerLimitError(virtualKey, [reserved.limit], decision.primary.model);
@@ -533,7 +541,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     }
     const cache = deps.cache;
     if (plan !== null && cache !== undefined) {
-      const hit = await cache.lookup(plan, call.signal);
+      const hit = remembered ?? (await cache.lookup(plan, call.signal));
       if (hit !== null) {
         // A hit calls no provider and spends nothing: only the hit itself is counted.
         const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);

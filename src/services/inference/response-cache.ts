@@ -61,6 +61,13 @@ const KEY_MEMO_BYTES = 8 * 1024 * 1024;
 /** Table writes waiting at once beyond this are dropped: memory still holds the answer. */
 const MAX_PENDING_WRITES = 256;
 
+/** A request text's direct key, and the namespace, API and target it was computed for. */
+interface KeyMemo {
+  context: string;
+  key: string;
+  bytes: number;
+}
+
 /** What the cache will do for one request. */
 export interface CachePlan {
   mode: Exclude<CacheMode, "off">;
@@ -122,7 +129,9 @@ function answerOf(stored: StoredAnswer): CachedAnswer | null {
 /** The response cache of one gateway process. */
 export class ResponseCache {
   readonly #memory: LruMap<string, MemoryEntry>;
-  readonly #keys = new LruMap<string, { key: string; bytes: number }>(KEY_MEMO_ENTRIES, KEY_MEMO_BYTES, (entry) => entry.bytes);
+  // Keyed by the request text itself: a fresh string per request is hashed once, where a longer key built
+  // around it would first be copied whole.
+  readonly #keys = new LruMap<string, KeyMemo>(KEY_MEMO_ENTRIES, KEY_MEMO_BYTES, (entry) => entry.bytes);
   readonly #limits: ResponseCacheLimits;
   readonly #pending = new Set<Promise<void>>();
   #sweeper: NodeJS.Timeout | undefined;
@@ -164,27 +173,32 @@ export class ResponseCache {
   #directKey(input: CacheKeyInput, text: string | undefined): string {
     if (text === undefined || text === "") return directCacheKey(input);
     // The same text with the same namespace, API and target always normalises to the same key.
-    const memo = `${input.namespace}\u0000${input.method}\u0000${input.provider}\u0000${input.model}\u0000${text}`;
-    const known = this.#keys.get(memo);
-    if (known !== undefined) return known.key;
+    const context = `${input.namespace}\u0000${input.method}\u0000${input.provider}\u0000${input.model}`;
+    const known = this.#keys.get(text);
+    if (known !== undefined && known.context === context) return known.key;
     const key = directCacheKey(input);
-    this.#keys.set(memo, { key, bytes: memo.length * 2 });
+    this.#keys.set(text, { context, key, bytes: (text.length + context.length) * 2 });
     return key;
   }
 
+  /** The answer memory holds for a plan, or null: no database, no waiting. */
+  recall(plan: CachePlan): CacheHit | null {
+    const memory = this.#memory.get(plan.key);
+    if (memory === undefined) return null;
+    if (memory.expiresAt > this.deps.clock()) return { status: "hit-direct", answer: memory.answer };
+    this.#memory.delete(plan.key);
+    return null;
+  }
+
   /**
-   * The cached answer for a plan, or null. A memory hit answers without touching the database; a
+   * The cached answer for a plan, or null: memory first, then the table (direct, then semantic). A
    * database that fails makes a miss, never a failed request.
    */
   async lookup(plan: CachePlan, signal: RequestAbort | AbortSignal): Promise<CacheHit | null> {
-    const now = this.deps.clock();
-    const memory = this.#memory.get(plan.key);
-    if (memory !== undefined) {
-      if (memory.expiresAt > now) return { status: "hit-direct", answer: memory.answer };
-      this.#memory.delete(plan.key);
-    }
+    const remembered = this.recall(plan);
+    if (remembered !== null) return remembered;
     try {
-      return await this.#lookupStored(plan, signal, now);
+      return await this.#lookupStored(plan, signal, this.deps.clock());
     } catch (err) {
       this.deps.logger.warn({ err }, "could not read cached answers from the database; the request goes upstream");
       return null;
