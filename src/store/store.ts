@@ -16,6 +16,7 @@ import { resolveEncryptionKey } from "./encryption-key.js";
 import { verifyEncryptionKey } from "./key-check.js";
 import { withAdvisoryLock } from "./raw-connection.js";
 import { createOrmConfig, validateSchemaName } from "./orm-config.js";
+import { pendingMigrations } from "./pending-migrations.js";
 import { SecretBox } from "./secret-box.js";
 
 export interface StoreOptions {
@@ -91,10 +92,13 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       const applied = await ready.getMigrator().up();
       if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
     };
-    // Nodes started together would otherwise race to create the same tables. The embedded database has a
-    // single connection and a single node, so it needs (and could take) no lock.
-    if (embedded === undefined) await withAdvisoryLock(orm, `gw_migrations:${schema ?? "public"}`, migrate);
-    else await migrate();
+    // A database with every migration applied needs neither the migrator nor the lock: nothing can un-apply one.
+    if ((await pendingMigrations(ready, schema)).length > 0) {
+      // Nodes started together would otherwise race to create the same tables. The embedded database has a
+      // single connection and a single node, so it needs (and could take) no lock.
+      if (embedded === undefined) await withAdvisoryLock(orm, `gw_migrations:${schema ?? "public"}`, migrate);
+      else await migrate();
+    }
     if (options.keyCheck !== false) await verifyEncryptionKey(orm.em.fork(), box);
   } catch (err) {
     await orm?.close(true).catch(() => undefined);

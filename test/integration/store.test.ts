@@ -17,6 +17,7 @@ import {
   dropSchema,
   isUniqueViolation,
   openStore,
+  pendingMigrations,
   randomSchemaName,
   type Store,
 } from "../../src/store/index.js";
@@ -277,6 +278,31 @@ describe(`store on ${serverUrl ? "a PostgreSQL server" : "embedded PGlite"}`, ()
     assert.equal(session.expiresAt.getTime(), expiresAt.getTime());
     const setting = await read.findOneOrFail(SettingRecord, { key: "mcp_tool_sync_interval" });
     assert.deepEqual(setting.value, { minutes: 10, enabled: true });
+  });
+
+  test("an opened database has no migration left pending", async () => {
+    const place = await newPlace();
+    const store = await open(place);
+    assert.deepEqual(await pendingMigrations(store.orm, place.schema), []);
+  });
+
+  test("applies on reopen a migration the migrations table does not record", async () => {
+    const place = await newPlace();
+    const encryptionKey = newKey();
+    const first = await open(place, { encryptionKey });
+    const last = "Migration20261126200000_provider_key_backoff";
+    // Undo the last migration by hand, as a database the release before it wrote would be.
+    const connection = first.fork().getConnection();
+    await connection.execute(`drop table "provider_key_backoff" cascade`);
+    await connection.execute("delete from mikro_orm_migrations where name = ?", [last]);
+    assert.deepEqual(await pendingMigrations(first.orm, place.schema), [last]);
+    await first.close();
+    const { logger, lines } = capturingLogger();
+    const second = await open(place, { encryptionKey, logger });
+    assert.deepEqual(await pendingMigrations(second.orm, place.schema), []);
+    const rows = await second.fork().getConnection().execute<Array<{ n: number }>>("select count(*)::int as n from provider_key_backoff");
+    assert.equal(rows[0]?.n, 0);
+    assert.ok(lines().some((line) => line["msg"] === "applied database migrations" && JSON.stringify(line["migrations"]) === JSON.stringify([last])));
   });
 
   test("close is idempotent", async () => {
