@@ -26,7 +26,10 @@
  *    the first is answered from the response cache without an upstream call (each counted answer must
  *    carry `x-gw-cache: hit-direct`): requests/s, reported as a multiple of the floor's pass-through
  *    throughput of phase 1.
- * 6. memory: peak RSS of each target's whole process tree (the process and every descendant, their
+ * 6. tracing's cost (when both `gateway` and `gateway-traced` run the throughput phase): the closed loop of 1
+ *    against the two in turn, one-second slices in the order A B B A repeated (2 x BENCH_SECONDS in all), so
+ *    the machine's drift between minutes weighs on both alike: throughput and CPU per request of each.
+ * 7. memory: peak RSS of each target's whole process tree (the process and every descendant, their
  *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
  *    the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
@@ -373,28 +376,59 @@ function percentile(sorted: Float64Array, q: number): number {
 }
 
 /** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
+/** CONNECTIONS workers sending one request after another on `pool` until `until`; the 200s counted. */
+async function closedLoop(pool: Pool, until: number, errors: Errors, shape: RequestShape): Promise<number> {
+  let ok = 0;
+  await Promise.all(
+    Array.from({ length: CONNECTIONS }, async () => {
+      while (performance.now() < until) if (await chat(pool, errors, shape)) ok++;
+    }),
+  );
+  return ok;
+}
+
 async function throughput(url: string, pid: number | undefined, errors: Errors, shape: RequestShape = PLAIN): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
-  const loop = async (until: number, count: Errors): Promise<number> => {
-    let ok = 0;
-    await Promise.all(
-      Array.from({ length: CONNECTIONS }, async () => {
-        while (performance.now() < until) if (await chat(pool, count, shape)) ok++;
-      }),
-    );
-    return ok;
-  };
   try {
     // The first cached requests of the warm-up are misses that fill the cache: they are not errors.
     if (shape.cache !== undefined) await chat(pool, new Errors(), { headers: shape.headers });
-    await loop(performance.now() + WARMUP_MS, errors);
+    await closedLoop(pool, performance.now() + WARMUP_MS, errors, shape);
     const cpuBefore = cpuMs(pid);
     const started = performance.now();
-    const requests = await loop(started + SECONDS * 1000, errors);
+    const requests = await closedLoop(pool, started + SECONDS * 1000, errors, shape);
     const elapsed = performance.now() - started;
     return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
   } finally {
     await pool.close();
+  }
+}
+
+/** Throughput figures of one target. */
+type Figures = { rps: number; requests: number; cpuUsPerRequest: number };
+
+/**
+ * The closed loop of phase 1 against two targets taking turns in one-second slices, in the order A B B A
+ * repeated: a machine that speeds up or slows down during the measurement weighs on both alike, where
+ * measuring one after the other charges the drift to whichever came second. 2 x SECONDS slices in all.
+ */
+async function interleavedThroughput(a: { url: string; pid: number | undefined }, b: { url: string; pid: number | undefined }, errors: Errors): Promise<{ a: Figures; b: Figures }> {
+  const targets = [a, b].map((target) => ({ ...target, pool: new Pool(target.url, { connections: CONNECTIONS, pipelining: 1 }), requests: 0, ms: 0, cpuMs: 0 }));
+  try {
+    for (const target of targets) await closedLoop(target.pool, performance.now() + WARMUP_MS, errors, PLAIN);
+    for (let slice = 0; slice < 2 * SECONDS; slice++) {
+      const target = targets[slice % 4 === 0 || slice % 4 === 3 ? 0 : 1];
+      if (target === undefined) continue;
+      const cpuBefore = cpuMs(target.pid);
+      const started = performance.now();
+      target.requests += await closedLoop(target.pool, started + 1_000, errors, PLAIN);
+      target.ms += performance.now() - started;
+      target.cpuMs += cpuMs(target.pid) - cpuBefore;
+    }
+    const [first, second] = targets.map((t): Figures => ({ rps: (t.requests * 1000) / t.ms, requests: t.requests, cpuUsPerRequest: (t.cpuMs * 1000) / t.requests }));
+    if (first === undefined || second === undefined) throw new Error("two targets are required");
+    return { a: first, b: second };
+  } finally {
+    await Promise.all(targets.map((target) => target.pool.close()));
   }
 }
 
@@ -780,6 +814,15 @@ async function main(): Promise<void> {
     results.push(await measure(target));
     await sleep(1_000);
   }
+  // Tracing's cost measured with the machine's drift cancelled: untraced and traced take turns.
+  const untraced = targets.find((t) => t.name === "gateway");
+  const traced = targets.find((t) => t.name === "gateway-traced");
+  let tracingCost: { untraced: Figures; traced: Figures; errors: number; errorSamples: string[] } | null = null;
+  if (untraced !== undefined && traced !== undefined && SELECTED_PHASES.has("throughput")) {
+    const errors = new Errors();
+    const run = await phase("gateway, gateway-traced", "throughput", `taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(untraced, traced, errors), null);
+    if (run !== null) tracingCost = { untraced: run.a, traced: run.b, errors: errors.count, errorSamples: [...errors.samples] };
+  }
   let clusterResult: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null = null;
   if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
     const errors = new Errors();
@@ -800,7 +843,16 @@ async function main(): Promise<void> {
     console.log(`cluster errors: ${clusterResult.errors}${clusterResult.errors > 0 ? "  <- INVALID RUN" : ""}`);
     for (const sample of clusterResult.errorSamples) console.log(`  cluster: ${sample}`);
   }
-  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0);
+  if (tracingCost !== null) {
+    const { untraced: off, traced: on } = tracingCost;
+    console.log(
+      `tracing, the two gateways taking turns: traced ${fmt(on.rps, 0)} req/s at ${fmt(on.cpuUsPerRequest, 0)} µs CPU, untraced ${fmt(off.rps, 0)} req/s at ` +
+        `${fmt(off.cpuUsPerRequest, 0)} µs: throughput ${pct(on.rps / off.rps)} of the untraced, CPU per request ${fmt(on.cpuUsPerRequest / off.cpuUsPerRequest)}x`,
+    );
+    console.log(`tracing errors: ${tracingCost.errors}${tracingCost.errors > 0 ? "  <- INVALID RUN" : ""}`);
+    for (const sample of tracingCost.errorSamples) console.log(`  tracing: ${sample}`);
+  }
+  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0);
   writeFileSync(
     LAST_RUN,
     `${JSON.stringify(
@@ -812,6 +864,7 @@ async function main(): Promise<void> {
         settings: { phases: [...SELECTED_PHASES], seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
         results,
         cluster: clusterResult,
+        tracingInTurns: tracingCost,
         errors,
         valid: errors === 0,
       },
