@@ -375,7 +375,6 @@ function percentile(sorted: Float64Array, q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
 }
 
-/** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
 /** CONNECTIONS workers sending one request after another on `pool` until `until`; the 200s counted. */
 async function closedLoop(pool: Pool, until: number, errors: Errors, shape: RequestShape): Promise<number> {
   let ok = 0;
@@ -387,6 +386,7 @@ async function closedLoop(pool: Pool, until: number, errors: Errors, shape: Requ
   return ok;
 }
 
+/** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
 async function throughput(url: string, pid: number | undefined, errors: Errors, shape: RequestShape = PLAIN): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
   try {
