@@ -68,6 +68,7 @@ describe("direct cache", () => {
           // One mock chat costs about 3.5e-6 USD at gpt-4o-mini prices: two fresh answers spend this budget.
           { id: "vk-budget", name: "budget", value: "sk-gw-budget", provider_configs: ALL_OPENAI, cache: { mode: "direct" }, budget: { max_limit: 0.000005, reset_duration: "1d" } },
           { id: "vk-plain", name: "plain", value: "sk-gw-plain", provider_configs: ALL_OPENAI },
+          { id: "vk-limited", name: "limited", value: "sk-gw-limited", provider_configs: ALL_OPENAI, cache: { mode: "direct" }, rate_limit: { request_max_limit: 2, request_reset_duration: "1h" } },
         ]),
         clock: () => now,
       },
@@ -173,6 +174,14 @@ describe("direct cache", () => {
     assert.equal((await ask(client, "budget two")).cache, "miss");
     const err = await refusal(ask(client, "budget three"));
     assert.equal(err.status, 402);
+  });
+
+  test("a hit still counts against the key's request rate limit", async () => {
+    const client = chatOf(app, "sk-gw-limited");
+    assert.equal((await ask(client, "limited one")).cache, "miss");
+    assert.equal((await ask(client, "limited one")).cache, "hit-direct");
+    const err = await refusal(ask(client, "limited one"));
+    assert.equal(err.status, 429);
   });
 
   test("a hit counts in gw_cache_hits_total and not in the token and cost metrics", async () => {
