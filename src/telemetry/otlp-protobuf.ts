@@ -80,15 +80,32 @@ class Writer {
     const lowSum = (high % 2048) * TWO_POW_21 + low;
     const lo32 = lowSum % TWO_POW_32;
     const hi32 = Math.floor(high / 2048) + Math.floor(lowSum / TWO_POW_32);
-    this.buf.writeUInt32LE(lo32, this.pos);
-    this.buf.writeUInt32LE(hi32 >>> 0, this.pos + 4);
-    this.pos += 8;
+    this.word(lo32, false);
+    this.word(hi32, false);
+  }
+
+  /** A 32-bit word, little- or big-endian, byte by byte: Buffer's writeUInt32 checks its arguments each call. */
+  private word(value: number, bigEndian: boolean): void {
+    const buf = this.buf;
+    const at = this.pos;
+    const v = value >>> 0;
+    if (bigEndian) {
+      buf[at] = v >>> 24;
+      buf[at + 1] = (v >>> 16) & 0xff;
+      buf[at + 2] = (v >>> 8) & 0xff;
+      buf[at + 3] = v & 0xff;
+    } else {
+      buf[at] = v & 0xff;
+      buf[at + 1] = (v >>> 8) & 0xff;
+      buf[at + 2] = (v >>> 16) & 0xff;
+      buf[at + 3] = v >>> 24;
+    }
+    this.pos = at + 4;
   }
 
   fixed32(value: number): void {
     this.room(4);
-    this.buf.writeUInt32LE(value >>> 0, this.pos);
-    this.pos += 4;
+    this.word(value, false);
   }
 
   double(value: number): void {
@@ -124,15 +141,78 @@ class Writer {
     this.pos += this.buf.write(value, this.pos, length, "utf8");
   }
 
-  /** A bytes field of 32-bit words, high first: trace ids (four words) and span ids (two). */
-  words(field: number, ...words: number[]): void {
+  /** A bytes field of a span id: two 32-bit words, high first. */
+  spanId(field: number, high: number, low: number): void {
     this.tag(field, WIRE_LDELIM);
-    this.varint(words.length * 4);
-    this.room(words.length * 4);
-    for (const word of words) {
-      this.buf.writeUInt32BE(word, this.pos);
-      this.pos += 4;
+    this.room(9);
+    this.buf[this.pos++] = 8;
+    this.word(high, true);
+    this.word(low, true);
+  }
+
+  /** A bytes field of a trace id: four 32-bit words, high first. */
+  traceId(field: number, trace: { w0: number; w1: number; w2: number; w3: number }): void {
+    this.tag(field, WIRE_LDELIM);
+    this.room(17);
+    this.buf[this.pos++] = 16;
+    this.word(trace.w0, true);
+    this.word(trace.w1, true);
+    this.word(trace.w2, true);
+    this.word(trace.w3, true);
+  }
+
+  /**
+   * A KeyValue under `field` whose key and value are short ASCII text, a non-negative integer or a
+   * boolean, written in one pass with its lengths known up front (every length one byte). Returns false,
+   * having written nothing, for anything else: the general path (open and close) takes those.
+   */
+  shortAttribute(field: number, key: string, value: AttributeValue): boolean {
+    let valueLength: number;
+    if (typeof value === "string") valueLength = 2 + value.length;
+    else if (typeof value === "number") {
+      if (value < 0 || !Number.isSafeInteger(value)) return false;
+      valueLength = 1 + varintSize(value);
+    } else if (typeof value === "boolean") valueLength = 2;
+    else return false;
+    const keyLength = key.length;
+    const length = 2 + keyLength + 2 + valueLength;
+    if (length > 0x7f || field > 15) return false;
+    this.room(length + 2);
+    const buf = this.buf;
+    let at = this.pos;
+    buf[at++] = (field << 3) | WIRE_LDELIM;
+    buf[at++] = length;
+    buf[at++] = (1 << 3) | WIRE_LDELIM;
+    buf[at++] = keyLength;
+    for (let i = 0; i < keyLength; i++) {
+      const c = key.charCodeAt(i);
+      if (c > 0x7f) return false;
+      buf[at++] = c;
     }
+    buf[at++] = (2 << 3) | WIRE_LDELIM;
+    buf[at++] = valueLength;
+    if (typeof value === "string") {
+      buf[at++] = (1 << 3) | WIRE_LDELIM;
+      buf[at++] = value.length;
+      for (let i = 0; i < value.length; i++) {
+        const c = value.charCodeAt(i);
+        if (c > 0x7f) return false;
+        buf[at++] = c;
+      }
+    } else if (typeof value === "number") {
+      buf[at++] = (3 << 3) | WIRE_VARINT;
+      let rest = value;
+      while (rest > 0x7f) {
+        buf[at++] = (rest & 0x7f) | 0x80;
+        rest = Math.floor(rest / 128);
+      }
+      buf[at++] = rest;
+    } else {
+      buf[at++] = (2 << 3) | WIRE_VARINT;
+      buf[at++] = value ? 1 : 0;
+    }
+    this.pos = at;
+    return true;
   }
 
   /** A bytes field from a hex id (a link's trace and span ids, which the API hands over as hex). */
@@ -224,6 +304,7 @@ function writeAttributes(w: Writer, field: number, attributes: Attributes | unde
   for (const key in attributes) {
     const value = attributes[key];
     if (value === undefined || value === null) continue;
+    if (w.shortAttribute(field, key, value)) continue;
     const start = w.open(field, 1);
     w.string(1, key);
     writeAnyValue(w, 2, value);
@@ -253,11 +334,11 @@ function writeLink(w: Writer, link: Link): void {
 function writeSpan(w: Writer, span: RecordingSpan): void {
   const start = w.open(2, 2);
   const trace = span.trace;
-  w.words(1, trace.w0, trace.w1, trace.w2, trace.w3);
-  w.words(2, span.idHigh, span.idLow);
+  w.traceId(1, trace);
+  w.spanId(2, span.idHigh, span.idLow);
   const state = trace.state?.serialize();
   if (state) w.string(3, state);
-  if (span.hasParent) w.words(4, span.parentHigh, span.parentLow);
+  if (span.hasParent) w.spanId(4, span.parentHigh, span.parentLow);
   w.string(5, span.name);
   // The API numbers kinds from INTERNAL = 0; OTLP keeps 0 for "unspecified".
   w.tag(6, WIRE_VARINT);

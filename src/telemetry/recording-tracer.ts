@@ -75,6 +75,16 @@ function wordHex(word: number): string {
   return BYTE_HEX[word >>> 24]! + BYTE_HEX[(word >>> 16) & 0xff]! + BYTE_HEX[(word >>> 8) & 0xff]! + BYTE_HEX[word & 0xff]!;
 }
 
+/**
+ * A hex id as one flat string: concatenation leaves a tree of pieces that every later use (a header
+ * value's validation, a log line's escaping, the traceparent built from it) would walk or flatten again.
+ */
+function flatHex(hex: string): string {
+  // Reading a character of a concatenation flattens it in place (V8).
+  void hex.charCodeAt(0);
+  return hex;
+}
+
 /** The four 32-bit words of eight hex digits each, from a validated 32-digit trace id. */
 function hexWords(hex: string, at: number): number {
   return Number.parseInt(hex.slice(at, at + 8), 16) >>> 0;
@@ -108,7 +118,7 @@ export class TraceIdentity {
   }
 
   get hex(): string {
-    this.text ??= wordHex(this.w0) + wordHex(this.w1) + wordHex(this.w2) + wordHex(this.w3);
+    this.text ??= flatHex(wordHex(this.w0) + wordHex(this.w1) + wordHex(this.w2) + wordHex(this.w3));
     return this.text;
   }
 }
@@ -125,6 +135,7 @@ export class RecordingSpan implements Span {
   endMs = 0;
   private ended = false;
   private context: SpanContext | undefined;
+  private idText: string | undefined;
 
   constructor(
     private readonly sink: SpanSink,
@@ -157,8 +168,19 @@ export class RecordingSpan implements Span {
     }
   }
 
+  /** The span id as 16 hex digits. */
+  get spanIdHex(): string {
+    this.idText ??= flatHex(wordHex(this.idHigh) + wordHex(this.idLow));
+    return this.idText;
+  }
+
+  /** The W3C traceparent of this (sampled) span, without building its SpanContext. */
+  traceparent(): string {
+    return `00-${this.trace.hex}-${this.spanIdHex}-01`;
+  }
+
   spanContext(): SpanContext {
-    this.context ??= { traceId: this.trace.hex, spanId: wordHex(this.idHigh) + wordHex(this.idLow), traceFlags: TraceFlags.SAMPLED, ...(this.trace.state ? { traceState: this.trace.state } : {}) };
+    this.context ??= { traceId: this.trace.hex, spanId: this.spanIdHex, traceFlags: TraceFlags.SAMPLED, ...(this.trace.state ? { traceState: this.trace.state } : {}) };
     return this.context;
   }
 

@@ -7,7 +7,7 @@
  * Node 20.
  */
 import { SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type TextMapPropagator } from "@opentelemetry/api";
-import type { SpanStarter } from "./recording-tracer.js";
+import { RecordingSpan, type SpanStarter } from "./recording-tracer.js";
 
 /** A running tracer: what otlp-tracing.ts builds when tracing is configured. */
 export interface Tracing {
@@ -35,12 +35,14 @@ export interface TraceIdSource {
 
 /** The ids of a span, for log lines. */
 function idsOf(span: Span): TraceIds {
+  if (span instanceof RecordingSpan) return { trace_id: span.trace.hex, span_id: span.spanIdHex };
   const ctx = span.spanContext();
   return { trace_id: ctx.traceId, span_id: ctx.spanId };
 }
 
 /** The traceparent header value of a span, for an upstream request. */
 export function traceparentOf(span: Span): string {
+  if (span instanceof RecordingSpan) return span.traceparent();
   const ctx = span.spanContext();
   return `00-${ctx.traceId}-${ctx.spanId}-${(ctx.traceFlags & 1) === 1 ? "01" : "00"}`;
 }

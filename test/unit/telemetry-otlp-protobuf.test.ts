@@ -48,6 +48,22 @@ describe("OTLP protobuf encoding", () => {
     assert.deepEqual(span?.attributes, attributes);
   });
 
+  test("encodes text at and past the one-byte length limit, and non-ASCII text at any position, the same as short ASCII", () => {
+    const { tracer, ended } = recorder();
+    const attributes = {
+      ["k".repeat(50)]: "v".repeat(71),
+      ["l".repeat(50)]: "w".repeat(72),
+      "modèle": "gpt",
+      model: "gpt-é",
+      é: 1,
+      zero: 0,
+      max: Number.MAX_SAFE_INTEGER,
+    };
+    tracer.startSpan("s", { attributes }, ROOT_CONTEXT).end();
+    const [span] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(span?.attributes, attributes);
+  });
+
   test("encodes events with their attributes and a multi-byte length", () => {
     const { tracer, ended } = recorder();
     const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
