@@ -138,6 +138,17 @@ describe("recorded spans", () => {
     for (const context of contexts) assert.match(`${context.traceId}${context.spanId}`, /^[0-9a-f]{48}$/);
   });
 
+  test("name themselves in a traceparent that carries the ids the encoder sends, the sampled flag set", () => {
+    const { tracer, ended } = recorder();
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: "000102030a0b0c0d00f0ff0000000001", spanId: "00000000000000ff", traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const spans = [tracer.startSpan("continued", {}, parent), tracer.startSpan("fresh", {}, ROOT_CONTEXT)] as RecordingSpan[];
+    const headers = spans.map((span) => span.traceparent());
+    for (const span of spans) span.end();
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(headers, decoded.map((span) => `00-${span.traceId}-${span.spanId}-01`));
+    assert.match(headers[0] ?? "", /^00-000102030a0b0c0d00f0ff0000000001-[0-9a-f]{16}-01$/);
+  });
+
   test("are not recorded when the sampler says no, and their children stay unsampled with the same trace id", () => {
     const ended: RecordingSpan[] = [];
     const tracer = new RecordingTracer((span) => ended.push(span), (_traceId, parent) => parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 1);
