@@ -117,21 +117,13 @@ class Writer {
   string(field: number, value: string): void {
     this.tag(field, WIRE_LDELIM);
     const n = value.length;
-    // Short ASCII text (attribute keys, names, ids, models) is copied by hand: Buffer.write's argument
-    // handling costs more than the copy itself.
+    // Short ASCII text (attribute keys, names, ids, models) takes one length byte and a copy by hand.
     if (n < 128) {
       this.room(n + 1);
-      const buf = this.buf;
-      const at = this.pos;
-      let i = 0;
-      for (; i < n; i++) {
-        const c = value.charCodeAt(i);
-        if (c > 0x7f) break;
-        buf[at + 1 + i] = c;
-      }
-      if (i === n) {
-        buf[at] = n;
-        this.pos = at + 1 + n;
+      const end = copyAscii(this.buf, this.pos + 1, value);
+      if (end !== -1) {
+        this.buf[this.pos] = n;
+        this.pos = end;
         return;
       }
     }
@@ -184,29 +176,20 @@ class Writer {
     buf[at++] = length;
     buf[at++] = (1 << 3) | WIRE_LDELIM;
     buf[at++] = keyLength;
-    for (let i = 0; i < keyLength; i++) {
-      const c = key.charCodeAt(i);
-      if (c > 0x7f) return false;
-      buf[at++] = c;
-    }
+    at = copyAscii(buf, at, key);
+    if (at === -1) return false;
     buf[at++] = (2 << 3) | WIRE_LDELIM;
     buf[at++] = valueLength;
     if (typeof value === "string") {
       buf[at++] = (1 << 3) | WIRE_LDELIM;
       buf[at++] = value.length;
-      for (let i = 0; i < value.length; i++) {
-        const c = value.charCodeAt(i);
-        if (c > 0x7f) return false;
-        buf[at++] = c;
-      }
+      at = copyAscii(buf, at, value);
+      if (at === -1) return false;
     } else if (typeof value === "number") {
       buf[at++] = (3 << 3) | WIRE_VARINT;
-      let rest = value;
-      while (rest > 0x7f) {
-        buf[at++] = (rest & 0x7f) | 0x80;
-        rest = Math.floor(rest / 128);
-      }
-      buf[at++] = rest;
+      this.pos = at;
+      this.varint(value);
+      return true;
     } else {
       buf[at++] = (2 << 3) | WIRE_VARINT;
       buf[at++] = value ? 1 : 0;
@@ -258,6 +241,19 @@ class Writer {
   finish(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
+}
+
+/**
+ * Copies ASCII `text` into `buf` from `at`, by hand (Buffer.write's argument handling costs more than the
+ * copy for short text); returns where the copy ended, or -1 at the first non-ASCII character.
+ */
+function copyAscii(buf: Buffer, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 0x7f) return -1;
+    buf[at++] = c;
+  }
+  return at;
 }
 
 function varintSize(value: number): number {
