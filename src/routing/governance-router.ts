@@ -10,6 +10,7 @@ import { formatTarget, parseModelName, type ParsedModel } from "./model-name.js"
 import { RoutingError } from "./routing-error.js";
 import type { RuleMatch } from "./routing-rules.js";
 import type { LimitExceeded } from "./usage-limits.js";
+import { keepWhere } from "./keep-where.js";
 import { weightedIndex } from "./weighted-random.js";
 import type { RuleVariables } from "./cel-expression.js";
 import type { RoutingRuleSet, RuleEvaluationError, RuleSubject } from "./routing-rules.js";
@@ -117,6 +118,9 @@ function parseFallbacks(request: RoutingRequest, isProvider: (name: string) => b
   });
 }
 
+/** No fallbacks requested: one shared empty list, never written to. */
+const NO_TARGETS: readonly RouteTarget[] = Object.freeze([]);
+
 function sameTarget(a: RouteTarget, b: RouteTarget): boolean {
   return a.provider === b.provider && a.model === b.model;
 }
@@ -170,7 +174,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
   // A provider the catalog knows or the virtual key configures, so `<provider>/<model>` splits on it.
   const isProvider = (name: string): boolean => context.catalog.isProvider(name) || providerConfigOf(virtualKey, name) !== null;
   const parsed = parseModelName(request.model, isProvider);
-  const requested = request.fallbacks?.length ? parseFallbacks(request, isProvider) : [];
+  const requested = request.fallbacks?.length ? parseFallbacks(request, isProvider) : NO_TARGETS;
 
   if (virtualKey.providerConfigs.length === 0) {
     throw new RoutingError(
@@ -178,7 +182,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       `virtual key "${virtualKey.name}" has no provider_configs, so it may use no provider (deny by default); add a provider config`,
     );
   }
-  const allowed = virtualKey.providerConfigs.filter(servesAnything);
+  const allowed = keepWhere(virtualKey.providerConfigs, servesAnything);
   if (allowed.length === 0) {
     throw new RoutingError(
       "policy_no_providers",
@@ -186,7 +190,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     );
   }
   // Request fallbacks outside what the key may use are dropped silently, as the spec requires.
-  const keptFallbacks = requested.filter((target) => {
+  const keptFallbacks = keepWhere(requested, (target) => {
     const config = allowed.find((candidate) => candidate.provider === target.provider);
     return config !== undefined && configAllowsModel(config, target.model, context.catalog) && context.limits.exceeded(virtualKey.id, config) === null;
   });
@@ -222,7 +226,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     };
   }
 
-  const candidates = allowed.filter((config) => configAllowsModel(config, parsed.model, context.catalog));
+  const candidates = keepWhere(allowed, (config) => configAllowsModel(config, parsed.model, context.catalog));
   if (candidates.length === 0) {
     throw new RoutingError(
       "caller_model_not_allowed",
@@ -230,13 +234,11 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       "model",
     );
   }
-  const reasons: LimitExceeded[] = [];
-  const eligible = candidates.filter((config) => {
-    const exceeded = context.limits.exceeded(virtualKey.id, config);
-    if (exceeded !== null) reasons.push(exceeded);
-    return exceeded === null;
-  });
-  if (eligible.length === 0) throw providerLimitError(virtualKey, reasons, parsed.model);
+  const eligible = keepWhere(candidates, (config) => context.limits.exceeded(virtualKey.id, config) === null);
+  if (eligible.length === 0) {
+    const reasons = candidates.map((config) => context.limits.exceeded(virtualKey.id, config)).filter((reason) => reason !== null);
+    throw providerLimitError(virtualKey, reasons, parsed.model);
+  }
 
   const chosen = eligible[weightedIndex(eligible, (config) => config.weight, context.random)] as ProviderConfig;
   // A provider allowed through the catalog (allowed_models ["*"]) receives its own id for the model
@@ -246,6 +248,9 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     model: isWildcardList(config.allowedModels) ? context.catalog.idAt(config.provider, parsed.model) : parsed.model,
   });
   const primary = targetOf(chosen);
+  if (eligible.length === 1) {
+    return { primary, fallbacks: appendDistinct([], keptFallbacks).filter((t) => !sameTarget(t, primary)), enginesUsed: ["governance"], rule: null, pinnedKeyId: "" };
+  }
   // Array.prototype.sort is stable, so equal weights keep their configured order.
   const rest = eligible
     .filter((config) => config !== chosen)

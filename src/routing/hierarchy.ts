@@ -171,6 +171,14 @@ export class Hierarchy {
     return { team, customer: customerId === "" ? null : this.get("customer", customerId) };
   }
 
+  /**
+   * True when no level can limit the key: it has no budget or rate limit of its own and belongs to no
+   * team or customer. Every request asks several times, and chain() builds its levels anew each time.
+   */
+  #limitless(virtualKey: VirtualKey): boolean {
+    return virtualKey.budget === null && virtualKey.rateLimit === null && virtualKey.teamId === "" && virtualKey.customerId === "";
+  }
+
   /** The levels of a key, most specific first: the key itself, its team, customer and business unit. */
   chain(virtualKey: VirtualKey): LevelOwner[] {
     const own: LevelOwner = { level: "virtual_key", id: virtualKey.id, name: virtualKey.name, parentId: "", budget: virtualKey.budget, rateLimit: virtualKey.rateLimit };
@@ -200,6 +208,7 @@ export class Hierarchy {
 
   /** The first level (most specific) whose budget or rate limit is exhausted, reservations included, or null. */
   exceeded(virtualKey: VirtualKey): LevelExceeded | null {
+    if (this.#limitless(virtualKey)) return null;
     const now = this.#now();
     for (const owner of this.chain(virtualKey)) {
       const { budget, rateLimit } = owner;
@@ -222,6 +231,7 @@ export class Hierarchy {
     if (over !== null) return over;
     const now = this.#now();
     const hold: HierarchyHold = { virtualKey, entries: [], counted: [], settled: false };
+    if (this.#limitless(virtualKey)) return { hold };
     for (const owner of this.chain(virtualKey)) {
       const requests = owner.rateLimit?.requests ?? null;
       if (requests !== null) hold.counted.push({ owner, start: this.#add(owner, "requests", requests.window, false, 1, now) });
@@ -306,6 +316,7 @@ export class Hierarchy {
 
   /** Charges a finished request's cost and tokens to every level. */
   charge(virtualKey: VirtualKey, costUsd: number, tokens: number): void {
+    if (this.#limitless(virtualKey)) return;
     const now = this.#now();
     for (const owner of this.chain(virtualKey)) {
       if (owner.budget !== null && costUsd > 0) this.#add(owner, "budget", owner.budget.window, owner.budget.calendarAligned, costUsd, now);

@@ -8,6 +8,7 @@ import type { KeyBackoffs } from "./key-backoffs.js";
 import type { ModelCatalog } from "./model-catalog.js";
 import type { RouteHealth } from "./route-health.js";
 import { RoutingError } from "./routing-error.js";
+import { keepWhere } from "./keep-where.js";
 import { weightedOrder } from "./weighted-random.js";
 import type { ProviderConfig, ProviderKey, Random } from "./types.js";
 
@@ -64,7 +65,7 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
       "model",
     );
   }
-  const permitted = input.keys.filter((key) => permittedByKeyIds(input.config, key));
+  const permitted = keepWhere(input.keys, (key) => permittedByKeyIds(input.config, key));
   if (permitted.length === 0) {
     throw new RoutingError(
       "policy_keys_blocked",
@@ -73,7 +74,7 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
         : `none of the key_ids of the "${provider}" provider config names a configured ${provider} key; fix key_ids`,
     );
   }
-  const allowing = permitted.filter((key) => keyAllowsModel(key, model));
+  const allowing = keepWhere(permitted, (key) => keyAllowsModel(key, model));
   if (allowing.length === 0) {
     throw new RoutingError(
       "caller_model_not_allowed",
@@ -82,7 +83,7 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
     );
   }
   const backoffs = input.backoffs;
-  const ready = backoffs === undefined ? allowing : allowing.filter((key) => !backoffs.waiting(provider, key.id));
+  const ready = backoffs === undefined ? allowing : keepWhere(allowing, (key) => !backoffs.waiting(provider, key.id));
   const serving = ready.length > 0 ? ready : allowing;
   const health = input.health;
   let order: readonly ProviderKey[];
@@ -90,7 +91,7 @@ export function orderKeys(input: KeySelectionInput): KeyChoice[] {
   else {
     health.refresh();
     // A circuit-broken key (factor 0) is skipped while any other key can serve.
-    const open = serving.filter((key) => health.keyFactor(provider, key.id) > 0);
+    const open = keepWhere(serving, (key) => health.keyFactor(provider, key.id) > 0);
     const pool = open.length > 0 ? open : serving;
     order = weightedOrder(pool, (key) => key.weight * health.keyFactor(provider, key.id), input.random);
   }

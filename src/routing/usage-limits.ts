@@ -51,6 +51,12 @@ function current(window: WindowUsage | null, durationMs: number, now: number): W
   return { windowStartMs: window.windowStartMs + periods * durationMs, used: 0 };
 }
 
+/** What `window` holds at `now`: 0 once a reset boundary passed (current() without the new window object). */
+function usedAt(window: WindowUsage | null | undefined, durationMs: number, now: number): number {
+  if (window === null || window === undefined) return 0;
+  return !(durationMs > 0) || now < window.windowStartMs + durationMs ? window.used : 0;
+}
+
 function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
@@ -79,15 +85,14 @@ export class UsageLimits {
   exceeded(virtualKeyId: string, config: ProviderConfig): LimitExceeded | null {
     const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
     const now = this.#now();
-    for (const [index, budget] of config.budgets.entries()) {
-      const spent = current(entry?.budgets[index] ?? null, budget.resetDurationMs, now).used;
-      if (spent >= budget.maxLimit) return "budget";
+    // Asked for every request, often several times: read in place, allocating nothing.
+    const budgets = config.budgets;
+    for (let index = 0; index < budgets.length; index++) {
+      const budget = budgets[index] as (typeof budgets)[number];
+      if (usedAt(entry?.budgets[index], budget.resetDurationMs, now) >= budget.maxLimit) return "budget";
     }
     const limit = config.rateLimit;
-    if (limit !== null) {
-      const used = current(entry?.tokens ?? null, limit.tokenResetDurationMs, now).used;
-      if (used >= limit.tokenMaxLimit) return "rate_limit";
-    }
+    if (limit !== null && usedAt(entry?.tokens, limit.tokenResetDurationMs, now) >= limit.tokenMaxLimit) return "rate_limit";
     return null;
   }
 
@@ -139,13 +144,16 @@ export class UsageLimits {
   record(virtualKeyId: string, config: ProviderConfig, usage: RequestUsage): void {
     const entry = this.#entry(virtualKeyId, config.provider);
     const now = this.#now();
+    // Windows are updated in place: none leaves the tracker by reference (snapshot() and windowOf() copy).
     for (const [index, budget] of config.budgets.entries()) {
       const window = current(entry.budgets[index] ?? null, budget.resetDurationMs, now);
-      entry.budgets[index] = { windowStartMs: window.windowStartMs, used: window.used + nonNegative(usage.costUsd) };
+      window.used += nonNegative(usage.costUsd);
+      entry.budgets[index] = window;
     }
     if (config.rateLimit !== null) {
       const window = current(entry.tokens, config.rateLimit.tokenResetDurationMs, now);
-      entry.tokens = { windowStartMs: window.windowStartMs, used: window.used + nonNegative(usage.tokens) };
+      window.used += nonNegative(usage.tokens);
+      entry.tokens = window;
     }
     this.#revision += 1;
   }
