@@ -7,6 +7,7 @@
  */
 import * as http from "node:http";
 import { Pool } from "undici";
+import { answerAllocationRequests } from "./allocation-meter.js";
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
 if (!upstream) throw new Error("BENCH_UPSTREAM_URL is required");
@@ -59,5 +60,6 @@ server.listen(0, "127.0.0.1", () => {
   process.stdout.write(`${JSON.stringify({ port: address.port })}\n`);
 });
 
+answerAllocationRequests();
 process.stdin.on("end", () => process.exit(0));
 process.stdin.resume();

@@ -22,6 +22,7 @@ import { createApp, type App, type AppOptions } from "../src/app.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
 import { createLogger } from "../src/telemetry/logger.js";
+import { answerAllocationRequests } from "./allocation-meter.js";
 
 /** The virtual key every bench request sends (run.ts sends the same). */
 const BENCH_VIRTUAL_KEY = "sk-gw-bench";
@@ -101,6 +102,7 @@ function stop(): Promise<void> {
   return stopping;
 }
 
+answerAllocationRequests();
 process.stdin.on("end", () => void stop());
 process.stdin.resume();
 process.on("SIGTERM", () => void stop());

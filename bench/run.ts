@@ -14,6 +14,8 @@
  * 1. throughput: closed loop, 32 connections (undici Pool, pipelining 1), 2 s warm-up, then
  *    BENCH_SECONDS (default 10) counted: requests/s, and the CPU time the target process itself spent
  *    per request (from /proc/<pid>/stat), steadier than req/s when other work shares the machine.
+ *    The floors and gateways also report the JavaScript heap they allocated per request
+ *    (allocation-meter.ts), which drives their garbage collection and how far their heap grows.
  * 2. latency: open loop at 500 req/s scheduled by the clock (a send never waits for a reply), 1 s
  *    warm-up, then 500 x BENCH_SECONDS requests: p50/p99 from each request's send to its last body byte.
  *    "Added" latency is the target's figure minus direct's. `max lag` is how late the generator sent
@@ -169,6 +171,27 @@ interface Child {
   name: string;
   process: ChildProcess;
   url: string;
+  /** The child's next stdout line after its port line (an answer to a line written to its stdin). */
+  nextLine(): Promise<string>;
+}
+
+/** Counts the heap bytes a child allocates between start and stop (see allocation-meter.ts). */
+interface AllocationMeter {
+  start(): void;
+  stop(): Promise<number>;
+}
+
+/** The allocation meter of a child that answers alloc-start / alloc-stop (the floors and the gateways). */
+function allocationMeter(child: Child): AllocationMeter {
+  return {
+    start: () => void child.process.stdin?.write("alloc-start\n"),
+    stop: async () => {
+      const answer = child.nextLine();
+      child.process.stdin?.write("alloc-stop\n");
+      const { allocatedBytes } = JSON.parse(await answer) as { allocatedBytes: number };
+      return allocatedBytes;
+    },
+  };
 }
 
 const children: ChildProcess[] = [];
@@ -209,10 +232,14 @@ async function startChild(name: string, file: string, env: Record<string, string
       reject(err);
     });
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
+    const waiting: ((line: string) => void)[] = [];
+    const nextLine = (): Promise<string> => new Promise((resolveLine) => waiting.push(resolveLine));
     let reported = false;
     lines.on("line", (line) => {
       if (reported) {
-        process.stderr.write(`[${name}] ${line}\n`);
+        const waiter = waiting.shift();
+        if (waiter !== undefined) waiter(line);
+        else process.stderr.write(`[${name}] ${line}\n`);
         return;
       }
       reported = true;
@@ -220,7 +247,7 @@ async function startChild(name: string, file: string, env: Record<string, string
       child.off("exit", onExit);
       try {
         const { port } = JSON.parse(line) as { port: number };
-        resolve({ name, process: child, url: `http://127.0.0.1:${port}` });
+        resolve({ name, process: child, url: `http://127.0.0.1:${port}`, nextLine });
       } catch {
         reject(new Error(`${name}'s first stdout line is not {"port": n}: ${line}`));
       }
@@ -386,18 +413,29 @@ async function closedLoop(pool: Pool, until: number, errors: Errors, shape: Requ
   return ok;
 }
 
+/** What a closed-loop phase measures of its target. */
+interface ThroughputFigures {
+  rps: number;
+  requests: number;
+  cpuUsPerRequest: number;
+  allocatedBytesPerRequest: number;
+}
+
 /** Closed loop: CONNECTIONS workers each sending the next request when the previous one is answered. */
-async function throughput(url: string, pid: number | undefined, errors: Errors, shape: RequestShape = PLAIN): Promise<{ rps: number; requests: number; cpuUsPerRequest: number }> {
+async function throughput(url: string, pid: number | undefined, errors: Errors, shape: RequestShape = PLAIN, meter?: AllocationMeter): Promise<ThroughputFigures> {
   const pool = new Pool(url, { connections: CONNECTIONS, pipelining: 1 });
   try {
     // The first cached requests of the warm-up are misses that fill the cache: they are not errors.
     if (shape.cache !== undefined) await chat(pool, new Errors(), { headers: shape.headers });
     await closedLoop(pool, performance.now() + WARMUP_MS, errors, shape);
+    meter?.start();
     const cpuBefore = cpuMs(pid);
     const started = performance.now();
     const requests = await closedLoop(pool, started + SECONDS * 1000, errors, shape);
     const elapsed = performance.now() - started;
-    return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest: ((cpuMs(pid) - cpuBefore) * 1000) / requests };
+    const cpuUsPerRequest = ((cpuMs(pid) - cpuBefore) * 1000) / requests;
+    const allocatedBytesPerRequest = meter === undefined ? Number.NaN : (await meter.stop()) / requests;
+    return { rps: (requests * 1000) / elapsed, requests, cpuUsPerRequest, allocatedBytesPerRequest };
   } finally {
     await pool.close();
   }
@@ -567,13 +605,16 @@ interface TargetResult {
   /** `floor` is the JSON-parsing floor every ratio is taken against; `pipe` the floor that only pipes. */
   kind: "direct" | "pipe" | "floor" | "gateway";
   description: string;
-  /** cpuUsPerRequest: CPU the target process (alone, not the upstream behind it) spent per counted request. */
-  throughput: { rps: number; requests: number; cpuUsPerRequest: number };
+  /**
+   * cpuUsPerRequest: CPU the target process (alone, not the upstream behind it) spent per counted request;
+   * allocatedBytesPerRequest: JavaScript heap it allocated per counted request (NaN for direct).
+   */
+  throughput: ThroughputFigures;
   latencyMs: { p50: number; p99: number; maxLagMs: number; requests: number };
   streamTtfbMs: { p50: number; p99: number; requests: number };
   concurrentStreams: { p50: number; p99: number; streamsPerSecond: number; requests: number };
   /** Closed-loop throughput of requests the response cache answers; null for targets without a cache. */
-  cacheHits: { rps: number; requests: number; cpuUsPerRequest: number } | null;
+  cacheHits: ThroughputFigures | null;
   /** Peak RSS of the target's whole process tree. */
   peakRssMiB: number | null;
   errors: number;
@@ -592,12 +633,12 @@ async function phase<T>(target: string, selected: Phase, label: string, run: () 
   return result;
 }
 
-const NOT_RUN = { rps: Number.NaN, requests: 0, cpuUsPerRequest: Number.NaN };
+const NOT_RUN: ThroughputFigures = { rps: Number.NaN, requests: 0, cpuUsPerRequest: Number.NaN, allocatedBytesPerRequest: Number.NaN };
 
-async function measure(target: { name: string; kind: TargetResult["kind"]; description: string; url: string; pid: number | undefined }): Promise<TargetResult> {
+async function measure(target: { name: string; kind: TargetResult["kind"]; description: string; url: string; pid: number | undefined; meter?: AllocationMeter }): Promise<TargetResult> {
   const errors = new Errors();
   const name = target.name;
-  const rps = await phase(name, "throughput", `throughput (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors), NOT_RUN);
+  const rps = await phase(name, "throughput", `throughput (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors, PLAIN, target.meter), NOT_RUN);
   const lat = await phase(name, "latency", `latency at ${RATE} req/s (${LATENCY_WARMUP} warm-up + ${LATENCY_COUNT})`, () => latency(target.url, errors), {
     p50: Number.NaN,
     p99: Number.NaN,
@@ -620,7 +661,7 @@ async function measure(target: { name: string; kind: TargetResult["kind"]; descr
   const cacheHits =
     target.kind !== "gateway"
       ? null
-      : await phase(name, "cache-hit", `cache hits (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors, CACHE_HIT), null);
+      : await phase(name, "cache-hit", `cache hits (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => throughput(target.url, target.pid, errors, CACHE_HIT, target.meter), null);
   return {
     name: target.name,
     kind: target.kind,
@@ -690,6 +731,7 @@ function report(results: TargetResult[], loadAtStart: number): void {
         row("  ÷ direct", (r) => pct(r.throughput.rps / direct.throughput.rps)),
         row("CPU µs/request (target process)", (r) => fmt(r.throughput.cpuUsPerRequest, 0)),
         ...ratios((r) => r.throughput.cpuUsPerRequest),
+        row("heap KiB allocated/request", (r) => fmt(r.throughput.allocatedBytesPerRequest / 1024, 1)),
         row(`latency p50 ms @${RATE}/s`, (r) => fmt(p50(r), 3)),
         ...ratios(p50),
         ...differences(p50),
@@ -711,6 +753,7 @@ function report(results: TargetResult[], loadAtStart: number): void {
         row("  ÷ floor", (r) => pct(streamsPerSecond(r) / streamsPerSecond(floor))),
         row("cache-hit throughput req/s", (r) => fmt(r.cacheHits?.rps ?? null, 0)),
         row("  ÷ floor pass-through", (r) => (r.cacheHits === null ? "-" : times(r.cacheHits.rps, floor.throughput.rps))),
+        row("  heap KiB allocated/hit", (r) => fmt((r.cacheHits?.allocatedBytesPerRequest ?? Number.NaN) / 1024, 1)),
         row("peak RSS MiB (process tree)", (r) => fmt(r.peakRssMiB, 0)),
         ...ratios((r) => r.peakRssMiB),
         row("errors", (r) => String(r.errors)),
@@ -805,9 +848,16 @@ async function main(): Promise<void> {
         );
   const targets = [
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
-    { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid },
-    { name: "floor-json", kind: "floor" as const, description: "the same, parsing the request JSON first", url: floor.url, pid: floor.process.pid },
-    ...gateways.map((g) => ({ name: g.name, kind: "gateway" as const, description: GATEWAY_VARIANTS.find((v) => v.name === g.name)?.description ?? "", url: g.url, pid: g.process.pid })),
+    { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid, meter: allocationMeter(pipe) },
+    { name: "floor-json", kind: "floor" as const, description: "the same, parsing the request JSON first", url: floor.url, pid: floor.process.pid, meter: allocationMeter(floor) },
+    ...gateways.map((g) => ({
+      name: g.name,
+      kind: "gateway" as const,
+      description: GATEWAY_VARIANTS.find((v) => v.name === g.name)?.description ?? "",
+      url: g.url,
+      pid: g.process.pid,
+      meter: allocationMeter(g),
+    })),
   ];
   const results: TargetResult[] = [];
   for (const target of targets) {
