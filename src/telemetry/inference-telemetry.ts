@@ -15,6 +15,9 @@ import { NO_KEY, type UsageHistory } from "./usage-history.js";
 /** A failing rule condition is logged at most this often per rule. */
 const RULE_ERROR_LOG_INTERVAL_MS = 60_000;
 
+/** Model names kept per provider (and providers kept) before the cache of names starts over. */
+const MAX_MODEL_NAMES = 10_000;
+
 const ERROR_TYPE_PREFIX = /^(caller|policy|provider|gateway)_/;
 
 /** error_type of gw_error_requests_total: the error's own type when it has the vocabulary's prefix. */
@@ -30,6 +33,9 @@ export class InferenceTelemetry implements InferenceObserver {
   /** When each rule's evaluation error was last logged. */
   private readonly ruleErrorsLoggedAt = new Map<string, number>();
   private complexityErrorLoggedAt = 0;
+
+  /** `<provider>/<model>` names for the usage history, made once per pair instead of twice per request. */
+  private readonly modelNames = new Map<string, Map<string, string>>();
 
   constructor(
     private readonly metrics: Metrics,
@@ -94,7 +100,7 @@ export class InferenceTelemetry implements InferenceObserver {
   }
 
   final(labels: BaseLabels, retries: number, error: GatewayError | null): void {
-    this.history?.request(labels.virtualKeyName || NO_KEY, `${labels.provider}/${labels.model}`, error !== null);
+    this.history?.request(labels.virtualKeyName || NO_KEY, this.modelName(labels.provider, labels.model), error !== null);
     if (error === null) {
       this.metrics.recordUpstreamRequest(labels);
       this.metrics.recordSuccess(labels);
@@ -108,13 +114,30 @@ export class InferenceTelemetry implements InferenceObserver {
     this.metrics.recordRetries(base, retries);
   }
 
+  /** The usage history's name of a model: `<provider>/<model>`. */
+  private modelName(provider: string, model: string): string {
+    let models = this.modelNames.get(provider);
+    if (models === undefined) {
+      if (this.modelNames.size >= MAX_MODEL_NAMES) this.modelNames.clear();
+      models = new Map();
+      this.modelNames.set(provider, models);
+    }
+    let name = models.get(model);
+    if (name === undefined) {
+      if (models.size >= MAX_MODEL_NAMES) models.clear();
+      name = `${provider}/${model}`;
+      models.set(model, name);
+    }
+    return name;
+  }
+
   cacheHit(labels: BaseLabels, cacheType: CacheType): void {
     this.metrics.recordCacheHit(labels, cacheType);
   }
 
   usage(labels: BaseLabels, upstreamModel: string, inputTokens: number, outputTokens: number, costUsd: number | null): void {
     this.metrics.recordTokens(labels, inputTokens, outputTokens);
-    this.history?.usage(labels.virtualKeyName || NO_KEY, `${labels.provider}/${labels.model}`, inputTokens, outputTokens, costUsd ?? 0);
+    this.history?.usage(labels.virtualKeyName || NO_KEY, this.modelName(labels.provider, labels.model), inputTokens, outputTokens, costUsd ?? 0);
     if (costUsd !== null) {
       this.metrics.recordCost(labels, costUsd);
       return;

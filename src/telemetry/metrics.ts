@@ -296,10 +296,49 @@ type Op = (m: MetricSet, labels: LabelMaker) => void;
 /** Resolved label sets kept before the caches start over (values already admitted by the cap stay admitted). */
 const MAX_CACHED_LABEL_SETS = 10_000;
 
+/** Base label sets remembered by value, so traffic spread over a few keys or models resolves none of them again. */
+const RECENT_BASES = 8;
+
 /** A resolved base label set and the sets derived from it with extra labels (is_success, status_code, ...). */
 interface ResolvedBase {
   set: LabelSet;
   extras: Map<string, LabelSet>;
+  /** Sets with one extra label, by its name and value: looked up without building a key. */
+  single: Map<string, Map<string, LabelSet>>;
+}
+
+/** Whether two base label sources give the same label values (as baseValues reads them). */
+function sameBaseValues(a: BaseLabels, b: BaseLabels, userLabels: boolean): boolean {
+  return (
+    a.provider === b.provider &&
+    a.model === b.model &&
+    a.method === b.method &&
+    (a.alias ?? "") === (b.alias ?? "") &&
+    (a.virtualKeyId ?? "") === (b.virtualKeyId ?? "") &&
+    (a.virtualKeyName ?? "") === (b.virtualKeyName ?? "") &&
+    sameEngines(a.routingEngineUsed, b.routingEngineUsed) &&
+    (a.routingRuleId ?? "") === (b.routingRuleId ?? "") &&
+    (a.routingRuleName ?? "") === (b.routingRuleName ?? "") &&
+    (a.complexityTier ?? "") === (b.complexityTier ?? "") &&
+    (a.complexityMechanism ?? "") === (b.complexityMechanism ?? "") &&
+    (a.selectedKeyId ?? "") === (b.selectedKeyId ?? "") &&
+    (a.selectedKeyName ?? "") === (b.selectedKeyName ?? "") &&
+    (a.fallbackIndex ?? 0) === (b.fallbackIndex ?? 0) &&
+    (a.teamId ?? "") === (b.teamId ?? "") &&
+    (a.teamName ?? "") === (b.teamName ?? "") &&
+    (a.customerId ?? "") === (b.customerId ?? "") &&
+    (a.customerName ?? "") === (b.customerName ?? "") &&
+    (!userLabels || ((a.userId ?? "") === (b.userId ?? "") && (a.userName ?? "") === (b.userName ?? "")))
+  );
+}
+
+function sameEngines(a: readonly RoutingEngine[] | undefined, b: readonly RoutingEngine[] | undefined): boolean {
+  if (a === b) return true;
+  const left = a ?? [];
+  const right = b ?? [];
+  if (left.length !== right.length) return false;
+  for (let i = 0; i < left.length; i++) if (left[i] !== right[i]) return false;
+  return true;
 }
 
 /**
@@ -309,9 +348,18 @@ interface ResolvedBase {
  */
 class LabelMaker {
   private readonly owned = new Map<string, LabelSet>();
+  /** http_* label sets by path, method and status, used while no custom labels are configured. */
+  private readonly httpSets = new Map<string, Map<string, Map<number, LabelSet>>>();
   private readonly bases = new Map<string, ResolvedBase>();
-  /** One request records several metrics with the same BaseLabels object: the last one is remembered. */
+  /**
+   * The last base resolved: one request records several metrics with the same BaseLabels object. Steady
+   * traffic sends request after request with the same values, found among the recent ones by value:
+   * neither builds the 18-value key again.
+   */
   private last: { base: BaseLabels; custom: CustomLabelValues | undefined; resolved: ResolvedBase } | null = null;
+  /** The last RECENT_BASES bases resolved, compared by value; written round-robin. */
+  private readonly recent: { base: BaseLabels; custom: CustomLabelValues | undefined; resolved: ResolvedBase }[] = [];
+  private nextRecent = 0;
 
   constructor(
     private readonly m: MetricSet,
@@ -332,12 +380,55 @@ class LabelMaker {
     return set;
   }
 
+  /** http_* labels: with no custom labels configured (the common case) found by path, method and status without building a key. */
+  http(path: string, method: string, status: number, custom: CustomLabelValues | undefined): LabelSet {
+    if (this.m.custom.length > 0) return this.own({ path, method, status: String(status) }, custom);
+    let byMethod = this.httpSets.get(path);
+    if (byMethod === undefined) {
+      if (this.httpSets.size >= MAX_CACHED_LABEL_SETS) this.httpSets.clear();
+      byMethod = new Map();
+      this.httpSets.set(path, byMethod);
+    }
+    let byStatus = byMethod.get(method);
+    if (byStatus === undefined) {
+      byStatus = new Map();
+      byMethod.set(method, byStatus);
+    }
+    let set = byStatus.get(status);
+    if (set === undefined) {
+      set = this.own({ path, method, status: String(status) }, custom);
+      byStatus.set(status, set);
+    }
+    return set;
+  }
+
   /** The base label set (user labels when enabled) plus `extra` and the custom labels. */
   base(b: BaseLabels, custom: CustomLabelValues | undefined, extra?: Labels): LabelSet {
     const resolved = this.resolvedBase(b, custom);
     if (extra === undefined) return resolved.set;
     let raw = "";
     for (const name in extra) raw = appendKey(appendKey(raw, name), extra[name] as string);
+    return this.extended(resolved, extra, raw);
+  }
+
+  /** The base label set plus one extra label (is_success, cache_type). */
+  baseWith(b: BaseLabels, custom: CustomLabelValues | undefined, name: string, value: string): LabelSet {
+    const resolved = this.resolvedBase(b, custom);
+    let byValue = resolved.single.get(name);
+    if (byValue === undefined) {
+      byValue = new Map();
+      resolved.single.set(name, byValue);
+    }
+    let set = byValue.get(value);
+    if (set === undefined) {
+      set = this.extended(resolved, { [name]: value }, appendKey(appendKey("", name), value));
+      byValue.set(value, set);
+    }
+    return set;
+  }
+
+  /** The set of `resolved` with `extra` (whose key text is `raw`), resolved once. */
+  private extended(resolved: ResolvedBase, extra: Labels, raw: string): LabelSet {
     let set = resolved.extras.get(raw);
     if (set === undefined) {
       const labels: Labels = { ...resolved.set.labels };
@@ -356,18 +447,36 @@ class LabelMaker {
   private resolvedBase(b: BaseLabels, custom: CustomLabelValues | undefined): ResolvedBase {
     const last = this.last;
     if (last !== null && last.base === b && last.custom === custom) return last.resolved;
+    // Requests that differ only in the key picked (or the model asked for) alternate between a few sets.
+    for (const recent of this.recent) {
+      if ((recent.base === b || sameBaseValues(recent.base, b, this.m.userLabels)) && this.sameCustom(recent.custom, custom)) {
+        this.last = recent;
+        return recent.resolved;
+      }
+    }
     const values = this.baseValues(b);
     let raw = "";
     for (const name in values) raw = appendKey(raw, values[name] as string);
     raw = this.customKey(raw, custom);
     let resolved = this.bases.get(raw);
     if (resolved === undefined) {
-      resolved = { set: this.resolve(values, custom), extras: new Map() };
+      resolved = { set: this.resolve(values, custom), extras: new Map(), single: new Map() };
       if (this.bases.size >= MAX_CACHED_LABEL_SETS) this.bases.clear();
       this.bases.set(raw, resolved);
     }
-    this.last = { base: b, custom, resolved };
+    const entry = { base: b, custom, resolved };
+    this.recent[this.nextRecent] = entry;
+    this.nextRecent = (this.nextRecent + 1) % RECENT_BASES;
+    this.last = entry;
     return resolved;
+  }
+
+
+  /** Whether two requests' dimension values give the same custom labels. */
+  private sameCustom(a: CustomLabelValues | undefined, b: CustomLabelValues | undefined): boolean {
+    if (a === b) return true;
+    for (const name of this.m.custom) if ((a?.[name] ?? "") !== (b?.[name] ?? "")) return false;
+    return true;
   }
 
   private customKey(raw: string, custom: CustomLabelValues | undefined): string {
@@ -453,8 +562,10 @@ export class Metrics {
   private cap: LabelCap;
   private labels: LabelMaker;
   private readonly state: StateGauges;
-  /** The last up/down state queued per key (key identity as in state.keyUp). */
-  private readonly lastKeyUp = new Map<string, boolean>();
+  /** The last up/down state queued per provider and key id, with the key name it was queued under. */
+  private readonly lastKeyUp = new Map<string, Map<string, { name: string; up: boolean }>>();
+  /** gw_active_requests state keys by method (no dimensions). */
+  private readonly methodKeys = new Map<string, string>();
   private pending: Op[] = [];
   private scheduled = false;
   private droppedCount = 0;
@@ -561,7 +672,7 @@ export class Metrics {
   recordHttpRequest(s: HttpRequestSample): void {
     const custom = s.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
-      const labels = l.own({ path: s.path, method: s.method, status: String(s.status) }, custom);
+      const labels = l.http(s.path, s.method, s.status, custom);
       m.httpRequests.inc(labels);
       if (finite(s.durationS)) m.httpDuration.observe(labels, s.durationS);
       if (finite(s.reqBytes)) m.httpRequestSize.observe(labels, s.reqBytes);
@@ -596,7 +707,7 @@ export class Metrics {
   /** gw_cache_hits_total: one request answered from the response cache. */
   recordCacheHit(base: BaseLabels, cacheType: CacheType, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;
-    this.enqueue((m, l) => m.cacheHits.inc(l.base(base, c, { cache_type: cacheType })));
+    this.enqueue((m, l) => m.cacheHits.inc(l.baseWith(base, c, "cache_type", cacheType)));
   }
 
   /** gw_success_requests_total: one successful inference request. */
@@ -616,7 +727,7 @@ export class Metrics {
   recordUpstreamLatency(base: BaseLabels, seconds: number, isSuccess: boolean, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;
     if (!finite(seconds)) return;
-    this.enqueue((m, l) => m.upstreamLatency.observe(l.base(base, c, { is_success: String(isSuccess) }), seconds));
+    this.enqueue((m, l) => m.upstreamLatency.observe(l.baseWith(base, c, "is_success", isSuccess ? "true" : "false"), seconds));
   }
 
   /** gw_overhead_latency_microseconds: the gateway's own time, upstream excluded. */
@@ -684,14 +795,25 @@ export class Metrics {
 
   private moveActive(method: string, custom: CustomLabelValues, delta: number): void {
     this.enqueue(() => {
-      const labels: Labels = { ...custom, method };
-      // Without dimensions (the common case) the key needs no sorting.
-      const key = hasNames(custom) ? stateKey(labels) : appendKey(appendKey("", "method"), method);
+      // Without dimensions (the common case) the key needs no sorting, and is made once per method.
+      const named = hasNames(custom);
+      const key = named ? stateKey({ ...custom, method }) : this.methodKey(method);
       const entry = this.state.active.get(key);
       const value = (entry?.value ?? 0) + delta;
       if (value <= 0) this.state.active.delete(key);
-      else this.state.active.set(key, { labels, value });
+      else if (entry !== undefined) entry.value = value;
+      else this.state.active.set(key, { labels: { ...custom, method }, value });
     });
+  }
+
+  /** The state key of gw_active_requests for a method without dimensions. */
+  private methodKey(method: string): string {
+    let key = this.methodKeys.get(method);
+    if (key === undefined) {
+      key = appendKey(appendKey("", "method"), method);
+      this.methodKeys.set(method, key);
+    }
+    return key;
   }
 
   /** gw_route_state reads `source` at each scrape (routes are state, not events; custom labels stay empty). */
@@ -704,10 +826,16 @@ export class Metrics {
    * request, so its custom labels stay empty and one key keeps one series.
    */
   setProviderKeyUp(provider: string, keyId: string, keyName: string, up: boolean): void {
+    // A key's state rarely changes: an unchanged one queues nothing, and is found without building a key.
+    let keys = this.lastKeyUp.get(provider);
+    if (keys === undefined) {
+      keys = new Map();
+      this.lastKeyUp.set(provider, keys);
+    }
+    const last = keys.get(keyId);
+    if (last !== undefined && last.name === keyName && last.up === up) return;
+    keys.set(keyId, { name: keyName, up });
     const key = appendKey(appendKey(appendKey("", provider), keyId), keyName);
-    // A key's state rarely changes: an unchanged one queues nothing.
-    if (this.lastKeyUp.get(key) === up) return;
-    this.lastKeyUp.set(key, up);
     this.enqueue(() => {
       this.state.keyUp.set(key, { labels: { provider, key_id: keyId, key_name: keyName }, value: up ? 1 : 0 });
     });

@@ -43,6 +43,11 @@ export function emptyBucket(minute: number): MinuteBucket {
   return { minute, requests: 0, errors: 0, inputTokens: 0, outputTokens: 0, costUsd: 0, latency: new Array<number>(LATENCY_BOUNDS_MS.length + 1).fill(0), keys: {}, models: {}, tools: {} };
 }
 
+function addUsage(tally: Tally, tokens: number, costUsd: number): void {
+  tally.tokens += tokens;
+  tally.costUsd += costUsd;
+}
+
 function tallyOf(map: Record<string, Tally>, name: string): Tally {
   let tally = map[name];
   if (tally === undefined) {
@@ -139,10 +144,8 @@ export class UsageHistory {
     b.inputTokens += inputTokens;
     b.outputTokens += outputTokens;
     b.costUsd += costUsd;
-    for (const tally of [tallyOf(b.keys, keyName), tallyOf(b.models, model)]) {
-      tally.tokens += inputTokens + outputTokens;
-      tally.costUsd += costUsd;
-    }
+    addUsage(tallyOf(b.keys, keyName), inputTokens + outputTokens, costUsd);
+    addUsage(tallyOf(b.models, model), inputTokens + outputTokens, costUsd);
   }
 
   /** The latency of one provider call, in ms. */

@@ -211,3 +211,72 @@ test("gw_route_state shows 1 for a route's current state and 0 for the others", 
     [["healthy", 0], ["degraded", 0], ["failed", 1], ["recovering", 0]],
   );
 });
+
+/** A base label source with every field set, and each field's name as the label has it. */
+const FULL_BASE: BaseLabels = {
+  provider: "openai", model: "gpt-4o", method: "chat", alias: "fast", virtualKeyId: "vk-1", virtualKeyName: "one",
+  routingEngineUsed: ["governance"], routingRuleId: "r-1", routingRuleName: "rule", complexityTier: "SIMPLE",
+  complexityMechanism: "semantic", selectedKeyId: "k-1", selectedKeyName: "key", fallbackIndex: 0, teamId: "t-1",
+  teamName: "team", customerId: "c-1", customerName: "customer", userId: "u-1", userName: "user",
+};
+const CHANGED: { [K in keyof BaseLabels]?: BaseLabels[K] } = {
+  provider: "anthropic", model: "gpt-4o-mini", method: "responses", alias: "slow", virtualKeyId: "vk-2", virtualKeyName: "two",
+  routingEngineUsed: ["governance", "core"], routingRuleId: "r-2", routingRuleName: "other", complexityTier: "COMPLEX",
+  complexityMechanism: "llm", selectedKeyId: "k-2", selectedKeyName: "other key", fallbackIndex: 1, teamId: "t-2",
+  teamName: "other team", customerId: "c-2", customerName: "other customer", userId: "u-2", userName: "other user",
+};
+
+test("requests whose base labels differ in any one field are counted in series of their own", async () => {
+  for (const field of Object.keys(CHANGED) as (keyof BaseLabels)[]) {
+    const m = new Metrics({ userLabelsEnabled: true });
+    // Separate objects with equal values, as each request builds its own.
+    m.recordSuccess({ ...FULL_BASE });
+    m.recordSuccess({ ...FULL_BASE });
+    m.recordSuccess({ ...FULL_BASE, [field]: CHANGED[field] });
+    const series = parseExposition((await m.exposition()).body).filter((s) => s.name === "gw_success_requests_total");
+    assert.deepEqual(series.map((s) => s.value).sort(), [1, 2], `a changed ${field} gets its own series`);
+  }
+});
+
+test("requests alternating between more label sets than are remembered keep each count exact", async () => {
+  const m = new Metrics();
+  for (let round = 0; round < 3; round++) for (let key = 0; key < 12; key++) m.recordUpstreamLatency({ ...BASE_VALUES, selectedKeyId: `k-${key}` }, 0.1, key % 2 === 0);
+  const samples = parseExposition((await m.exposition()).body).filter((s) => s.name === "gw_upstream_latency_seconds_count");
+  assert.equal(samples.length, 12);
+  for (const sample of samples) {
+    assert.equal(sample.value, 3);
+    assert.equal(sample.labels["is_success"], Number(sample.labels["selected_key_id"]?.slice(2)) % 2 === 0 ? "true" : "false");
+  }
+});
+
+test("http requests are counted by path, method and status", async () => {
+  const m = new Metrics();
+  for (const status of [200, 200, 404]) m.recordHttpRequest({ path: "/v1/chat/completions", method: "POST", status, durationS: 0.001, reqBytes: 10, resBytes: 20 });
+  m.recordHttpRequest({ path: "/health", method: "GET", status: 200, durationS: 0.001, reqBytes: 0, resBytes: 15 });
+  const samples = parseExposition((await m.exposition()).body);
+  assert.equal(total(samples, "http_requests_total", { path: "/v1/chat/completions", method: "POST", status: "200" }), 2);
+  assert.equal(total(samples, "http_requests_total", { path: "/v1/chat/completions", method: "POST", status: "404" }), 1);
+  assert.equal(total(samples, "http_requests_total", { path: "/health", method: "GET", status: "200" }), 1);
+});
+
+test("a provider key's up state follows its last outcome, and a renamed key gets its own series", async () => {
+  const m = new Metrics();
+  m.setProviderKeyUp("openai", "k-1", "first", true);
+  m.setProviderKeyUp("openai", "k-1", "first", false);
+  m.setProviderKeyUp("openai", "k-1", "first", false);
+  m.setProviderKeyUp("openai", "k-1", "renamed", true);
+  const samples = parseExposition((await m.exposition()).body).filter((s) => s.name === "gw_provider_key_up");
+  assert.equal(total(samples, "gw_provider_key_up", { key_id: "k-1", key_name: "first" }), 0);
+  assert.equal(total(samples, "gw_provider_key_up", { key_id: "k-1", key_name: "renamed" }), 1);
+});
+
+test("requests in flight are counted per method as they start and finish", async () => {
+  const m = new Metrics();
+  m.activeRequestStarted("chat");
+  m.activeRequestStarted("chat");
+  m.activeRequestStarted("embedding");
+  m.activeRequestFinished("chat");
+  const samples = parseExposition((await m.exposition()).body);
+  assert.equal(total(samples, "gw_active_requests", { method: "chat" }), 1);
+  assert.equal(total(samples, "gw_active_requests", { method: "embedding" }), 1);
+});
