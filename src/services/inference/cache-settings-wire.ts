@@ -61,10 +61,14 @@ export interface CacheRequestHeaders {
   ttlMs: number | null;
 }
 
+/** A request that sends neither cache header (most): one shared answer. */
+const NO_CACHE_HEADERS: Readonly<CacheRequestHeaders> = Object.freeze({ mode: null, ttlMs: null });
+
 /** The cache headers of a request; a bad value is a 400 naming the header. */
 export function cacheRequestHeaders(header: (name: string) => string | undefined): CacheRequestHeaders {
   const mode = header("x-gw-cache");
   const ttl = header("x-gw-cache-ttl");
+  if (mode === undefined && ttl === undefined) return NO_CACHE_HEADERS;
   return {
     mode: mode === undefined ? null : asRequestError(() => cacheModeOf(mode.trim().toLowerCase(), "x-gw-cache")),
     ttlMs: ttl === undefined ? null : asRequestError(() => cacheTtlMs(ttl.trim(), "x-gw-cache-ttl")),

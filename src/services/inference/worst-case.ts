@@ -42,14 +42,34 @@ function promptChars(body: Readonly<Record<string, unknown>>): number {
  * their requests then never pay for measuring the prompt or looking up prices.
  */
 export function lazyWorstCase(body: Readonly<Record<string, unknown>>, mode: PricingMode, target: RouteTarget, prices: PriceTable, text?: string): WorstCase {
-  let figures: WorstCase | undefined;
-  const get = (): WorstCase => (figures ??= worstCase(body, mode, target, prices, text));
-  return {
-    get costUsd() {
-      return get().costUsd;
-    },
-    get tokens() {
-      return get().tokens;
-    },
-  };
+  return new LazyWorstCase(body, mode, target, prices, text);
+}
+
+/**
+ * The figures worked out on first read. A class rather than an object literal with getters: a literal
+ * builds its accessor pair and two closures on every request, several times the size of this object.
+ */
+class LazyWorstCase implements WorstCase {
+  #figures: WorstCase | undefined;
+
+  constructor(
+    private readonly body: Readonly<Record<string, unknown>>,
+    private readonly mode: PricingMode,
+    private readonly target: RouteTarget,
+    private readonly prices: PriceTable,
+    private readonly text: string | undefined,
+  ) {}
+
+  get costUsd(): number {
+    return this.#get().costUsd;
+  }
+
+  get tokens(): number {
+    return this.#get().tokens;
+  }
+
+  #get(): WorstCase {
+    this.#figures ??= worstCase(this.body, this.mode, this.target, this.prices, this.text);
+    return this.#figures;
+  }
 }
