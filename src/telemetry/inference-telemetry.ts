@@ -9,6 +9,7 @@ import type { FallbackTarget, InferenceObserver } from "./inference-observer.js"
 import type { Logger } from "./logger.js";
 import type { BaseLabels, CacheType, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
 import { RoutingLog, type RoutingLogRecord } from "./routing-log.js";
+import { innerMap } from "./nested-map.js";
 import type { TraceIdSource } from "./tracing.js";
 import { NO_KEY, type UsageHistory } from "./usage-history.js";
 
@@ -116,12 +117,7 @@ export class InferenceTelemetry implements InferenceObserver {
 
   /** The usage history's name of a model: `<provider>/<model>`. */
   private modelName(provider: string, model: string): string {
-    let models = this.modelNames.get(provider);
-    if (models === undefined) {
-      if (this.modelNames.size >= MAX_MODEL_NAMES) this.modelNames.clear();
-      models = new Map();
-      this.modelNames.set(provider, models);
-    }
+    const models = innerMap(this.modelNames, provider, MAX_MODEL_NAMES);
     let name = models.get(model);
     if (name === undefined) {
       if (models.size >= MAX_MODEL_NAMES) models.clear();

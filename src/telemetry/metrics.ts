@@ -18,6 +18,7 @@ import { customLabelProblem } from "./label-names.js";
 import type { TraceIdSource } from "./tracing.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
 import { appendKey, CounterFamily, HistogramFamily, type Labels, type LabelSet } from "./metric-families.js";
+import { innerMap } from "./nested-map.js";
 
 /** Custom label -> value; labels not given are recorded as "". Defaults to the current request's dimensions. */
 export type CustomLabelValues = Readonly<Record<string, string>>;
@@ -383,17 +384,7 @@ class LabelMaker {
   /** http_* labels: with no custom labels configured (the common case) found by path, method and status without building a key. */
   http(path: string, method: string, status: number, custom: CustomLabelValues | undefined): LabelSet {
     if (this.m.custom.length > 0) return this.own({ path, method, status: String(status) }, custom);
-    let byMethod = this.httpSets.get(path);
-    if (byMethod === undefined) {
-      if (this.httpSets.size >= MAX_CACHED_LABEL_SETS) this.httpSets.clear();
-      byMethod = new Map();
-      this.httpSets.set(path, byMethod);
-    }
-    let byStatus = byMethod.get(method);
-    if (byStatus === undefined) {
-      byStatus = new Map();
-      byMethod.set(method, byStatus);
-    }
+    const byStatus = innerMap(innerMap(this.httpSets, path, MAX_CACHED_LABEL_SETS), method);
     let set = byStatus.get(status);
     if (set === undefined) {
       set = this.own({ path, method, status: String(status) }, custom);
@@ -414,11 +405,7 @@ class LabelMaker {
   /** The base label set plus one extra label (is_success, cache_type). */
   baseWith(b: BaseLabels, custom: CustomLabelValues | undefined, name: string, value: string): LabelSet {
     const resolved = this.resolvedBase(b, custom);
-    let byValue = resolved.single.get(name);
-    if (byValue === undefined) {
-      byValue = new Map();
-      resolved.single.set(name, byValue);
-    }
+    const byValue = innerMap(resolved.single, name);
     let set = byValue.get(value);
     if (set === undefined) {
       set = this.extended(resolved, { [name]: value }, appendKey(appendKey("", name), value));
@@ -827,11 +814,7 @@ export class Metrics {
    */
   setProviderKeyUp(provider: string, keyId: string, keyName: string, up: boolean): void {
     // A key's state rarely changes: an unchanged one queues nothing, and is found without building a key.
-    let keys = this.lastKeyUp.get(provider);
-    if (keys === undefined) {
-      keys = new Map();
-      this.lastKeyUp.set(provider, keys);
-    }
+    const keys = innerMap(this.lastKeyUp, provider);
     const last = keys.get(keyId);
     if (last !== undefined && last.name === keyName && last.up === up) return;
     keys.set(keyId, { name: keyName, up });
