@@ -248,9 +248,6 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
     model: isWildcardList(config.allowedModels) ? context.catalog.idAt(config.provider, parsed.model) : parsed.model,
   });
   const primary = targetOf(chosen);
-  if (eligible.length === 1) {
-    return { primary, fallbacks: appendDistinct([], keptFallbacks).filter((t) => !sameTarget(t, primary)), enginesUsed: ["governance"], rule: null, pinnedKeyId: "" };
-  }
   // Array.prototype.sort is stable, so equal weights keep their configured order.
   const rest = eligible
     .filter((config) => config !== chosen)

@@ -31,7 +31,7 @@ export function sendJsonText(res: Res, status: number, text: string, headers: Re
 }
 
 /** No extra headers. */
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+export const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 /** Answers with the /api error envelope `{"error": {"type", "message"}}`. */
 export function sendError(res: Res, status: number, type: string, message: string): void {

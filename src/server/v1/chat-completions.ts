@@ -17,7 +17,7 @@ import type { Logger } from "../../telemetry/logger.js";
 import { rawTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
-import { sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
+import { NO_HEADERS, sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
 
 /** What a /v1 inference handler needs. */
 export interface ChatCompletionsOptions {
@@ -25,9 +25,6 @@ export interface ChatCompletionsOptions {
   maxBodyBytes: number;
   logger: Logger;
 }
-
-/** The extra response headers of an answer the cache had nothing to do with. */
-const NO_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
 
 const ERROR_PREFIX = /^(caller|policy|provider|gateway)_/;
 
