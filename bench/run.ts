@@ -48,7 +48,9 @@
  * budget and rate-limit counters shared, loaded round-robin by the bench's own client; throughput per node is
  * reported next to the single node's, with each node's CPU per request), BENCH_PROFILE=1 starts the gateway
  * children and floor-json with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
- * per thread; the main thread's is the largest).
+ * per thread; the main thread's is the largest), BENCH_NODE_FLAGS (space-separated node or V8 flags given to
+ * every gateway child, none to the floors: what a memory or compiler setting changes, measured against the
+ * same floors).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -781,6 +783,9 @@ function report(results: TargetResult[], loadAtStart: number): void {
   for (const r of results) for (const sample of r.errorSamples) console.log(`  ${r.name}: ${sample}`);
 }
 
+/** BENCH_NODE_FLAGS, split. */
+const GATEWAY_NODE_FLAGS = (process.env["BENCH_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "");
+
 /**
  * The node flags that profile a child under BENCH_PROFILE=1: one directory per target (node writes one
  * profile per thread), sampled every 100 µs, as a request costs tens of microseconds.
@@ -829,7 +834,7 @@ async function main(): Promise<void> {
             databaseUrl: variant.databaseUrl,
           }),
         },
-        profileArgs(variant.name),
+        [...GATEWAY_NODE_FLAGS, ...profileArgs(variant.name)],
       ),
     ),
   ];
@@ -843,7 +848,7 @@ async function main(): Promise<void> {
       ? []
       : await Promise.all(
           ["cluster-a", "cluster-b"].map((name) =>
-            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, profileArgs(name)),
+            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]),
           ),
         );
   const targets = [
