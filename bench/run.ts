@@ -205,7 +205,18 @@ function bundle(file: string): Promise<string> {
   let built = bundles.get(file);
   if (built === undefined) {
     const outfile = `${BUILD_DIR}/${file.replace(/^\.\//, "").replace(/\.ts$/, ".js")}`;
-    built = build({ entryPoints: [here(file)], bundle: true, platform: "node", format: "esm", target: "node20", packages: "external", outfile, logLevel: "warning" }).then(() => outfile);
+    // Split as the build splits: what the gateway imports on demand (the migrator) stays out of its start.
+    built = build({
+      entryPoints: [here(file)],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      packages: "external",
+      splitting: true,
+      outdir: BUILD_DIR,
+      logLevel: "warning",
+    }).then(() => outfile);
     bundles.set(file, built);
   }
   return built;

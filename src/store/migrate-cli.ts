@@ -8,6 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../telemetry/logger.js";
+import { loadMigrator } from "./migrator.js";
 import { MIGRATIONS_DIR } from "./orm-config.js";
 import { openStore } from "./store.js";
 
@@ -24,7 +25,7 @@ async function main(args: string[]): Promise<number> {
   // A throwaway key keeps the "generated a key" warning out of a developer tool's output.
   const store = await openStore({ dataDir, encryptionKey: randomBytes(32).toString("hex"), logger });
   try {
-    const migrator = store.orm.getMigrator();
+    const migrator = await loadMigrator(store.orm);
     if (command === "check") {
       const needed = await migrator.checkMigrationNeeded();
       process.stdout.write(needed ? "entity mappings differ from the migrations: run npm run migration:create\n" : "migrations are up to date\n");
@@ -34,7 +35,7 @@ async function main(args: string[]): Promise<number> {
     if (result.diff.up.length === 0) {
       process.stdout.write("no changes: the migrations already match the entity mappings\n");
     } else {
-      process.stdout.write(`wrote ${join(MIGRATIONS_DIR, result.fileName)}; add its class to src/store/migration-list.ts\n`);
+      process.stdout.write(`wrote ${join(MIGRATIONS_DIR, result.fileName)}; add its class to src/store/migration-list.ts and its name to src/store/migration-names.ts\n`);
     }
     return 0;
   } finally {

@@ -1,7 +1,8 @@
 /**
  * Every committed migration, imported statically so a bundled build carries them: MikroORM then never
- * looks for migration files on disk at run time. A migration written by `npm run migration:create` is
- * added here (a unit test checks this list against the migrations directory).
+ * looks for migration files on disk at run time. Loaded only when a migration is to run (loadMigrator). A
+ * migration written by `npm run migration:create` is added here and its name to migration-names.ts (a unit
+ * test checks both lists against the migrations directory).
  */
 import type { MigrationObject } from "@mikro-orm/core";
 import { Migration20261122041715_initial } from "./migrations/Migration20261122041715_initial.js";

@@ -3,13 +3,11 @@
  * generated against exactly the mapping the app runs with.
  */
 import { fileURLToPath } from "node:url";
-import { Migrator } from "@mikro-orm/migrations";
 import { defineConfig, type Options } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { ConnectionTarget } from "./connection-target.js";
 import { ENTITY_SCHEMAS } from "./entities/index.js";
-import { MIGRATIONS } from "./migration-list.js";
 
 /** Directory of the committed migration files, where the migration CLI writes new ones. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
@@ -67,12 +65,11 @@ export function createOrmConfig(options: {
     // which the single-connection embedded server refuses; operators create the database themselves.
     ensureDatabase: false,
     discovery: { disableDynamicFileAccess: true },
-    extensions: [Migrator],
+    // The migrator and the migrations themselves are loaded only when one is to run (loadMigrator), which
+    // also gives it the migration list.
     migrations: {
       path: MIGRATIONS_DIR,
       pathTs: MIGRATIONS_DIR,
-      // Imported, not globbed: the bundled build has no migration files beside it.
-      migrationsList: [...MIGRATIONS],
       emit: "ts",
       // Diffs are taken against a database migrated from the committed files, never a snapshot file.
       snapshot: false,

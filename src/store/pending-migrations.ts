@@ -4,7 +4,7 @@
  * (creating its table if missing, listing what ran) costs a tenth of a second on the embedded database.
  */
 import type { MikroORM } from "@mikro-orm/postgresql";
-import { MIGRATIONS } from "./migration-list.js";
+import { MIGRATION_NAMES } from "./migration-names.js";
 
 /** The table MikroORM records applied migrations in (its default name, which the config keeps). */
 const MIGRATIONS_TABLE = "mikro_orm_migrations";
@@ -15,8 +15,8 @@ export async function pendingMigrations(orm: MikroORM, schema: string | undefine
   const table = schema === undefined ? MIGRATIONS_TABLE : `"${schema}".${MIGRATIONS_TABLE}`;
   // to_regclass answers null for a table that does not exist, where selecting from it would fail.
   const [found] = await connection.execute<{ present: boolean }[]>(`select to_regclass(?) is not null as present`, [table]);
-  if (found?.present !== true) return MIGRATIONS.map((migration) => migration.name);
+  if (found?.present !== true) return [...MIGRATION_NAMES];
   const rows = await connection.execute<{ name: string }[]>(`select name from ${table}`);
   const applied = new Set(rows.map((row) => row.name));
-  return MIGRATIONS.filter((migration) => !applied.has(migration.name)).map((migration) => migration.name);
+  return MIGRATION_NAMES.filter((name) => !applied.has(name));
 }

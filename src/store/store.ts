@@ -15,6 +15,7 @@ import { registerSecretBox } from "./encrypted-json-type.js";
 import { resolveEncryptionKey } from "./encryption-key.js";
 import { verifyEncryptionKey } from "./key-check.js";
 import { withAdvisoryLock } from "./raw-connection.js";
+import { loadMigrator } from "./migrator.js";
 import { createOrmConfig, validateSchemaName } from "./orm-config.js";
 import { pendingMigrations } from "./pending-migrations.js";
 import { SecretBox } from "./secret-box.js";
@@ -89,7 +90,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       if (schema !== undefined) {
         await ready.em.getConnection().execute(`create schema if not exists "${schema}"`);
       }
-      const applied = await ready.getMigrator().up();
+      const applied = await (await loadMigrator(ready)).up();
       if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
     };
     // A database with every migration applied needs neither the migrator nor the lock: nothing can un-apply one.
