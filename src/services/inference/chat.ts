@@ -51,7 +51,7 @@ import { credentialFromHeaders } from "./credential.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response-cache.js";
-import { routingLogEntry, ruleVariables, sentHeaderNames } from "./rule-variables.js";
+import { routingLogRecord, ruleVariables, sentHeaderNames } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
 import { lazyWorstCase } from "./worst-case.js";
@@ -513,8 +513,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
-      const routed = decision;
-      observer.routed({ at: Date.now(), describe: () => routingLogEntry(call.body.model, routed, virtualKey) }, call.scope?.trace);
+      observer.routed(routingLogRecord(Date.now(), call.body.model, decision, virtualKey), call.scope?.trace);
       remembered = plan === null || deps.cache === undefined ? null : deps.cache.recall(plan);
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.

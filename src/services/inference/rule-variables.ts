@@ -9,7 +9,7 @@ import type { Hierarchy } from "../../routing/hierarchy.js";
 import type { RouteTarget, VirtualKey } from "../../routing/types.js";
 import type { UsageLimits } from "../../routing/usage-limits.js";
 import type { InferenceMethod } from "../../telemetry/metrics.js";
-import type { RoutingLogEntry } from "../../telemetry/routing-log.js";
+import type { RoutingLogEntry, RoutingLogRecord } from "../../telemetry/routing-log.js";
 import type { ChatCall } from "./chat.js";
 
 /** Header names arrive lowercase from Node; repeated headers read as one comma-joined value. */
@@ -80,6 +80,16 @@ function catalogMessage(resolution: CatalogResolution, primary: RouteTarget): st
   const options = resolution.options.map((c) => (c.rule === "direct" ? c.provider : `${c.provider} (${c.rule}: ${c.model})`));
   const moved = primary.provider === resolution.selected ? "" : `; load balancing chose "${primary.provider}"`;
   return `model-catalog: model "${resolution.model}" has ${options.length} catalog option${options.length === 1 ? "" : "s"} [${options.join(", ")}]; selected provider "${resolution.selected}"${moved}: ${formatTarget(primary)}`;
+}
+
+/**
+ * A decision as the routing log keeps it, its entry built only when read. Built here, apart from the request
+ * handler, so the closure holds the three values it reads: one made in the handler held the handler's whole
+ * scope (the call, its body and signal), and the log's last thousand decisions kept a thousand requests alive
+ * long enough to reach V8's old generation.
+ */
+export function routingLogRecord(at: number, requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogRecord {
+  return { at, describe: () => routingLogEntry(requestedModel, decision, virtualKey) };
 }
 
 /** The routing log entry of a decision, but its time. */
