@@ -1,7 +1,8 @@
 /**
  * CI runs the whole suite twice, on the embedded database and on a PostgreSQL server. Slow tests whose
  * outcome does not depend on which database holds the data (the bad-input corpus, the browser walk, the
- * fault and leak counts) need to run only once: the second run sets GW_TEST_SKIP_REPEATED=1 and they skip.
+ * fault and leak counts) need to run only once, and so do the cluster tests, which run on the server in both:
+ * the second run sets GW_TEST_SKIP_REPEATED=1 and they skip.
  * A developer's `npm test` runs everything.
  */
 
