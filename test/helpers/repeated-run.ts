@@ -1,5 +1,5 @@
 /**
- * CI runs the whole suite twice, on the embedded database and on a PostgreSQL server. Slow tests whose
+ * CI runs the whole suite on the embedded database, then the integration tests on a PostgreSQL server. Slow tests whose
  * outcome does not depend on which database holds the data (the bad-input corpus, the browser walk, the
  * fault and leak counts) need to run only once, and so do the cluster tests, which run on the server in both:
  * the second run sets GW_TEST_SKIP_REPEATED=1 and they skip.
