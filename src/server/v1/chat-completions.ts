@@ -7,7 +7,6 @@
  * The HTTP side every /v1 inference endpoint shares (body checks of the common fields, the error envelope,
  * JSON or SSE out, aborts) lives here too, as createV1Handler; /v1/responses is built on it.
  */
-import type { Writable } from "node:stream";
 import { RequestAbort } from "../../cancellation.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { ChatRequest, JsonObject } from "../../providers/types.js";
@@ -18,6 +17,7 @@ import { rawTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { NO_HEADERS, sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
+import { gone, SseWriter } from "./sse-writer.js";
 
 /** What a /v1 inference handler needs. */
 export interface ChatCompletionsOptions {
@@ -92,23 +92,6 @@ export function validateChatBody(body: JsonObject): ChatRequest {
   return { ...body, model, messages, ...(stream ? { stream: true } : {}) };
 }
 
-/** Resolves once the response can take more data, or the client is gone. */
-function drained(res: Res): Promise<void> {
-  return new Promise((resolve) => {
-    const done = (): void => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
-function gone(res: Res): boolean {
-  return res.destroyed || res.writableEnded;
-}
-
 /** How one stream goes out on the wire; a fresh one per stream, so a framing may count what it wrote. */
 export interface SseFraming {
   /** One event as SSE text. */
@@ -152,12 +135,13 @@ const CHAT_ENDPOINT: V1Endpoint = {
 
 async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger, headers: Record<string, string>): Promise<void> {
   res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" });
-  // Both response classes are Writables; the union of their write() overloads is not callable as such.
-  const out: Writable = res;
+  const writer = new SseWriter(res);
   try {
     for await (const chunk of chunks) {
       if (gone(res)) break;
-      if (!out.write(framing.event(chunk))) await drained(res);
+      writer.write(framing.event(chunk));
+      const room = writer.room();
+      if (room !== null) await room;
     }
   } catch (err) {
     if (gone(res)) return;
@@ -165,10 +149,10 @@ async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing:
     if (error.type === "gateway_internal") logger.error({ err }, `${name} stream failed inside the gateway`);
     // Headers are out, so the status cannot change: the failure travels as an error event, which the
     // OpenAI SDKs raise as an API error.
-    res.end(framing.error(errorBody(error).body));
+    writer.end(framing.error(errorBody(error).body));
     return;
   }
-  if (!gone(res)) res.end(framing.end);
+  writer.end(framing.end);
 }
 
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */

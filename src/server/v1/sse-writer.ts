@@ -1,0 +1,84 @@
+/**
+ * Writes a server-sent event stream to a response, joining the events that arrive in one turn of the
+ * event loop into one write. An upstream's network read usually holds many events, and each write of a
+ * chunked HTTP/1.1 response costs four socket writes of its own (size, CRLF, data, CRLF) and a chunk
+ * header on the wire: per event, that was most of what a streamed answer cost the gateway beyond the
+ * upstream's own bytes. Events are held only until the current turn ends (a nextTick, which runs once the
+ * microtasks carrying the events have drained), so none waits for a later network read.
+ */
+import type { Writable } from "node:stream";
+import type { Res } from "../node-http.js";
+
+/** Past this many held characters the events go out at once rather than at the end of the turn. */
+const HOLD_LIMIT = 64 * 1024;
+
+/** True once the response can take nothing more: the client left or it was ended. */
+export function gone(res: Res): boolean {
+  return res.destroyed || res.writableEnded;
+}
+
+/** Resolves once the response can take more data, or the client is gone. */
+export function drained(res: Res): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+function flushWriter(writer: SseWriter): void {
+  writer.flush();
+}
+
+/** One stream's writer; the response's headers must already be written. */
+export class SseWriter {
+  private held = "";
+  private scheduled = false;
+  /** Set when a write found the response's buffer full: the caller waits for it before reading on. */
+  private full: Promise<void> | null = null;
+  // Both response classes are Writables; the union of their write() overloads is not callable as such.
+  private readonly out: Writable;
+
+  constructor(private readonly res: Res) {
+    this.out = res;
+  }
+
+  /** Queues `text` to go out at the end of this turn (at once past HOLD_LIMIT). */
+  write(text: string): void {
+    this.held += text;
+    if (this.held.length >= HOLD_LIMIT) this.flush();
+    else if (!this.scheduled) {
+      this.scheduled = true;
+      process.nextTick(flushWriter, this);
+    }
+  }
+
+  /** Writes what is held now. */
+  flush(): void {
+    this.scheduled = false;
+    const text = this.held;
+    if (text === "") return;
+    this.held = "";
+    if (gone(this.res)) return;
+    // The drain listener is added now, in the same turn as the refused write, so its drain cannot be missed.
+    if (!this.out.write(text)) this.full = drained(this.res);
+  }
+
+  /** Resolves once the response has room for more (at once when it has). */
+  room(): Promise<void> | null {
+    const full = this.full;
+    this.full = null;
+    return full;
+  }
+
+  /** Ends the response with what is held and then `text`. */
+  end(text: string): void {
+    const held = this.held;
+    this.held = "";
+    if (!gone(this.res)) this.res.end(held + text);
+  }
+}
