@@ -8,6 +8,7 @@
  * copy of a marked chunk (`{ ...chunk, model }`) carries the property but is not its owner, so it is
  * written out as itself. JSON.stringify and Object.keys never see a symbol key.
  */
+import { parseJsonObject } from "./http/upstream-http.js";
 import type { JsonObject } from "./types.js";
 
 const RAW_TEXT = Symbol("gw.rawText");
@@ -16,13 +17,15 @@ const RAW_TEXT = Symbol("gw.rawText");
 interface RawMark {
   owner: object;
   text: string;
+  /** The chunk was never parsed: it has no fields of its own, only this text (textOnlyChunk). */
+  textOnly: boolean;
 }
 
 type Marked = { [RAW_TEXT]?: RawMark | undefined };
 
 /** Marks `chunk` as exactly `text` (one line of JSON; text with a line break is not kept, SSE would split it). */
 export function withRawText(chunk: JsonObject, text: string): JsonObject {
-  if (!text.includes("\n") && !text.includes("\r")) (chunk as Marked)[RAW_TEXT] = { owner: chunk, text };
+  if (!text.includes("\n") && !text.includes("\r")) (chunk as Marked)[RAW_TEXT] = { owner: chunk, text, textOnly: false };
   return chunk;
 }
 
@@ -30,6 +33,25 @@ export function withRawText(chunk: JsonObject, text: string): JsonObject {
 export function rawTextOf(chunk: JsonObject): string | undefined {
   const mark = (chunk as Marked)[RAW_TEXT];
   return mark !== undefined && mark.owner === chunk ? mark.text : undefined;
+}
+
+/**
+ * A chunk known only as its text (one line of JSON, unparsed), for a consumer that writes chunks out as
+ * their text and reads none of their fields: parsing every streamed chunk was a large share of what a
+ * stream cost. Anything that does read a chunk's fields passes it through chunkFields first.
+ */
+export function textOnlyChunk(text: string): JsonObject {
+  const chunk: Marked = {};
+  chunk[RAW_TEXT] = { owner: chunk, text, textOnly: true };
+  return chunk as JsonObject;
+}
+
+/** The chunk's fields: the chunk itself, or a text-only chunk's text parsed (null when that is not a JSON object). */
+export function chunkFields(chunk: JsonObject): JsonObject | null {
+  const mark = (chunk as Marked)[RAW_TEXT];
+  if (mark === undefined || !mark.textOnly || mark.owner !== chunk) return chunk;
+  const fields = parseJsonObject(mark.text);
+  return fields === null ? null : withRawText(fields, mark.text);
 }
 
 /** Drops the mark of a chunk about to change. */

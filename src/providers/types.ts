@@ -141,6 +141,11 @@ export interface CallOptions {
   maxResponseBytes?: number;
   /** The caller's headers to send along (lower-case names, already filtered); the provider's own headers win. */
   headers?: Readonly<Record<string, string>>;
+  /**
+   * The stream's consumer writes each chunk out as its text and reads no field: a chunk the adapter needs
+   * nothing from may then arrive unparsed, as a textOnlyChunk.
+   */
+  textOnlyChunks?: boolean;
 }
 
 /** A complete non-streaming answer. */

@@ -1,7 +1,10 @@
 /** The OpenAI-compatible family (openai, azure, groq, mistral, openrouter, ollama, custom) against the mock OpenAI upstream. */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
+import { once } from "node:events";
+import http from "node:http";
 import { GatewayError } from "../../src/errors.js";
+import { chunkFields, rawTextOf } from "../../src/providers/raw-event.js";
 import { ProviderError } from "../../src/providers/provider-error.js";
 import { createProviderAdapter } from "../../src/providers/registry.js";
 import type { JsonObject, ProviderAdapter, ProviderKey } from "../../src/providers/types.js";
@@ -25,6 +28,22 @@ async function collect(stream: AsyncIterable<JsonObject>): Promise<JsonObject[]>
   const out: JsonObject[] = [];
   for await (const chunk of stream) out.push(chunk);
   return out;
+}
+
+/** Runs `use` against an upstream on port 0 that answers every request with these SSE data lines. */
+async function withSseUpstream(data: string[], use: (url: string) => Promise<void>): Promise<void> {
+  const server = http.createServer((req, res) => {
+    req.resume();
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.end(data.map((line) => `data: ${line}\n\n`).join(""));
+  });
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  try {
+    await use(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+  } finally {
+    server.close();
+  }
 }
 
 function deltas(chunks: JsonObject[]): JsonObject[] {
@@ -121,6 +140,42 @@ describe("openai streaming", () => {
     const last = chunks[chunks.length - 1]!;
     assert.deepEqual(last["choices"], []);
     assert.equal((last["usage"] as JsonObject)["prompt_tokens"], 11);
+  });
+
+  test("with text-only chunks, passes plain chunks unparsed and still reads the usage it keeps from the caller", async () => {
+    const stream = await openai.chatStream({ model: "gpt-4o-mini", messages: [{ role: "user", content: "one two" }], stream: true }, { key, textOnlyChunks: true });
+    const chunks = await collect(stream);
+    assert.ok(chunks.every((c) => rawTextOf(c) !== undefined));
+    // Unparsed: a text-only chunk has no fields of its own.
+    assert.ok(chunks.every((c) => Object.keys(c).length === 0));
+    const fields = chunks.map((c) => chunkFields(c) ?? {});
+    assert.equal(deltas(fields).map((d) => d["content"] ?? "").join(""), "echo: one two");
+    assert.ok(fields.every((c) => !("usage" in c)));
+    assert.deepEqual(stream.usage(), { input_tokens: 11, output_tokens: 3 });
+  });
+
+  test("with text-only chunks, passes chunks whose usage is null unparsed, as OpenAI sends them once usage is asked for", async () => {
+    const chunk = (content: string) => JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content } }], usage: null });
+    const usage = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 5, completion_tokens: 2, total_tokens: 7 } });
+    await withSseUpstream([chunk("a"), chunk("b"), usage, "[DONE]"], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      const chunks = await collect(stream);
+      assert.deepEqual(chunks.map((c) => rawTextOf(c)), [chunk("a"), chunk("b")]);
+      assert.ok(chunks.every((c) => Object.keys(c).length === 0));
+      assert.deepEqual(stream.usage(), { input_tokens: 5, output_tokens: 2 });
+    });
+  });
+
+  test("with text-only chunks, still fails on an error the upstream sends mid-stream", async () => {
+    const part = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "part" } }] });
+    await withSseUpstream([part, JSON.stringify({ error: { message: "overloaded" } })], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      const seen: JsonObject[] = [];
+      await assert.rejects(async () => {
+        for await (const chunk of stream) seen.push(chunk);
+      }, /failed mid-stream: overloaded/);
+      assert.equal(seen.length, 1);
+    });
   });
 
   test("streams a tool call with its arguments split across chunks", async () => {

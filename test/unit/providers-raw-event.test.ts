@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { forgetRawText, rawTextOf, withRawText } from "../../src/providers/raw-event.js";
+import { chunkFields, forgetRawText, rawTextOf, textOnlyChunk, withRawText } from "../../src/providers/raw-event.js";
 
 describe("a streamed chunk's own text", () => {
   const text = '{"id":"c1","choices":[{"index":0,"delta":{"content":"hi"}}]}';
@@ -32,5 +32,29 @@ describe("a streamed chunk's own text", () => {
     const chunk = withRawText(JSON.parse(text) as Record<string, never>, text);
     assert.equal(JSON.stringify(chunk), text);
     assert.deepEqual(Object.keys(chunk), ["id", "choices"]);
+  });
+});
+
+describe("a text-only chunk", () => {
+  const text = '{"id":"c1","choices":[{"index":0,"delta":{"content":"hi"}}]}';
+
+  test("is written out as its text", () => {
+    assert.equal(rawTextOf(textOnlyChunk(text)), text);
+  });
+
+  test("gives its fields parsed from its text, still marked with that text", () => {
+    const fields = chunkFields(textOnlyChunk(text));
+    assert.deepEqual(JSON.parse(JSON.stringify(fields)), JSON.parse(text));
+    assert.deepEqual(Object.keys(fields ?? {}), ["id", "choices"]);
+    assert.equal(rawTextOf(fields ?? {}), text);
+  });
+
+  test("gives no fields when its text is not a JSON object", () => {
+    assert.equal(chunkFields(textOnlyChunk('{"id": oops}')), null);
+  });
+
+  test("leaves a parsed chunk's fields as they are", () => {
+    const chunk = withRawText(JSON.parse(text) as Record<string, never>, text);
+    assert.equal(chunkFields(chunk), chunk);
   });
 });

@@ -13,9 +13,12 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** The call options for the chat call: the client's bytes are Anthropic JSON, never a chat body. */
+/**
+ * The call options for the chat call: the client's bytes are Anthropic JSON, never a chat body, and the
+ * bridge reads every chunk's fields, so none may come unparsed.
+ */
 function chatOptions(options: CallOptions): CallOptions {
-  const { rawBody: _anthropicBytes, ...rest } = options;
+  const { rawBody: _anthropicBytes, textOnlyChunks: _unread, ...rest } = options;
   return rest;
 }
 

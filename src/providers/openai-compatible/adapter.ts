@@ -7,7 +7,7 @@ import { ProviderError, upstreamText } from "../provider-error.js";
 import { providerStream, type EventMapper } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
 import { callLimits, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
-import { withRawText } from "../raw-event.js";
+import { textOnlyChunk, withRawText } from "../raw-event.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
@@ -62,6 +62,8 @@ interface ChatStreamState {
   readonly provider: string;
   /** The caller asked for the usage-only chunk (stream_options.include_usage). */
   readonly callerWantsUsage: boolean;
+  /** Chunks that carry neither usage nor an error may go out unparsed (CallOptions.textOnlyChunks). */
+  readonly textOnly: boolean;
   usage: TokenUsage | null;
   /** The upstream sent `[DONE]`: anything after it is read (to free the socket) and dropped. */
   done: boolean;
@@ -81,6 +83,7 @@ class ChatEventMapper implements EventMapper {
       state.done = true;
       return null;
     }
+    if (state.textOnly && plainChunk(event.data)) return textOnlyChunk(event.data);
     const chunk = parseJsonObject(event.data);
     // Skipping a broken chunk would hand the caller a silently truncated answer.
     if (!chunk) throw new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} sent a stream event that is not a JSON object: ${upstreamText(event.data, 200)}`);
@@ -94,6 +97,30 @@ class ChatEventMapper implements EventMapper {
     delete chunk["usage"];
     return chunk;
   }
+}
+
+/**
+ * True when a chunk's text can go to the caller unparsed: it has the shape of one JSON object on one line,
+ * names no `error`, and names `usage` at most as `"usage":null` (OpenAI puts that in every chunk once usage
+ * is asked for): the gateway reads no other field. A false alarm, such as a delta whose text is "error",
+ * only costs the parse. A chunk that is not JSON inside its braces then reaches the caller as the upstream
+ * sent it, whose SDK reports it; one without its braces fails here.
+ */
+function plainChunk(data: string): boolean {
+  if (data.charCodeAt(0) !== 123 /* { */ || data.charCodeAt(data.length - 1) !== 125 /* } */) return false;
+  if (data.includes('"error"') || data.includes("\n") || data.includes("\r")) return false;
+  const usage = data.indexOf('"usage"');
+  return usage === -1 || (isNullAfterColon(data, usage + 7) && !data.includes('"usage"', usage + 7));
+}
+
+/** True when `data` holds `: null` at `at` (whitespace allowed around the colon). */
+function isNullAfterColon(data: string, at: number): boolean {
+  let i = at;
+  while (data.charCodeAt(i) === 32) i++;
+  if (data.charCodeAt(i) !== 58 /* : */) return false;
+  i++;
+  while (data.charCodeAt(i) === 32) i++;
+  return data.startsWith("null", i);
 }
 
 /** What one Responses stream's translation needs and collects. */
@@ -164,7 +191,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
         stream: true,
         stream_options: { ...streamOptions, include_usage: true },
       })));
-      const state: ChatStreamState = { provider: name, callerWantsUsage, usage: null, done: false };
+      const state: ChatStreamState = { provider: name, callerWantsUsage, textOnly: options.textOnlyChunks === true, usage: null, done: false };
       return providerStream(name, res, options.signal, new ChatEventMapper(state), () => state.usage);
     },
 

@@ -26,7 +26,9 @@ interface OpenItem {
 
 /** A streaming Responses call over `adapter.chatStream`. */
 export async function bridgeResponsesStream(adapter: ProviderAdapter, req: ResponsesRequest, options: CallOptions): Promise<ProviderStream> {
-  const chat = await adapter.chatStream({ ...toChatRequest(req), stream: true, stream_options: { include_usage: true } }, options);
+  // The bridge reads every chunk's fields, so none may come unparsed.
+  const { textOnlyChunks: _unread, ...chatOptions } = options;
+  const chat = await adapter.chatStream({ ...toChatRequest(req), stream: true, stream_options: { include_usage: true } }, chatOptions);
   return new BridgedResponsesStream(chat, req.model);
 }
 

@@ -117,6 +117,8 @@ export interface V1Endpoint {
   framing(): SseFraming;
   /** The error envelope of the endpoint's wire (the OpenAI one when absent). */
   errorBody?: ErrorEnvelope;
+  /** Its framing writes a chunk out as the text it arrived as, reading no field (ChatCall.textChunks). */
+  textChunks?: boolean;
 }
 
 const CHAT_FRAMING: SseFraming = {
@@ -131,6 +133,7 @@ const CHAT_ENDPOINT: V1Endpoint = {
   method: "chat",
   validate: (body) => ({ method: "chat", body: validateChatBody(body) }),
   framing: () => CHAT_FRAMING,
+  textChunks: true,
 };
 
 async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger, headers: Record<string, string>): Promise<void> {
@@ -174,7 +177,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       // One literal of one shape: spreading `call` and the optional fields into it took V8's slow
       // property-definition path on every request. The cast joins `call`'s method and body, which
       // validate() returned together.
-      const chatCall = { method: call.method, body: call.body, rawBody: body.text, headers: req.headers, url: req.url, signal: abort, scope } as ChatCall;
+      const chatCall = { method: call.method, body: call.body, rawBody: body.text, textChunks: endpoint.textChunks === true, headers: req.headers, url: req.url, signal: abort, scope } as ChatCall;
       const outcome = await opts.chat.complete(chatCall);
       // Tells the caller whether the response cache answered (hit-direct, hit-semantic) or stored (miss).
       const headers: Readonly<Record<string, string>> = outcome.cache === undefined ? NO_HEADERS : { "x-gw-cache": outcome.cache };

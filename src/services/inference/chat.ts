@@ -18,6 +18,7 @@ import type { CallLimiter } from "../../providers/call-limiter.js";
 import { bridgeMessages, bridgeMessagesStream } from "../../providers/messages-bridge/bridge.js";
 import { estimateInputTokens } from "../../providers/messages-bridge/count.js";
 import { ProviderError } from "../../providers/provider-error.js";
+import { chunkFields } from "../../providers/raw-event.js";
 import type {
   CallOptions,
   ChatRequest,
@@ -87,6 +88,11 @@ export type MethodBody =
 export type ChatCall = MethodBody & {
   /** The body as the client sent it, when `body` is that JSON (validated, unchanged); forwarded as is when the upstream would get the same JSON. */
   rawBody?: string;
+  /**
+   * The handler writes each stream chunk out as its text and reads no field (CallOptions.textOnlyChunks);
+   * anything in between that reads a chunk's fields reads them through chunkFields.
+   */
+  textChunks?: boolean;
   headers: IncomingHttpHeaders;
   /** The request's path and query (routing rules read its query parameters); none outside an HTTP request. */
   url?: string;
@@ -596,11 +602,15 @@ export function createChatService(deps: ChatDeps): ChatService {
   /** Passes a stream through and caches its events when it completes; a failed or abandoned stream is not cached. */
   async function* recordStream(cache: ResponseCache, plan: CachePlan, chunks: AsyncIterable<JsonObject>): AsyncGenerator<JsonObject> {
     const events: JsonObject[] = [];
+    // A chunk whose text is not JSON reached the caller as sent; an answer holding one is not kept.
+    let whole = true;
     for await (const chunk of chunks) {
-      events.push(chunk);
+      const fields = chunkFields(chunk);
+      if (fields === null) whole = false;
+      else events.push(fields);
       yield chunk;
     }
-    cache.store(plan, { kind: "stream", events });
+    if (whole) cache.store(plan, { kind: "stream", events });
   }
 
   function refusalLabels(method: InferenceMethod, custom: CustomLabelValues | undefined, model: string, virtualKey: VirtualKey | null): BaseLabels {
@@ -656,7 +666,7 @@ export function createChatService(deps: ChatDeps): ChatService {
 
   /** The options of one upstream call with the key `choice` picked. */
   function callOptions(
-    call: { body: { model: string }; rawBody?: string | undefined; signal: RequestAbort | AbortSignal },
+    call: { body: { model: string }; rawBody?: string | undefined; textChunks?: boolean | undefined; signal: RequestAbort | AbortSignal },
     provider: InferenceProvider,
     providerName: string,
     choice: KeyChoice,
@@ -672,6 +682,7 @@ export function createChatService(deps: ChatDeps): ChatService {
     if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
     // The client's own bytes may go upstream only when the model is not rewritten.
     if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
+    if (call.textChunks === true) options.textOnlyChunks = true;
     const timeoutMs = provider.timeoutMs ?? inference.upstreamTimeoutMs;
     if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;
     return options;
