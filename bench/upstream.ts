@@ -53,7 +53,11 @@ const TOOL_CALL = Buffer.from(
   }),
 );
 
-function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage?: unknown): string {
+/**
+ * One chunk's event. `usage` undefined: a content chunk, whose `usage` is null when `nullUsage` (OpenAI
+ * sends `"usage":null` in every chunk once the request asks for usage, as gateways do).
+ */
+function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage?: unknown, nullUsage = false): string {
   const chunk = {
     id: "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
     object: "chat.completion.chunk",
@@ -62,7 +66,7 @@ function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage
     service_tier: "default",
     system_fingerprint: "fp_0ba0d124f1",
     choices: usage === undefined ? [{ index: 0, delta, logprobs: null, finish_reason: finish }] : [],
-    ...(usage === undefined ? {} : { usage }),
+    ...(usage === undefined ? (nullUsage ? { usage: null } : {}) : { usage }),
   };
   return `data: ${JSON.stringify(chunk)}\n\n`;
 }
@@ -71,18 +75,19 @@ function chunkEvent(delta: Record<string, unknown>, finish: string | null, usage
 const STREAM_CHUNKS = 50;
 
 /** The streamed answer as its events: a role chunk, STREAM_CHUNKS content chunks and a finish chunk. */
-function streamEvents(): Buffer[] {
+function streamEvents(nullUsage: boolean): Buffer[] {
   const words = ANSWER.split(" ");
-  const events = [chunkEvent({ role: "assistant", content: "", refusal: null }, null)];
+  const events = [chunkEvent({ role: "assistant", content: "", refusal: null }, null, undefined, nullUsage)];
   for (let i = 0; i < STREAM_CHUNKS; i++) {
     const word = words[i % words.length] ?? "";
-    events.push(chunkEvent({ content: i === 0 ? word : ` ${word}` }, null));
+    events.push(chunkEvent({ content: i === 0 ? word : ` ${word}` }, null, undefined, nullUsage));
   }
-  events.push(chunkEvent({}, "stop"));
+  events.push(chunkEvent({}, "stop", undefined, nullUsage));
   return events.map((event) => Buffer.from(event));
 }
 
-const STREAM = streamEvents();
+const STREAM = streamEvents(false);
+const STREAM_WITH_NULL_USAGE = streamEvents(true);
 const STREAM_USAGE = Buffer.from(chunkEvent({}, null, USAGE));
 const DONE = Buffer.from("data: [DONE]\n\n");
 
@@ -129,7 +134,7 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" });
     // One write per event, as a model streams them, but no pause between them: the bench measures the
     // proxies, not a model's pacing.
-    for (const event of STREAM) res.write(event);
+    for (const event of withUsage ? STREAM_WITH_NULL_USAGE : STREAM) res.write(event);
     if (withUsage) res.write(STREAM_USAGE);
     res.end(DONE);
   });
