@@ -26,7 +26,11 @@ import { Migration20261126184055_shared_counter } from "./migrations/Migration20
 import { Migration20261126190000_usage_minute } from "./migrations/Migration20261126190000_usage_minute.js";
 import { Migration20261126200000_provider_key_backoff } from "./migrations/Migration20261126200000_provider_key_backoff.js";
 
-/** The migrations in the order they apply; each name is its file name without the extension, as stored in mikro_orm_migrations. */
+/**
+ * The migrations in the order they apply; each name is its file name without the extension, as stored in
+ * mikro_orm_migrations. The names are spelled out rather than read from `class.name`: a bundler may rename
+ * a class to keep its names apart, and a renamed migration would look pending to every existing database.
+ */
 export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261122041715_initial", class: Migration20261122041715_initial },
   { name: "Migration20261122042306_discovery_credential", class: Migration20261122042306_discovery_credential },
