@@ -2,7 +2,7 @@
 import type { AbortSource } from "../../cancellation.js";
 import type { ProviderStream, JsonObject, TokenUsage } from "../types.js";
 import { ProviderError, upstreamText } from "../provider-error.js";
-import { parseSse, type SseEvent } from "./sse.js";
+import { parseSse, SseParser, type SseByteLimit, type SseEvent } from "./sse.js";
 import { tooLarge, transportError, type UpstreamResponse } from "./upstream-http.js";
 
 /**
@@ -82,24 +82,37 @@ class UpstreamEventStream implements ProviderStream {
     this.status = res.status;
   }
 
+  /** The bound on the answer's bytes, as the SSE parser checks it. */
+  private limit(): SseByteLimit {
+    return { maxBytes: this.res.maxBytes, error: () => tooLarge(this.provider, this.res.maxBytes) };
+  }
+
   async *[Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
     if (this.started) throw new Error(`${this.provider} stream iterated twice: a provider stream is single use`);
     this.started = true;
     const body = this.res.body;
     let finished = false;
     try {
-      // The SSE parser counts the bytes itself: one async layer fewer per network chunk.
-      const events =
-        this.decode === parseSse
-          ? parseSse(body, { maxBytes: this.res.maxBytes, error: () => tooLarge(this.provider, this.res.maxBytes) })
-          : this.decode(capped(this.provider, body, this.res.maxBytes));
       const translate = this.translate;
-      if (typeof translate === "function") yield* translate(events);
-      else
-        for await (const event of events) {
-          const chunk = translate.map(event);
-          if (chunk !== null) yield chunk;
+      if (typeof translate !== "function" && this.decode === parseSse) {
+        // The common case, an SSE stream mapped event by event, iterates the body alone: the parser is
+        // synchronous and counts the bytes itself, so each event costs no async layer of its own.
+        const parser = new SseParser(this.limit());
+        for await (const bytes of body) {
+          for (const event of parser.push(bytes)) {
+            const chunk = translate.map(event);
+            if (chunk !== null) yield chunk;
+          }
         }
+      } else {
+        const events = this.decode === parseSse ? parseSse(body, this.limit()) : this.decode(capped(this.provider, body, this.res.maxBytes));
+        if (typeof translate === "function") yield* translate(events);
+        else
+          for await (const event of events) {
+            const chunk = translate.map(event);
+            if (chunk !== null) yield chunk;
+          }
+      }
       finished = true;
     } catch (err) {
       throw transportError(this.provider, err, this.signal);

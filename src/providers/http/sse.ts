@@ -15,23 +15,31 @@ export interface SseByteLimit {
 const LF = 10;
 
 /**
- * Yields each event of an event stream; a trailing event without its blank line is dropped, as the format
- * says. Lines are found with indexOf from a moving position and the consumed text is cut once per network
- * chunk, so a chunk holding many events is scanned once; `limit` counts the bytes here, sparing a layer
- * of async iteration per chunk.
+ * The event-stream parser, fed one network chunk at a time and answering with the events that chunk
+ * completes. Synchronous, so a stream that maps each event on its own (provider-stream.ts) iterates the
+ * body alone: an async layer per event costs each event a promise and a turn of the microtask queue.
+ * Lines are found with indexOf from a moving position and the consumed text is cut once per chunk, so a
+ * chunk holding many events is scanned once; a trailing event without its blank line is never
+ * dispatched, as the format says.
  */
-export async function* parseSse(body: AsyncIterable<Uint8Array | string>, limit?: SseByteLimit): AsyncGenerator<SseEvent> {
-  const decoder = new TextDecoder();
-  let buffer = "";
-  let event = "";
-  let data: string[] = [];
-  let bytes = 0;
-  for await (const chunk of body) {
+export class SseParser {
+  private readonly decoder = new TextDecoder();
+  private buffer = "";
+  private event = "";
+  private data: string[] = [];
+  private bytes = 0;
+
+  constructor(private readonly limit?: SseByteLimit) {}
+
+  /** The events `chunk` completes (often none or many); throws the limit's error past its bytes. */
+  push(chunk: Uint8Array | string): SseEvent[] {
+    const limit = this.limit;
     if (limit !== undefined) {
-      bytes += chunk.length;
-      if (bytes > limit.maxBytes) throw limit.error();
+      this.bytes += chunk.length;
+      if (this.bytes > limit.maxBytes) throw limit.error();
     }
-    buffer += typeof chunk === "string" ? chunk : decoder.decode(chunk, { stream: true });
+    const buffer = this.buffer + (typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true }));
+    const events: SseEvent[] = [];
     let pos = 0;
     // Where the next \r is at or after pos (-1: none left), found again only once passed.
     let cr = buffer.indexOf("\r");
@@ -52,9 +60,12 @@ export async function* parseSse(body: AsyncIterable<Uint8Array | string>, limit?
       const line = buffer.slice(pos, end);
       pos = next;
       if (line === "") {
-        if (data.length > 0) yield { event: event || "message", data: data.length === 1 ? (data[0] as string) : data.join("\n") };
-        event = "";
-        data = [];
+        const data = this.data;
+        if (data.length > 0) {
+          events.push({ event: this.event || "message", data: data.length === 1 ? (data[0] as string) : data.join("\n") });
+          this.data = [];
+        }
+        this.event = "";
         continue;
       }
       if (line.charCodeAt(0) === 58 /* ":" */) continue;
@@ -62,9 +73,16 @@ export async function* parseSse(body: AsyncIterable<Uint8Array | string>, limit?
       const field = colon === -1 ? line : line.slice(0, colon);
       let value = colon === -1 ? "" : line.slice(colon + 1);
       if (value.charCodeAt(0) === 32 /* " " */) value = value.slice(1);
-      if (field === "event") event = value;
-      else if (field === "data") data.push(value);
+      if (field === "event") this.event = value;
+      else if (field === "data") this.data.push(value);
     }
-    if (pos > 0) buffer = buffer.slice(pos);
+    this.buffer = pos > 0 ? buffer.slice(pos) : buffer;
+    return events;
   }
+}
+
+/** Yields each event of an event stream (SseParser over the body); `limit` bounds the bytes read. */
+export async function* parseSse(body: AsyncIterable<Uint8Array | string>, limit?: SseByteLimit): AsyncGenerator<SseEvent> {
+  const parser = new SseParser(limit);
+  for await (const chunk of body) yield* parser.push(chunk);
 }
