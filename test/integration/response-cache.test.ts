@@ -5,6 +5,9 @@
  * upstream with pgvector, and the 400s of bad settings and headers.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
@@ -440,5 +443,61 @@ describe("default embedding model", () => {
     } finally {
       await app.stop();
     }
+  });
+});
+
+describe("a stream holding a chunk that is not JSON", () => {
+  const good = JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta: { content: "fine" }, finish_reason: null }] });
+  // Braced like a chunk, so the gateway passes it on unparsed; only the caller's parser can tell.
+  const broken = '{"id":"c","choices":[oops]}';
+  let upstream: http.Server;
+  let calls = 0;
+  let app: TestApp;
+
+  before(async () => {
+    upstream = http.createServer((req, res) => {
+      calls++;
+      req.resume();
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.end([good, broken, "[DONE]"].map((line) => `data: ${line}\n\n`).join(""));
+    });
+    upstream.listen(0, "127.0.0.1");
+    await once(upstream, "listening");
+    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    app = await startApp({
+      inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("oa", { models: ["gpt-4o-mini"] })], network_config: { base_url: url } } }, [
+        { id: "vk-broken", name: "broken", value: "sk-gw-broken", provider_configs: ALL_OPENAI, cache: { mode: "direct" } },
+      ]),
+    });
+  });
+
+  after(async () => {
+    await app?.stop();
+    upstream?.close();
+  });
+
+  async function streamOnce(): Promise<{ body: string; cache: string | null }> {
+    const res = await fetch(`${app.url}/v1/chat/completions`, {
+      method: "POST",
+      headers: { authorization: "Bearer sk-gw-broken", "content-type": "application/json" },
+      body: JSON.stringify({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "broken" }], stream: true }),
+    });
+    assert.equal(res.status, 200);
+    return { body: await res.text(), cache: res.headers.get("x-gw-cache") };
+  }
+
+  test("reaches the caller exactly as the upstream sent it", async () => {
+    const { body } = await streamOnce();
+    assert.ok(body.includes(`data: ${broken}\n\n`), body);
+    assert.ok(body.includes(`data: ${good}\n\n`), body);
+  });
+
+  test("is not kept in the cache", async () => {
+    await streamOnce();
+    const before = calls;
+    const again = await streamOnce();
+    assert.equal(again.cache, "miss");
+    assert.equal(calls, before + 1);
+    assert.equal(await storedCount(app), 0);
   });
 });
