@@ -1,8 +1,11 @@
 /**
  * Reading a `.cpuprofile` that `BENCH_PROFILE=1` wrote: the busy samples of its measured part (from a
- * fraction of its length on, where the throughput phase runs), each as the stack it stopped in.
+ * fraction of its length on, where the throughput phase runs), each as the stack it stopped in. A frame in
+ * an esbuild bundle gets its module's path as its URL (`node_modules/undici/...`), as it would unbundled.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { moduleAt, moduleStarts } from "./bundle-modules.js";
 
 /** One call-tree node of a V8 CPU profile. */
 export interface ProfileNode {
@@ -23,6 +26,19 @@ interface Profile {
 export function* busyStacks(file: string, startFraction: number): Generator<ProfileNode[]> {
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const from = profile.startTime + (profile.endTime - profile.startTime) * startFraction;
+  const starts = new Map<string, ReturnType<typeof moduleStarts>>();
+  for (const node of profile.nodes) {
+    const url = node.callFrame.url;
+    if (!url.startsWith("file://") || !url.endsWith(".js")) continue;
+    let bundle = starts.get(url);
+    if (bundle === undefined) {
+      const path = fileURLToPath(url);
+      bundle = existsSync(path) ? moduleStarts(readFileSync(path, "utf8")) : [];
+      starts.set(url, bundle);
+    }
+    const module = moduleAt(bundle, node.callFrame.lineNumber);
+    if (module !== "") node.callFrame.url = module;
+  }
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);

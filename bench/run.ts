@@ -62,6 +62,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { Pool } from "undici";
+import { serverBundleOptions } from "../src/build-bundle.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 /**
@@ -205,18 +206,8 @@ function bundle(file: string): Promise<string> {
   let built = bundles.get(file);
   if (built === undefined) {
     const outfile = `${BUILD_DIR}/${file.replace(/^\.\//, "").replace(/\.ts$/, ".js")}`;
-    // Split as the build splits: what the gateway imports on demand (the migrator) stays out of its start.
-    built = build({
-      entryPoints: [here(file)],
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      packages: "external",
-      splitting: true,
-      outdir: BUILD_DIR,
-      logLevel: "warning",
-    }).then(() => outfile);
+    // With the build's own options: its packages inside, what it imports on demand (the migrator) split off.
+    built = build(serverBundleOptions([here(file)], BUILD_DIR)).then(() => outfile);
     bundles.set(file, built);
   }
   return built;
