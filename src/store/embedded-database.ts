@@ -4,7 +4,7 @@
  */
 import { execFile } from "node:child_process";
 import { createConnection } from "node:net";
-import { cp, mkdir, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
+import { copyFile, mkdir, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { setFlagsFromString } from "node:v8";
@@ -136,7 +136,7 @@ async function createDatabase(pgliteDir: string, logger: Logger, templateDir: st
   try {
     if (await exists(join(templateDir, "PG_VERSION"))) {
       logger.info({ dir: pgliteDir, template: templateDir }, "creating the embedded database from the build's template (first start)");
-      await cp(templateDir, building, { recursive: true });
+      await copyContents(templateDir, building);
     } else {
       await initialiseInChildProcess(building, logger);
     }
@@ -183,6 +183,25 @@ async function initialiseInChildProcess(dir: string, logger: Logger): Promise<vo
       },
     );
   });
+}
+
+/**
+ * Copies the files and folders in `from` into the existing folder `to`, all at once: fs.cp, which copies
+ * one entry after another with a stat of each, took about a second for the template's thousand files
+ * against a tenth of that.
+ */
+async function copyContents(from: string, to: string): Promise<void> {
+  const entries = await readdir(from, { withFileTypes: true });
+  await Promise.all(
+    entries.map(async (entry) => {
+      const source = join(from, entry.name);
+      const target = join(to, entry.name);
+      if (entry.isFile()) return copyFile(source, target);
+      if (!entry.isDirectory()) throw new GatewayError("failed_precondition", `the embedded database template holds ${source}, which is neither a file nor a folder`);
+      await mkdir(target, { mode: 0o700 });
+      await copyContents(source, target);
+    }),
+  );
 }
 
 async function exists(path: string): Promise<boolean> {
