@@ -5,7 +5,7 @@
  * every request resolves its caller, and a session answers only the caller that opened it.
  */
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
-import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
@@ -27,6 +27,14 @@ import { headerValue } from "../../http-headers.js";
 export const MCP_PATH = "/mcp";
 /** The legacy SSE stream. */
 export const MCP_SSE_PATH = "/mcp/sse";
+
+let sseTransport: Promise<typeof import("@modelcontextprotocol/sdk/server/sse.js")> | undefined;
+
+/** The legacy SSE transport, loaded on its first session: its body parser and charset tables are a fifteenth of the bundle. */
+function loadSseTransport(): Promise<typeof import("@modelcontextprotocol/sdk/server/sse.js")> {
+  sseTransport ??= import("@modelcontextprotocol/sdk/server/sse.js");
+  return sseTransport;
+}
 /** Where legacy SSE clients post their messages. */
 export const MCP_MESSAGES_PATH = "/mcp/messages";
 
@@ -208,6 +216,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   async function sseStream(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
     if (req.method !== "GET") throw new Refusal(405, SERVER_ERROR, `method ${req.method ?? ""} is not allowed on ${MCP_SSE_PATH}; use GET`, { allow: "GET" });
     const caller = await callerOf(req, trace);
+    const { SSEServerTransport } = await loadSseTransport();
     if (!sessions.hasRoom()) throw full();
     const id = newSessionId();
     const ref: { current?: McpSession } = {};
