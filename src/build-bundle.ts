@@ -15,8 +15,8 @@ import { build, type BuildOptions, type Plugin } from "esbuild";
  * Packages loaded from node_modules rather than bundled: PGlite and QuickJS load WebAssembly and data files
  * beside their modules, pino starts its transports as worker threads from its own files, and the rest are
  * loaded only when a deployment configures what needs them (OAuth server, code mode, Redis, Bedrock,
- * tracing's W3C propagator), so bundling them would only grow the build. The database drivers are the ones knex and MikroORM name but
- * this gateway never loads: PostgreSQL's `pg` is bundled.
+ * tracing's W3C propagator), so bundling them would only grow the build. The database drivers are the ones
+ * knex and MikroORM name but this gateway never loads: PostgreSQL's `pg` is bundled.
  */
 export const EXTERNAL_PACKAGES: readonly string[] = [
   "@electric-sql/*",
