@@ -192,7 +192,8 @@ async function initialiseInChildProcess(dir: string, logger: Logger): Promise<vo
  */
 async function copyContents(from: string, to: string): Promise<void> {
   const entries = await readdir(from, { withFileTypes: true });
-  await Promise.all(
+  // Settled, not all: a failure must wait for the copies still running, or the caller's clean-up races them.
+  const copies = await Promise.allSettled(
     entries.map(async (entry) => {
       const source = join(from, entry.name);
       const target = join(to, entry.name);
@@ -202,6 +203,8 @@ async function copyContents(from: string, to: string): Promise<void> {
       await copyContents(source, target);
     }),
   );
+  const failed = copies.find((copy): copy is PromiseRejectedResult => copy.status === "rejected");
+  if (failed !== undefined) throw failed.reason;
 }
 
 async function exists(path: string): Promise<boolean> {

@@ -27,6 +27,8 @@ import { headerValue } from "../../http-headers.js";
 export const MCP_PATH = "/mcp";
 /** The legacy SSE stream. */
 export const MCP_SSE_PATH = "/mcp/sse";
+/** Where legacy SSE clients post their messages. */
+export const MCP_MESSAGES_PATH = "/mcp/messages";
 
 let sseTransport: Promise<typeof import("@modelcontextprotocol/sdk/server/sse.js")> | undefined;
 
@@ -35,8 +37,6 @@ function loadSseTransport(): Promise<typeof import("@modelcontextprotocol/sdk/se
   sseTransport ??= import("@modelcontextprotocol/sdk/server/sse.js");
   return sseTransport;
 }
-/** Where legacy SSE clients post their messages. */
-export const MCP_MESSAGES_PATH = "/mcp/messages";
 
 /** What the endpoint needs. */
 export interface McpEndpointOptions {
