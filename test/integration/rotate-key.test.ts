@@ -60,6 +60,8 @@ function dbTarget(restart: TestApp["restartOptions"]): { url?: string; schema?: 
 
 /** Asserts the running app can use every stored secret: the provider key upstream, the virtual key, the MCP header. */
 async function assertSecretsWork(target: TestApp, secrets: SeededSecrets): Promise<void> {
+  // A restarted gateway connects its MCP clients in the background; the tool call needs the connection.
+  await target.runtime.firstConnectionsDone();
   const before = mock.requests.length;
   const answer = await sdk(target, secrets.virtualKey).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
   assert.ok(answer.choices[0]);
