@@ -328,11 +328,19 @@ function encodeBody(body: JsonObject | string | undefined): string | null {
   return typeof body === "string" ? body : JSON.stringify(body);
 }
 
-/** The headers sent: forwarded ones first, so the body's content type and the provider's own headers win. */
+/**
+ * The headers sent: the provider's own headers win over the body's content type, which wins over the
+ * forwarded ones. Built by assignment: an object literal with a spread after another spread or a
+ * property (`{ ...a, b, ...c }`) leaves V8's fast clone path and cost about 2 µs per traced call.
+ */
 function requestHeaders(call: UpstreamCall): Record<string, string> {
   const forwarded = call.forwardedHeaders;
-  if (call.body === undefined) return forwarded === undefined ? call.headers : { ...forwarded, ...call.headers };
-  return forwarded === undefined ? { "content-type": "application/json", ...call.headers } : { ...forwarded, "content-type": "application/json", ...call.headers };
+  if (forwarded === undefined) return call.body === undefined ? call.headers : { "content-type": "application/json", ...call.headers };
+  const headers: Record<string, string> = call.body === undefined ? {} : { "content-type": "application/json" };
+  for (const name in forwarded) if (headers[name] === undefined) headers[name] = forwarded[name] as string;
+  const own = call.headers;
+  for (const name in own) headers[name] = own[name] as string;
+  return headers;
 }
 
 /** Decodes as undici's body.text() does: UTF-8, a leading BOM dropped. */
