@@ -1,14 +1,13 @@
 /** The OpenAI-compatible family (openai, azure, groq, mistral, openrouter, ollama, custom) against the mock OpenAI upstream. */
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
-import { once } from "node:events";
-import http from "node:http";
 import { GatewayError } from "../../src/errors.js";
 import { chunkFields, rawTextOf } from "../../src/providers/raw-event.js";
 import { ProviderError } from "../../src/providers/provider-error.js";
 import { createProviderAdapter } from "../../src/providers/registry.js";
 import type { JsonObject, ProviderAdapter, ProviderKey } from "../../src/providers/types.js";
 import { MOCK_OPENAI_MODELS, MOCK_TOOL_ARGUMENTS, startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { startSseUpstream } from "../fixtures/sse-upstream.js";
 import { eventually, providerKey } from "../helpers/provider-keys.js";
 
 const WEATHER_TOOL = { type: "function", function: { name: "get_weather", parameters: { type: "object", properties: { location: { type: "string" } } } } };
@@ -32,17 +31,11 @@ async function collect(stream: AsyncIterable<JsonObject>): Promise<JsonObject[]>
 
 /** Runs `use` against an upstream on port 0 that answers every request with these SSE data lines. */
 async function withSseUpstream(data: string[], use: (url: string) => Promise<void>): Promise<void> {
-  const server = http.createServer((req, res) => {
-    req.resume();
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.end(data.map((line) => `data: ${line}\n\n`).join(""));
-  });
-  server.listen(0, "127.0.0.1");
-  await once(server, "listening");
+  const upstream = await startSseUpstream(data);
   try {
-    await use(`http://127.0.0.1:${(server.address() as { port: number }).port}`);
+    await use(upstream.url);
   } finally {
-    server.close();
+    await upstream.close();
   }
 }
 

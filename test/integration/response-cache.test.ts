@@ -5,14 +5,12 @@
  * upstream with pgvector, and the 400s of bad settings and headers.
  */
 import assert from "node:assert/strict";
-import { once } from "node:events";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { startMockEmbeddings, type MockEmbeddings } from "../fixtures/mock-embeddings.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
+import { startSseUpstream, type SseUpstream } from "../fixtures/sse-upstream.js";
 import { api, startApp, testDatabaseUrl, type TestApp } from "../helpers/app.js";
 import { parseExposition, total } from "../helpers/exposition.js";
 import { errorType, fileKey, readChatStream, refusal, sdk } from "../helpers/inference.js";
@@ -450,20 +448,12 @@ describe("a stream holding a chunk that is not JSON", () => {
   const good = JSON.stringify({ id: "c", object: "chat.completion.chunk", created: 1, model: "gpt-4o-mini", choices: [{ index: 0, delta: { content: "fine" }, finish_reason: null }] });
   // Braced like a chunk, so the gateway passes it on unparsed; only the caller's parser can tell.
   const broken = '{"id":"c","choices":[oops]}';
-  let upstream: http.Server;
-  let calls = 0;
+  let upstream: SseUpstream;
   let app: TestApp;
 
   before(async () => {
-    upstream = http.createServer((req, res) => {
-      calls++;
-      req.resume();
-      res.writeHead(200, { "content-type": "text/event-stream" });
-      res.end([good, broken, "[DONE]"].map((line) => `data: ${line}\n\n`).join(""));
-    });
-    upstream.listen(0, "127.0.0.1");
-    await once(upstream, "listening");
-    const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    upstream = await startSseUpstream([good, broken, "[DONE]"]);
+    const url = upstream.url;
     app = await startApp({
       inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("oa", { models: ["gpt-4o-mini"] })], network_config: { base_url: url } } }, [
         { id: "vk-broken", name: "broken", value: "sk-gw-broken", provider_configs: ALL_OPENAI, cache: { mode: "direct" } },
@@ -473,7 +463,7 @@ describe("a stream holding a chunk that is not JSON", () => {
 
   after(async () => {
     await app?.stop();
-    upstream?.close();
+    await upstream?.close();
   });
 
   async function streamOnce(): Promise<{ body: string; cache: string | null }> {
@@ -494,10 +484,10 @@ describe("a stream holding a chunk that is not JSON", () => {
 
   test("is not kept in the cache", async () => {
     await streamOnce();
-    const before = calls;
+    const before = upstream.calls;
     const again = await streamOnce();
     assert.equal(again.cache, "miss");
-    assert.equal(calls, before + 1);
+    assert.equal(upstream.calls, before + 1);
     assert.equal(await storedCount(app), 0);
   });
 });
