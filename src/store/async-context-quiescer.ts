@@ -11,6 +11,9 @@
  * (no connection in use or awaited); the ORM's next call enables them again by itself, since
  * AsyncLocalStorage.run() does. Storages of other libraries are never touched. Node versions whose
  * AsyncLocalStorage needs no hooks (async context frames, Node 24) have no `_enable` and are left alone.
+ *
+ * A storage is MikroORM's when the call that enables it comes from MikroORM's files, or, in the bundle
+ * `npm run build` makes (where every frame is in dist/), when the build marked it (ORM_ASYNC_CONTEXT_KEY).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 
@@ -20,6 +23,15 @@ type EnableHook = (this: Storage & { enabled?: boolean }) => void;
 
 const ormStorages = new Set<Storage>();
 const ORM_FRAME = /[\\/]@mikro-orm[\\/]/;
+
+/** The Symbol.for() key of the property the bundle build sets to true on each storage MikroORM creates. */
+export const ORM_ASYNC_CONTEXT_KEY = "gw.orm-async-context";
+const ORM_MARK = Symbol.for(ORM_ASYNC_CONTEXT_KEY);
+
+/** Whether the storage being enabled is MikroORM's: marked by the build, or enabled from MikroORM's files. */
+function isOrmStorage(storage: Storage): boolean {
+  return (storage as unknown as Record<symbol, unknown>)[ORM_MARK] === true || ORM_FRAME.test(new Error().stack ?? "");
+}
 let tracking: boolean | undefined;
 
 /**
@@ -34,7 +46,7 @@ export function trackOrmAsyncContexts(): boolean {
   if (!tracking || enable === undefined) return false;
   proto._enable = function (this: Storage & { enabled?: boolean }) {
     // Only the enabling call (rare: once per burst of ORM work) pays for the stack check.
-    if (this.enabled !== true && !ormStorages.has(this) && ORM_FRAME.test(new Error().stack ?? "")) ormStorages.add(this);
+    if (this.enabled !== true && !ormStorages.has(this) && isOrmStorage(this)) ormStorages.add(this);
     enable.call(this);
   };
   return true;
