@@ -60,9 +60,8 @@ import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { Pool } from "undici";
-import { serverBundleOptions } from "../src/build-bundle.js";
+import { buildServerBundle } from "../src/build-bundle.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 /**
@@ -207,7 +206,7 @@ function bundle(file: string): Promise<string> {
   if (built === undefined) {
     const outfile = `${BUILD_DIR}/${file.replace(/^\.\//, "").replace(/\.ts$/, ".js")}`;
     // With the build's own options: its packages inside, what it imports on demand (the migrator) split off.
-    built = build(serverBundleOptions([here(file)], BUILD_DIR)).then(() => outfile);
+    built = buildServerBundle([here(file)], BUILD_DIR).then(() => outfile);
     bundles.set(file, built);
   }
   return built;

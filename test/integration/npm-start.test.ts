@@ -128,6 +128,20 @@ describe("the bundle", () => {
     assert.equal(server.parentSpanId, "00f067aa0ba902b7");
   });
 
+  test("every JavaScript file dist/main.js loads is ASCII, so V8 holds its source one byte per character", async () => {
+    const seen = new Set<string>();
+    const pending = ["main.js"];
+    for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+      if (seen.has(file)) continue;
+      seen.add(file);
+      const code = await readFile(join(ROOT, "dist", file), "utf8");
+      // eslint-disable-next-line no-control-regex -- the ASCII range is the point
+      assert.doesNotMatch(code, /[^\x00-\x7f]/, `dist/${file} holds non-ASCII text`);
+      for (const [, next] of code.matchAll(/(?:from |import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
+    }
+    assert.ok(seen.size > 1, `the crawl found the chunks: ${[...seen].join(", ")}`);
+  });
+
   test("dist/main.js switches MikroORM's async context scopes off once the database is idle", { skip: hasHookStorage ? false : "this Node's AsyncLocalStorage needs no promise hooks" }, async () => {
     const probe = join(dir, "async-context.json");
     const ownSchema = randomSchemaName();
