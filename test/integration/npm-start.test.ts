@@ -135,7 +135,6 @@ describe("the bundle", () => {
       if (seen.has(file)) continue;
       seen.add(file);
       const code = await readFile(join(ROOT, "dist", file), "utf8");
-      // eslint-disable-next-line no-control-regex -- the ASCII range is the point
       assert.doesNotMatch(code, /[^\x00-\x7f]/, `dist/${file} holds non-ASCII text`);
       for (const [, next] of code.matchAll(/(?:from |import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
     }
