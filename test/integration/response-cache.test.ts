@@ -453,9 +453,8 @@ describe("a stream holding a chunk that is not JSON", () => {
 
   before(async () => {
     upstream = await startSseUpstream([good, broken, "[DONE]"]);
-    const url = upstream.url;
     app = await startApp({
-      inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("oa", { models: ["gpt-4o-mini"] })], network_config: { base_url: url } } }, [
+      inference: inferenceOptionsFromFile({ openai: { keys: [fileKey("oa", { models: ["gpt-4o-mini"] })], network_config: { base_url: upstream.url } } }, [
         { id: "vk-broken", name: "broken", value: "sk-gw-broken", provider_configs: ALL_OPENAI, cache: { mode: "direct" } },
       ]),
     });

@@ -301,8 +301,9 @@ function levelError(over: LevelExceeded): RoutingError {
 }
 
 /**
- * A successful attempt's outcome with its token counts. Built by assignment, as answerOutcome is: spreading
- * one partial object after another into a literal leaves V8's fast path, and this runs on every traced answer.
+ * A successful attempt's outcome with its token counts added to `out` (a bare 200 unless given, e.g. the
+ * answerOutcome of a JSON answer). Built by assignment: spreading one partial object after another into a
+ * literal leaves V8's fast path, and this runs on every traced answer.
  */
 function usageOutcome(usage: TokenUsage | null, out: AttemptOutcome = { status: 200 }): AttemptOutcome {
   if (usage !== null) {
