@@ -64,6 +64,30 @@ const missingPackageJson: Plugin = {
   },
 };
 
+/** Why the build stands a module in for umzug's command-line interface. */
+export const UMZUG_CLI_LEFT_OUT = "umzug's command-line interface is left out of the gateway's build: the gateway runs its migrations through MikroORM's migrator";
+
+/**
+ * umzug (under MikroORM's migrator) re-exports its command-line interface from its index, and that module
+ * loads @rushstack/ts-command-line with its own file-system library, argument parser and JSON-schema
+ * validator: about 0.8 MB of source that a first start on a new database kept in memory for good (about
+ * 2 MiB of the server's peak resident memory under load) only to define classes the gateway never
+ * constructs. The build gives umzug a module in its place whose one class refuses to be constructed.
+ */
+const umzugWithoutCli: Plugin = {
+  name: "umzug-without-cli",
+  setup(b) {
+    b.onResolve({ filter: /^\.\/cli$/ }, (args) => {
+      if (!/[\\/]node_modules[\\/]umzug[\\/]lib[\\/]/.test(args.importer)) return undefined;
+      return { path: "umzug-cli", namespace: "umzug-without-cli" };
+    });
+    b.onLoad({ filter: /.*/, namespace: "umzug-without-cli" }, () => ({
+      contents: `exports.UmzugCLI = class UmzugCLI { constructor() { throw new Error(${JSON.stringify(UMZUG_CLI_LEFT_OUT)}); } };`,
+      loader: "js",
+    }));
+  },
+};
+
 /** True when the module at `path` is an ES module: `.mjs`, or `.js` under a package.json whose type is module. */
 function isEsModule(path: string): boolean {
   if (path.endsWith(".mjs")) return true;
@@ -134,7 +158,7 @@ export function serverBundleOptions(entryPoints: string[], outdir: string): Buil
     external: [...EXTERNAL_PACKAGES],
     // Bundled CommonJS packages call require() for Node's built-in modules, which an ES module lacks.
     banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    plugins: [missingPackageJson, lazyCommonJs, ormAsyncContexts],
+    plugins: [missingPackageJson, lazyCommonJs, ormAsyncContexts, umzugWithoutCli],
     logLevel: "warning",
   };
 }

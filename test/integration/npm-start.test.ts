@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, describe, test } from "node:test";
+import { UMZUG_CLI_LEFT_OUT } from "../../src/build-bundle.js";
 import { dropSchema, randomSchemaName } from "../../src/store/index.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { testDatabaseUrl } from "../helpers/app.js";
@@ -28,6 +29,22 @@ const EVERYTHING = fileURLToPath(new URL("../../node_modules/@modelcontextprotoc
 
 // The tests run what `npm ci` builds; building again makes them test this tree's sources.
 before(() => promisify(execFile)(NPM, ["run", "build"], { cwd: ROOT }));
+
+/**
+ * Every JavaScript file of dist/ that dist/main.js imports, at once or lazily, by name with its text: a
+ * build leaves the chunks of earlier builds beside its own, so listing the folder would find those too.
+ */
+async function filesMainLoads(): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  const pending = ["main.js"];
+  for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
+    if (files.has(file)) continue;
+    const code = await readFile(join(ROOT, "dist", file), "utf8");
+    files.set(file, code);
+    for (const [, next] of code.matchAll(/(?:from |import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
+  }
+  return files;
+}
 
 /** Resolves true when nothing listens on 127.0.0.1:port (we could bind it ourselves). */
 function portIsFree(port: number): Promise<boolean> {
@@ -129,16 +146,17 @@ describe("the bundle", () => {
   });
 
   test("every JavaScript file dist/main.js loads is ASCII, so V8 holds its source one byte per character", async () => {
-    const seen = new Set<string>();
-    const pending = ["main.js"];
-    for (let file = pending.pop(); file !== undefined; file = pending.pop()) {
-      if (seen.has(file)) continue;
-      seen.add(file);
-      const code = await readFile(join(ROOT, "dist", file), "utf8");
-      assert.doesNotMatch(code, /[^\x00-\x7f]/, `dist/${file} holds non-ASCII text`);
-      for (const [, next] of code.matchAll(/(?:from |import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
-    }
-    assert.ok(seen.size > 1, `the crawl found the chunks: ${[...seen].join(", ")}`);
+    const files = await filesMainLoads();
+    for (const [file, code] of files) assert.doesNotMatch(code, /[^\x00-\x7f]/, `dist/${file} holds non-ASCII text`);
+    assert.ok(files.size > 1, `the crawl found the chunks: ${[...files.keys()].join(", ")}`);
+  });
+
+  // The migrations themselves run from the bundle in the first-start test above on a PostgreSQL server, and in
+  // `npm run build`'s template step on the embedded database.
+  test("the bundle stands a refusing module in for umzug's command line and holds none of its libraries", async () => {
+    const files = await filesMainLoads();
+    assert.ok([...files.values()].some((code) => code.includes(JSON.stringify(UMZUG_CLI_LEFT_OUT))), "a chunk holds the stand-in's refusal");
+    for (const [file, code] of files) assert.doesNotMatch(code, /^\/\/ node_modules\/(@rushstack|argparse|jju)\//m, `dist/${file} bundles a library of umzug's command line`);
   });
 
   test("dist/main.js switches MikroORM's async context scopes off once the database is idle", { skip: hasHookStorage ? false : "this Node's AsyncLocalStorage needs no promise hooks" }, async () => {
