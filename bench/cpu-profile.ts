@@ -3,14 +3,14 @@
  * fraction of its length on, where the throughput phase runs), each as the stack it stopped in. A frame in
  * an esbuild bundle gets its module's path as its URL (`node_modules/undici/...`), as it would unbundled.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { moduleAt, moduleStarts } from "./bundle-modules.js";
+import { moduleLocator, type ModuleLocator } from "./bundle-modules.js";
 
 /** One call-tree node of a V8 CPU profile. */
 export interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
   children?: number[];
 }
 
@@ -26,17 +26,16 @@ interface Profile {
 export function* busyStacks(file: string, startFraction: number): Generator<ProfileNode[]> {
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const from = profile.startTime + (profile.endTime - profile.startTime) * startFraction;
-  const starts = new Map<string, ReturnType<typeof moduleStarts>>();
+  const locators = new Map<string, ModuleLocator>();
   for (const node of profile.nodes) {
     const url = node.callFrame.url;
     if (!url.startsWith("file://") || !url.endsWith(".js")) continue;
-    let bundle = starts.get(url);
-    if (bundle === undefined) {
-      const path = fileURLToPath(url);
-      bundle = existsSync(path) ? moduleStarts(readFileSync(path, "utf8")) : [];
-      starts.set(url, bundle);
+    let locate = locators.get(url);
+    if (locate === undefined) {
+      locate = moduleLocator(fileURLToPath(url));
+      locators.set(url, locate);
     }
-    const module = moduleAt(bundle, node.callFrame.lineNumber);
+    const module = locate(node.callFrame.lineNumber, node.callFrame.columnNumber);
     if (module !== "") node.callFrame.url = module;
   }
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));

@@ -18,15 +18,14 @@
  * especially), so read a surprising package name against the frames around it.
  */
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { moduleAt, moduleStarts } from "./bundle-modules.js";
+import { moduleLocator, type ModuleLocator } from "./bundle-modules.js";
 
-/** `JS:*name file:///path:line:column` as --perf-basic-prof names compiled code (lines from 1). */
-const JS_FRAME = /JS:\S*\s+(?:\S+\s+)?(\S+):(\d+):\d+/;
+/** `JS:*name file:///path:line:column` as --perf-basic-prof names compiled code (lines and columns from 1). */
+const JS_FRAME = /JS:\S*\s+(?:\S+\s+)?(\S+):(\d+):(\d+)/;
 
 /** The module of one JavaScript frame's location. */
-function placeOf(location: string, line: number, bundleName: string, starts: ReturnType<typeof moduleStarts>): string {
-  if (location.endsWith(bundleName)) return moduleAt(starts, line - 1) || bundleName;
+function placeOf(location: string, line: number, column: number, bundleName: string, locate: ModuleLocator): string {
+  if (location.endsWith(bundleName)) return locate(line - 1, column - 1) || bundleName;
   if (location.startsWith("node:")) return location;
   const inPackage = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(location);
   return inPackage?.[1] ?? location;
@@ -44,7 +43,7 @@ function main(): void {
   if (data === undefined || bundleFile === undefined) throw new Error("usage: perf-modules.ts <perf.data> <bundle.js> [rows, default 30]");
   const script = spawnSync("perf", ["script", "-i", data, "-F", "ip,sym"], { encoding: "utf8", maxBuffer: 1 << 30 });
   if (script.status !== 0) throw new Error(`perf script failed: ${script.stderr}`);
-  const starts = moduleStarts(readFileSync(bundleFile, "utf8"));
+  const locate = moduleLocator(bundleFile);
   const bundleName = bundleFile.split("/").pop() ?? bundleFile;
   const self = new Map<string, number>();
   const inclusive = new Map<string, number>();
@@ -58,8 +57,8 @@ function main(): void {
     const seen = new Set<string>();
     for (const frame of frames) {
       const js = JS_FRAME.exec(frame);
-      if (js?.[1] === undefined || js[2] === undefined) continue;
-      const place = placeOf(js[1].replace(/^file:\/\//, ""), Number(js[2]), bundleName, starts);
+      if (js?.[1] === undefined || js[2] === undefined || js[3] === undefined) continue;
+      const place = placeOf(js[1].replace(/^file:\/\//, ""), Number(js[2]), Number(js[3]), bundleName, locate);
       innermost ??= place;
       if (!seen.has(place)) inclusive.set(place, (inclusive.get(place) ?? 0) + 1);
       seen.add(place);

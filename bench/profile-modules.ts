@@ -1,8 +1,7 @@
 /**
  * How much of a target's busy time runs inside given source modules, from a `.cpuprofile` that
- * `BENCH_PROFILE=1` wrote and the esbuild bundle the bench ran (`.tmp/bench/<target>.js`): esbuild marks
- * where each module starts with a `// src/...` comment, so a frame's line names its module even though
- * the whole gateway is one file. A sample counts once if any frame on its stack is in a matching module
+ * `BENCH_PROFILE=1` wrote and the esbuild bundle the bench ran (`.tmp/bench/<target>.js`): the bundle's
+ * source map names each frame's module even though the whole gateway is one file. A sample counts once if any frame on its stack is in a matching module
  * (or in a package whose path matches), and is charged to the outermost such frame.
  *
  *   node --import tsx bench/profile-modules.ts <file.cpuprofile> <bundle.js> <module regex> [start fraction]
@@ -12,8 +11,7 @@
  *   node --import tsx bench/profile-modules.ts bench/profiles/gateway-traced/<file>.cpuprofile .tmp/bench/gateway.js \
  *     'src/telemetry/(tracing|otlp-tracing|recording-tracer|otlp-protobuf|span-export-queue)\.ts|@opentelemetry/(?!api)'
  */
-import { readFileSync } from "node:fs";
-import { moduleAt, moduleStarts } from "./bundle-modules.js";
+import { moduleLocator } from "./bundle-modules.js";
 import { busyStacks } from "./cpu-profile.js";
 
 function main(): void {
@@ -21,7 +19,7 @@ function main(): void {
   if (file === undefined || bundleFile === undefined || pattern === undefined) {
     throw new Error("usage: profile-modules.ts <file.cpuprofile> <bundle.js> <module regex> [start fraction, default 0.5]");
   }
-  const starts = moduleStarts(readFileSync(bundleFile, "utf8"));
+  const locate = moduleLocator(bundleFile);
   const matches = new RegExp(pattern);
   const bundleName = bundleFile.split("/").pop() ?? bundleFile;
   const charged = new Map<string, number>();
@@ -31,8 +29,8 @@ function main(): void {
     busy++;
     let outermost: string | null = null;
     for (const node of stack) {
-      const { url, lineNumber, functionName } = node.callFrame;
-      const place = url.endsWith(bundleName) ? moduleAt(starts, lineNumber) : url.replace(/.*node_modules\//, "@").replace(/^@@/, "@");
+      const { url, lineNumber, columnNumber, functionName } = node.callFrame;
+      const place = url.endsWith(bundleName) ? locate(lineNumber, columnNumber) : url.replace(/.*node_modules\//, "@").replace(/^@@/, "@");
       if (matches.test(place)) outermost = `${place} ${functionName || "(anonymous)"}`;
     }
     if (outermost === null) continue;
