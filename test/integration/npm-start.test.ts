@@ -41,7 +41,7 @@ async function filesMainLoads(): Promise<Map<string, string>> {
     if (files.has(file)) continue;
     const code = await readFile(join(ROOT, "dist", file), "utf8");
     files.set(file, code);
-    for (const [, next] of code.matchAll(/(?:from |import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
+    for (const [, next] of code.matchAll(/(?:from ?|import\()"\.\/([\w-]+\.js)"/g)) if (next !== undefined) pending.push(next);
   }
   return files;
 }
