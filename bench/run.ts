@@ -49,8 +49,8 @@
  * reported next to the single node's, with each node's CPU per request), BENCH_PROFILE=1 starts the gateway
  * children and floor-json with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
  * per thread; the main thread's is the largest), BENCH_NODE_FLAGS (space-separated node or V8 flags given to
- * every gateway child, none to the floors: what a memory or compiler setting changes, measured against the
- * same floors).
+ * every gateway child after those `npm start` gives the gateway, none to the floors: what a memory or compiler
+ * setting changes, measured against the same floors).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -62,6 +62,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { buildServerBundle } from "../src/build-bundle.js";
+import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 /**
@@ -784,8 +785,8 @@ function report(results: TargetResult[], loadAtStart: number): void {
   for (const r of results) for (const sample of r.errorSamples) console.log(`  ${r.name}: ${sample}`);
 }
 
-/** BENCH_NODE_FLAGS, split. */
-const GATEWAY_NODE_FLAGS = (process.env["BENCH_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "");
+/** The node flags every gateway child runs with: those `npm start` gives the gateway, then BENCH_NODE_FLAGS (a later flag wins). */
+const GATEWAY_NODE_FLAGS = [...SERVING_NODE_FLAGS, ...(process.env["BENCH_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "")];
 
 /**
  * The node flags that profile a child under BENCH_PROFILE=1: one directory per target (node writes one

@@ -14,8 +14,10 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
 
-const MAIN = [new URL("../dist/main.js", import.meta.url).pathname];
+// As `npm start` runs it.
+const MAIN = [...SERVING_NODE_FLAGS, new URL("../dist/main.js", import.meta.url).pathname];
 const DEV_MAIN = ["--import", "tsx", new URL("../src/main.ts", import.meta.url).pathname];
 const RUNS = Number(process.env["BENCH_RUNS"] ?? 3);
 const SERVER_URL = process.env["BENCH_DATABASE_URL"];
