@@ -16,6 +16,8 @@ RUN npm ci --no-audit --no-fund
 
 FROM node:20-slim
 ENV NODE_ENV=production
+# At most two malloc arenas, as npm start runs the gateway (src/serving-environment.ts says why).
+ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No install scripts: only the build's dev dependencies have any, and prepare would need them.

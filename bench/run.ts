@@ -62,6 +62,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { buildServerBundle } from "../src/build-bundle.js";
+import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
 import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
@@ -812,6 +813,8 @@ async function main(): Promise<void> {
   if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
   const [upstream, collector] = await Promise.all([startChild("upstream", "./upstream.ts", {}), startChild("collector", "./collector.ts", {})]);
   const env = { BENCH_UPSTREAM_URL: upstream.url };
+  // The gateways start with the environment `npm start` gives the gateway; the floors and the upstream without it.
+  const gatewayEnv = { ...SERVING_ENVIRONMENT, ...env };
   const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
   // A built gateway's first start copies the migrated template `npm run build` leaves beside the bundle
   // instead of running initdb (half a gigabyte and several seconds in a child process); the bench's
@@ -827,7 +830,7 @@ async function main(): Promise<void> {
         variant.name,
         "./gateway.ts",
         {
-          ...env,
+          ...gatewayEnv,
           BENCH_VARIANT: JSON.stringify({
             name: variant.name,
             appOptions: variant.traced ? { ...variant.appOptions, tracing } : variant.appOptions,
@@ -850,7 +853,7 @@ async function main(): Promise<void> {
       ? []
       : await Promise.all(
           ["cluster-a", "cluster-b"].map((name) =>
-            startChild(name, "./gateway.ts", { ...env, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]),
+            startChild(name, "./gateway.ts", { ...gatewayEnv, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]),
           ),
         );
   const targets = [

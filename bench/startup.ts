@@ -1,5 +1,5 @@
 /**
- * Start-up time and memory of the compiled gateway, `node dist/main.js` as `npm start` runs it (run
+ * Start-up time and memory of the compiled gateway, `node dist/main.js` with the flags and environment `npm start` gives it (run
  * `npm run build` first): the time from spawning it to its first 200 on GET /ready, and its RSS then and
  * after 5 s idle, plus its peak RSS (VmHWM). Scenarios: a first start in an empty data directory (the
  * embedded database is copied from the build's dist/pglite-template), a restart on that
@@ -14,6 +14,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
 import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
 
 // As `npm start` runs it.
@@ -38,7 +39,7 @@ async function memoryOf(pid: number): Promise<{ rss: number; peak: number }> {
 async function measure(scenario: string, dataDir: string, env: NodeJS.ProcessEnv, entry = MAIN): Promise<void> {
   const started = performance.now();
   const child = spawn(process.execPath, [...entry, "--port", "0", "--data-dir", dataDir], {
-    env: { ...process.env, GW_ENCRYPTION_KEY: ENCRYPTION_KEY, GW_DATABASE_URL: "", ...env },
+    env: { ...process.env, ...SERVING_ENVIRONMENT, GW_ENCRYPTION_KEY: ENCRYPTION_KEY, GW_DATABASE_URL: "", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
