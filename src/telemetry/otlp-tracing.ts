@@ -8,8 +8,8 @@
 import { ROOT_CONTEXT, defaultTextMapGetter, type Context } from "@opentelemetry/api";
 import { Pool } from "undici";
 import type { Logger } from "./logger.js";
-import { encodeExportRequest, type EncodedSpans, type ExportIdentity } from "./otlp-protobuf.js";
-import { RecordingTracer, samplerFor, type SamplerName } from "./recording-tracer.js";
+import { encodeExportRequest, type ExportIdentity } from "./otlp-protobuf.js";
+import { RecordingTracer, samplerFor, type RecordingSpan, type SamplerName } from "./recording-tracer.js";
 import { SpanExportQueue } from "./span-export-queue.js";
 import type { Tracing } from "./tracing.js";
 
@@ -105,7 +105,7 @@ class CollectorClient {
     }
   }
 
-  async send(spans: EncodedSpans): Promise<void> {
+  async send(spans: readonly RecordingSpan[]): Promise<void> {
     const body = encodeExportRequest(this.identity, spans);
     const res = await this.pool.request({ path: this.path, method: "POST", headers: this.headers, body, signal: AbortSignal.timeout(EXPORT_TIMEOUT_MS) });
     await res.body.dump();

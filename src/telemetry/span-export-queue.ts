@@ -1,15 +1,13 @@
 /**
- * The batch queue between ended spans and the collector: ending a span only appends it, encoded, to the
- * open batch (EncodedSpans: no span object outlives its request); batches leave from a timer or, once a
- * full batch is waiting, on the next turn of the event loop, never inside the request that ended the span.
- * One export is in flight at a time. A full queue drops the new span; a failed export loses its batch; both
- * are counted, never retried at a request's expense.
+ * The batch queue between ended spans and the collector: ending a span only appends it to a bounded
+ * array; batches leave from a timer or, once a full batch is waiting, on the next turn of the event loop,
+ * never inside the request that ended the span. One export is in flight at a time. A full queue drops
+ * the new span; a failed export loses its batch; both are counted, never retried at a request's expense.
  */
-import { EncodedSpans } from "./otlp-protobuf.js";
 import type { RecordingSpan } from "./recording-tracer.js";
 
-/** Sends one batch; rejects (with a reason the log can show) when the collector did not take it. */
-export type BatchSender = (spans: EncodedSpans) => Promise<void>;
+/** Sends one encoded batch; rejects (with a reason the log can show) when the collector did not take it. */
+export type BatchSender = (spans: readonly RecordingSpan[]) => Promise<void>;
 
 /** Counts what was lost, for the once-a-minute report. */
 export type LossReport = (count: number, reason: string) => void;
@@ -26,12 +24,7 @@ export interface SpanQueueOptions {
 
 /** The bounded batch queue in front of a sender. */
 export class SpanExportQueue {
-  /** Full batches waiting while one is in flight, oldest first. */
-  private full: EncodedSpans[] = [];
-  /** The batch ended spans are appended to. */
-  private open = new EncodedSpans();
-  /** Spans in `full` and `open`. */
-  private queued = 0;
+  private queue: RecordingSpan[] = [];
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private inFlight: Promise<void> | undefined;
@@ -46,40 +39,29 @@ export class SpanExportQueue {
   /** Queues an ended span (the tracer's sink): constant time, no I/O. */
   readonly add = (span: RecordingSpan): void => {
     if (this.closed) return;
-    if (this.queued >= this.options.maxQueueSize) {
+    if (this.queue.length >= this.options.maxQueueSize) {
       this.lost(1, "the export queue is full (the collector is slow or unreachable)");
       return;
     }
-    try {
-      this.open.add(span);
-    } catch (err) {
-      // Ending a span must never fail the request that ends it: a span that cannot be encoded is lost.
-      this.lost(1, `a span could not be encoded: ${err instanceof Error ? err.message : String(err)}`);
-      return;
-    }
-    this.queued++;
-    if (this.open.count >= this.options.maxBatchSize) {
-      this.full.push(this.open);
-      this.open = new EncodedSpans();
-    }
+    this.queue.push(span);
     if (this.inFlight === undefined) this.schedule();
   };
 
   /** Spans waiting to be sent. */
   get size(): number {
-    return this.queued;
+    return this.queue.length;
   }
 
   /** Sends a full batch on the next turn, a partial one once the delay passes. */
   private schedule(): void {
-    if (this.full.length > 0) {
+    if (this.queue.length >= this.options.maxBatchSize) {
       if (this.immediate !== undefined) return;
       this.immediate = setImmediate(() => {
         this.immediate = undefined;
         void this.flushOne();
       });
       this.immediate.unref();
-    } else if (this.open.count > 0 && this.timer === undefined) {
+    } else if (this.queue.length > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         void this.flushOne();
@@ -91,28 +73,23 @@ export class SpanExportQueue {
   /** Sends one batch unless one is in flight; afterwards, sends on what is waiting. */
   private flushOne(): Promise<void> {
     if (this.inFlight !== undefined) return this.inFlight;
-    if (this.queued === 0) return Promise.resolve();
+    if (this.queue.length === 0) return Promise.resolve();
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    let batch = this.full.shift();
-    if (batch === undefined) {
-      batch = this.open;
-      this.open = new EncodedSpans();
-    }
-    this.queued -= batch.count;
-    const sent = batch;
+    const batch = this.queue.length <= this.options.maxBatchSize ? this.queue : this.queue.slice(0, this.options.maxBatchSize);
+    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
     let sending: Promise<void>;
     try {
-      sending = this.send(sent);
+      sending = this.send(batch);
     } catch (err) {
-      // A sender that throws loses its batch like a failed export: it must never throw into a timer.
+      // An encoding failure loses its batch like a failed export: it must never throw into a timer.
       sending = Promise.reject(err);
     }
     const done = sending.then(
       () => undefined,
-      (err: unknown) => this.lost(sent.count, err instanceof Error ? err.message : String(err)),
+      (err: unknown) => this.lost(batch.length, err instanceof Error ? err.message : String(err)),
     );
     this.inFlight = done.then(() => {
       this.inFlight = undefined;
@@ -130,12 +107,10 @@ export class SpanExportQueue {
     this.immediate = undefined;
     while (Date.now() < deadline) {
       if (this.inFlight !== undefined) await this.inFlight;
-      else if (this.queued > 0) await this.flushOne();
+      else if (this.queue.length > 0) await this.flushOne();
       else return;
     }
-    if (this.queued > 0) this.lost(this.queued, "the gateway stopped before they could be exported");
-    this.full = [];
-    this.open = new EncodedSpans();
-    this.queued = 0;
+    if (this.queue.length > 0) this.lost(this.queue.length, "the gateway stopped before they could be exported");
+    this.queue = [];
   }
 }

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Span } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { EncodedSpans, encodeExportRequest, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
+import { encodeExportRequest, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
 import { MAX_ATTRIBUTES, RecordingTracer, type RecordingSpan } from "../../src/telemetry/recording-tracer.js";
 import { decodeExport } from "../helpers/otlp-receiver.js";
 
@@ -14,13 +14,6 @@ function recorder(): { tracer: RecordingTracer; ended: RecordingSpan[] } {
   return { tracer: new RecordingTracer((span) => ended.push(span), () => true), ended };
 }
 
-/** The export request of `ended`, encoded one span at a time as the export queue encodes them. */
-function exported(ended: readonly RecordingSpan[]): Buffer {
-  const spans = new EncodedSpans();
-  for (const span of ended) spans.add(span);
-  return encodeExportRequest(IDENTITY, spans);
-}
-
 describe("OTLP protobuf encoding", () => {
   test("round-trips ids, parent, kind, times, status and the resource's service name", () => {
     const { tracer, ended } = recorder();
@@ -29,7 +22,7 @@ describe("OTLP protobuf encoding", () => {
     client.setStatus({ code: SpanStatusCode.ERROR, message: "provider_rate_limited" });
     client.end();
     server.end(1_700_000_000_200);
-    const [decodedClient, decodedServer] = decodeExport(exported(ended));
+    const [decodedClient, decodedServer] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.ok(decodedClient && decodedServer);
     assert.equal(decodedServer.serviceName, "gw-test");
     assert.equal(decodedServer.traceId, server.spanContext().traceId);
@@ -51,7 +44,7 @@ describe("OTLP protobuf encoding", () => {
     const { tracer, ended } = recorder();
     const attributes = { text: "héllo ✓", yes: true, no: false, count: 42, big: 2 ** 40, negative: -7, ratio: 0.25, list: ["a", "b"], numbers: [1, 2.5] };
     tracer.startSpan("s", { attributes }, ROOT_CONTEXT).end();
-    const [span] = decodeExport(exported(ended));
+    const [span] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.deepEqual(span?.attributes, attributes);
   });
 
@@ -67,7 +60,7 @@ describe("OTLP protobuf encoding", () => {
       max: Number.MAX_SAFE_INTEGER,
     };
     tracer.startSpan("s", { attributes }, ROOT_CONTEXT).end();
-    const [span] = decodeExport(exported(ended));
+    const [span] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.deepEqual(span?.attributes, attributes);
   });
 
@@ -78,7 +71,7 @@ describe("OTLP protobuf encoding", () => {
     span.addEvent("gen_ai.first_token");
     span.addEvent("exception", { "exception.message": long });
     span.end();
-    const [decoded] = decodeExport(exported(ended));
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.deepEqual(decoded?.events.map((e) => e.name), ["gen_ai.first_token", "exception"]);
     assert.equal(decoded?.events[1]?.attributes["exception.message"], long);
   });
@@ -91,7 +84,7 @@ describe("OTLP protobuf encoding", () => {
       { get: (carrier, key) => carrier[key], keys: (carrier) => Object.keys(carrier) },
     );
     tracer.startSpan("s", {}, parent).end();
-    const [decoded] = decodeExport(exported(ended));
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.equal(decoded?.traceId, "0af7651916cd43dd8448eb211c80319c");
     assert.equal(decoded?.parentSpanId, "b7ad6b7169203331");
     assert.equal(decoded?.traceState, "vendor=opaque");
@@ -100,7 +93,7 @@ describe("OTLP protobuf encoding", () => {
   test("encodes a batch of many spans, each intact", () => {
     const { tracer, ended } = recorder();
     for (let i = 0; i < 600; i++) tracer.startSpan(`span ${i}`, { attributes: { index: i } }, ROOT_CONTEXT).end();
-    const decoded = decodeExport(exported(ended));
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.equal(decoded.length, 600);
     assert.deepEqual(decoded.map((s) => s.attributes["index"]), ended.map((_, i) => i));
   });
@@ -113,7 +106,7 @@ describe("recorded spans", () => {
     for (let i = 0; i < MAX_ATTRIBUTES + 5; i++) span.setAttribute(`a${i}`, i);
     span.setAttribute("a0", "replaced");
     span.end();
-    const [decoded] = decodeExport(exported(ended));
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.equal(Object.keys(decoded?.attributes ?? {}).length, MAX_ATTRIBUTES);
     assert.equal(decoded?.attributes["a0"], "replaced");
     assert.equal(decoded?.droppedAttributes, 5);
@@ -137,7 +130,7 @@ describe("recorded spans", () => {
     const contexts = spans.map((span) => span.spanContext());
     for (const span of spans) span.end();
     assert.equal(contexts[0]?.traceId, "000102030a0b0c0d00f0ff0000000001");
-    const decoded = decodeExport(exported(ended));
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.deepEqual(
       decoded.map((span) => [span.traceId, span.spanId]),
       contexts.map((context) => [context.traceId, context.spanId]),
@@ -151,7 +144,7 @@ describe("recorded spans", () => {
     const spans = [tracer.startSpan("continued", {}, parent), tracer.startSpan("fresh", {}, ROOT_CONTEXT)] as RecordingSpan[];
     const headers = spans.map((span) => span.traceparent());
     for (const span of spans) span.end();
-    const decoded = decodeExport(exported(ended));
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.deepEqual(headers, decoded.map((span) => `00-${span.traceId}-${span.spanId}-01`));
     assert.match(headers[0] ?? "", /^00-000102030a0b0c0d00f0ff0000000001-[0-9a-f]{16}-01$/);
   });
