@@ -80,6 +80,36 @@ describe("LRU map", () => {
     lru.set("big", "x".repeat(11));
     assert.equal(lru.get("big"), undefined);
   });
+
+  test("keeps recency in order through reads, replacements and removals", () => {
+    const lru = new LruMap<string, number>(3, 100, () => 1);
+    lru.set("a", 1);
+    lru.set("b", 2);
+    lru.set("c", 3);
+    assert.equal(lru.get("a"), 1);
+    assert.equal(lru.get("c"), 3);
+    lru.set("b", 20);
+    lru.delete("a");
+    lru.set("d", 4);
+    lru.set("e", 5);
+    // Newest first: e, d, b. c was the oldest when e came in.
+    assert.equal(lru.get("c"), undefined);
+    assert.equal(lru.count, 3);
+    lru.set("f", 6);
+    assert.equal(lru.get("b"), undefined);
+    assert.deepEqual([lru.get("d"), lru.get("e"), lru.get("f")], [4, 5, 6]);
+  });
+
+  test("prunes the entries it is told to drop and keeps the order of the rest", () => {
+    const lru = new LruMap<string, number>(3, 100, () => 1);
+    for (const [key, value] of [["a", 1], ["b", 2], ["c", 3]] as const) lru.set(key, value);
+    lru.prune((value) => value === 2);
+    assert.equal(lru.count, 2);
+    lru.set("d", 4);
+    lru.set("e", 5);
+    assert.equal(lru.get("a"), undefined);
+    assert.deepEqual([lru.get("c"), lru.get("d"), lru.get("e")], [3, 4, 5]);
+  });
 });
 
 /** A cache over a table that counts its reads and holds nothing, on a clock the test moves. */
