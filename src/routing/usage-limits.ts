@@ -64,26 +64,35 @@ function nonNegative(value: number): number {
 /** Budget and rate-limit state for every virtual key's provider configs. */
 export class UsageLimits {
   readonly #now: Clock;
-  readonly #entries = new Map<string, UsageEntry>();
+  // Keyed by virtual key, then provider: a lookup per request never builds a joined key string.
+  readonly #entries = new Map<string, Map<string, UsageEntry>>();
   #revision = 0;
 
   constructor(now: Clock = Date.now) {
     this.#now = now;
   }
 
+  #find(virtualKeyId: string, provider: string): UsageEntry | undefined {
+    return this.#entries.get(virtualKeyId)?.get(provider);
+  }
+
   #entry(virtualKeyId: string, provider: string): UsageEntry {
-    const id = `${virtualKeyId}\u0000${provider}`;
-    let entry = this.#entries.get(id);
+    let byProvider = this.#entries.get(virtualKeyId);
+    if (byProvider === undefined) {
+      byProvider = new Map();
+      this.#entries.set(virtualKeyId, byProvider);
+    }
+    let entry = byProvider.get(provider);
     if (entry === undefined) {
       entry = { virtualKeyId, provider, budgets: [], tokens: null };
-      this.#entries.set(id, entry);
+      byProvider.set(provider, entry);
     }
     return entry;
   }
 
   /** Returns why the config is exhausted in the current windows, or null when it may take traffic. */
   exceeded(virtualKeyId: string, config: ProviderConfig): LimitExceeded | null {
-    const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+    const entry = this.#find(virtualKeyId, config.provider);
     const now = this.#now();
     // Asked for every request, often several times: read in place, allocating nothing.
     const budgets = config.budgets;
@@ -105,7 +114,7 @@ export class UsageLimits {
     let budget = 0;
     let tokens = 0;
     for (const config of configs) {
-      const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+      const entry = this.#find(virtualKeyId, config.provider);
       for (const [index, limit] of config.budgets.entries()) {
         if (limit.maxLimit > 0) budget = Math.max(budget, (current(entry?.budgets[index] ?? null, limit.resetDurationMs, now).used / limit.maxLimit) * 100);
       }
@@ -123,7 +132,7 @@ export class UsageLimits {
    * (`resetsAtMs` Infinity).
    */
   windows(virtualKeyId: string, config: ProviderConfig): { budget: ConfigWindow | null; tokens: ConfigWindow | null } {
-    const entry = this.#entries.get(`${virtualKeyId}\u0000${config.provider}`);
+    const entry = this.#find(virtualKeyId, config.provider);
     const now = this.#now();
     const state = (window: WindowUsage | null, maxLimit: number, durationMs: number): ConfigWindow => {
       const at = current(window, durationMs, now);
@@ -165,21 +174,23 @@ export class UsageLimits {
 
   /** A deep copy of every counter, for asynchronous persistence. */
   snapshot(): UsageSnapshot {
-    return { revision: this.#revision, entries: structuredClone([...this.#entries.values()]) };
+    return { revision: this.#revision, entries: structuredClone([...this.#entries.values()].flatMap((byProvider) => [...byProvider.values()])) };
   }
 
   /** Replaces every counter with a snapshot's (start-up, before traffic). */
   restore(snapshot: UsageSnapshot): void {
     this.#entries.clear();
     for (const entry of structuredClone(snapshot.entries)) {
-      this.#entries.set(`${entry.virtualKeyId}\u0000${entry.provider}`, entry);
+      const byProvider = this.#entries.get(entry.virtualKeyId) ?? new Map<string, UsageEntry>();
+      byProvider.set(entry.provider, entry);
+      this.#entries.set(entry.virtualKeyId, byProvider);
     }
     this.#revision = snapshot.revision;
   }
 
   /** One window of a config's counters as counted here (`slot`: a budget's index, or "tokens"), or null. */
   windowOf(virtualKeyId: string, provider: string, slot: number | "tokens"): WindowUsage | null {
-    const entry = this.#entries.get(`${virtualKeyId}\u0000${provider}`);
+    const entry = this.#find(virtualKeyId, provider);
     if (entry === undefined) return null;
     const window = slot === "tokens" ? entry.tokens : (entry.budgets[slot] ?? null);
     return window === null ? null : { ...window };
@@ -201,6 +212,6 @@ export class UsageLimits {
 
   /** Drops a virtual key's counters (the key was deleted). */
   forget(virtualKeyId: string): void {
-    for (const [id, entry] of this.#entries) if (entry.virtualKeyId === virtualKeyId) this.#entries.delete(id);
+    this.#entries.delete(virtualKeyId);
   }
 }
