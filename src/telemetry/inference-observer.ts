@@ -47,8 +47,8 @@ export interface InferenceObserver {
   toolCall(name: string, failure: unknown): void;
   /** The agent loop hands `pending` tool calls back to the caller after `depth` model calls with tool calls. */
   toolCallsReturned(depth: number, pending: number): void;
-  /** A request was routed (one entry per routing decision). */
-  routed(entry: RoutingLogRecord, logTrace?: TraceIdSource): void;
+  /** A request was routed at `at` (ms since the epoch): one entry per routing decision. */
+  routed(at: number, record: RoutingLogRecord, logTrace?: TraceIdSource): void;
   /** A routing rule's condition failed to evaluate for a request (it counted as no match). */
   ruleFailed(ruleId: string, ruleName: string, error: Error, logTrace?: TraceIdSource): void;
 }

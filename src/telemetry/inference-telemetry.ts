@@ -153,8 +153,8 @@ export class InferenceTelemetry implements InferenceObserver {
     this.logger.debug({ depth, pending }, "agent loop returns the model's tool calls");
   }
 
-  routed(record: RoutingLogRecord, logTrace?: TraceIdSource): void {
-    this.routingLog.add(record);
+  routed(at: number, record: RoutingLogRecord, logTrace?: TraceIdSource): void {
+    this.routingLog.add(at, record);
     // The entry's text is built for the debug line only when that line is written.
     if (!this.logger.isLevelEnabled("debug")) return;
     const entry = record.describe();

@@ -23,42 +23,58 @@ export interface RoutingLogEntry {
   message: string;
 }
 
-/** A decision as recorded on the request path: its time, and the entry built only when someone reads it. */
-export type RoutingLogRecord = { readonly at: number; readonly describe: () => Omit<RoutingLogEntry, "time"> };
+/**
+ * A decision as recorded on the request path: its entry, built only when someone reads it. Requests that
+ * decided alike may share one record, so the ring need not keep an object of every request.
+ */
+export interface RoutingLogRecord {
+  describe(): Omit<RoutingLogEntry, "time">;
+}
 
 /** Decisions kept when no size is given. */
 export const DEFAULT_ROUTING_LOG_SIZE = 1000;
 
-/** A bounded ring of routing decisions, newest last; each entry's text is built on its first read, never per request. */
+/**
+ * A bounded ring of routing decisions, newest last; each record's entry is built on its first read, never per
+ * request. The times sit in a typed array, so recording a decision allocates nothing: an object per request
+ * kept for the ring's thousand requests would outlive V8's young-generation collections and be copied into
+ * the old generation, to die there a moment later.
+ */
 export class RoutingLog {
-  readonly #entries: (RoutingLogEntry | RoutingLogRecord | undefined)[];
+  readonly #records: (RoutingLogRecord | undefined)[];
+  readonly #times: Float64Array;
+  readonly #described = new WeakMap<RoutingLogRecord, Omit<RoutingLogEntry, "time">>();
   #next = 0;
   #count = 0;
 
   constructor(size = DEFAULT_ROUTING_LOG_SIZE) {
-    this.#entries = new Array<RoutingLogEntry | RoutingLogRecord | undefined>(Math.max(1, Math.floor(size)));
+    const slots = Math.max(1, Math.floor(size));
+    this.#records = new Array<RoutingLogRecord | undefined>(slots).fill(undefined);
+    this.#times = new Float64Array(slots);
   }
 
-  /** Records a decision, dropping the oldest when full. */
-  add(entry: RoutingLogEntry | RoutingLogRecord): void {
-    this.#entries[this.#next] = entry;
-    this.#next = (this.#next + 1) % this.#entries.length;
-    this.#count = Math.min(this.#count + 1, this.#entries.length);
+  /** Records a decision made at `at` (ms since the epoch), dropping the oldest when full. */
+  add(at: number, record: RoutingLogRecord): void {
+    this.#records[this.#next] = record;
+    this.#times[this.#next] = at;
+    this.#next = (this.#next + 1) % this.#records.length;
+    this.#count = Math.min(this.#count + 1, this.#records.length);
   }
 
   /** The kept decisions, newest first, at most `limit`. */
-  recent(limit = this.#entries.length): RoutingLogEntry[] {
+  recent(limit = this.#records.length): RoutingLogEntry[] {
     const out: RoutingLogEntry[] = [];
-    const size = this.#entries.length;
+    const size = this.#records.length;
     for (let i = 1; i <= Math.min(limit, this.#count); i++) {
       const slot = (this.#next - i + size * 2) % size;
-      const kept = this.#entries[slot];
-      if (kept === undefined) continue;
-      if ("describe" in kept) {
-        const entry = { time: new Date(kept.at).toISOString(), ...kept.describe() };
-        this.#entries[slot] = entry;
-        out.push(entry);
-      } else out.push(kept);
+      const record = this.#records[slot];
+      if (record === undefined) continue;
+      let described = this.#described.get(record);
+      if (described === undefined) {
+        described = record.describe();
+        this.#described.set(record, described);
+      }
+      out.push({ time: new Date(this.#times[slot] ?? 0).toISOString(), ...described });
     }
     return out;
   }

@@ -52,7 +52,7 @@ import { credentialFromHeaders } from "./credential.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response-cache.js";
-import { routingLogRecord, ruleVariables, sentHeaderNames } from "./rule-variables.js";
+import { RoutingLogRecords, ruleVariables, sentHeaderNames } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
 import { lazyWorstCase } from "./worst-case.js";
@@ -363,6 +363,7 @@ export function asGatewayError(err: unknown): GatewayError {
 /** Creates the inference service (chat, responses and messages) over the in-memory inference state. */
 export function createChatService(deps: ChatDeps): ChatService {
   const { inference, observer } = deps;
+  const routingLogRecords = new RoutingLogRecords();
   // Compiled once per settings change, not per request.
   let forwarding = new HeaderForwarding(deps.settings.client.allowedHeaders);
   deps.settings.onChange((settings) => {
@@ -533,7 +534,7 @@ export function createChatService(deps: ChatDeps): ChatService {
       );
       decision = withAffinity(balance(decision, virtualKey), sessionId, call.body.model);
       plan = cachePlan(call, decision, virtualKey, cacheHeaders);
-      observer.routed(routingLogRecord(Date.now(), call.body.model, decision, virtualKey), call.scope?.trace);
+      observer.routed(Date.now(), routingLogRecords.recordOf(call.body.model, decision, virtualKey), call.scope?.trace);
       remembered = plan === null || deps.cache === undefined ? null : deps.cache.recall(plan);
       if (virtualKey !== null) {
         // Reserved before any upstream call, so concurrent requests (on any node) cannot all take the last room.

@@ -82,14 +82,72 @@ function catalogMessage(resolution: CatalogResolution, primary: RouteTarget): st
   return `model-catalog: model "${resolution.model}" has ${options.length} catalog option${options.length === 1 ? "" : "s"} [${options.join(", ")}]; selected provider "${resolution.selected}"${moved}: ${formatTarget(primary)}`;
 }
 
+/** Requested model names remembered per virtual key; past it the memo starts over (names come from callers). */
+const RECORDS_PER_KEY = 256;
+
+/** A decision as the routing log keeps it: the three values its entry is built from, when read. */
+class DecisionRecord implements RoutingLogRecord {
+  constructor(
+    readonly requestedModel: string,
+    readonly decision: RoutingDecision,
+    readonly virtualKey: VirtualKey | null,
+  ) {}
+
+  describe(): Omit<RoutingLogEntry, "time"> {
+    return routingLogEntry(this.requestedModel, this.decision, this.virtualKey);
+  }
+}
+
 /**
- * A decision as the routing log keeps it, its entry built only when read. Built here, apart from the request
- * handler, so the closure holds the three values it reads: one made in the handler held the handler's whole
- * scope (the call, its body and signal), and the log's last thousand decisions kept a thousand requests alive
- * long enough to reach V8's old generation.
+ * The routing log's records, one shared by every request of a virtual key that named the same model and was
+ * routed the same way. The log keeps its last thousand decisions; a record (and the decision it holds) made
+ * per request lived through V8's young-generation collections and was copied into the old generation, about
+ * 150 KB per collection under load, all garbage a moment later, which the old generation's collections then
+ * had to clear. A repeated decision now keeps nothing new.
  */
-export function routingLogRecord(at: number, requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogRecord {
-  return { at, describe: () => routingLogEntry(requestedModel, decision, virtualKey) };
+export class RoutingLogRecords {
+  // Weakly keyed: a virtual key replaced by an update takes its records with it.
+  readonly #byKey = new WeakMap<VirtualKey, Map<string, DecisionRecord>>();
+  readonly #keyless = new Map<string, DecisionRecord>();
+
+  /** The record of a decision: a kept one when it describes the same decision. */
+  recordOf(requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogRecord {
+    let byModel = virtualKey === null ? this.#keyless : this.#byKey.get(virtualKey);
+    if (byModel === undefined) {
+      byModel = new Map();
+      this.#byKey.set(virtualKey as VirtualKey, byModel);
+    }
+    const known = byModel.get(requestedModel);
+    if (known !== undefined && sameDecision(known.decision, decision)) return known;
+    const record = new DecisionRecord(requestedModel, decision, virtualKey);
+    if (byModel.size >= RECORDS_PER_KEY) byModel.clear();
+    byModel.set(requestedModel, record);
+    return record;
+  }
+}
+
+function sameTarget(a: RouteTarget, b: RouteTarget): boolean {
+  return a.provider === b.provider && a.model === b.model;
+}
+
+function sameList<T>(a: readonly T[], b: readonly T[], same: (x: T, y: T) => boolean): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (!same(a[i] as T, b[i] as T)) return false;
+  return true;
+}
+
+function sameCandidate(a: CatalogResolution["options"][number], b: CatalogResolution["options"][number]): boolean {
+  return a.provider === b.provider && a.rule === b.rule && a.model === b.model;
+}
+
+/** True when two decisions give the same routing log entry: every field routingLogEntry reads is equal. */
+export function sameDecision(a: RoutingDecision, b: RoutingDecision): boolean {
+  if (a === b) return true;
+  if (!sameTarget(a.primary, b.primary) || a.rule?.id !== b.rule?.id || a.rule?.name !== b.rule?.name) return false;
+  if (!sameList(a.fallbacks, b.fallbacks, sameTarget) || !sameList(a.enginesUsed, b.enginesUsed, (x, y) => x === y)) return false;
+  if (a.catalog === b.catalog) return true;
+  if (a.catalog === undefined || b.catalog === undefined) return false;
+  return a.catalog.model === b.catalog.model && a.catalog.selected === b.catalog.selected && sameList(a.catalog.options, b.catalog.options, sameCandidate);
 }
 
 /** The routing log entry of a decision, but its time. */
