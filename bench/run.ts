@@ -31,7 +31,10 @@
  * 6. tracing's cost (when both `gateway` and `gateway-traced` run the throughput phase): the closed loop of 1
  *    against the two in turn, one-second slices in the order A B B A repeated (2 x BENCH_SECONDS in all), so
  *    the machine's drift between minutes weighs on both alike: throughput and CPU per request of each.
- * 7. memory: peak RSS of each target's whole process tree (the process and every descendant, their
+ * 7. cache hits against the floor (when `gateway` runs the cache-hit phase): floor-json's pass-through and the
+ *    gateway's cache hits take turns the same way, so the hits' multiple of the floor comes from the same
+ *    seconds of the machine rather than from phases minutes apart.
+ * 8. memory: peak RSS of each target's whole process tree (the process and every descendant, their
  *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
  *    the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
@@ -449,21 +452,32 @@ async function throughput(url: string, pid: number | undefined, errors: Errors, 
 /** Throughput figures of one target. */
 type Figures = { rps: number; requests: number; cpuUsPerRequest: number };
 
+/** A target of the turn-taking loop, and the requests it is sent (phase 1's when no shape is given). */
+interface Turn {
+  url: string;
+  pid: number | undefined;
+  shape?: RequestShape;
+}
+
 /**
- * The closed loop of phase 1 against two targets taking turns in one-second slices, in the order A B B A
- * repeated: a machine that speeds up or slows down during the measurement weighs on both alike, where
- * measuring one after the other charges the drift to whichever came second. 2 x SECONDS slices in all.
+ * A closed loop against two targets taking turns in one-second slices, in the order A B B A repeated: a
+ * machine that speeds up or slows down during the measurement weighs on both alike, where measuring one
+ * after the other charges the drift to whichever came second. 2 x SECONDS slices in all.
  */
-async function interleavedThroughput(a: { url: string; pid: number | undefined }, b: { url: string; pid: number | undefined }, errors: Errors): Promise<{ a: Figures; b: Figures }> {
-  const targets = [a, b].map((target) => ({ ...target, pool: new Pool(target.url, { connections: CONNECTIONS, pipelining: 1 }), requests: 0, ms: 0, cpuMs: 0 }));
+async function interleavedThroughput(a: Turn, b: Turn, errors: Errors): Promise<{ a: Figures; b: Figures }> {
+  const targets = [a, b].map((target) => ({ ...target, shape: target.shape ?? PLAIN, pool: new Pool(target.url, { connections: CONNECTIONS, pipelining: 1 }), requests: 0, ms: 0, cpuMs: 0 }));
   try {
-    for (const target of targets) await closedLoop(target.pool, performance.now() + WARMUP_MS, errors, PLAIN);
+    for (const target of targets) {
+      // A cached shape's first request is the miss that fills the cache: not an error.
+      if (target.shape.cache !== undefined) await chat(target.pool, new Errors(), { headers: target.shape.headers });
+      await closedLoop(target.pool, performance.now() + WARMUP_MS, errors, target.shape);
+    }
     for (let slice = 0; slice < 2 * SECONDS; slice++) {
       const target = targets[slice % 4 === 0 || slice % 4 === 3 ? 0 : 1];
       if (target === undefined) continue;
       const cpuBefore = cpuMs(target.pid);
       const started = performance.now();
-      target.requests += await closedLoop(target.pool, started + 1_000, errors, PLAIN);
+      target.requests += await closedLoop(target.pool, started + 1_000, errors, target.shape);
       target.ms += performance.now() - started;
       target.cpuMs += cpuMs(target.pid) - cpuBefore;
     }
@@ -883,6 +897,14 @@ async function main(): Promise<void> {
     const run = await phase("gateway, gateway-traced", "throughput", `taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(untraced, traced, errors), null);
     if (run !== null) tracingCost = { untraced: run.a, traced: run.b, errors: errors.count, errorSamples: [...errors.samples] };
   }
+  // The cache's goal measured the same way: the floor's pass-through and the gateway's hits take turns.
+  const floorJson = targets.find((t) => t.kind === "floor");
+  let hitsInTurns: { floor: Figures; hits: Figures; errors: number; errorSamples: string[] } | null = null;
+  if (untraced !== undefined && floorJson !== undefined && SELECTED_PHASES.has("cache-hit")) {
+    const errors = new Errors();
+    const run = await phase("floor-json, gateway", "cache-hit", `pass-through and cache hits taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(floorJson, { ...untraced, shape: CACHE_HIT }, errors), null);
+    if (run !== null) hitsInTurns = { floor: run.a, hits: run.b, errors: errors.count, errorSamples: [...errors.samples] };
+  }
   let clusterResult: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null = null;
   if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
     const errors = new Errors();
@@ -912,7 +934,16 @@ async function main(): Promise<void> {
     console.log(`tracing errors: ${tracingCost.errors}${tracingCost.errors > 0 ? "  <- INVALID RUN" : ""}`);
     for (const sample of tracingCost.errorSamples) console.log(`  tracing: ${sample}`);
   }
-  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0);
+  if (hitsInTurns !== null) {
+    const { floor: pass, hits } = hitsInTurns;
+    console.log(
+      `cache hits, taking turns with floor-json's pass-through: ${fmt(hits.rps, 0)} hits/s at ${fmt(hits.cpuUsPerRequest, 0)} µs CPU, pass-through ${fmt(pass.rps, 0)} req/s ` +
+        `at ${fmt(pass.cpuUsPerRequest, 0)} µs: ${fmt(hits.rps / pass.rps)}x the floor's pass-through`,
+    );
+    console.log(`cache-hit turns errors: ${hitsInTurns.errors}${hitsInTurns.errors > 0 ? "  <- INVALID RUN" : ""}`);
+    for (const sample of hitsInTurns.errorSamples) console.log(`  cache-hit turns: ${sample}`);
+  }
+  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0);
   writeFileSync(
     LAST_RUN,
     `${JSON.stringify(
@@ -925,6 +956,7 @@ async function main(): Promise<void> {
         results,
         cluster: clusterResult,
         tracingInTurns: tracingCost,
+        cacheHitsInTurns: hitsInTurns,
         errors,
         valid: errors === 0,
       },
