@@ -32,6 +32,8 @@ export interface OtlpTracingOptions {
   dropReportIntervalMs?: number;
   /** How long ended spans wait to be exported in a batch (default 5 s; tests shorten it). */
   exportDelayMs?: number;
+  /** How long connecting, then the collector's answer, may each take before the batch is lost (default 10 s). */
+  exportTimeoutMs?: number;
 }
 
 const DEFAULT_QUEUE = 2048;
@@ -49,7 +51,7 @@ export async function startOtlpTracing(options: OtlpTracingOptions, logger: Logg
     scopeName: "gw",
     scopeVersion: version,
   };
-  const collector = new CollectorClient(options.url, options.headers, identity);
+  const collector = new CollectorClient(options.url, options.headers, identity, options.exportTimeoutMs ?? EXPORT_TIMEOUT_MS);
   const maxQueueSize = options.maxQueueSize ?? DEFAULT_QUEUE;
   const queue = new SpanExportQueue((spans) => collector.send(spans), (count, reason) => losses.add(count, reason), {
     maxQueueSize,
@@ -95,9 +97,12 @@ class CollectorClient {
     url: string,
     headers: Record<string, string>,
     private readonly identity: ExportIdentity,
+    timeoutMs: number,
   ) {
     const parsed = new URL(url);
-    this.pool = new Pool(parsed.origin, { connections: 2, headersTimeout: EXPORT_TIMEOUT_MS, bodyTimeout: EXPORT_TIMEOUT_MS });
+    // The pool's timeouts bound every export (connecting, waiting for the answer, reading it), so an export
+    // needs no signal of its own: a per-export timeout signal and its timer outlived the export by seconds.
+    this.pool = new Pool(parsed.origin, { connections: 2, connectTimeout: timeoutMs, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     this.path = `${parsed.pathname}${parsed.search}`;
     this.headers = { ...headers, "content-type": "application/x-protobuf" };
     if (parsed.username !== "" || parsed.password !== "") {
@@ -107,7 +112,7 @@ class CollectorClient {
 
   async send(spans: readonly RecordingSpan[]): Promise<void> {
     const body = encodeExportRequest(this.identity, spans);
-    const res = await this.pool.request({ path: this.path, method: "POST", headers: this.headers, body, signal: AbortSignal.timeout(EXPORT_TIMEOUT_MS) });
+    const res = await this.pool.request({ path: this.path, method: "POST", headers: this.headers, body });
     await res.body.dump();
     if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`the collector answered ${res.statusCode}`);
   }

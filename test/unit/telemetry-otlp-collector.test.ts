@@ -94,4 +94,23 @@ describe("the OTLP collector client", () => {
     assert.equal(dropped["dropped_spans"], 3);
     assert.match(String(dropped["reason"]), /503/);
   });
+
+  // The timeout keeps a stop from waiting on a collector that never answers; the guard fails a hang.
+  test("counts a batch the collector never answers as dropped once the export times out", { timeout: 8_000 }, async () => {
+    const sockets = new Set<import("node:net").Socket>();
+    const server = createServer(() => undefined);
+    server.on("connection", (socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    servers.push(server);
+    const { logger, lines } = capturedLogger();
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/traces`;
+    const tracing = await startOtlpTracing({ ...options(url), exportTimeoutMs: 200 }, logger, "1.0.0");
+    for (let i = 0; i < 2; i++) tracing.tracer.startSpan(`span ${i}`, {}, ROOT_CONTEXT).end();
+    await tracing.shutdown();
+    for (const socket of sockets) socket.destroy();
+    const dropped = lines.find((line) => line["msg"] === "tracing: spans were dropped");
+    assert.ok(dropped, `no line reports the lost spans: ${JSON.stringify(lines)}`);
+    assert.equal(dropped["dropped_spans"], 2);
+    assert.match(String(dropped["reason"]), /timeout/i);
+  });
 });
