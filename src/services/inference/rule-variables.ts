@@ -112,17 +112,22 @@ export class RoutingLogRecords {
 
   /** The record of a decision: a kept one when it describes the same decision. */
   recordOf(requestedModel: string, decision: RoutingDecision, virtualKey: VirtualKey | null): RoutingLogRecord {
-    let byModel = virtualKey === null ? this.#keyless : this.#byKey.get(virtualKey);
-    if (byModel === undefined) {
-      byModel = new Map();
-      this.#byKey.set(virtualKey as VirtualKey, byModel);
-    }
+    const byModel = virtualKey === null ? this.#keyless : this.#recordsOf(virtualKey);
     const known = byModel.get(requestedModel);
     if (known !== undefined && sameDecision(known.decision, decision)) return known;
     const record = new DecisionRecord(requestedModel, decision, virtualKey);
     if (byModel.size >= RECORDS_PER_KEY) byModel.clear();
     byModel.set(requestedModel, record);
     return record;
+  }
+
+  #recordsOf(virtualKey: VirtualKey): Map<string, DecisionRecord> {
+    let byModel = this.#byKey.get(virtualKey);
+    if (byModel === undefined) {
+      byModel = new Map();
+      this.#byKey.set(virtualKey, byModel);
+    }
+    return byModel;
   }
 }
 
