@@ -4,6 +4,7 @@
  * `snapshot()` on an interval and feeds it back through `restore()` at start-up, so a restart loses at most
  * one interval of counts.
  */
+import { innerMap } from "../telemetry/nested-map.js";
 import type { Clock, ProviderConfig } from "./types.js";
 
 /** Why a provider config cannot take more traffic now. */
@@ -77,11 +78,7 @@ export class UsageLimits {
   }
 
   #entry(virtualKeyId: string, provider: string): UsageEntry {
-    let byProvider = this.#entries.get(virtualKeyId);
-    if (byProvider === undefined) {
-      byProvider = new Map();
-      this.#entries.set(virtualKeyId, byProvider);
-    }
+    const byProvider = innerMap(this.#entries, virtualKeyId);
     let entry = byProvider.get(provider);
     if (entry === undefined) {
       entry = { virtualKeyId, provider, budgets: [], tokens: null };
@@ -180,11 +177,7 @@ export class UsageLimits {
   /** Replaces every counter with a snapshot's (start-up, before traffic). */
   restore(snapshot: UsageSnapshot): void {
     this.#entries.clear();
-    for (const entry of structuredClone(snapshot.entries)) {
-      const byProvider = this.#entries.get(entry.virtualKeyId) ?? new Map<string, UsageEntry>();
-      byProvider.set(entry.provider, entry);
-      this.#entries.set(entry.virtualKeyId, byProvider);
-    }
+    for (const entry of structuredClone(snapshot.entries)) innerMap(this.#entries, entry.virtualKeyId).set(entry.provider, entry);
     this.#revision = snapshot.revision;
   }
 

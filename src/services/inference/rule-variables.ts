@@ -146,7 +146,7 @@ function sameCandidate(a: CatalogResolution["options"][number], b: CatalogResolu
 }
 
 /** True when two decisions give the same routing log entry: every field routingLogEntry reads is equal. */
-export function sameDecision(a: RoutingDecision, b: RoutingDecision): boolean {
+function sameDecision(a: RoutingDecision, b: RoutingDecision): boolean {
   if (a === b) return true;
   if (!sameTarget(a.primary, b.primary) || a.rule?.id !== b.rule?.id || a.rule?.name !== b.rule?.name) return false;
   if (!sameList(a.fallbacks, b.fallbacks, sameTarget) || !sameList(a.enginesUsed, b.enginesUsed, (x, y) => x === y)) return false;
