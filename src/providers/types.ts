@@ -166,10 +166,21 @@ export interface ProviderResult {
  * events (each with a `type`) for responses; Anthropic events (each with a `type`) for messages. Breaking
  * out of the loop frees the upstream connection.
  */
-export interface ProviderStream extends AsyncIterable<JsonObject> {
+export interface ProviderStream extends ChunkStream {
   readonly status: number;
   /** Token usage once the stream has ended; null before, or when the upstream never reported it. */
   usage(): TokenUsage | null;
+}
+
+/**
+ * Streamed events, one at a time; a stream that can also hands them over grouped as they arrived (one
+ * upstream read's events per batch). Every layer of async iteration costs each item a promise and a turn
+ * of the microtask queue, and an upstream read often holds tens of events: a consumer that writes them
+ * out together iterates `batches()` instead. Either way of iterating consumes the stream.
+ */
+export interface ChunkStream extends AsyncIterable<JsonObject> {
+  /** The same events in batches, none empty. */
+  batches?(): AsyncIterable<readonly JsonObject[]>;
 }
 
 /** One model as a provider's list-models API reports it. */

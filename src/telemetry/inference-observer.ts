@@ -35,8 +35,8 @@ export interface InferenceObserver {
   targetFailed(labels: BaseLabels, error: GatewayError, cause: unknown, next: FallbackTarget | undefined): void;
   /** The first event of a stream, `seconds` after the request arrived. */
   firstToken(labels: BaseLabels, seconds: number): void;
-  /** A later event of a stream, `seconds` after the one before. */
-  chunk(labels: BaseLabels, seconds: number): void;
+  /** `count` later events of a stream arrived together, `seconds` after the one before them (each of the rest 0 s after it). */
+  chunks(labels: BaseLabels, seconds: number, count: number): void;
   /** The outcome of a routed request, once: served when `error` is null; `retries` counts key rotations and fallbacks. */
   final(labels: BaseLabels, retries: number, error: GatewayError | null): void;
   /** A request answered from the response cache (no provider call, no usage). */

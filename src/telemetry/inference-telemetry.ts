@@ -96,8 +96,8 @@ export class InferenceTelemetry implements InferenceObserver {
     this.metrics.recordFirstToken(labels, seconds);
   }
 
-  chunk(labels: BaseLabels, seconds: number): void {
-    this.metrics.recordInterToken(labels, seconds);
+  chunks(labels: BaseLabels, seconds: number, count: number): void {
+    this.metrics.recordInterTokens(labels, seconds, count);
   }
 
   final(labels: BaseLabels, retries: number, error: GatewayError | null): void {

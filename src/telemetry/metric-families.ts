@@ -84,8 +84,8 @@ export class HistogramFamily {
     readonly buckets: readonly number[],
   ) {}
 
-  /** Counts `value` (finite, checked by the caller) in the series of `set`. */
-  observe(set: LabelSet, value: number): void {
+  /** Counts `value` (finite, checked by the caller) `times` times in the series of `set`. */
+  observe(set: LabelSet, value: number, times = 1): void {
     let series = this.series.get(set.key);
     if (series === undefined) {
       series = { labels: set.labels, counts: new Float64Array(this.buckets.length), sum: 0, count: 0 };
@@ -94,12 +94,12 @@ export class HistogramFamily {
     const buckets = this.buckets;
     for (let i = 0; i < buckets.length; i++) {
       if (value <= (buckets[i] as number)) {
-        series.counts[i] = (series.counts[i] as number) + 1;
+        series.counts[i] = (series.counts[i] as number) + times;
         break;
       }
     }
-    series.sum += value;
-    series.count++;
+    series.sum += value * times;
+    series.count += times;
   }
 
   /** The family as prom-client's Registry formats it: cumulative buckets, +Inf, then _sum and _count per series. */

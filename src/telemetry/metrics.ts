@@ -755,11 +755,15 @@ export class Metrics {
     this.enqueue((m, l) => m.firstToken.observe(l.base(base, c), seconds));
   }
 
-  /** gw_stream_inter_token_latency_seconds. */
-  recordInterToken(base: BaseLabels, seconds: number, custom?: CustomLabelValues): void {
+  /** gw_stream_inter_token_latency_seconds: `count` events, the first `seconds` after the one before, the rest together with it. */
+  recordInterTokens(base: BaseLabels, seconds: number, count: number, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;
-    if (!finite(seconds)) return;
-    this.enqueue((m, l) => m.interToken.observe(l.base(base, c), seconds));
+    if (!finite(seconds) || count < 1) return;
+    this.enqueue((m, l) => {
+      const labels = l.base(base, c);
+      m.interToken.observe(labels, seconds);
+      if (count > 1) m.interToken.observe(labels, 0, count - 1);
+    });
   }
 
   /** gw_key_rotation_events_total: one actual key swap. */

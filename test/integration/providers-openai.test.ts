@@ -171,6 +171,32 @@ describe("openai streaming", () => {
     });
   });
 
+  test("hands over the events of one network read as one batch", async () => {
+    const part = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "part" } }] });
+    // One write of three small events: one read on loopback.
+    await withSseUpstream([part, part, part, "[DONE]"], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      assert.ok(stream.batches, "an SSE chat stream offers batches");
+      const sizes: number[] = [];
+      for await (const batch of stream.batches()) sizes.push(batch.length);
+      assert.deepEqual(sizes, [3]);
+    });
+  });
+
+  test("in batches, hands over the events before a failing one, then fails", async () => {
+    const part = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "part" } }] });
+    await withSseUpstream([part, part, JSON.stringify({ error: { message: "overloaded" } })], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      const batches = stream.batches?.();
+      assert.ok(batches, "an SSE chat stream offers batches");
+      const seen: number[] = [];
+      await assert.rejects(async () => {
+        for await (const batch of batches) seen.push(batch.length);
+      }, /failed mid-stream: overloaded/);
+      assert.deepEqual(seen, [2]);
+    });
+  });
+
   test("streams a tool call with its arguments split across chunks", async () => {
     const stream = await openai.chatStream({ model: "m", messages: [{ role: "user", content: "w" }], tools: [WEATHER_TOOL], stream: true }, { key });
     const calls = deltas(await collect(stream)).flatMap((d) => (d["tool_calls"] as JsonObject[] | undefined) ?? []);

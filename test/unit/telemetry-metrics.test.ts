@@ -62,7 +62,7 @@ function recordEverything(m: Metrics): void {
   m.recordCacheHit(BASE_VALUES, "direct");
   m.recordRetries(BASE_VALUES, 1);
   m.recordFirstToken(BASE_VALUES, 0.1);
-  m.recordInterToken(BASE_VALUES, 0.01);
+  m.recordInterTokens(BASE_VALUES, 0.01, 1);
   m.recordKeyRotation({ provider: "openai", requestedModel: "gpt-4o-mini", keyId: "k1", keyName: "main", failReason: "rate_limited" });
   m.activeRequestStarted("chat");
   m.setProviderKeyUp("openai", "k1", "main", true);
@@ -107,6 +107,16 @@ test("gw_request_retries has the buckets 0,1,2,3,5,10", async () => {
   m.recordRetries(BASE_VALUES, 2);
   const samples = parseExposition((await m.exposition()).body).filter((s) => s.name === "gw_request_retries_bucket");
   assert.deepEqual(samples.map((s) => s.labels["le"]), ["0", "1", "2", "3", "5", "10", "+Inf"]);
+});
+
+test("events that arrived together count as inter-token gaps of zero after the first", async () => {
+  const m = new Metrics();
+  m.recordInterTokens(BASE_VALUES, 0.02, 3);
+  const samples = parseExposition((await m.exposition()).body);
+  assert.equal(total(samples, "gw_stream_inter_token_latency_seconds_count"), 3);
+  assert.equal(total(samples, "gw_stream_inter_token_latency_seconds_sum"), 0.02);
+  const lowest = samples.find((s) => s.name === "gw_stream_inter_token_latency_seconds_bucket");
+  assert.equal(lowest?.value, 2);
 });
 
 test("recording does no metric work until the queue is flushed", async () => {

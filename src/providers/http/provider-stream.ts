@@ -43,6 +43,7 @@ export function providerStream(
     res.body.destroy();
     throw new ProviderError(provider, res.status, "provider_unavailable", `${provider} answered a stream request with content type ${upstreamText(res.contentType, 100)} instead of text/event-stream`);
   }
+  if (typeof translate !== "function" && decode === parseSse) return new MappedSseStream(provider, res, signal, translate, usage);
   return new UpstreamEventStream(provider, res, signal, translate, usage, decode);
 }
 
@@ -72,8 +73,8 @@ class UpstreamEventStream implements ProviderStream {
   private started = false;
 
   constructor(
-    private readonly provider: string,
-    private readonly res: UpstreamResponse,
+    protected readonly provider: string,
+    protected readonly res: UpstreamResponse,
     private readonly signal: AbortSource | undefined,
     private readonly translate: EventTranslator | EventMapper,
     readonly usage: () => TokenUsage | null,
@@ -83,43 +84,87 @@ class UpstreamEventStream implements ProviderStream {
   }
 
   /** The bound on the answer's bytes, as the SSE parser checks it. */
-  private limit(): SseByteLimit {
+  protected limit(): SseByteLimit {
     return { maxBytes: this.res.maxBytes, error: () => tooLarge(this.provider, this.res.maxBytes) };
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
+  /** Marks the stream read; a provider stream is single use. */
+  protected start(): void {
     if (this.started) throw new Error(`${this.provider} stream iterated twice: a provider stream is single use`);
     this.started = true;
-    const body = this.res.body;
+  }
+
+  /** A failure while reading, as the error the caller sees (the abort's reason once aborted). */
+  protected failed(err: unknown): unknown {
+    return transportError(this.provider, err, this.signal);
+  }
+
+  /** An unfinished body (consumer broke out, or an error) would hold the socket: destroying it aborts the upstream request. */
+  protected release(finished: boolean): void {
+    if (!finished && !this.res.body.destroyed) this.res.body.destroy();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
+    this.start();
     let finished = false;
     try {
       const translate = this.translate;
-      if (typeof translate !== "function" && this.decode === parseSse) {
-        // The common case, an SSE stream mapped event by event, iterates the body alone: the parser is
-        // synchronous and counts the bytes itself, so each event costs no async layer of its own.
-        const parser = new SseParser(this.limit());
-        for await (const bytes of body) {
-          for (const event of parser.push(bytes)) {
-            const chunk = translate.map(event);
-            if (chunk !== null) yield chunk;
-          }
+      const body = this.res.body;
+      const events = this.decode === parseSse ? parseSse(body, this.limit()) : this.decode(capped(this.provider, body, this.res.maxBytes));
+      if (typeof translate === "function") yield* translate(events);
+      else
+        for await (const event of events) {
+          const chunk = translate.map(event);
+          if (chunk !== null) yield chunk;
         }
-      } else {
-        const events = this.decode === parseSse ? parseSse(body, this.limit()) : this.decode(capped(this.provider, body, this.res.maxBytes));
-        if (typeof translate === "function") yield* translate(events);
-        else
-          for await (const event of events) {
-            const chunk = translate.map(event);
-            if (chunk !== null) yield chunk;
+      finished = true;
+    } catch (err) {
+      throw this.failed(err);
+    } finally {
+      this.release(finished);
+    }
+  }
+}
+
+/**
+ * The common case, an SSE stream mapped event by event: it iterates the body alone, since the parser is
+ * synchronous and counts the bytes itself, so an event costs no async layer of its own; and it hands
+ * over each network read's events as one batch to a consumer that takes them so.
+ */
+class MappedSseStream extends UpstreamEventStream {
+  constructor(provider: string, res: UpstreamResponse, signal: AbortSource | undefined, private readonly mapper: EventMapper, usage: () => TokenUsage | null) {
+    super(provider, res, signal, mapper, usage, parseSse);
+  }
+
+  override async *[Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
+    for await (const batch of this.batches()) for (const chunk of batch) yield chunk;
+  }
+
+  async *batches(): AsyncGenerator<readonly JsonObject[]> {
+    this.start();
+    let finished = false;
+    try {
+      const parser = new SseParser(this.limit());
+      const mapper = this.mapper;
+      for await (const bytes of this.res.body) {
+        const batch: JsonObject[] = [];
+        try {
+          for (const event of parser.push(bytes)) {
+            const chunk = mapper.map(event);
+            if (chunk !== null) batch.push(chunk);
           }
+        } catch (err) {
+          // The events before a failing one were sent before it: the caller gets them, then the failure.
+          if (batch.length > 0) yield batch;
+          throw err;
+        }
+        if (batch.length > 0) yield batch;
       }
       finished = true;
     } catch (err) {
-      throw transportError(this.provider, err, this.signal);
+      throw this.failed(err);
     } finally {
-      // An unfinished body (consumer broke out, or an error) would hold the socket: destroying it
-      // aborts the upstream request.
-      if (!finished && !body.destroyed) body.destroy();
+      this.release(finished);
     }
   }
 }

@@ -9,7 +9,7 @@
  */
 import { RequestAbort } from "../../cancellation.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
-import type { ChatRequest, JsonObject } from "../../providers/types.js";
+import type { ChatRequest, ChunkStream, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import { asGatewayError, type CallMethod, type ChatCall, type ChatService, type MethodBody } from "../../services/inference/chat.js";
 import type { Logger } from "../../telemetry/logger.js";
@@ -136,16 +136,27 @@ const CHAT_ENDPOINT: V1Endpoint = {
   textChunks: true,
 };
 
-async function writeStream(res: Res, chunks: AsyncIterable<JsonObject>, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger, headers: Record<string, string>): Promise<void> {
+async function writeStream(res: Res, chunks: ChunkStream, framing: SseFraming, errorBody: ErrorEnvelope, name: string, logger: Logger, headers: Record<string, string>): Promise<void> {
   res.writeHead(200, { ...headers, "content-type": "text/event-stream", "cache-control": "no-cache" });
   const writer = new SseWriter(res);
   try {
-    for await (const chunk of chunks) {
-      if (gone(res)) break;
-      writer.write(framing.event(chunk));
-      const room = writer.room();
-      if (room !== null) await room;
-    }
+    if (chunks.batches !== undefined) {
+      // An upstream read's events go out framed together: one async step per read, not per event.
+      for await (const batch of chunks.batches()) {
+        if (gone(res)) break;
+        let text = "";
+        for (const chunk of batch) text += framing.event(chunk);
+        writer.write(text);
+        const room = writer.room();
+        if (room !== null) await room;
+      }
+    } else
+      for await (const chunk of chunks) {
+        if (gone(res)) break;
+        writer.write(framing.event(chunk));
+        const room = writer.room();
+        if (room !== null) await room;
+      }
   } catch (err) {
     if (gone(res)) return;
     const error = asGatewayError(err);

@@ -3,8 +3,9 @@
  * event loop into one write. An upstream's network read usually holds many events, and each write of a
  * chunked HTTP/1.1 response costs four socket writes of its own (size, CRLF, data, CRLF) and a chunk
  * header on the wire: per event, that was most of what a streamed answer cost the gateway beyond the
- * upstream's own bytes. Events are held only until the current turn ends (a nextTick, which runs once the
- * microtasks carrying the events have drained), so none waits for a later network read.
+ * upstream's own bytes. Events are held until the event loop has run the callbacks of the network reads
+ * at hand (a setImmediate), so none waits for a later read, and a stream whose end arrived in the same
+ * read goes out with its end in one write where a flush at the end of the turn took two.
  */
 import type { Writable } from "node:stream";
 import type { Res } from "../node-http.js";
@@ -47,13 +48,13 @@ export class SseWriter {
     this.out = res;
   }
 
-  /** Queues `text` to go out at the end of this turn (at once past HOLD_LIMIT). */
+  /** Queues `text` to go out once this loop iteration's reads are handled (at once past HOLD_LIMIT). */
   write(text: string): void {
     this.held += text;
     if (this.held.length >= HOLD_LIMIT) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
-      process.nextTick(flushWriter, this);
+      setImmediate(flushWriter, this);
     }
   }
 

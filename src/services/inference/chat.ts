@@ -21,6 +21,7 @@ import { ProviderError } from "../../providers/provider-error.js";
 import { chunkFields } from "../../providers/raw-event.js";
 import type {
   CallOptions,
+  ChunkStream,
   ChatRequest,
   CountTokensRequest,
   EmbeddingsRequest,
@@ -52,6 +53,7 @@ import { credentialFromHeaders } from "./credential.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
 import type { CacheHit, CachePlan, CacheStatus, ResponseCache } from "./response-cache.js";
+import { RelayedStream } from "./relayed-stream.js";
 import { RoutingLogRecords, ruleVariables, sentHeaderNames } from "./rule-variables.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { Inference, InferenceProvider } from "./state.js";
@@ -113,7 +115,7 @@ export type ChatOutcome = (
       /** `body` exactly as the upstream serialised it, when it is forwarded unchanged: sent as is, never re-encoded. */
       raw?: string;
     }
-  | { kind: "stream"; chunks: AsyncIterable<JsonObject> }
+  | { kind: "stream"; chunks: ChunkStream }
 ) & {
   /** How the response cache served the request; absent when caching was off for it (the `x-gw-cache` header). */
   cache?: CacheStatus;
@@ -398,42 +400,6 @@ export function createChatService(deps: ChatDeps): ChatService {
     if (virtualKey !== null && config !== null) inference.limits.record(virtualKey.id, config, { costUsd: cost ?? 0, tokens: input + output });
     if (hold !== null) inference.gate.settle(hold, cost ?? 0, input + output, virtualKey !== null && config !== null ? { virtualKeyId: virtualKey.id, config } : null);
     else if (virtualKey !== null) inference.hierarchy.charge(virtualKey, cost ?? 0, input + output);
-  }
-
-  /**
-   * Wraps a stream so usage and the final outcome are reported once it ends, fails or is abandoned:
-   * exactly once, since onEnd also gives back the provider's call slot.
-   */
-  async function* relay(
-    stream: ProviderStream,
-    onEnd: (usage: TokenUsage | null, err: unknown) => void,
-    base: BaseLabels,
-    startedAt: number,
-    span: AttemptSpan | undefined,
-  ): AsyncGenerator<JsonObject> {
-    let ended = false;
-    let failure: unknown = null;
-    let first = true;
-    let last = startedAt;
-    try {
-      for await (const chunk of stream) {
-        const now = performance.now();
-        if (first) {
-          observer.firstToken(base, (now - startedAt) / 1000);
-          span?.firstToken();
-        } else observer.chunk(base, (now - last) / 1000);
-        first = false;
-        last = now;
-        yield chunk;
-      }
-      ended = true;
-    } catch (err) {
-      ended = true;
-      failure = err;
-      throw err;
-    } finally {
-      onEnd(stream.usage(), ended ? failure : new GatewayError("unavailable", "the client closed the stream", { type: "caller_closed_request", httpStatus: 499 }));
-    }
   }
 
   function ruleSubject(virtualKey: VirtualKey | null): RuleSubject {
@@ -782,7 +748,7 @@ export function createChatService(deps: ChatDeps): ChatService {
           const retries = state.retries;
           const streamStarted = attemptStarted;
           if (sessionId !== "") inference.affinity.remember(sessionId, target.provider, choice.key.id);
-          const chunks = relay(
+          const chunks = new RelayedStream(
             stream,
             (usage, err) => {
               limiter?.release();
@@ -797,6 +763,7 @@ export function createChatService(deps: ChatDeps): ChatService {
                 span.end(outcome);
               }
             },
+            observer,
             base,
             started,
             span,
