@@ -3,9 +3,9 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseSse, type SseEvent } from "../../src/providers/http/sse.js";
 
-async function parse(pieces: string[]): Promise<SseEvent[]> {
+async function parse(pieces: (string | Uint8Array)[]): Promise<SseEvent[]> {
   const bytes = (async function* () {
-    for (const piece of pieces) yield new TextEncoder().encode(piece);
+    for (const piece of pieces) yield typeof piece === "string" ? new TextEncoder().encode(piece) : piece;
   })();
   const out: SseEvent[] = [];
   for await (const event of parseSse(bytes)) out.push(event);
@@ -37,6 +37,19 @@ test("splits many events in one chunk, with CR, LF and CRLF line endings mixed",
     { event: "message", data: "b" },
     { event: "message", data: "c" },
     { event: "e", data: "d" },
+  ]);
+});
+
+test("decodes a character whose bytes are split between reads", async () => {
+  const text = new TextEncoder().encode("data: caf\u00e9 \u{1f600}\n\n");
+  // Cut inside the two-byte é and again inside the four-byte emoji.
+  assert.deepEqual(await parse([text.subarray(0, 10), text.subarray(10, 14), text.subarray(14)]), [{ event: "message", data: "caf\u00e9 \u{1f600}" }]);
+});
+
+test("drops a byte order mark at the start of the stream only", async () => {
+  assert.deepEqual(await parse(["\ufeffdata: a\n\n", "data: \ufeffb\n\n"]), [
+    { event: "message", data: "a" },
+    { event: "message", data: "\ufeffb" },
   ]);
 });
 

