@@ -1,4 +1,4 @@
-/** sendJson, the non-streaming upstream call, against a real HTTP server. */
+/** sendJson and send, the upstream calls read whole and streamed, against a real HTTP server. */
 import assert from "node:assert/strict";
 import { getEventListeners } from "node:events";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 import { Agent } from "undici";
 import { ProviderError } from "../../src/providers/provider-error.js";
-import { sendJson, type UpstreamCall } from "../../src/providers/http/upstream-http.js";
+import { send, sendJson, type UpstreamCall } from "../../src/providers/http/upstream-http.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -130,5 +130,101 @@ test("leaves no abort listener on a caller signal shared by many calls", async (
   handle = (_req, res) => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true}');
   const controller = new AbortController();
   for (let i = 0; i < 20; i++) await sendJson(agent, "openai", call({ signal: controller.signal }));
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+});
+
+test("send hands over the body's chunks in order and ends", async () => {
+  handle = (_req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write("data: a\n\n");
+    setTimeout(() => res.end("data: b\n\n"), 10);
+  };
+  const res = await send(agent, "openai", call());
+  assert.equal(res.status, 200);
+  assert.equal(res.contentType, "text/event-stream");
+  let text = "";
+  for await (const chunk of res.body) text += chunk.toString("utf8");
+  assert.equal(text, "data: a\n\ndata: b\n\n");
+});
+
+test("send throws an error status as a ProviderError after reading its body", async () => {
+  handle = (_req, res) => res.writeHead(429, { "content-type": "application/json" }).end('{"error":{"message":"slow down"}}');
+  const err = await rejection(send(agent, "openai", call()));
+  assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+  assert.equal(err.upstreamStatus, 429);
+  assert.match(err.message, /slow down/);
+});
+
+test("send stops reading the upstream while the reader is behind", async () => {
+  const CHUNK = Buffer.alloc(64 * 1024, 97);
+  const TOTAL = 1024; // 64 MiB, far more than the reader's queue and the sockets' buffers together
+  let written = 0;
+  handle = (_req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    const more = (): void => {
+      while (written < TOTAL) {
+        written++;
+        if (!res.write(CHUNK)) {
+          res.once("drain", more);
+          return;
+        }
+      }
+      res.end();
+    };
+    more();
+  };
+  const res = await send(agent, "openai", call());
+  const reader = res.body[Symbol.asyncIterator]();
+  await reader.next();
+  // Wait until the upstream's writes stop moving: they stall once the gateway stops reading.
+  let last = -1;
+  while (written !== last) {
+    last = written;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  assert.ok(written < TOTAL / 2, `the upstream wrote ${written} of ${TOTAL} chunks to a reader that read one`);
+  res.body.destroy();
+});
+
+test("send's body, destroyed before its end, closes the upstream request", async () => {
+  let closed!: () => void;
+  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
+  handle = (_req, res) => {
+    res.on("close", closed);
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write("data: a\n\n");
+  };
+  const res = await send(agent, "openai", call());
+  for await (const _chunk of res.body) break;
+  assert.equal(res.body.destroyed, true);
+  await requestClosed;
+});
+
+test("the caller's abort mid-body fails the reader with the caller's reason and closes the upstream request", async () => {
+  let closed!: () => void;
+  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
+  handle = (_req, res) => {
+    res.on("close", closed);
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    res.write("data: a\n\n");
+  };
+  const controller = new AbortController();
+  const res = await send(agent, "openai", call({ signal: controller.signal }));
+  const reason = new Error("the caller went away");
+  const read = (async () => {
+    for await (const _chunk of res.body) controller.abort(reason);
+  })();
+  assert.equal(await rejection(read), reason);
+  await requestClosed;
+  assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+});
+
+test("send leaves no abort listener on the caller's signal once a body is read", async () => {
+  handle = (_req, res) => res.writeHead(200, { "content-type": "text/event-stream" }).end("data: a\n\n");
+  const controller = new AbortController();
+  for (let i = 0; i < 20; i++) {
+    const res = await send(agent, "openai", call({ signal: controller.signal }));
+    for await (const _chunk of res.body);
+  }
   assert.equal(getEventListeners(controller.signal, "abort").length, 0);
 });

@@ -38,16 +38,12 @@ export function providerStream(
   // An upstream that answers a stream request with JSON or a web page would otherwise look like an empty
   // stream; failing here, before any chunk, lets fallbacks take over.
   if (decode === parseSse && res.contentType !== "" && !res.contentType.includes("text/event-stream")) {
-    // Destroying an unfinished undici body emits an error nobody else listens for: it is expected here.
-    res.body.once("error", ignore);
     res.body.destroy();
     throw new ProviderError(provider, res.status, "provider_unavailable", `${provider} answered a stream request with content type ${upstreamText(res.contentType, 100)} instead of text/event-stream`);
   }
   if (typeof translate !== "function" && decode === parseSse) return new MappedSseStream(provider, res, signal, translate, usage);
   return new UpstreamEventStream(provider, res, signal, translate, usage, decode);
 }
-
-function ignore(): void {}
 
 /** Passes the body's chunks through, failing once they add up to more than `maxBytes`. */
 async function* capped(provider: string, body: AsyncIterable<Uint8Array>, maxBytes: number): AsyncGenerator<Uint8Array> {

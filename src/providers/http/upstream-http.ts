@@ -4,7 +4,7 @@
  * rethrown as is.
  */
 import type { AbortSource } from "../../cancellation.js";
-import { errors as undiciErrors, request, type Dispatcher } from "undici";
+import { errors as undiciErrors, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
 import { sentCredentials, withoutCredentials } from "./sent-credentials.js";
@@ -55,11 +55,17 @@ export function callLimits(options: Omit<CallOptions, "key">): Pick<UpstreamCall
 /** A 2xx upstream answer whose body is still unread. */
 export interface UpstreamResponse {
   status: number;
-  body: Dispatcher.ResponseData["body"];
+  body: UpstreamBody;
   /** The most bytes the body may have; reading past it is a provider error. */
   maxBytes: number;
   /** The content-type header, lower-cased ("" when absent). */
   contentType: string;
+}
+
+/** The body of a streamed answer: its chunks in order, read once; destroying it aborts the request. */
+export interface UpstreamBody extends AsyncIterable<Buffer> {
+  readonly destroyed: boolean;
+  destroy(): void;
 }
 
 /** A 2xx upstream answer read to its end: the JSON object and the text it was parsed from. */
@@ -119,61 +125,14 @@ abstract class CallGuard {
   }
 }
 
-/** The guard of a streamed call: cutting it aborts the signal undici's request() watches, body included. */
-class SignalGuard extends CallGuard {
-  private readonly controller = new AbortController();
-  readonly signal = this.controller.signal;
-
-  constructor(provider: string, caller: AbortSource | undefined, timeoutMs: number) {
-    super(provider, caller);
-    this.arm(timeoutMs);
-  }
-
-  headersArrived(): void {
-    this.stopClock();
-  }
-
-  protected cut(reason: unknown): void {
-    this.controller.abort(reason);
-  }
-}
-
 /**
  * Sends the call and waits for the headers, leaving the body to be streamed. A non-2xx status is read
  * to its end and thrown as a ProviderError, so the connection goes back to the pool.
  */
-export async function send(dispatcher: Dispatcher, provider: string, call: UpstreamCall): Promise<UpstreamResponse> {
-  const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  // The caller's abort keeps reaching the body through this signal after the headers, so the guard is
-  // never released here: the stream's consumer may abort at any point.
-  const guard = new SignalGuard(provider, call.signal, timeout);
-  let res: Dispatcher.ResponseData;
-  try {
-    res = await request(call.url, {
-      dispatcher,
-      method: call.method,
-      headers: requestHeaders(call),
-      body: encodeBody(call.body),
-      signal: guard.signal,
-      bodyTimeout: call.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
-    });
-  } catch (err) {
-    throw transportError(provider, guard.signal.aborted ? guard.signal.reason : err, call.signal);
-  } finally {
-    guard.headersArrived();
-  }
-  const maxBytes = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-  if (res.statusCode < 200 || res.statusCode >= 300) {
-    let text = "";
-    try {
-      text = await readCapped(provider, res.body, maxBytes);
-    } catch (err) {
-      throw transportError(provider, err, call.signal);
-    }
-    throw fromUpstreamStatus(provider, res.statusCode, withoutCredentials(text, sentCredentials(call.headers, call.url)), res.headers["retry-after"]);
-  }
-  const contentType = res.headers["content-type"];
-  return { status: res.statusCode, body: res.body, maxBytes, contentType: typeof contentType === "string" ? contentType.toLowerCase() : "" };
+export function send(dispatcher: Dispatcher, provider: string, call: UpstreamCall): Promise<UpstreamResponse> {
+  return new Promise<UpstreamResponse>((resolve, reject) => {
+    new StreamCall(provider, call.signal, resolve, reject).start(dispatcher, call);
+  });
 }
 
 /**
@@ -187,28 +146,29 @@ export function sendJson(dispatcher: Dispatcher, provider: string, call: Upstrea
 }
 
 /**
- * One sendJson call as an undici dispatch handler. request() would wrap the body in a Readable stream
- * and the handler in an AsyncResource; for a body read whole at once, collecting the chunks is enough.
+ * One upstream call as an undici dispatch handler, up to its response headers, and the reading of an
+ * error answer. undici's request() would wrap the body in a Readable stream, the handler in an
+ * AsyncResource and the abort in an AbortController: a call that reads its body as it comes needs none.
  */
-class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
-  /** Set once the promise has settled; undici may still call in afterwards and is then ignored. */
-  private settled = false;
+abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.DispatchHandler {
+  /** Set once the promise has settled; undici may still call in afterwards. */
+  protected settled = false;
   /** Why the call was cut before undici started it; it is aborted as soon as it starts. */
   private cutReason: Error | null = null;
   private controller: Dispatcher.DispatchController | null = null;
-  private status = 0;
+  protected status = 0;
   private retryAfter: string | string[] | undefined;
-  private chunks: Buffer[] = [];
-  private length = 0;
-  private maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
+  protected chunks: Buffer[] = [];
+  protected length = 0;
+  protected maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
   /** The call's headers and URL: an error blanks out what they sent as credentials (worked out only then). */
   private sent: { headers: Readonly<Record<string, string>>; url: string } = { headers: {}, url: "" };
 
   constructor(
     provider: string,
     caller: AbortSource | undefined,
-    private readonly resolve: (answer: UpstreamJson) => void,
-    private readonly reject: (err: unknown) => void,
+    protected readonly resolve: (answer: T) => void,
+    protected readonly reject: (err: unknown) => void,
   ) {
     super(provider, caller);
   }
@@ -250,9 +210,19 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     this.stopClock();
     this.status = statusCode;
     this.retryAfter = headers["retry-after"];
+    this.answered(headers);
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+  /** The final response's headers are in (status set). */
+  protected answered(_headers: Record<string, string | string[] | undefined>): void {}
+
+  /** True while the answer is an error status, read whole to be thrown. */
+  protected get failedStatus(): boolean {
+    return this.status < 200 || this.status >= 300;
+  }
+
+  /** Keeps a chunk of an answer read whole, cutting the call once it passes maxBytes. */
+  protected collect(chunk: Buffer): void {
     if (this.settled) return;
     this.length += chunk.length;
     if (this.length > this.maxBytes) {
@@ -264,46 +234,218 @@ class JsonCall extends CallGuard implements Dispatcher.DispatchHandler {
     this.chunks.push(chunk);
   }
 
-  onResponseEnd(): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.release();
-    const text = decodeUtf8(this.chunks, this.length);
-    const status = this.status;
-    if (status < 200 || status >= 300) {
-      this.reject(fromUpstreamStatus(this.provider, status, this.redacted(text), this.retryAfter));
-      return;
-    }
-    const body = parseJsonObject(text);
-    if (body) this.resolve({ status, body, text });
-    else this.reject(notJsonObject(this.provider, status, this.redacted(text)));
+  /** The whole answer read by collect(), as text. */
+  protected collected(): string {
+    return decodeUtf8(this.chunks, this.length);
+  }
+
+  /** Settles with the error status's ProviderError, from the answer read whole. */
+  protected rejectStatus(): void {
+    this.settle();
+    this.reject(fromUpstreamStatus(this.provider, this.status, this.redacted(this.collected()), this.retryAfter));
   }
 
   /** Upstream text with the call's credentials blanked out. */
-  private redacted(text: string): string {
+  protected redacted(text: string): string {
     return withoutCredentials(text, sentCredentials(this.sent.headers, this.sent.url));
+  }
+
+  /** Marks the promise settled and the guard done with. */
+  protected settle(): void {
+    this.settled = true;
+    this.release();
+  }
+
+  /** Rejects the pending promise with `reason` and aborts the request. */
+  protected cut(reason: unknown): void {
+    if (this.settled) return;
+    this.settle();
+    this.reject(reason);
+    this.abort(reason);
+  }
+
+  /** Aborts the request in undici (at once, or as soon as it starts). */
+  protected abort(reason: unknown): void {
+    // undici wants an Error; the reason it reports back is not what the caller sees.
+    const abortReason = reason instanceof Error ? reason : new undiciErrors.RequestAbortedError();
+    if (this.controller) this.controller.abort(abortReason);
+    else this.cutReason = abortReason;
+  }
+
+  /** Pauses or resumes reading the answer from the socket. */
+  protected flow(paused: boolean): void {
+    if (paused) this.controller?.pause();
+    else this.controller?.resume();
+  }
+
+  protected fail(err: unknown): void {
+    if (this.settled) return;
+    this.settle();
+    this.reject(transportError(this.provider, err, this.caller));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.fail(err);
   }
 
-  protected cut(reason: unknown): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.release();
-    this.reject(reason);
-    // undici wants an Error; the reason it reports back is ignored, since the promise has settled.
-    const abortReason = reason instanceof Error ? reason : new undiciErrors.RequestAbortedError();
-    if (this.controller) this.controller.abort(abortReason);
-    else this.cutReason = abortReason;
+  abstract onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  abstract onResponseEnd(controller: Dispatcher.DispatchController, trailers: Record<string, string | string[] | undefined>): void;
+}
+
+/** One sendJson call: the answer read whole, then parsed. */
+class JsonCall extends DispatchedCall<UpstreamJson> {
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.collect(chunk);
   }
 
-  private fail(err: unknown): void {
+  onResponseEnd(): void {
     if (this.settled) return;
+    if (this.failedStatus) {
+      this.rejectStatus();
+      return;
+    }
+    this.settle();
+    const text = this.collected();
+    const body = parseJsonObject(text);
+    if (body) this.resolve({ status: this.status, body, text });
+    else this.reject(notJsonObject(this.provider, this.status, this.redacted(text)));
+  }
+}
+
+/** Chunks held for a reader that is behind before the socket is paused; reading on resumes it. */
+const HIGH_WATER_CHUNKS = 16;
+
+/**
+ * One send() call: settles with the response at its 2xx headers, and is then the response's body,
+ * handing each chunk undici reads to the one reader as it comes (an async iterator over a small
+ * queue), the socket paused while the reader is behind. The caller's abort keeps reaching the request
+ * until the body has ended, since the stream's consumer may abort at any point.
+ */
+class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBody, AsyncIterator<Buffer> {
+  private queue: Buffer[] = [];
+  private head = 0;
+  private paused = false;
+  private ended = false;
+  /** What ended the body early, thrown to the reader once. */
+  private failure: unknown = null;
+  private waiter: { resolve: (result: IteratorResult<Buffer>) => void; reject: (err: unknown) => void } | null = null;
+  /** In the body phase: the response was handed over. */
+  private streaming = false;
+  destroyed = false;
+
+  protected override answered(headers: Record<string, string | string[] | undefined>): void {
+    if (this.settled || this.failedStatus) return;
+    this.streaming = true;
+    // The promise settles, but the guard stays armed against the caller's abort until the body is done.
     this.settled = true;
+    const contentType = headers["content-type"];
+    this.resolve({ status: this.status, body: this, maxBytes: this.maxBytes, contentType: typeof contentType === "string" ? contentType.toLowerCase() : "" });
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.streaming) {
+      this.collect(chunk);
+      return;
+    }
+    if (this.destroyed) return;
+    const waiter = this.waiter;
+    if (waiter !== null) {
+      this.waiter = null;
+      waiter.resolve({ value: chunk, done: false });
+      return;
+    }
+    this.queue.push(chunk);
+    if (!this.paused && this.queue.length - this.head >= HIGH_WATER_CHUNKS) {
+      this.paused = true;
+      this.flow(true);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (!this.streaming) {
+      if (!this.settled) this.rejectStatus();
+      return;
+    }
+    this.finishBody(null);
+  }
+
+  override onResponseError(controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.streaming) this.finishBody(err);
+    else super.onResponseError(controller, err);
+  }
+
+  protected override cut(reason: unknown): void {
+    if (!this.streaming) {
+      super.cut(reason);
+      return;
+    }
+    // The caller aborted while the body was being read: the reader gets the abort's reason.
+    if (this.ended || this.destroyed) return;
+    this.abort(reason);
+    this.finishBody(reason);
+  }
+
+  /** The body is over: ended (err null) or failed; the reader learns of it once the queue is read. */
+  private finishBody(err: unknown): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.failure = err;
     this.release();
-    this.reject(transportError(this.provider, err, this.caller));
+    const waiter = this.waiter;
+    if (waiter === null) return;
+    this.waiter = null;
+    if (err === null || this.destroyed) waiter.resolve({ value: undefined, done: true });
+    else {
+      this.failure = null;
+      waiter.reject(err);
+    }
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Buffer> {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<Buffer>> {
+    if (this.head < this.queue.length) {
+      const chunk = this.queue[this.head] as Buffer;
+      this.head++;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+        if (this.paused) {
+          this.paused = false;
+          this.flow(false);
+        }
+      }
+      return Promise.resolve({ value: chunk, done: false });
+    }
+    if (this.failure !== null) {
+      const failure = this.failure;
+      this.failure = null;
+      return Promise.reject(failure);
+    }
+    if (this.ended || this.destroyed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  /** A reader that stops early (break, return or throw in its loop) destroys the body. */
+  return(): Promise<IteratorResult<Buffer>> {
+    this.destroy();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  destroy(): void {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    this.queue = [];
+    this.head = 0;
+    // An unfinished body holds the socket: aborting the request closes it rather than reuse it half-read.
+    if (!this.ended) {
+      this.abort(new undiciErrors.RequestAbortedError());
+      this.finishBody(null);
+    }
   }
 }
 
@@ -368,20 +510,6 @@ export function tooLarge(provider: string, maxBytes: number): ProviderError {
 }
 
 /** Reads a body as text, destroying it (and so its socket) once it passes `maxBytes`. */
-async function readCapped(provider: string, body: Dispatcher.ResponseData["body"], maxBytes: number): Promise<string> {
-  const chunks: Buffer[] = [];
-  let length = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    length += chunk.length;
-    if (length > maxBytes) {
-      body.destroy();
-      throw tooLarge(provider, maxBytes);
-    }
-    chunks.push(chunk);
-  }
-  return decodeUtf8(chunks, length);
-}
-
 function notJsonObject(provider: string, status: number, text: string): ProviderError {
   return new ProviderError(provider, status, "provider_unavailable", `${provider} answered HTTP ${status} with a body that is not a JSON object: ${upstreamText(text, 200)}`);
 }
