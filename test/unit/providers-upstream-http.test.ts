@@ -186,14 +186,19 @@ test("send stops reading the upstream while the reader is behind", async () => {
   res.body.destroy();
 });
 
+/** Answers with the start of a stream that never ends; resolves once the request is closed. */
+function unfinishedStream(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    handle = (_req, res) => {
+      res.on("close", resolve);
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      res.write("data: a\n\n");
+    };
+  });
+}
+
 test("send's body, destroyed before its end, closes the upstream request", async () => {
-  let closed!: () => void;
-  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
-  handle = (_req, res) => {
-    res.on("close", closed);
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.write("data: a\n\n");
-  };
+  const requestClosed = unfinishedStream();
   const res = await send(agent, "openai", call());
   for await (const _chunk of res.body) break;
   assert.equal(res.body.destroyed, true);
@@ -201,13 +206,7 @@ test("send's body, destroyed before its end, closes the upstream request", async
 });
 
 test("the caller's abort mid-body fails the reader with the caller's reason and closes the upstream request", async () => {
-  let closed!: () => void;
-  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
-  handle = (_req, res) => {
-    res.on("close", closed);
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    res.write("data: a\n\n");
-  };
+  const requestClosed = unfinishedStream();
   const controller = new AbortController();
   const res = await send(agent, "openai", call({ signal: controller.signal }));
   const reason = new Error("the caller went away");
