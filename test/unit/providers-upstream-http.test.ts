@@ -147,6 +147,20 @@ test("send hands over the body's chunks in order and ends", async () => {
   assert.equal(text, "data: a\n\ndata: b\n\n");
 });
 
+test("send joins the HTTP chunks that arrived in one network read into one buffer", async () => {
+  handle = (_req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    // Three chunks of the chunked encoding, written in one tick: one write to the socket.
+    res.write("data: a\n\n");
+    res.write("data: b\n\n");
+    res.end("data: c\n\n");
+  };
+  const res = await send(agent, "openai", call());
+  const parts: string[] = [];
+  for await (const chunk of res.body) parts.push(chunk.toString("utf8"));
+  assert.deepEqual(parts, ["data: a\n\ndata: b\n\ndata: c\n\n"]);
+});
+
 test("send throws an error status as a ProviderError after reading its body", async () => {
   handle = (_req, res) => res.writeHead(429, { "content-type": "application/json" }).end('{"error":{"message":"slow down"}}');
   const err = await rejection(send(agent, "openai", call()));

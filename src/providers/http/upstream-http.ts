@@ -312,23 +312,33 @@ class JsonCall extends DispatchedCall<UpstreamJson> {
   }
 }
 
-/** Chunks held for a reader that is behind before the socket is paused; reading on resumes it. */
-const HIGH_WATER_CHUNKS = 16;
+/** Bytes held for a reader that is behind before the socket is paused; reading them resumes it. */
+const HIGH_WATER_BYTES = 256 * 1024;
+
+/** Hands a StreamCall's queued chunks to its waiting reader, once the read that brought them is parsed. */
+function deliver(call: StreamCall): void {
+  call.deliver();
+}
 
 /**
- * One send() call: settles with the response at its 2xx headers, and is then the response's body,
- * handing each chunk undici reads to the one reader as it comes (an async iterator over a small
- * queue), the socket paused while the reader is behind. The caller's abort keeps reaching the request
- * until the body has ended, since the stream's consumer may abort at any point.
+ * One send() call: settles with the response at its 2xx headers, and is then the response's body, an
+ * async iterator over what undici reads, the socket paused while the reader is behind. undici hands over
+ * each HTTP chunk of a chunked answer on its own (an upstream writing one event per chunk sends dozens in
+ * one network read), so the reader gets everything read so far joined into one buffer, as a Readable
+ * stream's read() does: one step of the reader's loop per network read, not per HTTP chunk. The
+ * caller's abort keeps reaching the request until the body has ended, since the stream's consumer may
+ * abort at any point.
  */
 class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBody, AsyncIterator<Buffer> {
   private queue: Buffer[] = [];
-  private head = 0;
+  private queuedBytes = 0;
   private paused = false;
   private ended = false;
-  /** What ended the body early, thrown to the reader once. */
+  /** What ended the body early, thrown to the reader once what was read before it is taken. */
   private failure: unknown = null;
   private waiter: { resolve: (result: IteratorResult<Buffer>) => void; reject: (err: unknown) => void } | null = null;
+  /** A delivery to the waiting reader is scheduled. */
+  private delivering = false;
   /** In the body phase: the response was handed over. */
   private streaming = false;
   destroyed = false;
@@ -348,14 +358,15 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
       return;
     }
     if (this.destroyed) return;
-    const waiter = this.waiter;
-    if (waiter !== null) {
-      this.waiter = null;
-      waiter.resolve({ value: chunk, done: false });
-      return;
-    }
     this.queue.push(chunk);
-    if (!this.paused && this.queue.length - this.head >= HIGH_WATER_CHUNKS) {
+    this.queuedBytes += chunk.length;
+    if (this.waiter !== null) {
+      // The rest of this network read is parsed before the reader wakes: it gets the whole read at once.
+      if (!this.delivering) {
+        this.delivering = true;
+        process.nextTick(deliver, this);
+      }
+    } else if (!this.paused && this.queuedBytes >= HIGH_WATER_BYTES) {
       this.paused = true;
       this.flow(true);
     }
@@ -385,20 +396,50 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
     this.finishBody(reason);
   }
 
-  /** The body is over: ended (err null) or failed; the reader learns of it once the queue is read. */
+  /** The body is over: ended (err null) or failed; the reader learns of it once the queue is taken. */
   private finishBody(err: unknown): void {
     if (this.ended) return;
     this.ended = true;
     this.failure = err;
     this.release();
+    if (this.waiter !== null && !this.delivering) this.deliver();
+  }
+
+  /** Wakes the waiting reader with what is queued, or with the end of the body. */
+  deliver(): void {
+    this.delivering = false;
     const waiter = this.waiter;
     if (waiter === null) return;
     this.waiter = null;
-    if (err === null || this.destroyed) waiter.resolve({ value: undefined, done: true });
-    else {
-      this.failure = null;
-      waiter.reject(err);
+    this.settleRead(waiter.resolve, waiter.reject);
+  }
+
+  /** Answers a read: the queued bytes, else the failure (once), else the end. */
+  private settleRead(resolve: (result: IteratorResult<Buffer>) => void, reject: (err: unknown) => void): void {
+    if (this.queue.length > 0) {
+      resolve({ value: this.take(), done: false });
+      return;
     }
+    const failure = this.failure;
+    if (failure !== null && !this.destroyed) {
+      this.failure = null;
+      reject(failure);
+      return;
+    }
+    resolve({ value: undefined, done: true });
+  }
+
+  /** Everything queued, as one buffer; resumes a paused socket. */
+  private take(): Buffer {
+    const queue = this.queue;
+    const bytes = queue.length === 1 ? (queue[0] as Buffer) : Buffer.concat(queue, this.queuedBytes);
+    this.queue = [];
+    this.queuedBytes = 0;
+    if (this.paused) {
+      this.paused = false;
+      this.flow(false);
+    }
+    return bytes;
   }
 
   [Symbol.asyncIterator](): AsyncIterator<Buffer> {
@@ -406,25 +447,9 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
   }
 
   next(): Promise<IteratorResult<Buffer>> {
-    if (this.head < this.queue.length) {
-      const chunk = this.queue[this.head] as Buffer;
-      this.head++;
-      if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
-        if (this.paused) {
-          this.paused = false;
-          this.flow(false);
-        }
-      }
-      return Promise.resolve({ value: chunk, done: false });
+    if (this.queue.length > 0 || this.ended || this.destroyed) {
+      return new Promise((resolve, reject) => this.settleRead(resolve, reject));
     }
-    if (this.failure !== null) {
-      const failure = this.failure;
-      this.failure = null;
-      return Promise.reject(failure);
-    }
-    if (this.ended || this.destroyed) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
       this.waiter = { resolve, reject };
     });
@@ -440,7 +465,7 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
     if (this.destroyed) return;
     this.destroyed = true;
     this.queue = [];
-    this.head = 0;
+    this.queuedBytes = 0;
     // An unfinished body holds the socket: aborting the request closes it rather than reuse it half-read.
     if (!this.ended) {
       this.abort(new undiciErrors.RequestAbortedError());
