@@ -171,6 +171,16 @@ describe("openai streaming", () => {
     });
   });
 
+  test("with text-only chunks, parses a chunk sent as several data lines", async () => {
+    // One event whose JSON spans two `data:` lines: one `data:` line out cannot carry its text as it came.
+    await withSseUpstream(['{"id":"c","object":"chat.completion.chunk",\ndata: "choices":[{"index":0,"delta":{"content":"part"}}]}', "[DONE]"], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      const chunks = await collect(stream);
+      assert.equal(chunks.length, 1);
+      assert.deepEqual(deltas(chunks), [{ content: "part" }]);
+    });
+  });
+
   test("hands over the events of one network read as one batch", async () => {
     const part = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "part" } }] });
     // One write of three small events: one read on loopback.
