@@ -158,8 +158,8 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
   private controller: Dispatcher.DispatchController | null = null;
   protected status = 0;
   private retryAfter: string | string[] | undefined;
-  protected chunks: Buffer[] = [];
-  protected length = 0;
+  private chunks: Buffer[] = [];
+  private length = 0;
   protected maxBytes = DEFAULT_MAX_RESPONSE_BYTES;
   /** The call's headers and URL: an error blanks out what they sent as credentials (worked out only then). */
   private sent: { headers: Readonly<Record<string, string>>; url: string } = { headers: {}, url: "" };
