@@ -42,6 +42,21 @@ function chunksOf(response: string): string[] {
   }
 }
 
+test("sends a stream's end with the events held when it ends before the loop's reads are handled", async () => {
+  const { server, port } = await serve(async (res) => {
+    const writer = new SseWriter(res);
+    writer.write("data: 1\n\n");
+    // The upstream body's end arrives in ticks and microtasks of the same network read.
+    await new Promise((resolve) => process.nextTick(resolve));
+    writer.end("data: [DONE]\n\n");
+  });
+  try {
+    assert.deepEqual(chunksOf(await rawResponse(port)), ["data: 1\n\ndata: [DONE]\n\n"]);
+  } finally {
+    server.close();
+  }
+});
+
 test("joins the events written in one turn into one chunk of the response", async () => {
   const { server, port } = await serve(async (res) => {
     const writer = new SseWriter(res);
