@@ -20,12 +20,16 @@ export class ClientClosedError extends GatewayError {
 
 /** The body as a JSON object; an empty body is `{}`. */
 export async function readJsonBody(req: Req, maxBytes: number): Promise<Record<string, unknown>> {
-  return parseJsonBody(req, await readBytes(req, maxBytes, true)).json;
+  return (await readJsonBodyWithText(req, maxBytes)).json;
 }
 
-/** The body as a JSON object and the text it was parsed from ("" for an empty body), for forwarding it unchanged. */
-export async function readJsonBodyWithText(req: Req, maxBytes: number): Promise<{ json: Record<string, unknown>; text: string }> {
-  return parseJsonBody(req, await readBytes(req, maxBytes, true));
+/**
+ * The body as a JSON object and the text it was parsed from ("" for an empty body), for forwarding it
+ * unchanged. Parsed as the read settles, so the inference path's read is one promise, not an async
+ * function awaiting another.
+ */
+export function readJsonBodyWithText(req: Req, maxBytes: number): Promise<{ json: Record<string, unknown>; text: string }> {
+  return readBytes(req, maxBytes, true, (bytes) => parseJsonBody(req, bytes));
 }
 
 function parseJsonBody(req: Req, bytes: Buffer): { json: Record<string, unknown>; text: string } {
@@ -73,7 +77,11 @@ function checkContentType(req: Req): void {
 
 /** The raw body bytes, within the limit (a 413 GatewayError past it, ClientClosedError when the client goes away). */
 export function readBodyBytes(req: Req, maxBytes: number): Promise<Buffer> {
-  return readBytes(req, maxBytes, true);
+  return readBytes(req, maxBytes, true, asIs);
+}
+
+function asIs(bytes: Buffer): Buffer {
+  return bytes;
 }
 
 function ignore(): void {}
@@ -83,15 +91,28 @@ function ignore(): void {}
  * `{}` anyway, and an unread body would hold an HTTP/2 stream open.
  */
 export async function discardBody(req: Req, maxBytes: number): Promise<void> {
-  await readBytes(req, maxBytes, false);
+  await readBytes(req, maxBytes, false, asIs);
 }
 
-function readBytes(req: Req, maxBytes: number, keep: boolean): Promise<Buffer> {
+/** The body read within the limit and turned into what `finish` makes of it (a throw of `finish` rejects). */
+function readBytes<T>(req: Req, maxBytes: number, keep: boolean, finish: (bytes: Buffer) => T): Promise<T> {
   const declared = Number(req.headers["content-length"] ?? "");
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
-  if (req.readableEnded) return Promise.resolve(Buffer.alloc(0));
+  if (req.readableEnded) {
+    try {
+      return Promise.resolve(finish(Buffer.alloc(0)));
+    } catch (err) {
+      return Promise.reject(err);
+    }
+  }
   return new Promise((resolve, reject) => {
-    new BodyReader(req, maxBytes, keep, resolve, reject);
+    new BodyReader(req, maxBytes, keep, (bytes) => {
+      try {
+        resolve(finish(bytes));
+      } catch (err) {
+        reject(err);
+      }
+    }, reject);
   });
 }
 

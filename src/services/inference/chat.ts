@@ -680,13 +680,23 @@ export function createChatService(deps: ChatDeps): ChatService {
     );
   }
 
-  async function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
+  /**
+   * One target's attempt. Not itself async: without a concurrency limit it hands back the keys' loop's own
+   * promise, where an async function would wrap it in another (and a throw here reaches the caller's
+   * try as a rejection would).
+   */
+  function attemptTarget(call: ChatCall, at: TargetAttempt): Promise<ChatOutcome> {
     const { target, state } = at;
     // A failure before a key is chosen gets this target's labels in attemptAll; the keys' loop sets its own.
     state.lastLabels = null;
     const provider = providerOf(target);
     const limiter = provider.limiter;
     if (limiter === null) return attemptKeys(call, at, provider, null);
+    return attemptLimited(call, at, provider, limiter);
+  }
+
+  /** A target's attempt within its provider's concurrency limit. */
+  async function attemptLimited(call: ChatCall, at: TargetAttempt, provider: InferenceProvider, limiter: CallLimiter): Promise<ChatOutcome> {
     const wait = limiter.acquire(call.signal, deps.settings.client.dropExcessRequests);
     if (wait !== null) await wait;
     let outcome: ChatOutcome;

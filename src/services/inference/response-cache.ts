@@ -63,7 +63,10 @@ const MAX_PENDING_WRITES = 256;
 
 /** A request text's direct key, and the namespace, API and target it was computed for. */
 interface KeyMemo {
-  context: string;
+  namespace: string;
+  method: string;
+  provider: string;
+  model: string;
   key: string;
   bytes: number;
 }
@@ -173,12 +176,13 @@ export class ResponseCache {
   /** The direct key of a request; `text`, the body as sent, finds the key of a request seen before. */
   #directKey(input: CacheKeyInput, text: string | undefined): string {
     if (text === undefined || text === "") return directCacheKey(input);
-    // The same text with the same namespace, API and target always normalises to the same key.
-    const context = `${input.namespace}\u0000${input.method}\u0000${input.provider}\u0000${input.model}`;
+    // The same text with the same namespace, API and target always normalises to the same key; the four
+    // are compared apart, since joining them into one string per request cost more than the comparisons.
     const known = this.#keys.get(text);
-    if (known !== undefined && known.context === context) return known.key;
+    if (known !== undefined && known.namespace === input.namespace && known.method === input.method && known.provider === input.provider && known.model === input.model) return known.key;
     const key = directCacheKey(input);
-    this.#keys.set(text, { context, key, bytes: (text.length + context.length) * 2 });
+    const { namespace, method, provider, model } = input;
+    this.#keys.set(text, { namespace, method, provider, model, key, bytes: (text.length + namespace.length + method.length + provider.length + model.length + key.length) * 2 });
     return key;
   }
 
