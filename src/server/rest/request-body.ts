@@ -98,14 +98,12 @@ export async function discardBody(req: Req, maxBytes: number): Promise<void> {
 function readBytes<T>(req: Req, maxBytes: number, keep: boolean, finish: (bytes: Buffer) => T): Promise<T> {
   const declared = Number(req.headers["content-length"] ?? "");
   if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
-  if (req.readableEnded) {
-    try {
-      return Promise.resolve(finish(Buffer.alloc(0)));
-    } catch (err) {
-      return Promise.reject(err);
-    }
-  }
   return new Promise((resolve, reject) => {
+    // A throw of `finish` here rejects the promise: the executor's own throws do.
+    if (req.readableEnded) {
+      resolve(finish(Buffer.alloc(0)));
+      return;
+    }
     new BodyReader(req, maxBytes, keep, (bytes) => {
       try {
         resolve(finish(bytes));
