@@ -155,7 +155,9 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   }
 
   return (req, res) => {
-    const path = (req.url ?? "/").split("?")[0] ?? "/";
+    const url = req.url ?? "/";
+    const query = url.indexOf("?");
+    const path = query === -1 ? url : url.slice(0, query);
     const route = routeOf(req.method ?? "GET", path);
     let dims: RequestDimensions = NO_DIMENSIONS;
     try {

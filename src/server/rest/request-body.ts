@@ -64,7 +64,8 @@ function checkContentType(req: Req): void {
     throw unsupportedMediaType(`content-encoding "${encoding}" is not supported`);
   }
   const contentType = req.headers["content-type"];
-  if (contentType === undefined) return;
+  // What nearly every client sends, accepted without splitting it into parameters.
+  if (contentType === undefined || contentType === "application/json") return;
   const [media = "", ...params] = contentType.split(";").map((p) => p.trim().toLowerCase());
   if (media !== "application/json" && !media.endsWith("+json")) {
     throw unsupportedMediaType(`content-type "${contentType}" is not supported`);
