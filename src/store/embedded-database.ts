@@ -96,9 +96,12 @@ export async function startEmbeddedDatabase(
  * By default V8 also recompiles hot functions with TurboFan in background threads: for PostgreSQL that kept
  * 25-45 MiB more resident (the optimised code and the compiler's memory) and, on two cores, slowed a start
  * more than it sped the queries (creating the database took 0.9-1.4 s against 0.6-0.7 s, and 3000 catalog
- * queries 4.6-5.8 s against 3.6-4.6 s). V8 reads the flag when it compiles a module, so it is on only while
- * PGlite compiles its module: modules compiled later (undici's HTTP parser) keep V8's tiering. A process
- * started with `--liftoff-only` keeps it.
+ * queries 4.6-5.8 s against 3.6-4.6 s). The flag is on only while PGlite compiles its module, but turning it
+ * on also turns off the tier-up flags it implies (`--wasm-tier-up`, `--wasm-dynamic-tiering`), and those stay
+ * off: V8 reads them while code runs, for every module, so undici's HTTP parser runs in Liftoff too.
+ * Turning them back on afterwards tiered up PGlite's own functions as well (1,500 of them compiled by
+ * TurboFan within a minute of start-up), the cost above, for a parser that takes 2-3% of a request's CPU. A
+ * process started with `--liftoff-only` keeps it.
  */
 async function withBaselineWasmCompiler<T>(work: () => Promise<T>): Promise<T> {
   if (process.execArgv.includes("--liftoff-only")) return work();
