@@ -2,7 +2,8 @@
  * One non-streaming call as the client and the upstream see it: the client's body reaches the upstream
  * byte for byte when the gateway has nothing to change in it, the upstream's answer reaches the client byte
  * for byte (the gateway reads its usage but forwards the upstream's own text), and a client that leaves
- * before the answer frees the upstream request.
+ * before the answer frees the upstream request. A stream's body likewise goes out as the client's bytes, with
+ * the usage option the gateway needs added to them rather than the body re-encoded.
  */
 import assert from "node:assert/strict";
 import * as http from "node:http";
@@ -17,6 +18,13 @@ const UPSTREAM_TEXT =
   '{ "object": "chat.completion",  "id": "chatcmpl-raw", "created": 1735689600, "model": "gpt-4o-mini",\n' +
   '  "choices": [ { "index": 0, "message": { "role": "assistant", "content": "caf\\u00e9 1.0" }, "finish_reason": "stop", "logprobs": null } ],\n' +
   '  "usage": { "prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5 }, "x_extra": 1.50 }';
+
+/** A two-chunk stream with the usage chunk OpenAI sends when it is asked for. */
+const STREAM_EVENTS = [
+  JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "gpt-4o-mini", choices: [{ index: 0, delta: { content: "ok" } }] }),
+  JSON.stringify({ id: "c", object: "chat.completion.chunk", model: "gpt-4o-mini", choices: [], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }),
+  "[DONE]",
+];
 
 let upstream: http.Server;
 let app: TestApp;
@@ -42,6 +50,12 @@ before(async () => {
       if (body.includes('"content":"hang"')) {
         res.on("close", () => onHungClose());
         onHungArrive();
+        return;
+      }
+      // The gateway's model-list fetch at start is a GET with no body.
+      if (body !== "" && (JSON.parse(body) as { stream?: unknown }).stream === true) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(STREAM_EVENTS.map((data) => `data: ${data}\n\n`).join(""));
         return;
       }
       res.writeHead(200, { "content-type": "application/json" });
@@ -93,26 +107,60 @@ test("a client that leaves before the answer frees the upstream request", async 
   await hungRequestClosed;
 });
 
-test("sends the client's own bytes upstream when the model needs no rewrite", async () => {
-  // A number past double precision and unusual spacing survive only if the bytes are not re-encoded.
-  const text = '{"model": "gpt-4o-mini",  "seed": 12345678901234567890, "messages": [{"role": "user", "content": "hi"}]}';
+/** Posts `text` as a chat completion request and returns what the client read (a 200 is required). */
+async function post(text: string): Promise<string> {
   const res = await fetch(`${app.url}/v1/chat/completions`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
     body: text,
   });
   assert.equal(res.status, 200);
-  await res.text();
+  return res.text();
+}
+
+test("sends the client's own bytes upstream when the model needs no rewrite", async () => {
+  // A number past double precision and unusual spacing survive only if the bytes are not re-encoded.
+  const text = '{"model": "gpt-4o-mini",  "seed": 12345678901234567890, "messages": [{"role": "user", "content": "hi"}]}';
+  await post(text);
   assert.equal(lastUpstreamBody, text);
 });
 
 test("re-encodes the body when the gateway rewrites the model", async () => {
-  const res = await fetch(`${app.url}/v1/chat/completions`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
-    body: '{"model": "openai/gpt-4o-mini", "fallbacks": [], "messages": [{"role": "user", "content": "hi"}]}',
-  });
-  assert.equal(res.status, 200);
-  await res.text();
+  await post('{"model": "openai/gpt-4o-mini", "fallbacks": [], "messages": [{"role": "user", "content": "hi"}]}');
   assert.deepEqual(JSON.parse(lastUpstreamBody), { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });
+});
+
+test("adds the usage option to the client's own bytes for a stream", async () => {
+  const text = '{"model": "gpt-4o-mini",  "seed": 12345678901234567890, "stream": true, "messages": [{"role": "user", "content": "hi"}]}\n';
+  const read = await post(text);
+  assert.equal(lastUpstreamBody, '{"model": "gpt-4o-mini",  "seed": 12345678901234567890, "stream": true, "messages": [{"role": "user", "content": "hi"}],"stream_options":{"include_usage":true}}\n');
+  // The usage chunk was the gateway's to read, not the caller's.
+  assert.ok(read.includes('"content":"ok"') && !read.includes('"usage"'));
+});
+
+test("sends a stream's bytes unchanged when the client asked for usage itself", async () => {
+  const text = '{"model": "gpt-4o-mini", "stream": true, "stream_options": {"include_usage": true}, "messages": [{"role": "user", "content": "hi"}]}';
+  const read = await post(text);
+  assert.equal(lastUpstreamBody, text);
+  assert.ok(read.includes('"usage"'));
+});
+
+test("re-encodes a stream whose options leave usage out", async () => {
+  await post('{"model": "gpt-4o-mini", "stream": true, "stream_options": {"include_usage": false}, "messages": [{"role": "user", "content": "hi"}]}');
+  assert.deepEqual(JSON.parse(lastUpstreamBody), {
+    model: "gpt-4o-mini",
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: [{ role: "user", content: "hi" }],
+  });
+});
+
+test("re-encodes a stream when the gateway rewrites the model", async () => {
+  await post('{"model": "openai/gpt-4o-mini", "stream": true, "messages": [{"role": "user", "content": "hi"}]}');
+  assert.deepEqual(JSON.parse(lastUpstreamBody), {
+    model: "gpt-4o-mini",
+    stream: true,
+    messages: [{ role: "user", content: "hi" }],
+    stream_options: { include_usage: true },
+  });
 });

@@ -40,6 +40,34 @@ function nonStreamingBody(req: JsonObject, model: string | undefined, rawBody: s
   return fits ? rawBody : upstreamBody(req, model, OMIT_FROM_NON_STREAMING);
 }
 
+/**
+ * The streaming upstream body: the client's own bytes when they already ask for a stream and encode the
+ * request exactly (same model, nothing to leave out), with `members` (JSON object members, or "" for none)
+ * added before their closing brace; else `build` applied to the request re-encoded. A null `members` means
+ * the bytes cannot serve.
+ */
+function streamingBody(
+  req: JsonObject,
+  model: string | undefined,
+  rawBody: string | undefined,
+  members: string | null,
+  build: (body: JsonObject) => JsonObject,
+): JsonObject | string {
+  if (members !== null && rawBody !== undefined && req["stream"] === true && (model === undefined || model === req["model"]) && !hasAny(req, OMIT_FROM_STREAMING)) {
+    if (members === "") return rawBody;
+    // The bytes parsed as one JSON object with members, so the last brace closes it.
+    const end = rawBody.lastIndexOf("}");
+    if (end !== -1) return `${rawBody.slice(0, end)},${members}${rawBody.slice(end)}`;
+  }
+  return build(upstreamBody(req, model, OMIT_FROM_STREAMING));
+}
+
+/** What a chat stream adds to the client's bytes to get usage: the option, unless the client set options itself. */
+function chatStreamMembers(req: JsonObject, streamOptions: JsonObject): string | null {
+  if (!("stream_options" in req)) return '"stream_options":{"include_usage":true}';
+  return streamOptions["include_usage"] === true ? "" : null;
+}
+
 function hasAny(req: JsonObject, fields: ReadonlySet<string>): boolean {
   for (const field of fields) if (field in req) return true;
   return false;
@@ -167,13 +195,17 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
   const agent: Dispatcher = pool === null ? (dispatcher as Dispatcher) : pool.agent;
   const name = profile.name;
 
-  /** The POST for `operation`: non-streaming when `streaming` is null, else the body as `streaming` makes it. */
+  /**
+   * The POST for `operation`: non-streaming when `streaming` is null, else the body as `streaming` makes
+   * it, or the client's bytes with `rawMembers` added when they can serve (see streamingBody).
+   */
   function postCall(
     operation: OpenAiOperation,
     req: JsonObject,
     model: string,
     options: CallOptions,
     streaming: ((body: JsonObject) => JsonObject) | null,
+    rawMembers: string | null = null,
   ): UpstreamCall {
     const target = profile.target(operation, model, options.key);
     return {
@@ -181,7 +213,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       url: target.url,
       headers: target.headers,
       forwardedHeaders: options.headers,
-      body: streaming === null ? nonStreamingBody(req, target.model, options.rawBody) : streaming(upstreamBody(req, target.model, OMIT_FROM_STREAMING)),
+      body: streaming === null ? nonStreamingBody(req, target.model, options.rawBody) : streamingBody(req, target.model, options.rawBody, rawMembers, streaming),
       ...callLimits(options),
     };
   }
@@ -199,11 +231,11 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
       // The gateway needs usage for budgets and rate limits; when the caller did not ask for it the
       // usage-only chunk is asked for anyway and kept from the caller.
       const callerWantsUsage = streamOptions["include_usage"] === true;
-      const res = await send(agent, name, postCall("chat", req, req.model, options, (body) => ({
-        ...body,
-        stream: true,
-        stream_options: { ...streamOptions, include_usage: true },
-      })));
+      const res = await send(
+        agent,
+        name,
+        postCall("chat", req, req.model, options, (body) => ({ ...body, stream: true, stream_options: { ...streamOptions, include_usage: true } }), chatStreamMembers(req, streamOptions)),
+      );
       const state: ChatStreamState = { provider: name, callerWantsUsage, textOnly: options.textOnlyChunks === true, usage: null, done: false };
       return providerStream(name, res, options.signal, new ChatEventMapper(state), () => state.usage);
     },
@@ -214,7 +246,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
     },
 
     async responsesStream(req: ResponsesRequest, options: CallOptions) {
-      const res = await send(agent, name, postCall("responses", req, req.model, options, (body) => ({ ...body, stream: true })));
+      const res = await send(agent, name, postCall("responses", req, req.model, options, (body) => ({ ...body, stream: true }), ""));
       const state: ResponsesStreamState = { provider: name, usage: null };
       return providerStream(name, res, options.signal, (events) => translateResponsesEvents(state, events), () => state.usage);
     },
