@@ -227,6 +227,7 @@ describe("routing refusals and fallbacks", () => {
   const NO_KEYS = "sk-gw-no-keys";
   const OPENAI_ONLY = "sk-gw-openai-only";
   const THREE = "sk-gw-three";
+  const GHOST_FIRST = "sk-gw-ghost-first";
   let openai: MockUpstream;
   let anthropic: MockUpstream;
   let spare: MockUpstream;
@@ -261,6 +262,11 @@ describe("routing refusals and fallbacks", () => {
           { provider: "openai", allowed_models: ["house-model"], key_ids: ["*"], weight: 1 },
           { provider: "anthropic", allowed_models: ["house-model"], key_ids: ["*"], weight: 2 },
           { provider: "spare", allowed_models: ["house-model"], key_ids: ["*"], weight: 5 },
+        ]),
+        // "ghost" names no provider of this gateway; its weight makes it the first pick for most draws.
+        virtualKey(GHOST_FIRST, [
+          { provider: "openai", ...all },
+          { provider: "ghost", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 5 },
         ]),
       ],
     );
@@ -359,5 +365,17 @@ describe("routing refusals and fallbacks", () => {
     }
     dice = seededRandom(20240);
     assert.equal(firstPicks.size, 3, `the draws picked only ${[...firstPicks].join(", ")} first; the order was not shown for every pick`);
+  });
+
+  test("falls through a target whose provider is not configured to the next one", async () => {
+    dice = () => 0.9;
+    try {
+      const before = openai.requests.length;
+      const completion = await client(app, GHOST_FIRST).chat.completions.create({ model: "gpt-4o-mini", messages: [{ role: "user", content: "past the ghost" }] });
+      assert.equal(completion.choices[0]?.message.content, "echo: past the ghost");
+      assert.equal(openai.requests.length, before + 1);
+    } finally {
+      dice = seededRandom(20240);
+    }
   });
 });
