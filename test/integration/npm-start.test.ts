@@ -118,7 +118,8 @@ describe("the bundle", () => {
       const url = await servingUrl(gw);
       const answer = await sdk({ url }, null).chat.completions.create(
         { model: "openai/gpt-4o-mini", messages: [{ role: "user", content: "from the bundle" }] },
-        { headers: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01` } },
+        // No MCP tools offered: once the stdio server is up, its tools would be, and the mock would call one.
+        { headers: { traceparent: `00-${TRACE_ID}-00f067aa0ba902b7-01`, "x-gw-mcp-include-clients": "" } },
       );
       assert.equal(answer.choices[0]?.message.content, "echo: from the bundle");
       let result: { status: number; content?: string } = { status: 0 };
