@@ -17,11 +17,10 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pino from "pino";
 import { createApp, type App, type AppOptions } from "../src/app.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
-import { createLogger } from "../src/telemetry/logger.js";
+import { batchedDestination, createLogger } from "../src/telemetry/logger.js";
 import { keepTickObjectShape } from "../src/tick-object-shape.js";
 import { applyServingV8Flags } from "../src/v8-flags.js";
 import { answerAllocationRequests } from "./allocation-meter.js";
@@ -85,10 +84,8 @@ const inference = inferenceOptionsFromFile(
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
 const schema = variant.databaseUrl ? (variant.cluster?.schema ?? randomSchemaName()) : undefined;
 const logLevel = variant.logLevel ?? "warn";
-// pino's own asynchronous destination, as the production logger's stdout is; createLogger's parameter is
-// typed as a Node stream, which sonic-boom implements without declaring every stream property.
-const logDestination =
-  logLevel === "warn" ? process.stderr : (pino.destination({ dest: join(dataDir, "gateway.log"), sync: false }) as unknown as NodeJS.WritableStream);
+// The production logger's batched asynchronous destination, to a file instead of stdout.
+const logDestination = logLevel === "warn" ? process.stderr : batchedDestination(join(dataDir, "gateway.log"));
 let app: App | undefined;
 let stopping: Promise<void> | undefined;
 

@@ -17,10 +17,45 @@ const REDACT_PATHS = [
 ];
 
 /**
+ * Bytes of lines the destination gathers before it writes them in one system call. At the `info` level
+ * every request writes an access line of about 170 bytes; unbatched, the asynchronous destination wrote
+ * every line or few lines on its own, and those writes, their thread-pool hops and their callbacks cost
+ * 8-9 µs of CPU per request, about a tenth of a forwarded request's.
+ */
+const LOG_BATCH_BYTES = 4096;
+
+/** The longest a line waits for its batch to fill before it is written anyway. */
+const LOG_FLUSH_MS = 100;
+
+/**
+ * The gateway's log destination: stdout (fd 1) or a file, written asynchronously in batches of
+ * LOG_BATCH_BYTES or every LOG_FLUSH_MS, whichever comes first. pino writes what is still queued
+ * synchronously when the process exits, so a stop loses no line.
+ */
+export function batchedDestination(dest: number | string): NodeJS.WritableStream {
+  // sonic-boom implements what pino writes to without declaring every property of a Node stream.
+  return pino.destination({ dest, sync: false, minLength: LOG_BATCH_BYTES, periodicFlush: LOG_FLUSH_MS }) as unknown as NodeJS.WritableStream;
+}
+
+let timeMs = -1;
+let timeField = "";
+
+/**
+ * pino's ISO-8601 `time` field, formatted once per millisecond: under load a dozen lines share each
+ * millisecond, and formatting the date was about a third of pino's cost per line.
+ */
+function isoTimeOncePerMs(): string {
+  const now = Date.now();
+  if (now !== timeMs) {
+    timeMs = now;
+    timeField = `,"time":"${new Date(now).toISOString()}"`;
+  }
+  return timeField;
+}
+
+/**
  * Creates the structured JSON logger; `destination` lets tests capture lines. Without one it writes to
- * stdout asynchronously: a line is queued and written by the event loop, and lines queued while a write
- * is in flight go out together, so a request does not pay a write system call for its access line.
- * pino writes what is still queued synchronously when the process exits, so no line is lost.
+ * stdout through `batchedDestination`.
  */
 export function createLogger(
   options: { level?: string; destination?: NodeJS.WritableStream } = {},
@@ -29,7 +64,7 @@ export function createLogger(
     level: options.level ?? process.env["GW_LOG_LEVEL"] ?? "info",
     base: { service: "gw" },
     redact: { paths: REDACT_PATHS, censor: "[redacted]" },
-    timestamp: pino.stdTimeFunctions.isoTime,
+    timestamp: isoTimeOncePerMs,
   };
-  return pino(opts, options.destination ?? pino.destination({ dest: 1, sync: false }));
+  return pino(opts, options.destination ?? batchedDestination(1));
 }
