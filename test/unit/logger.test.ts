@@ -48,9 +48,10 @@ test("stamps a line logged in a later millisecond with the later time", async ()
 
 test("writes a lone line to the batched destination without waiting for a batch to fill", async () => {
   const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
+  const file = join(dir, "gateway.log");
+  const destination = batchedDestination(file);
   try {
-    const file = join(dir, "gateway.log");
-    const logger = createLogger({ level: "info", destination: batchedDestination(file) });
+    const logger = createLogger({ level: "info", destination });
     logger.info({ path: "/v1/models" }, "request");
     let text = "";
     // Bounded: the flush interval is a tenth of a second; five seconds is a stuck line, not a slow one.
@@ -60,6 +61,11 @@ test("writes a lone line to the batched destination without waiting for a batch 
     }
     assert.match(text, /"path":"\/v1\/models".*"msg":"request"/);
   } finally {
+    // sonic-boom's end takes no callback: it closes the file, then says so.
+    await new Promise<void>((resolve) => {
+      destination.once("close", () => resolve());
+      destination.end();
+    });
     await rm(dir, { recursive: true, force: true });
   }
 });
