@@ -6,25 +6,13 @@
  * still sends the original bytes. Its first stdout line is `{"port": <n>}`; it exits when its stdin closes.
  */
 import * as http from "node:http";
-import { Pool } from "undici";
 import { answerAllocationRequests } from "./allocation-meter.js";
+import { pipeUpstream, readBody, upstreamPool } from "./upstream-pipe.js";
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
 if (!upstream) throw new Error("BENCH_UPSTREAM_URL is required");
 const parse = process.env["BENCH_FLOOR_PARSE"] === "1";
-const pool = new Pool(upstream, { connections: 64, pipelining: 1, keepAliveTimeout: 60_000 });
-
-function forward(req: http.IncomingMessage, res: http.ServerResponse, body: Buffer): Promise<unknown> {
-  // pool.stream writes the upstream body straight into the response: undici's own proxying path.
-  return pool.stream(
-    { method: "POST", path: req.url ?? "/", headers: { "content-type": req.headers["content-type"] ?? "application/json" }, body },
-    ({ statusCode, headers }) => {
-      const contentType = headers["content-type"];
-      res.writeHead(statusCode, contentType === undefined ? {} : { "content-type": contentType });
-      return res;
-    },
-  );
-}
+const pool = upstreamPool(upstream);
 
 function hasModel(body: Buffer): boolean {
   try {
@@ -36,16 +24,13 @@ function hasModel(body: Buffer): boolean {
 }
 
 const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
-  const parts: Buffer[] = [];
-  req.on("data", (part: Buffer) => parts.push(part));
-  req.on("end", () => {
-    const body = Buffer.concat(parts);
+  readBody(req, (body) => {
     if (parse && !hasModel(body)) {
       res.writeHead(400, { "content-type": "text/plain" });
       res.end("floor: the body is not JSON with a string model");
       return;
     }
-    forward(req, res, body).catch((err: unknown) => {
+    pipeUpstream(pool, req, res, body).catch((err: unknown) => {
       if (!res.headersSent) res.writeHead(502, { "content-type": "text/plain" });
       res.end(`floor: ${err instanceof Error ? err.message : String(err)}`);
     });

@@ -5,7 +5,9 @@
  * Process tree (loopback only): this parent is the load generator; it spawns `upstream.ts` (a mock
  * OpenAI upstream answering at once), `floor.ts` twice (a minimal undici pass-through proxy, the least any
  * proxy can cost: `floor` only pipes, `floor-json` also parses the request JSON as any gateway must, and
- * is the floor every ratio is taken against) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real
+ * is the floor every ratio is taken against), `floor-duties.ts` (floor-json plus only what the throughput goal
+ * asks of every request: a virtual key, a rate limit and a budget, the answer parsed for its usage, metrics and
+ * an access line at `info`, with the gateway's own parts) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real
  * app, governance on every request through the virtual key `sk-gw-bench`; `gateway-traced` also traces
  * every request and exports the spans to `collector.ts`, a no-op OTLP/HTTP collector). Each child runs bundled by esbuild, as `npm start` runs
  * the gateway, not under tsx, whose per-closure function naming production does not pay. Every target gets the same POST /v1/chat/completions
@@ -31,10 +33,11 @@
  * 6. tracing's cost (when both `gateway` and `gateway-traced` run the throughput phase): the closed loop of 1
  *    against the two in turn, one-second slices in the order A B B A repeated (2 x BENCH_SECONDS in all), so
  *    the machine's drift between minutes weighs on both alike: throughput and CPU per request of each.
- * 7. cache hits against the floor (when `gateway` runs the cache-hit phase): floor-json's pass-through and the
+ * 7. the duties' cost (when the throughput phase runs): floor-json and floor-duties take turns the same way.
+ * 8. cache hits against the floor (when `gateway` runs the cache-hit phase): floor-json's pass-through and the
  *    gateway's cache hits take turns the same way, so the hits' multiple of the floor comes from the same
  *    seconds of the machine rather than from phases minutes apart.
- * 8. memory: peak RSS of each target's whole process tree (the process and every descendant, their
+ * 9. memory: peak RSS of each target's whole process tree (the process and every descendant, their
  *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
  *    the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
@@ -621,8 +624,11 @@ async function concurrentStreaming(url: string, errors: Errors): Promise<{ p50: 
 
 interface TargetResult {
   name: string;
-  /** `floor` is the JSON-parsing floor every ratio is taken against; `pipe` the floor that only pipes. */
-  kind: "direct" | "pipe" | "floor" | "gateway";
+  /**
+   * `floor` is the JSON-parsing floor every ratio is taken against; `pipe` the floor that only pipes;
+   * `duties` the floor that also does what the throughput goal asks of every request (floor-duties.ts).
+   */
+  kind: "direct" | "pipe" | "floor" | "duties" | "gateway";
   description: string;
   /**
    * cpuUsPerRequest: CPU the target process (alone, not the upstream behind it) spent per counted request;
@@ -839,6 +845,7 @@ async function main(): Promise<void> {
   const starting = [
     startChild("floor", "./floor.ts", env),
     startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }, profileArgs("floor-json")),
+    startChild("floor-duties", "./floor-duties.ts", env, profileArgs("floor-duties")),
     ...GATEWAY_VARIANTS.filter((variant) => SELECTED_VARIANTS.has(variant.name)).map((variant) =>
       startChild(
         variant.name,
@@ -857,8 +864,8 @@ async function main(): Promise<void> {
       ),
     ),
   ];
-  const [pipe, floor, ...gateways] = await Promise.all(starting);
-  if (!pipe || !floor) throw new Error("the floors did not start");
+  const [pipe, floor, duties, ...gateways] = await Promise.all(starting);
+  if (!pipe || !floor || !duties) throw new Error("the floors did not start");
   // Started after the others, so the single node and the cluster do not contend for the CPU while starting.
   const cluster = CLUSTER && DATABASE_URL !== undefined ? { schema: randomSchemaName(), encryptionKey: randomBytes(32).toString("hex") } : null;
   clusterSchema = cluster?.schema ?? null;
@@ -874,6 +881,7 @@ async function main(): Promise<void> {
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
     { name: "floor", kind: "pipe" as const, description: "minimal undici pass-through proxy", url: pipe.url, pid: pipe.process.pid, meter: allocationMeter(pipe) },
     { name: "floor-json", kind: "floor" as const, description: "the same, parsing the request JSON first", url: floor.url, pid: floor.process.pid, meter: allocationMeter(floor) },
+    { name: "floor-duties", kind: "duties" as const, description: "floor-json plus a key, limits, the answer's usage, metrics and an access line", url: duties.url, pid: duties.process.pid, meter: allocationMeter(duties) },
     ...gateways.map((g) => ({
       name: g.name,
       kind: "gateway" as const,
@@ -888,6 +896,15 @@ async function main(): Promise<void> {
     results.push(await measure(target));
     await sleep(1_000);
   }
+  // What the goal's duties cost by themselves, with the machine's drift cancelled: the two floors take turns.
+  const floorJson = targets.find((t) => t.kind === "floor");
+  const floorDuties = targets.find((t) => t.kind === "duties");
+  let dutiesInTurns: { floor: Figures; duties: Figures; errors: number; errorSamples: string[] } | null = null;
+  if (floorJson !== undefined && floorDuties !== undefined && SELECTED_PHASES.has("throughput")) {
+    const errors = new Errors();
+    const run = await phase("floor-json, floor-duties", "throughput", `taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(floorJson, floorDuties, errors), null);
+    if (run !== null) dutiesInTurns = { floor: run.a, duties: run.b, errors: errors.count, errorSamples: [...errors.samples] };
+  }
   // Tracing's cost measured with the machine's drift cancelled: untraced and traced take turns.
   const untraced = targets.find((t) => t.name === "gateway");
   const traced = targets.find((t) => t.name === "gateway-traced");
@@ -898,7 +915,6 @@ async function main(): Promise<void> {
     if (run !== null) tracingCost = { untraced: run.a, traced: run.b, errors: errors.count, errorSamples: [...errors.samples] };
   }
   // The cache's goal measured the same way: the floor's pass-through and the gateway's hits take turns.
-  const floorJson = targets.find((t) => t.kind === "floor");
   let hitsInTurns: { floor: Figures; hits: Figures; errors: number; errorSamples: string[] } | null = null;
   if (untraced !== undefined && floorJson !== undefined && SELECTED_PHASES.has("cache-hit")) {
     const errors = new Errors();
@@ -934,6 +950,15 @@ async function main(): Promise<void> {
     console.log(`tracing errors: ${tracingCost.errors}${tracingCost.errors > 0 ? "  <- INVALID RUN" : ""}`);
     for (const sample of tracingCost.errorSamples) console.log(`  tracing: ${sample}`);
   }
+  if (dutiesInTurns !== null) {
+    const { floor: bare, duties: dutiful } = dutiesInTurns;
+    console.log(
+      `floor-duties, taking turns with floor-json: ${fmt(dutiful.rps, 0)} req/s at ${fmt(dutiful.cpuUsPerRequest, 0)} µs CPU, floor-json ${fmt(bare.rps, 0)} req/s ` +
+        `at ${fmt(bare.cpuUsPerRequest, 0)} µs: throughput ${pct(dutiful.rps / bare.rps)} of the floor's, CPU per request ${fmt(dutiful.cpuUsPerRequest / bare.cpuUsPerRequest)}x`,
+    );
+    console.log(`floor turns errors: ${dutiesInTurns.errors}${dutiesInTurns.errors > 0 ? "  <- INVALID RUN" : ""}`);
+    for (const sample of dutiesInTurns.errorSamples) console.log(`  floor turns: ${sample}`);
+  }
   if (hitsInTurns !== null) {
     const { floor: pass, hits } = hitsInTurns;
     console.log(
@@ -943,7 +968,7 @@ async function main(): Promise<void> {
     console.log(`cache-hit turns errors: ${hitsInTurns.errors}${hitsInTurns.errors > 0 ? "  <- INVALID RUN" : ""}`);
     for (const sample of hitsInTurns.errorSamples) console.log(`  cache-hit turns: ${sample}`);
   }
-  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0);
+  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0) + (dutiesInTurns?.errors ?? 0);
   writeFileSync(
     LAST_RUN,
     `${JSON.stringify(
@@ -955,6 +980,7 @@ async function main(): Promise<void> {
         settings: { phases: [...SELECTED_PHASES], seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
         results,
         cluster: clusterResult,
+        dutiesInTurns,
         tracingInTurns: tracingCost,
         cacheHitsInTurns: hitsInTurns,
         errors,
