@@ -53,7 +53,7 @@
  * schema of its own), BENCH_CLUSTER=1 (with BENCH_DATABASE_URL: also two gateway nodes sharing one schema there, their
  * budget and rate-limit counters shared, loaded round-robin by the bench's own client; throughput per node is
  * reported next to the single node's, with each node's CPU per request), BENCH_PROFILE=1 starts the gateway
- * children and floor-json with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
+ * children, floor-json and floor-duties with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
  * per thread; the main thread's is the largest), BENCH_NODE_FLAGS (space-separated node or V8 flags given to
  * every gateway child after those `npm start` gives the gateway, none to the floors: what a memory or compiler
  * setting changes, measured against the same floors).
