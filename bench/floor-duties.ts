@@ -75,9 +75,10 @@ function admit(req: http.IncomingMessage): VirtualKey | { status: number; messag
 /** The request's metrics and access line. */
 function record(req: http.IncomingMessage, model: string, status: number, started: number, used: number): void {
   const durationS = (performance.now() - started) / 1e3;
+  const byModel = labelSet(model, "");
   requests.inc(labelSet(model, String(status)));
-  durations.observe(labelSet(model, ""), durationS);
-  if (used > 0) tokens.inc(labelSet(model, ""), used);
+  durations.observe(byModel, durationS);
+  if (used > 0) tokens.inc(byModel, used);
   logger.info({ path: req.url, method: req.method, status, duration_ms: Math.round(durationS * 1e6) / 1e3, model, tokens: used }, "request");
 }
 
@@ -105,7 +106,9 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     const key = admit(req);
     if (!("id" in key)) return refuse(res, key.status, key.message);
     const failed = (err: unknown): void => {
-      refuse(res, 502, `floor-duties: ${err instanceof Error ? err.message : String(err)}`);
+      // A stream that broke after its headers went out cannot be answered: end the connection instead.
+      if (res.headersSent) res.destroy();
+      else refuse(res, 502, `floor-duties: ${err instanceof Error ? err.message : String(err)}`);
       record(req, model, 502, started, 0);
     };
     if (body?.stream === true) {

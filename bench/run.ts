@@ -492,6 +492,27 @@ async function interleavedThroughput(a: Turn, b: Turn, errors: Errors): Promise<
   }
 }
 
+/** Two targets' figures from taking turns, with the errors they met. */
+interface TurnsResult {
+  a: Figures;
+  b: Figures;
+  errors: number;
+  errorSamples: string[];
+}
+
+/** Runs interleavedThroughput as phase `selected` (announced as `label`, `what`); null when that phase is not picked. */
+async function inTurns(label: string, selected: Phase, what: string, a: Turn, b: Turn): Promise<TurnsResult | null> {
+  const errors = new Errors();
+  const run = await phase(label, selected, `${what} in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(a, b, errors), null);
+  return run === null ? null : { ...run, errors: errors.count, errorSamples: [...errors.samples] };
+}
+
+/** Prints a measurement's error count (marking the run invalid when any) and its samples. */
+function reportErrors(label: string, count: number, samples: readonly string[]): void {
+  console.log(`${label} errors: ${count}${count > 0 ? "  <- INVALID RUN" : ""}`);
+  for (const sample of samples) console.log(`  ${label}: ${sample}`);
+}
+
 /** Closed loop over several nodes: worker i sends to node i mod n, as a round-robin load balancer would. */
 async function clusterThroughput(urls: readonly string[], pids: readonly (number | undefined)[], errors: Errors): Promise<{ rps: number; perNode: number[]; cpuUsPerRequest: number[] }> {
   const pools = urls.map((url) => new Pool(url, { connections: Math.ceil(CONNECTIONS / urls.length), pipelining: 1 }));
@@ -899,28 +920,19 @@ async function main(): Promise<void> {
   // What the goal's duties cost by themselves, with the machine's drift cancelled: the two floors take turns.
   const floorJson = targets.find((t) => t.kind === "floor");
   const floorDuties = targets.find((t) => t.kind === "duties");
-  let dutiesInTurns: { floor: Figures; duties: Figures; errors: number; errorSamples: string[] } | null = null;
-  if (floorJson !== undefined && floorDuties !== undefined && SELECTED_PHASES.has("throughput")) {
-    const errors = new Errors();
-    const run = await phase("floor-json, floor-duties", "throughput", `taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(floorJson, floorDuties, errors), null);
-    if (run !== null) dutiesInTurns = { floor: run.a, duties: run.b, errors: errors.count, errorSamples: [...errors.samples] };
-  }
+  const dutiesRun = floorJson !== undefined && floorDuties !== undefined ? await inTurns("floor-json, floor-duties", "throughput", "taking turns", floorJson, floorDuties) : null;
+  const dutiesInTurns = dutiesRun && { floor: dutiesRun.a, duties: dutiesRun.b, errors: dutiesRun.errors, errorSamples: dutiesRun.errorSamples };
   // Tracing's cost measured with the machine's drift cancelled: untraced and traced take turns.
   const untraced = targets.find((t) => t.name === "gateway");
   const traced = targets.find((t) => t.name === "gateway-traced");
-  let tracingCost: { untraced: Figures; traced: Figures; errors: number; errorSamples: string[] } | null = null;
-  if (untraced !== undefined && traced !== undefined && SELECTED_PHASES.has("throughput")) {
-    const errors = new Errors();
-    const run = await phase("gateway, gateway-traced", "throughput", `taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(untraced, traced, errors), null);
-    if (run !== null) tracingCost = { untraced: run.a, traced: run.b, errors: errors.count, errorSamples: [...errors.samples] };
-  }
+  const tracingRun = untraced !== undefined && traced !== undefined ? await inTurns("gateway, gateway-traced", "throughput", "taking turns", untraced, traced) : null;
+  const tracingCost = tracingRun && { untraced: tracingRun.a, traced: tracingRun.b, errors: tracingRun.errors, errorSamples: tracingRun.errorSamples };
   // The cache's goal measured the same way: the floor's pass-through and the gateway's hits take turns.
-  let hitsInTurns: { floor: Figures; hits: Figures; errors: number; errorSamples: string[] } | null = null;
-  if (untraced !== undefined && floorJson !== undefined && SELECTED_PHASES.has("cache-hit")) {
-    const errors = new Errors();
-    const run = await phase("floor-json, gateway", "cache-hit", `pass-through and cache hits taking turns in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(floorJson, { ...untraced, shape: CACHE_HIT }, errors), null);
-    if (run !== null) hitsInTurns = { floor: run.a, hits: run.b, errors: errors.count, errorSamples: [...errors.samples] };
-  }
+  const hitsRun =
+    untraced !== undefined && floorJson !== undefined
+      ? await inTurns("floor-json, gateway", "cache-hit", "pass-through and cache hits taking turns", floorJson, { ...untraced, shape: CACHE_HIT })
+      : null;
+  const hitsInTurns = hitsRun && { floor: hitsRun.a, hits: hitsRun.b, errors: hitsRun.errors, errorSamples: hitsRun.errorSamples };
   let clusterResult: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null = null;
   if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
     const errors = new Errors();
@@ -938,8 +950,7 @@ async function main(): Promise<void> {
     const single = results.find((r) => r.name === "gateway-pg");
     const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s at ${fmt(clusterResult?.cpuUsPerRequest[i] ?? Number.NaN, 0)} µs CPU each`).join(", ");
     console.log(`cluster of 2 on PostgreSQL, round-robin: ${fmt(clusterResult.rps, 0)} req/s in all (${nodes}); one node (gateway-pg): ${single ? `${fmt(single.throughput.rps, 0)} req/s at ${fmt(single.throughput.cpuUsPerRequest, 0)} µs CPU each` : "not run (BENCH_VARIANTS)"}`);
-    console.log(`cluster errors: ${clusterResult.errors}${clusterResult.errors > 0 ? "  <- INVALID RUN" : ""}`);
-    for (const sample of clusterResult.errorSamples) console.log(`  cluster: ${sample}`);
+    reportErrors("cluster", clusterResult.errors, clusterResult.errorSamples);
   }
   if (tracingCost !== null) {
     const { untraced: off, traced: on } = tracingCost;
@@ -947,8 +958,7 @@ async function main(): Promise<void> {
       `tracing, the two gateways taking turns: traced ${fmt(on.rps, 0)} req/s at ${fmt(on.cpuUsPerRequest, 0)} µs CPU, untraced ${fmt(off.rps, 0)} req/s at ` +
         `${fmt(off.cpuUsPerRequest, 0)} µs: throughput ${pct(on.rps / off.rps)} of the untraced, CPU per request ${fmt(on.cpuUsPerRequest / off.cpuUsPerRequest)}x`,
     );
-    console.log(`tracing errors: ${tracingCost.errors}${tracingCost.errors > 0 ? "  <- INVALID RUN" : ""}`);
-    for (const sample of tracingCost.errorSamples) console.log(`  tracing: ${sample}`);
+    reportErrors("tracing", tracingCost.errors, tracingCost.errorSamples);
   }
   if (dutiesInTurns !== null) {
     const { floor: bare, duties: dutiful } = dutiesInTurns;
@@ -956,8 +966,7 @@ async function main(): Promise<void> {
       `floor-duties, taking turns with floor-json: ${fmt(dutiful.rps, 0)} req/s at ${fmt(dutiful.cpuUsPerRequest, 0)} µs CPU, floor-json ${fmt(bare.rps, 0)} req/s ` +
         `at ${fmt(bare.cpuUsPerRequest, 0)} µs: throughput ${pct(dutiful.rps / bare.rps)} of the floor's, CPU per request ${fmt(dutiful.cpuUsPerRequest / bare.cpuUsPerRequest)}x`,
     );
-    console.log(`floor turns errors: ${dutiesInTurns.errors}${dutiesInTurns.errors > 0 ? "  <- INVALID RUN" : ""}`);
-    for (const sample of dutiesInTurns.errorSamples) console.log(`  floor turns: ${sample}`);
+    reportErrors("floor turns", dutiesInTurns.errors, dutiesInTurns.errorSamples);
   }
   if (hitsInTurns !== null) {
     const { floor: pass, hits } = hitsInTurns;
@@ -965,8 +974,7 @@ async function main(): Promise<void> {
       `cache hits, taking turns with floor-json's pass-through: ${fmt(hits.rps, 0)} hits/s at ${fmt(hits.cpuUsPerRequest, 0)} µs CPU, pass-through ${fmt(pass.rps, 0)} req/s ` +
         `at ${fmt(pass.cpuUsPerRequest, 0)} µs: ${fmt(hits.rps / pass.rps)}x the floor's pass-through`,
     );
-    console.log(`cache-hit turns errors: ${hitsInTurns.errors}${hitsInTurns.errors > 0 ? "  <- INVALID RUN" : ""}`);
-    for (const sample of hitsInTurns.errorSamples) console.log(`  cache-hit turns: ${sample}`);
+    reportErrors("cache-hit turns", hitsInTurns.errors, hitsInTurns.errorSamples);
   }
   const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0) + (dutiesInTurns?.errors ?? 0);
   writeFileSync(
