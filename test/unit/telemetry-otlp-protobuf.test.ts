@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type Span } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type HrTime, type Span } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { encodeExportRequest, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
 import { MAX_ATTRIBUTES, RecordingTracer, type RecordingSpan } from "../../src/telemetry/recording-tracer.js";
@@ -38,6 +38,26 @@ describe("OTLP protobuf encoding", () => {
     assert.equal(decodedClient.statusCode, 2);
     assert.equal(decodedClient.statusMessage, "provider_rate_limited");
     assert.ok(decodedClient.endNs >= decodedClient.startNs);
+  });
+
+  test("encodes start and end times to the exact nanosecond, whole and fractional milliseconds alike", () => {
+    // The epoch and the edge of the low 32-bit word (as [seconds, nanoseconds], since a small number of
+    // milliseconds means "since the process started"), then today and far in the future.
+    const times: [HrTime | number, bigint][] = [
+      [[0, 0], 0n],
+      [[4, 294_967_295], 4_294_967_295n],
+      [[4, 294_967_296], 4_294_967_296n],
+      [1_700_000_000_123.5, 1_700_000_000_123_500_000n],
+      [1_764_633_600_000.25, 1_764_633_600_000_250_000n],
+      [4_102_444_800_999.75, 4_102_444_800_999_750_000n],
+    ];
+    for (const [time, ns] of times) {
+      const { tracer, ended } = recorder();
+      tracer.startSpan("s", { startTime: time }, ROOT_CONTEXT).end(time);
+      const [span] = decodeExport(encodeExportRequest(IDENTITY, ended));
+      assert.equal(span?.startNs, ns, `start of ${String(time)}`);
+      assert.equal(span?.endNs, ns, `end of ${String(time)}`);
+    }
   });
 
   test("encodes every attribute type: strings, booleans, integers (negative too), doubles and lists", () => {
