@@ -502,12 +502,17 @@ function withoutFieldPrefix(message: string, field: string): string {
   return message;
 }
 
-/** `providers`: name -> provider; an entry that repeats its name (as GET shows it) must repeat it exactly. */
+/**
+ * `providers`: name -> provider; an entry that repeats its name (as GET shows it, or as `provider` the way
+ * Bifrost's body gives it) must repeat it exactly.
+ */
 const providersSchema = z.record(z.string(), apiEntity(ProviderSchema)).transform((providers, ctx): Record<string, ProviderFileConfig> => {
   const out: Record<string, ProviderFileConfig> = {};
-  for (const [name, { name: repeated, ...provider }] of Object.entries(providers)) {
-    if (repeated !== undefined && repeated !== name) {
-      ctx.addIssue({ code: "custom", path: [name, "name"], message: `is "${String(repeated)}" but the entry's key is "${name}"; leave it out or make them equal` });
+  for (const [name, { name: repeated, provider: named, ...provider }] of Object.entries(providers)) {
+    for (const [field, value] of [["name", repeated], ["provider", named]] as const) {
+      if (value !== undefined && value !== name) {
+        ctx.addIssue({ code: "custom", path: [name, field], message: `is "${String(value)}" but the entry's key is "${name}"; leave it out or make them equal` });
+      }
     }
     out[name] = provider;
   }

@@ -41,7 +41,19 @@ function redactKey(key: Wire): Wire {
 }
 
 function messageOf(rec: ProviderRecord): Provider {
-  return fromJson(ProviderSchema, { name: rec.name, ...providerWireOf(rec), keys: rec.keys.map(redactKey) } as JsonObject);
+  // `provider` is input-only on REST; set here so that an update sending it back unchanged passes the immutability check.
+  return fromJson(ProviderSchema, { name: rec.name, provider: rec.name, ...providerWireOf(rec), keys: rec.keys.map(redactKey) } as JsonObject);
+}
+
+/** The new provider's name: `name`, or `provider` as Bifrost's body gives it; both given must agree. */
+function nameOf(wire: Wire): string {
+  const name = typeof wire["name"] === "string" ? wire["name"] : "";
+  const provider = typeof wire["provider"] === "string" ? wire["provider"] : "";
+  if (name !== "" && provider !== "" && name !== provider) {
+    throw invalidField("provider.provider", `is "${provider}" but provider.name is "${name}"; give one of them, or the same name in both`);
+  }
+  if (name === "" && provider === "") throw invalidField("provider.name", 'is required: the provider name, e.g. "openai" (Bifrost\'s body may give it as "provider")');
+  return name === "" ? provider : name;
 }
 
 function wireOf(provider: Provider | undefined): Wire {
@@ -80,8 +92,7 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
     async createProvider(req, ctx) {
       const em = emOf(ctx, store);
       const wire = wireOf(req.provider);
-      const name = typeof wire["name"] === "string" ? wire["name"] : "";
-      if (name === "") throw invalidField("name", "is required: the provider name, e.g. \"openai\"");
+      const name = nameOf(wire);
       checkProviderName(name, "name");
       if (await em.findOne(ProviderRecord, { name })) {
         throw new GatewayError("already_exists", `provider "${name}" already exists; change it with PUT /api/v1/providers/${name}`, { field: "name" });
@@ -102,6 +113,7 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       if (req.provider === undefined) throw invalidField("provider", "is required");
       const next = wireOf(applyFieldMask(ProviderSchema, messageOf(rec), req.provider, paths, "a provider"));
       delete next["name"];
+      delete next["provider"];
       next["keys"] = keepStoredValues(next["keys"] ?? [], rec.keys);
       const parsed = parseProviderWire(rec.name, next, "provider");
       assignProvider(em, rec, parsed, rec.source);

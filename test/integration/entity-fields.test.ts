@@ -221,6 +221,9 @@ const REFUSED: readonly { entity: "provider" | "virtual_key"; path: string; valu
 /** Only the API's create takes these (the one-time verify); the file refuses them. */
 const CREATE_ONLY = ["McpClient.user_headers"];
 
+/** Input-only second names of fields the samples cover (Bifrost's `provider` for `name`); reads never show them. */
+const ALIASES = ["Provider.provider"];
+
 /** Every writable leaf of `desc` as `Message.a.b` (lists and maps of messages walked into). */
 function writablePaths(desc: DescMessage, prefix = desc.name): string[] {
   return desc.fields.flatMap((field) => {
@@ -318,6 +321,7 @@ describe("every writable field of every entity", () => {
         return writablePaths(desc).filter((p) => p === base || p.startsWith(`${base}.`));
       }),
       ...CREATE_ONLY,
+      ...ALIASES,
     ]);
     const missing = [ProviderSchema, VirtualKeySchema, RoutingRuleSchema, BusinessUnitSchema, CustomerSchema, TeamSchema, McpClientSchema, ToolManagerConfigSchema, ClientSettingsSchema].flatMap((desc) => writablePaths(desc)).filter((p) => !covered.has(p));
     assert.deepEqual(missing, [], "fields with no sample: add one above (or to REFUSED until the feature exists)");

@@ -3,7 +3,7 @@
  * encrypted key values, applied to /v1 at once, followed by a list-models fetch, and never show a key.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, test } from "node:test";
+import { after, afterEach, before, describe, test } from "node:test";
 import OpenAI from "openai";
 import { ProviderService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { ProviderRecord } from "../../src/store/index.js";
@@ -77,6 +77,62 @@ describe("POST /api/v1/providers", () => {
   test("refuses a second provider of the same name with a 409", async () => {
     const res = await api(app, "POST", "/api/v1/providers", openaiProvider());
     assert.equal(res.status, 409);
+  });
+});
+
+describe("POST /api/v1/providers with Bifrost's body", () => {
+  afterEach(async () => {
+    await api(app, "DELETE", "/api/v1/providers/openai");
+  });
+
+  test("creates the provider that the body's provider field names", async () => {
+    const { name: _name, ...rest } = openaiProvider();
+    const created = await api(app, "POST", "/api/v1/providers", { provider: "openai", ...rest });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    assert.equal(created.body.provider.name, "openai");
+    assert.equal((await chat()).status, 200);
+  });
+
+  test("shows the provider by name only on reads", async () => {
+    const { name: _name, ...rest } = openaiProvider();
+    assert.equal((await api(app, "POST", "/api/v1/providers", { provider: "openai", ...rest })).status, 200);
+    const got = await api(app, "GET", "/api/v1/providers/openai");
+    assert.equal(got.body.provider.name, "openai");
+    assert.equal("provider" in got.body.provider, false);
+  });
+
+  test("accepts provider and name together when they agree", async () => {
+    const res = await api(app, "POST", "/api/v1/providers", openaiProvider({ provider: "openai" }));
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  });
+
+  test("refuses provider and name that disagree with a 400 naming provider.provider", async () => {
+    const res = await api(app, "POST", "/api/v1/providers", openaiProvider({ provider: "groq" }));
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^provider\.provider: /);
+    assert.equal((await api(app, "GET", "/api/v1/providers/openai")).status, 404);
+  });
+
+  test("refuses a body that names no provider with a 400 naming provider.name", async () => {
+    const { name: _name, ...rest } = openaiProvider();
+    const res = await api(app, "POST", "/api/v1/providers", rest);
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^provider\.name: is required/);
+  });
+
+  test("takes an update that sends the provider field back unchanged", async () => {
+    assert.equal((await api(app, "POST", "/api/v1/providers", openaiProvider())).status, 200);
+    const res = await api(app, "PUT", "/api/v1/providers/openai", { provider: "openai", keys: [{ id: "k1", name: "main", value: "sk-bifrost" }] });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal((await chat()).status, 200);
+    assert.equal(upstream.last().headers["authorization"], "Bearer sk-bifrost");
+  });
+
+  test("refuses an update whose provider field renames the provider", async () => {
+    assert.equal((await api(app, "POST", "/api/v1/providers", openaiProvider())).status, 200);
+    const res = await api(app, "PUT", "/api/v1/providers/openai", { provider: "groq" });
+    assert.equal(res.status, 400);
+    assert.match(res.body.error.message, /^provider: is immutable/);
   });
 });
 

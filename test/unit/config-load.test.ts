@@ -120,6 +120,15 @@ describe("defaults", () => {
     assert.deepEqual(config.providers["openai"], { keys: [{ id: "k1", name: "main" }] });
   });
 
+  test("accepts a provider entry that names itself as Bifrost's body does", () => {
+    const config = parseConfig({ providers: { openai: { provider: "openai", keys: [{ id: "k1", name: "main" }] } } }, {});
+    assert.deepEqual(config.providers["openai"], { keys: [{ id: "k1", name: "main" }] });
+  });
+
+  test("refuses a provider entry whose provider field is not the entry's key", () => {
+    assertRejected({ providers: { openai: { provider: "groq", keys: [] } } }, "providers.openai.provider", 'is "groq" but the entry\'s key is "openai"');
+  });
+
   test("treats null as an absent optional field", () => {
     const client = onlyClient({ ...HTTP_CLIENT, stdio_config: null, needs_session_stickiness: null, tool_sync_interval: null });
     assert.equal(client.stdioConfig, null);
