@@ -16,6 +16,8 @@ import { endStreamFlag, endStreamFromJson } from "@connectrpc/connect/protocol-c
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import { PEER_ADDRESS_HEADER, socketPeerAddress } from "../peer-address.js";
 import type { Logger } from "../telemetry/logger.js";
+import { fileTrace, TRACE_REF_HEADER, withdrawTrace } from "../telemetry/trace-handoff.js";
+import type { TraceNode } from "../telemetry/tracing.js";
 import { dropRefusedBody } from "./refused-body.js";
 import { ClientClosedError, readBodyBytes } from "./rest/request-body.js";
 import { setRpcOutcome } from "./rpc-status.js";
@@ -27,8 +29,8 @@ export interface ConnectAdapterOptions {
   interceptors: Interceptor[];
   /** Request messages over this many bytes are refused. */
   readMaxBytes: number;
-  /** Serves every path that is not a procedure. */
-  fallback: (req: Req, res: Res) => void;
+  /** Serves every path that is not a procedure, with the request's span node when it is traced. */
+  fallback: (req: Req, res: Res, trace?: TraceNode) => void;
   logger: Logger;
 }
 
@@ -48,7 +50,7 @@ const CONNECT_JSON_OPTIONS: Partial<JsonReadOptions & JsonWriteOptions> & { text
 };
 
 /** Builds the handler; it answers the procedures of `routes` and hands every other path to `fallback`. */
-export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: Res) => void {
+export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: Res, trace?: TraceNode) => void {
   const router = createConnectRouter({
     interceptors: o.interceptors,
     readMaxBytes: o.readMaxBytes,
@@ -57,21 +59,27 @@ export function createConnectAdapter(o: ConnectAdapterOptions): (req: Req, res: 
   });
   o.routes(router);
   const handlers = new Map(router.handlers.map((h) => [h.requestPath, h]));
-  return (req, res) => {
+  return (req, res, trace) => {
     const handler = handlers.get((req.url ?? "").split("?", 1)[0] ?? "");
     if (handler === undefined) {
-      o.fallback(req, res);
+      o.fallback(req, res, trace);
       return;
     }
     // connect-node's request and response types are the two Node servers' own; both are served here.
     const uReq = universalRequestFromNodeRequest(req as http.IncomingMessage, res as http.ServerResponse, undefined, undefined);
     // The services read the caller's address from this header; the socket's value replaces any the client sent.
     uReq.header.set(PEER_ADDRESS_HEADER, socketPeerAddress(req.socket));
+    uReq.header.delete(TRACE_REF_HEADER);
     const serve = (request: UniversalServerRequest): void => {
+      const ref = trace === undefined ? undefined : fileTrace(trace);
+      if (ref !== undefined) request.header.set(TRACE_REF_HEADER, ref);
       handler(request)
         .then((uRes) => universalResponseToNodeResponse(watchOutcome(uRes, res), res as http.ServerResponse))
         .catch((err: unknown) => {
           o.logger.error({ err, procedure: handler.requestPath }, "RPC handler failed");
+        })
+        .finally(() => {
+          if (ref !== undefined) withdrawTrace(ref);
         });
     };
     // Over HTTP/2 Connect refuses a body over the limit itself, and a stream reset drops the rest.

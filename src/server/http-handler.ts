@@ -18,7 +18,7 @@ import type { RequestScope } from "../services/context.js";
 import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
-import { startServerTrace, type ServerTrace, type Tracing } from "../telemetry/tracing.js";
+import { startServerTrace, type ServerTrace, type TraceNode, type Tracing } from "../telemetry/tracing.js";
 import type { RequestHandler } from "./listener.js";
 import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
@@ -114,8 +114,8 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   let openapi: string | undefined;
   const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes, table });
 
-  const fallback = (req: Req, res: Res): void => {
-    rest(req, res)
+  const fallback = (req: Req, res: Res, trace?: TraceNode): void => {
+    rest(req, res, trace)
       .then((handled) => {
         if (handled) return;
         const path = (req.url ?? "/").split("?")[0];
@@ -266,7 +266,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       });
       return;
     }
-    connect(req, res);
+    connect(req, res, traced?.node);
   }
 }
 

@@ -64,12 +64,14 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
       }
       const args = parseToolArguments(req.function.arguments);
       const scope = ctx.values.get(kRequestScope);
+      if (scope.trace !== undefined && key !== null) scope.trace.virtualKey(key.id, key.name);
       const options = {
         signal: ctx.signal,
         identity,
         subjectToken,
         origin: scope.origin,
         custom: scope.dims.metricValues,
+        ...(scope.trace !== undefined ? { trace: scope.trace } : {}),
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
       };
       if (isMetaTool(req.function.name)) {

@@ -1,5 +1,5 @@
 /**
- * Puts each RPC's request scope (dimension values, origin) on its context, read from the RPC's own headers:
+ * Puts each RPC's request scope (dimension values, origin, span) on its context, read from the RPC's own headers:
  * the REST bridge forwards the client's x-gw-dim-* headers and its Host (as x-forwarded-host), and a
  * direct Connect or gRPC call carries its own. The HTTP handler already refused bad dimension headers.
  */
@@ -7,6 +7,7 @@ import type { Interceptor } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { originOfHeaders } from "../mcp/credentials/index.js";
 import { readDimensions, NO_DIMENSIONS } from "../telemetry/dimensions.js";
+import { filedTrace, TRACE_REF_HEADER } from "../telemetry/trace-handoff.js";
 import { kRequestScope } from "./context.js";
 
 /** The placeholder host of the in-process transport the REST bridge calls through: no address anyone can reach. */
@@ -37,7 +38,8 @@ export function requestScopeInterceptor(settings: RuntimeSettings): Interceptor 
       // Only reachable for calls that bypassed the HTTP handler's check; such a call simply gets no dimensions.
     }
     // gRPC over HTTP/2 carries the host only as :authority, which is not among the headers; the request URL has it.
-    req.contextValues.set(kRequestScope, { dims, origin: originOfHeaders(bag) ?? originOfUrl(req.url) });
+    const trace = filedTrace(req.header.get(TRACE_REF_HEADER));
+    req.contextValues.set(kRequestScope, { dims, origin: originOfHeaders(bag) ?? originOfUrl(req.url), ...(trace !== undefined ? { trace } : {}) });
     return next(req);
   };
 }

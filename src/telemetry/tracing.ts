@@ -147,6 +147,8 @@ export class AttemptSpan {
 export class TraceNode {
   private readonly root: TraceNode;
   private logIds: TraceIds | undefined;
+  /** The route decision's span until the key is chosen, which is routing's last step. */
+  private openRoute: Span | undefined;
 
   constructor(
     private readonly tracing: Tracing,
@@ -177,6 +179,7 @@ export class TraceNode {
 
   /** Ends a node of its own (an iteration); the SERVER span ends through ServerTrace. */
   end(): void {
+    this.endRoute();
     if (this.root !== this) this.span.end();
   }
 
@@ -186,18 +189,40 @@ export class TraceNode {
     this.root.span.setAttribute("gw.virtual_key.name", name);
   }
 
-  /** The route decision, as a span of its own that ends at once. */
+  /**
+   * The route decision, as a span of its own. It stays open until the first attempt names the key it
+   * chose (`gw.route.key_id`), a cache hit answers instead, or the request ends without an attempt.
+   */
   route(facts: RouteFacts): void {
-    this.start("route", SpanKind.INTERNAL, {
+    this.endRoute();
+    this.openRoute = this.start("route", SpanKind.INTERNAL, {
       "gw.route.provider": facts.provider,
       "gw.route.model": facts.model,
       "gw.route.fallbacks": facts.fallbacks,
       "gw.route.engines": [...facts.engines],
-    }).end();
+    });
+  }
+
+  /** Ends the route span with the cache's answer: no key is chosen for a hit. */
+  routeCacheHit(cacheType: "direct" | "semantic"): void {
+    this.openRoute?.setAttribute("gw.route.cache_hit", cacheType);
+    this.endRoute();
+  }
+
+  /** Ends the route span if it is still open. */
+  endRoute(): void {
+    const route = this.openRoute;
+    if (route === undefined) return;
+    this.openRoute = undefined;
+    route.end();
   }
 
   /** One upstream attempt: a CLIENT span named by the GenAI conventions; retries and fallbacks are siblings. */
   attempt(facts: AttemptFacts): AttemptSpan {
+    if (this.openRoute !== undefined) {
+      this.openRoute.setAttribute("gw.route.key_id", facts.keyId);
+      this.endRoute();
+    }
     const attributes: Attributes = {
       "gen_ai.operation.name": facts.operation,
       "gen_ai.provider.name": facts.provider,
@@ -249,6 +274,7 @@ export class ServerTrace {
 
   /** Ends the span with the response status (5xx and a client gone are errors). */
   end(status: number): void {
+    this.node.endRoute();
     this.span.setAttribute("http.response.status_code", status);
     if (status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR });
     if (status >= 500 || status === 499) this.span.setAttribute("error.type", String(status));

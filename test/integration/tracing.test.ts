@@ -132,6 +132,7 @@ describe("a plain call", () => {
     assert.equal(server.attributes["gw.virtual_key.id"], "vk-plain");
     assert.equal(server.attributes["gw.dim.team"], "red");
     assert.equal(route.attributes["gw.route.provider"], "openai");
+    assert.equal(route.attributes["gw.route.key_id"], client.attributes["gw.provider.key_id"]);
     assert.deepEqual(
       {
         op: client.attributes["gen_ai.operation.name"],
@@ -380,6 +381,38 @@ test("a /mcp tool call is a tools/call span under the POST /mcp SERVER span, wit
   assert.equal(server.attributes["gw.virtual_key.id"], "vk-agent");
   assert.equal(tool.attributes["gw.mcp.auth_type"], "none");
   assertNoSecret([server, tool]);
+});
+
+test("a POST /v1/mcp/tool/execute call is a tools/call span under its SERVER span, with the key's id and no credential", async () => {
+  const caller = callerContext();
+  const res = await api(
+    app,
+    "POST",
+    "/v1/mcp/tool/execute",
+    { id: "call_x", type: "function", function: { name: "docs-echo", arguments: JSON.stringify({ text: "executed" }) } },
+    { authorization: `Bearer ${AGENT_KEY}`, traceparent: caller.header },
+  );
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  const spans = await traceOf(caller.traceId, ["POST /v1/mcp/tool/execute", "tools/call echo"]);
+  const server = one(spans, "POST /v1/mcp/tool/execute");
+  const tool = one(spans, "tools/call echo");
+  assert.equal(tool.parentSpanId, server.spanId);
+  assert.equal(tool.kind, CLIENT);
+  assert.equal(tool.attributes["gw.mcp.tool.prefixed_name"], "docs-echo");
+  assert.equal(server.attributes["gw.virtual_key.id"], "vk-agent");
+  assertNoSecret(spans);
+});
+
+test("a tool execution over Connect is a tools/call span under the RPC's SERVER span", async () => {
+  const caller = callerContext();
+  const res = await fetch(`${app.url}/gw.inference.v1.McpToolService/ExecuteTool`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${AGENT_KEY}`, traceparent: caller.header },
+    body: JSON.stringify({ id: "call_y", type: "function", function: { name: "docs-echo", arguments: JSON.stringify({ text: "over connect" }) } }),
+  });
+  assert.equal(res.status, 200, await res.text());
+  const spans = await traceOf(caller.traceId, ["POST /gw.inference.v1.McpToolService/ExecuteTool", "tools/call echo"]);
+  assert.equal(one(spans, "tools/call echo").parentSpanId, one(spans, "POST /gw.inference.v1.McpToolService/ExecuteTool").spanId);
 });
 
 test("sends the collector's headers with every export", async () => {

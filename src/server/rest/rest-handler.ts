@@ -10,6 +10,8 @@ import { isFieldError, reflect, type ReflectList, type ReflectMessage } from "@b
 import { FieldMaskSchema } from "@bufbuild/protobuf/wkt";
 import type { Transport } from "@connectrpc/connect";
 import { forwardedHeaders } from "./forward-headers.js";
+import { fileTrace, TRACE_REF_HEADER, withdrawTrace } from "../../telemetry/trace-handoff.js";
+import type { TraceNode } from "../../telemetry/tracing.js";
 import { messageFromJson, mergeMessageJson } from "../../proto-json/message-from-json.js";
 import { messageToRestJson } from "../../proto-json/message-to-json.js";
 import { ClientClosedError, discardBody, readJsonBody } from "./request-body.js";
@@ -35,10 +37,10 @@ export interface RestHandlerOptions {
  * Builds the handler; the route table is compiled here and a bad rule throws. The handler resolves
  * false, having written nothing, when no route template matches the path.
  */
-export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res) => Promise<boolean> {
+export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res, trace?: TraceNode) => Promise<boolean> {
   const table = o.table ?? compileRoutes(o.services);
   const registry = createRegistry(...o.services.map((s) => s.file));
-  return async (req, res) => {
+  return async (req, res, trace) => {
     const { path, query } = splitUrl(req.url ?? "/");
     const found = table.match(req.method ?? "GET", path);
     if (found.kind === "none") return false;
@@ -51,24 +53,23 @@ export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res) =
       if (!res.writableEnded) abort.abort();
     };
     res.once("close", onClose);
+    const ref = trace === undefined ? undefined : fileTrace(trace);
     try {
       const input = await requestMessage(found.route, found.params, query, req, o.maxBodyBytes, registry).catch((err: unknown) => {
         // The readers check every value first; this only catches a check they missed, as a 400 rather than a 500.
         throw isFieldError(err) ? invalidRequest(`${err.field().name}: ${err.message}`) : err;
       });
-      const response = await o.transport.unary(
-        found.route.method,
-        abort.signal,
-        undefined,
-        forwardedHeaders(req),
-        input.message,
-      );
+      const headers = forwardedHeaders(req);
+      headers.delete(TRACE_REF_HEADER);
+      if (ref !== undefined) headers.set(TRACE_REF_HEADER, ref);
+      const response = await o.transport.unary(found.route.method, abort.signal, undefined, headers, input.message);
       sendJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry));
     } catch (err) {
       if (abort.signal.aborted || err instanceof ClientClosedError) return true;
       writeError(req, res, err);
     } finally {
       res.off("close", onClose);
+      if (ref !== undefined) withdrawTrace(ref);
     }
     return true;
   };

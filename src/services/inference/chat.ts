@@ -532,7 +532,9 @@ export function createChatService(deps: ChatDeps): ChatService {
         // A hit calls no provider and spends nothing: only the hit itself is counted.
         const members = virtualKey === null ? null : inference.hierarchy.membership(virtualKey);
         const route: RouteInfo = { engines: decision.enginesUsed, rule: decision.rule, team: members?.team ?? null, customer: members?.customer ?? null, complexity };
-        observer.cacheHit(labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace }), hit.status === "hit-direct" ? "direct" : "semantic");
+        const cacheType = hit.status === "hit-direct" ? "direct" : "semantic";
+        trace?.routeCacheHit(cacheType);
+        observer.cacheHit(labels(virtualKey, route, { method, custom, target: decision.primary, choice: null, fallbackIndex: 0, retried: false, trace }), cacheType);
         if (hold !== null) inference.gate.settle(hold, 0, 0);
         return hitOutcome(hit);
       }
