@@ -4,7 +4,7 @@
 #   docker run -p 8080:8080 -v gw-data:/data -e GW_ADMIN_USERNAME=admin -e GW_ADMIN_PASSWORD=... \
 #     -e GW_ENCRYPTION_KEY=$(openssl rand -hex 32) gw
 
-FROM node:20-slim AS build
+FROM node:24-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Sources first: npm ci runs the build (the prepare script) once the packages are in.
@@ -14,7 +14,7 @@ COPY gen ./gen
 COPY web ./web
 RUN npm ci --no-audit --no-fund
 
-FROM node:20-slim
+FROM node:24-slim
 ENV NODE_ENV=production
 # At most two malloc arenas, as npm start runs the gateway (src/serving-environment.ts says why).
 ENV MALLOC_ARENA_MAX=2

@@ -1,7 +1,7 @@
 /**
  * What a serving gateway needs before it starts, on node's command line (SERVING_NODE_FLAGS) and in its
  * environment (SERVING_ENVIRONMENT), is written out in the three places a user starts it from: `npm start`,
- * the Dockerfile and the README's systemd unit. Each must give all of it, the flags right before
+ * the Dockerfile and the systemd unit in docs/operations.md. Each must give all of it, the flags right before
  * `dist/main.js`.
  */
 import assert from "node:assert/strict";
@@ -34,10 +34,10 @@ test("the Dockerfile sets the serving environment and its command runs node with
   assert.deepEqual((JSON.parse(command) as string[]).slice(0, COMMAND.length), COMMAND);
 });
 
-test("the README's systemd unit sets the serving environment and runs node with the serving flags", async () => {
-  const readme = await read("README.md");
-  const execStart = /^ExecStart=(.*)$/m.exec(readme)?.[1];
-  assert.ok(execStart, "the README has a systemd unit");
+test("the systemd unit in docs/operations.md sets the serving environment and runs node with the serving flags", async () => {
+  const page = await read("docs/operations.md");
+  const execStart = /^ExecStart=(.*)$/m.exec(page)?.[1];
+  assert.ok(execStart, "docs/operations.md has a systemd unit");
   assert.ok(execStart.startsWith(`/usr/bin/${COMMAND.join(" ")} `), execStart);
-  for (const assignment of ASSIGNMENTS) assert.match(readme, new RegExp(`^Environment=${assignment}$`, "m"));
+  for (const assignment of ASSIGNMENTS) assert.match(page, new RegExp(`^Environment=${assignment}$`, "m"));
 });
