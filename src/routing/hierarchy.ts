@@ -206,6 +206,20 @@ export class Hierarchy {
     return { start: window.start, left: limit.maxLimit - window.used - this.#held(owner, which, window.start) };
   }
 
+  /**
+   * Keeps the window containing `now` from the moment a request reserves in it. A window nobody has spent
+   * in yet would otherwise start at each asker's own `now`, and the reservations made in it before the
+   * first request settles would never see each other.
+   */
+  #open(owner: LevelOwner, which: "budget" | "tokens", spec: WindowSpec, aligned: boolean, now: number): void {
+    const id = key(owner.level, owner.id);
+    const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
+    const window = this.#window(owner, which, spec, aligned, now);
+    if (counters[which] === window) return;
+    counters[which] = window;
+    this.#counters.set(id, counters);
+  }
+
   /** The first level (most specific) whose budget or rate limit is exhausted, reservations included, or null. */
   exceeded(virtualKey: VirtualKey): LevelExceeded | null {
     if (this.#limitless(virtualKey)) return null;
@@ -236,6 +250,7 @@ export class Hierarchy {
       const requests = owner.rateLimit?.requests ?? null;
       if (requests !== null) hold.counted.push({ owner, start: this.#add(owner, "requests", requests.window, false, 1, now) });
       const holdIn = (which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number): void => {
+        this.#open(owner, which, limit.window, aligned, now);
         const { start, left } = this.#remaining(owner, which, limit, aligned, now);
         const held = Math.min(Math.max(0, amount), left);
         if (held <= 0) return;

@@ -1,17 +1,17 @@
 /**
- * Admission of a request against the governance hierarchy's budgets and rate limits: the node's own
- * counters (which the usage API shows and the flusher persists) and, on a cluster, the counters every node
- * shares, which also hold the budgets and token limits of the provider config the request is routed to.
- * A request reserves its count and its worst-case cost and tokens before the upstream call and settles
- * what it actually spent afterwards, so concurrent requests cannot all pass the last unit of room.
+ * Admission of a request against the governance hierarchy's budgets and rate limits and those of the
+ * provider config it is routed to: the node's own counters (which the usage API shows and the flusher
+ * persists) and, on a cluster, the counters every node shares. A request reserves its count and its
+ * worst-case cost and tokens before the upstream call and settles what it actually spent afterwards, so
+ * concurrent requests cannot all pass the last unit of room.
  */
 import type { HierarchyHold, Hierarchy, LevelExceeded, LevelOwner, WorstCase } from "./hierarchy.js";
 import type { WindowSpec } from "./limit-window.js";
 import type { LedgerHold, LedgerItem, SharedLedger } from "./shared-ledger.js";
 import type { ProviderConfig, VirtualKey } from "./types.js";
-import type { LimitExceeded } from "./usage-limits.js";
+import type { ConfigHold, LimitExceeded, UsageLimits } from "./usage-limits.js";
 
-/** Which limit of the routed provider config refuses a request (cluster-wide). */
+/** Which limit of the routed provider config refuses a request. */
 export interface ConfigExceeded {
   config: ProviderConfig;
   limit: LimitExceeded;
@@ -20,6 +20,8 @@ export interface ConfigExceeded {
 /** What an admitted request holds until it settles. */
 export interface LimitHold {
   local: HierarchyHold;
+  /** What the request holds of its routed provider config's own counters, or null when the config limits nothing. */
+  localConfig: ConfigHold | null;
   shared: LedgerHold | null;
   /** The provider whose config's shared counters the hold reserved in, or null. */
   provider: string | null;
@@ -42,14 +44,16 @@ function msWindow(ms: number): WindowSpec {
 }
 
 /** The shared counters of the provider config the request is routed to. */
-function configItems(virtualKey: VirtualKey, config: ProviderConfig, worst: WorstCase): LedgerItem<Refusal>[] {
+function configItems(virtualKey: VirtualKey, config: ProviderConfig, worst: WorstCase, local: ConfigHold): LedgerItem<Refusal>[] {
   const base = `${CONFIG_PREFIX}${virtualKey.id}:${config.provider}`;
+  // What the node's own counters let the request reserve: never more of the cluster's than of the node's.
+  const localAmount = (slot: number | "tokens"): number | undefined => local.entries.find((e) => e.slot === slot)?.amount;
   const items: LedgerItem<Refusal>[] = config.budgets.map((budget, index) => ({
     key: `${base}:budget:${index}`,
     max: budget.maxLimit,
     window: msWindow(budget.resetDurationMs),
     calendarAligned: false,
-    amount: Math.max(MIN_COST, worst.costUsd),
+    amount: Math.max(MIN_COST, localAmount(index) ?? worst.costUsd),
     whole: false,
     ref: { config, limit: "budget" },
   }));
@@ -60,7 +64,7 @@ function configItems(virtualKey: VirtualKey, config: ProviderConfig, worst: Wors
       max: rate.tokenMaxLimit,
       window: msWindow(rate.tokenResetDurationMs),
       calendarAligned: false,
-      amount: Math.max(1, Math.ceil(worst.tokens)),
+      amount: Math.max(1, Math.ceil(localAmount("tokens") ?? worst.tokens)),
       whole: false,
       ref: { config, limit: "rate_limit" },
     });
@@ -102,10 +106,12 @@ function ledgerItems(hold: HierarchyHold, chain: readonly LevelOwner[], worst: W
 /** Reserves and settles a request's room at every level of the hierarchy. */
 export class LimitGate {
   readonly #hierarchy: Hierarchy;
+  readonly #limits: UsageLimits;
   #ledger: SharedLedger | null = null;
 
-  constructor(hierarchy: Hierarchy) {
+  constructor(hierarchy: Hierarchy, limits: UsageLimits) {
     this.#hierarchy = hierarchy;
+    this.#limits = limits;
   }
 
   /** Turns the shared counters on (a cluster on a database server) or off. */
@@ -121,20 +127,32 @@ export class LimitGate {
   /**
    * Admits the request or names the most specific level (or the routed provider config) without room.
    * Synchronous unless the node must lease more of a shared counter. `config` is the provider config the
-   * request is routed to; its counters are shared only on a cluster (one node checks them when routing).
+   * request is routed to; its counters are shared only on a cluster.
    */
   reserve(virtualKey: VirtualKey, worst: WorstCase, config: ProviderConfig | null = null): LimitHold | Refusal | Promise<LimitHold | Refusal> {
     const local = this.#hierarchy.reserve(virtualKey, worst);
     if (!("hold" in local)) return local;
+    // A config without budgets or a token limit costs nothing here: most configs have none.
+    const limited = config !== null && (config.budgets.length > 0 || config.rateLimit !== null) ? config : null;
+    let localConfig: ConfigHold | null = null;
+    if (limited !== null) {
+      const reserved = this.#limits.reserve(virtualKey.id, limited, worst);
+      if (typeof reserved === "string") {
+        this.#hierarchy.release(local.hold);
+        return { config: limited, limit: reserved };
+      }
+      localConfig = reserved;
+    }
     const ledger = this.#ledger;
-    if (ledger === null) return { local: local.hold, shared: null, provider: null };
+    if (ledger === null) return { local: local.hold, localConfig, shared: null, provider: null };
     const items = ledgerItems(local.hold, this.#hierarchy.chain(virtualKey), worst);
-    const provider = config !== null && (config.budgets.length > 0 || config.rateLimit !== null) ? config.provider : null;
-    if (config !== null && provider !== null) items.push(...configItems(virtualKey, config, worst));
-    if (items.length === 0) return { local: local.hold, shared: null, provider: null };
+    const provider = limited?.provider ?? null;
+    if (localConfig !== null && limited !== null) items.push(...configItems(virtualKey, limited, worst, localConfig));
+    if (items.length === 0) return { local: local.hold, localConfig, shared: null, provider: null };
     const finish = (result: { hold: LedgerHold } | { refused: Refusal }): LimitHold | Refusal => {
-      if ("hold" in result) return { local: local.hold, shared: result.hold, provider };
+      if ("hold" in result) return { local: local.hold, localConfig, shared: result.hold, provider };
       this.#hierarchy.release(local.hold);
+      if (localConfig !== null) this.#limits.release(localConfig);
       return result.refused;
     };
     const shared = ledger.reserve(items);
@@ -149,6 +167,8 @@ export class LimitGate {
   settle(hold: LimitHold, costUsd: number, tokens: number, answered: { virtualKeyId: string; config: ProviderConfig } | null = null): void {
     if (hold.local.settled) return;
     this.#hierarchy.settle(hold.local, costUsd, tokens);
+    // The config's own counters get the actual spend from the caller's record(); here the reservation ends.
+    if (hold.localConfig !== null) this.#limits.release(hold.localConfig);
     if (hold.shared === null) return;
     const provider = answered?.config.provider ?? null;
     this.#ledger?.settle(hold.shared, (key) => spentIn(key, hold, costUsd, tokens, provider));

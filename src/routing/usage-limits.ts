@@ -1,8 +1,10 @@
 /**
  * In-memory budget and token counters per (virtual key, provider config), in fixed windows that restart
- * after their reset duration. The hot path reads and writes only this memory; the owner persists
- * `snapshot()` on an interval and feeds it back through `restore()` at start-up, so a restart loses at most
- * one interval of counts.
+ * after their reset duration. A request routed to a config reserves its worst case in them before the
+ * upstream call (capped at what remains) and releases it once its actual spend is recorded, so concurrent
+ * requests cannot all pass the last unit of room. The hot path reads and writes only this memory; the owner
+ * persists `snapshot()` on an interval and feeds it back through `restore()` at start-up, so a restart loses
+ * at most one interval of counts.
  */
 import { innerMap } from "../telemetry/nested-map.js";
 import type { Clock, ProviderConfig } from "./types.js";
@@ -44,6 +46,26 @@ export interface RequestUsage {
   tokens: number;
 }
 
+/** What a request holds of a config's windows until it releases them (`slot`: a budget's index, or "tokens"). */
+export interface ConfigHold {
+  virtualKeyId: string;
+  provider: string;
+  entries: { slot: number | "tokens"; start: number; amount: number }[];
+  released: boolean;
+}
+
+/** Reserved and not yet released in the window that starts at `start`. */
+interface Reserved {
+  start: number;
+  amount: number;
+}
+
+/** What requests in flight hold of one config's windows; `budgets[i]` belongs to the config's budgets[i]. */
+interface ReservedWindows {
+  budgets: (Reserved | undefined)[];
+  tokens: Reserved | null;
+}
+
 /** Moves a window forward to the one containing `now`, zeroing it when a reset boundary passed. */
 function current(window: WindowUsage | null, durationMs: number, now: number): WindowUsage {
   if (window === null) return { windowStartMs: now, used: 0 };
@@ -62,11 +84,19 @@ function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
+/** What requests in flight hold of `window`: nothing once it has ended or when they hold another window. */
+function heldIn(reserved: Reserved | null | undefined, window: WindowUsage | null | undefined, durationMs: number, now: number): number {
+  if (reserved === null || reserved === undefined || window === null || window === undefined || reserved.start !== window.windowStartMs) return 0;
+  return !(durationMs > 0) || now < window.windowStartMs + durationMs ? reserved.amount : 0;
+}
+
 /** Budget and rate-limit state for every virtual key's provider configs. */
 export class UsageLimits {
   readonly #now: Clock;
   // Keyed by virtual key, then provider: a lookup per request never builds a joined key string.
   readonly #entries = new Map<string, Map<string, UsageEntry>>();
+  // Apart from the entries: reservations live only as long as their requests and are never persisted.
+  readonly #reserved = new Map<string, Map<string, ReservedWindows>>();
   #revision = 0;
 
   constructor(now: Clock = Date.now) {
@@ -87,19 +117,88 @@ export class UsageLimits {
     return entry;
   }
 
-  /** Returns why the config is exhausted in the current windows, or null when it may take traffic. */
+  /**
+   * Returns why the config is exhausted in the current windows, counting what requests in flight reserved,
+   * or null when it may take traffic.
+   */
   exceeded(virtualKeyId: string, config: ProviderConfig): LimitExceeded | null {
+    const budgets = config.budgets;
+    const limit = config.rateLimit;
+    if (budgets.length === 0 && limit === null) return null;
     const entry = this.#find(virtualKeyId, config.provider);
+    const reserved = this.#reserved.get(virtualKeyId)?.get(config.provider);
     const now = this.#now();
     // Asked for every request, often several times: read in place, allocating nothing.
-    const budgets = config.budgets;
     for (let index = 0; index < budgets.length; index++) {
       const budget = budgets[index] as (typeof budgets)[number];
-      if (usedAt(entry?.budgets[index], budget.resetDurationMs, now) >= budget.maxLimit) return "budget";
+      const window = entry?.budgets[index];
+      const used = usedAt(window, budget.resetDurationMs, now) + heldIn(reserved?.budgets[index], window, budget.resetDurationMs, now);
+      if (used >= budget.maxLimit) return "budget";
     }
-    const limit = config.rateLimit;
-    if (limit !== null && usedAt(entry?.tokens, limit.tokenResetDurationMs, now) >= limit.tokenMaxLimit) return "rate_limit";
+    if (limit !== null) {
+      const used = usedAt(entry?.tokens, limit.tokenResetDurationMs, now) + heldIn(reserved?.tokens, entry?.tokens, limit.tokenResetDurationMs, now);
+      if (used >= limit.tokenMaxLimit) return "rate_limit";
+    }
     return null;
+  }
+
+  /**
+   * Reserves a request's worst-case cost and tokens in every limited window of the config, each capped at
+   * what remains, until `release`; or says which limit has nothing left.
+   */
+  reserve(virtualKeyId: string, config: ProviderConfig, worst: RequestUsage): ConfigHold | LimitExceeded {
+    const over = this.exceeded(virtualKeyId, config);
+    if (over !== null) return over;
+    const hold: ConfigHold = { virtualKeyId, provider: config.provider, entries: [], released: false };
+    if (config.budgets.length === 0 && config.rateLimit === null) return hold;
+    const entry = this.#entry(virtualKeyId, config.provider);
+    const byProvider = innerMap(this.#reserved, virtualKeyId);
+    let reserved = byProvider.get(config.provider);
+    if (reserved === undefined) {
+      reserved = { budgets: [], tokens: null };
+      byProvider.set(config.provider, reserved);
+    }
+    const now = this.#now();
+    // The window is kept from its first reservation on: one opened at each asker's own `now` would hide the
+    // reservations made in it before the first request was recorded.
+    for (const [index, budget] of config.budgets.entries()) {
+      const window = current(entry.budgets[index] ?? null, budget.resetDurationMs, now);
+      entry.budgets[index] = window;
+      const before = reserved.budgets[index];
+      const held = heldIn(before, window, budget.resetDurationMs, now);
+      const amount = Math.min(nonNegative(worst.costUsd), budget.maxLimit - window.used - held);
+      if (amount <= 0) continue;
+      reserved.budgets[index] = { start: window.windowStartMs, amount: held + amount };
+      hold.entries.push({ slot: index, start: window.windowStartMs, amount });
+    }
+    const rate = config.rateLimit;
+    if (rate !== null) {
+      const window = current(entry.tokens, rate.tokenResetDurationMs, now);
+      entry.tokens = window;
+      const held = heldIn(reserved.tokens, window, rate.tokenResetDurationMs, now);
+      const amount = Math.min(nonNegative(worst.tokens), rate.tokenMaxLimit - window.used - held);
+      if (amount > 0) {
+        reserved.tokens = { start: window.windowStartMs, amount: held + amount };
+        hold.entries.push({ slot: "tokens", start: window.windowStartMs, amount });
+      }
+    }
+    return hold;
+  }
+
+  /** Ends a request's reservations (its actual spend is `record`ed apart); later calls do nothing. */
+  release(hold: ConfigHold): void {
+    if (hold.released) return;
+    hold.released = true;
+    const reserved = this.#reserved.get(hold.virtualKeyId)?.get(hold.provider);
+    if (reserved === undefined) return;
+    for (const { slot, start, amount } of hold.entries) {
+      const before = slot === "tokens" ? reserved.tokens : reserved.budgets[slot];
+      if (before === null || before === undefined || before.start !== start) continue;
+      const left = before.amount - amount;
+      const after = left > 1e-12 ? { start, amount: left } : undefined;
+      if (slot === "tokens") reserved.tokens = after ?? null;
+      else reserved.budgets[slot] = after;
+    }
   }
 
   /**
@@ -206,5 +305,6 @@ export class UsageLimits {
   /** Drops a virtual key's counters (the key was deleted). */
   forget(virtualKeyId: string): void {
     this.#entries.delete(virtualKeyId);
+    this.#reserved.delete(virtualKeyId);
   }
 }

@@ -2,8 +2,9 @@
  * Budgets and rate limits across three gateway processes on one PostgreSQL: a virtual key's request limit
  * holds for the cluster as a whole when requests are spent through every node at once, with the counters in
  * the database, in Redis, and in the database while the configured Redis does not answer; so does the budget
- * of a virtual key's provider config. Skipped, saying why, when no PostgreSQL server (or, for the Redis case,
- * no Redis) answers.
+ * of a virtual key's provider config, and a budget or token limit that one request's worst case exhausts lets
+ * at most one request per node through. Skipped, saying why, when no PostgreSQL server (or, for the Redis
+ * case, no Redis) answers.
  */
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
@@ -11,6 +12,7 @@ import { createServer } from "node:net";
 import { Redis } from "ioredis";
 import { after, before, describe, test } from "node:test";
 import { BUNDLED_PRICES } from "../../src/routing/bundled-prices.js";
+import { startCostlyUpstream } from "../fixtures/costly-upstream.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { clusterSkipReason, newClusterPlace, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
 
@@ -202,5 +204,82 @@ describe("a provider config's budget shared by three nodes on one PostgreSQL", {
     assert.ok(accepted > 0, "the budget accepted no request");
     assert.ok(accepted <= BUDGET_REQUESTS + nodes.length, `accepted ${accepted} requests, more than the ${BUDGET_REQUESTS} the budget pays for plus one per node`);
     for (const refusal of answers.filter((a) => a.status !== 200)) assert.deepEqual(refusal, { status: 402, type: "policy_budget_exceeded" });
+  });
+});
+
+/** Requests each node sends at once against a limit one request's worst case covers. */
+const BURST_PER_NODE = 5;
+/** Less than one gpt-4o-mini request without max_tokens may cost (at least 4096 output tokens, about $0.0025). */
+const SMALL_BUDGET = { max_limit: 0.002, reset_duration: "1h" };
+/** Fewer tokens than one request without max_tokens may use. */
+const SMALL_TOKEN_LIMIT = { token_max_limit: 1000, token_reset_duration: "1h" };
+
+describe("limits one request exhausts, shared by three nodes on one PostgreSQL", { skip: skip ?? false }, () => {
+  let place: ClusterPlace;
+  let nodes: ClusterNode[] = [];
+  let upstream: MockUpstream;
+  const config = { provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 };
+
+  before(async () => {
+    upstream = await startCostlyUpstream();
+    // One key per limit, so every test spends a limit no other test touched.
+    const key = (id: string, extra: Record<string, unknown>) => ({ id, name: id, value: `sk-gw-${id}`, provider_configs: [config], ...extra });
+    place = await newClusterPlace({
+      providers: { openai: { keys: [{ id: "oa", name: "oa", value: "sk-up", models: ["gpt-4o-mini"] }], network_config: { base_url: upstream.url } } },
+      governance: {
+        teams: [{ id: "team-burst", name: "burst team", budget: SMALL_BUDGET }],
+        virtual_keys: [
+          key("vk-budget", { budget: SMALL_BUDGET }),
+          key("vk-config-budget", { provider_configs: [{ ...config, budgets: [SMALL_BUDGET] }] }),
+          key("vk-tokens", { rate_limit: SMALL_TOKEN_LIMIT }),
+          key("vk-team", { team_id: "team-burst" }),
+        ],
+      },
+    });
+    nodes = await startNodes(place, 3);
+  });
+
+  after(async () => {
+    if (place) await stopCluster(place, nodes);
+    await upstream?.close();
+  });
+
+  /** Every node sends BURST_PER_NODE chats with the key at once; answers each one's status and error type. */
+  async function burst(keyId: string): Promise<{ status: number; type: string | null }[]> {
+    const sent = nodes.flatMap((node, n) =>
+      Array.from({ length: BURST_PER_NODE }, async (_, i) => {
+        const res = await fetch(`${node.url}/v1/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer sk-gw-${keyId}` },
+          body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: `request ${n}-${i}` }] }),
+        });
+        const body = (await res.json()) as { error?: { type?: string } };
+        return { status: res.status, type: body.error?.type ?? null };
+      }),
+    );
+    return Promise.all(sent);
+  }
+
+  /** At least one request and at most one per node went through; every other was refused with `refusal`. */
+  function assertAtMostOnePerNode(answers: { status: number; type: string | null }[], refusal: { status: number; type: string }): void {
+    const accepted = answers.filter((a) => a.status === 200).length;
+    assert.ok(accepted >= 1 && accepted <= nodes.length, `${accepted} of ${answers.length} concurrent requests went through, not between 1 and one per node: ${JSON.stringify(answers)}`);
+    for (const refused of answers.filter((a) => a.status !== 200)) assert.deepEqual(refused, refusal);
+  }
+
+  test("lets at most one request per node through a key budget one request exhausts", async () => {
+    assertAtMostOnePerNode(await burst("vk-budget"), { status: 402, type: "policy_budget_exceeded" });
+  });
+
+  test("lets at most one request per node through a provider-config budget one request exhausts", async () => {
+    assertAtMostOnePerNode(await burst("vk-config-budget"), { status: 402, type: "policy_budget_exceeded" });
+  });
+
+  test("lets at most one request per node through a key token limit one request exhausts", async () => {
+    assertAtMostOnePerNode(await burst("vk-tokens"), { status: 429, type: "policy_rate_limited" });
+  });
+
+  test("lets at most one request per node through a team budget one request exhausts", async () => {
+    assertAtMostOnePerNode(await burst("vk-team"), { status: 402, type: "policy_budget_exceeded" });
   });
 });

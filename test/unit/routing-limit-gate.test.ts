@@ -10,6 +10,7 @@ import { LimitGate, type ConfigExceeded, type LimitHold } from "../../src/routin
 import { parseWindow } from "../../src/routing/limit-window.js";
 import { SharedLedger } from "../../src/routing/shared-ledger.js";
 import type { ProviderConfig, VirtualKey } from "../../src/routing/types.js";
+import { UsageLimits } from "../../src/routing/usage-limits.js";
 import type { CounterBackend, LeaseGrant, LeaseRequest } from "../../src/store/index.js";
 
 const NOW = Date.UTC(2026, 10, 26, 12);
@@ -46,10 +47,16 @@ function isHold(result: LimitHold | LevelExceeded | ConfigExceeded): result is L
   return "local" in result;
 }
 
+/** A gate's answer that must not have waited for a shared counter. */
+function sync<T>(result: T | Promise<T>): T {
+  assert.ok(!(result instanceof Promise), "the gate waited although no counter is shared");
+  return result;
+}
+
 describe("reservations on one node", () => {
   test("caps a request's reservation at what remains of the budget and refuses the next one", () => {
     const hierarchy = new Hierarchy(() => NOW);
-    const gate = new LimitGate(hierarchy);
+    const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));
     const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
     const first = gate.reserve(vk, { costUsd: 0.75, tokens: 10 });
     const second = gate.reserve(vk, { costUsd: 0.75, tokens: 10 });
@@ -62,7 +69,7 @@ describe("reservations on one node", () => {
 
   test("gives back what a settled request reserved beyond its actual cost", () => {
     const hierarchy = new Hierarchy(() => NOW);
-    const gate = new LimitGate(hierarchy);
+    const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));
     const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
     const first = gate.reserve(vk, { costUsd: 1, tokens: 10 });
     assert.ok(!(first instanceof Promise) && isHold(first));
@@ -72,6 +79,64 @@ describe("reservations on one node", () => {
     const next = gate.reserve(vk, { costUsd: 0.5, tokens: 10 });
     assert.ok(!(next instanceof Promise) && isHold(next));
     assert.equal(next.local.entries[0]?.amount, 0.5);
+  });
+});
+
+describe("reservations on one node while the clock moves", () => {
+  const config: ProviderConfig = { provider: "openai", allowedModels: ["*"], keyIds: ["*"], weight: 1, budgets: [{ maxLimit: 1, resetDurationMs: 3_600_000 }], rateLimit: null };
+
+  /** A gate whose clock moves a millisecond at every read, as requests arriving one after another see it. */
+  function movingGate(): LimitGate {
+    let now = NOW;
+    const clock = () => now++;
+    return new LimitGate(new Hierarchy(clock), new UsageLimits(clock));
+  }
+
+  test("refuses the second of two requests whose worst case covers the key's budget before either settles", () => {
+    const gate = movingGate();
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
+    assert.ok(isHold(sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }))));
+    const second = sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }));
+    assert.ok(!isHold(second) && "owner" in second);
+    assert.equal(second.limit, "budget");
+  });
+
+  test("refuses the second of two requests whose worst case covers the key's token limit before either settles", () => {
+    const gate = movingGate();
+    const vk = key({ rateLimit: { requests: null, tokens: { maxLimit: 1000, window: HOUR } } });
+    assert.ok(isHold(sync(gate.reserve(vk, { costUsd: 0, tokens: 4096 }))));
+    const second = sync(gate.reserve(vk, { costUsd: 0, tokens: 4096 }));
+    assert.ok(!isHold(second) && "owner" in second);
+    assert.equal(second.limit, "tokens");
+  });
+
+  test("refuses the second of two requests whose worst case covers the routed provider config's budget, naming the config", () => {
+    const gate = movingGate();
+    const vk = key({ providerConfigs: [config] });
+    assert.ok(isHold(sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config))));
+    assert.deepEqual(sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config)), { config, limit: "budget" });
+  });
+
+  test("a refusal by the provider config undoes the request's count at the key", () => {
+    const hierarchy = new Hierarchy(() => NOW);
+    const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));
+    const vk = key({ providerConfigs: [config], rateLimit: { requests: { maxLimit: 10, window: HOUR }, tokens: null } });
+    assert.ok(isHold(sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config))));
+    assert.deepEqual(sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config)), { config, limit: "budget" });
+    assert.equal(hierarchy.usage(vk)[0]?.requests?.used, 1);
+  });
+
+  test("settling a request gives back the provider config's room it did not spend", () => {
+    const limits = new UsageLimits(() => NOW);
+    const gate = new LimitGate(new Hierarchy(() => NOW), limits);
+    const vk = key({ providerConfigs: [config] });
+    const hold = sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config));
+    assert.ok(isHold(hold));
+    limits.record(vk.id, config, { costUsd: 0.25, tokens: 10 });
+    gate.settle(hold, 0.25, 10, { virtualKeyId: vk.id, config });
+    const next = sync(gate.reserve(vk, { costUsd: 2, tokens: 10 }, config));
+    assert.ok(isHold(next));
+    assert.equal(next.localConfig?.entries[0]?.amount, 0.75);
   });
 });
 
@@ -87,7 +152,7 @@ describe("reservations shared through a ledger", () => {
   test("three nodes spending at once admit exactly the request limit between them", async () => {
     const backend = new MemoryCounters();
     const gates = [0, 1, 2].map(() => {
-      const gate = new LimitGate(new Hierarchy(() => NOW));
+      const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
       gate.share(new SharedLedger({ backend, liveNodes: () => 3, clock: () => NOW, warn: () => undefined }));
       return gate;
     });
@@ -97,7 +162,7 @@ describe("reservations shared through a ledger", () => {
 
   test("a node spends a leased slice from memory without asking the backend for every request", async () => {
     const backend = new MemoryCounters();
-    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
     gate.share(new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined }));
     for (let i = 0; i < 10; i++) assert.equal(await admitted(gate), true);
     assert.ok(backend.leases < 10, `leased ${backend.leases} times for 10 requests`);
@@ -105,7 +170,7 @@ describe("reservations shared through a ledger", () => {
 
   test("returns the unspent slice at a graceful stop", async () => {
     const backend = new MemoryCounters();
-    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
     const ledger = new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
     gate.share(ledger);
     assert.equal(await admitted(gate), true);
@@ -117,7 +182,7 @@ describe("reservations shared through a ledger", () => {
   test("serves on, with a warning, while the backend fails", async () => {
     const warnings: string[] = [];
     const broken: CounterBackend = { lease: () => Promise.reject(new Error("down")), adjust: () => Promise.reject(new Error("down")) };
-    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
     gate.share(new SharedLedger({ backend: broken, liveNodes: () => 1, clock: () => NOW, warn: (_err, message) => warnings.push(message) }));
     assert.equal(await admitted(gate), true);
     assert.equal(warnings.length, 1);
@@ -140,7 +205,7 @@ describe("a provider config's limits shared through a ledger", () => {
   test("three nodes spending at once never reserve more of the config's token limit than it holds", async () => {
     const backend = new MemoryCounters();
     const gates = [0, 1, 2].map(() => {
-      const gate = new LimitGate(new Hierarchy(() => NOW));
+      const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
       gate.share(new SharedLedger({ backend, liveNodes: () => 3, clock: () => NOW, warn: () => undefined }));
       return gate;
     });
@@ -154,7 +219,7 @@ describe("a provider config's limits shared through a ledger", () => {
 
   test("charges the config of the provider that answered, not the one reserved for", async () => {
     const backend = new MemoryCounters();
-    const gate = new LimitGate(new Hierarchy(() => NOW));
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
     const ledger = new SharedLedger({ backend, liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
     gate.share(ledger);
     assert.ok(isHold(await gate.reserve(vk, { costUsd: 0, tokens: 10 }, anthropic)));

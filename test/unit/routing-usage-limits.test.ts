@@ -107,6 +107,55 @@ describe("UsageLimits", () => {
   });
 });
 
+describe("UsageLimits reservations", () => {
+  test("caps a reservation at what remains of the budget and refuses once nothing remains", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    const first = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
+    const second = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
+    assert.ok(typeof first !== "string" && typeof second !== "string");
+    assert.deepEqual(second.entries, [{ slot: 0, start: 1_000_000, amount: 0.25 }]);
+    assert.equal(limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 }), "budget");
+  });
+  test("requests reserving in a window nobody has spent in yet see each other's reservations", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    assert.notEqual(typeof limits.reserve("vk-1", limited, { costUsd: 0, tokens: 4000 }), "string");
+    clock.advance(5);
+    assert.equal(limits.reserve("vk-1", limited, { costUsd: 0, tokens: 4000 }), "rate_limit");
+  });
+  test("a config fully reserved by requests in flight is exceeded for routing", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    assert.equal(limits.exceeded("vk-1", budgeted), "budget");
+  });
+  test("releasing a reservation gives its room back; the spend recorded stays", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    const hold = limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    assert.ok(typeof hold !== "string");
+    limits.record("vk-1", budgeted, { costUsd: 0.1, tokens: 0 });
+    limits.release(hold);
+    limits.release(hold);
+    assert.equal(limits.exceeded("vk-1", budgeted), null);
+    const next = limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    assert.ok(typeof next !== "string");
+    assert.equal(next.entries[0]?.amount, 0.9);
+  });
+  test("a reservation of a window that has ended holds nothing in the next one", () => {
+    const clock = fakeClock();
+    const limits = new UsageLimits(clock.now);
+    limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    clock.advance(HOUR);
+    assert.equal(limits.exceeded("vk-1", budgeted), null);
+  });
+  test("reservations are never part of a snapshot", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
+    const restored = new UsageLimits(fakeClock().now);
+    restored.restore(limits.snapshot());
+    assert.equal(restored.exceeded("vk-1", budgeted), null);
+  });
+});
+
 describe("limits in governance routing", () => {
   test("budget exhaustion excludes the provider and the window reset restores it", () => {
     const clock = fakeClock();
@@ -143,6 +192,11 @@ describe("limits in governance routing", () => {
       () => route(limits),
       (error: unknown) => error instanceof RoutingError && error.type === "policy_rate_limited" && error.httpStatus === 429,
     );
+  });
+  test("moves traffic to the next provider while requests in flight hold all of a config's budget", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    limits.reserve("vk-1", budgeted, { costUsd: 1, tokens: 0 });
+    assert.equal(route(limits).primary.provider, "azure");
   });
   test("drops a request fallback to a provider over its limit", () => {
     const limits = new UsageLimits(fakeClock().now);

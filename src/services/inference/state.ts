@@ -101,7 +101,7 @@ export class InferenceState implements Inference {
     this.upstreamTimeoutMs = options.upstreamTimeoutMs;
     this.limits = new UsageLimits(options.clock);
     this.hierarchy = new Hierarchy(options.clock);
-    this.gate = new LimitGate(this.hierarchy);
+    this.gate = new LimitGate(this.hierarchy, this.limits);
     this.#settings = options.settings;
     this.#logger = options.logger;
     this.affinity = new SessionAffinity(options.clock);
