@@ -49,7 +49,7 @@ import { createSsoRoutes } from "./server/pages/sso-routes.js";
 import { originOfHeaders } from "./mcp/credentials/index.js";
 import { SSO_OFF, type SsoSettings } from "./config/sso-config.js";
 import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./services/bootstrap.js";
-import { configChangeHandlers } from "./services/cluster-sync.js";
+import { announceKeyBackoff, configChangeHandlers } from "./services/cluster-sync.js";
 import { NodeStatePublisher } from "./services/mcp-node-states.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
@@ -266,10 +266,18 @@ export async function createApp(options: AppOptions): Promise<App> {
     const oauth2Store = new OAuth2Store(store);
     await oauth2Store.load();
     await cluster.start();
-    const sharedLimits = (shared = startSharedLimits({ store, registry: cluster, inference: state, logger, redis: options.redis, ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}) }));
     // Other nodes' admin writes and reloads reach this node's caches through the database.
-    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin }) });
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin, auth }) });
     changes = changeListener;
+    const sharedLimits = (shared = startSharedLimits({
+      store,
+      registry: cluster,
+      inference: state,
+      logger,
+      redis: options.redis,
+      ...(inferenceOptions.clock ? { clock: inferenceOptions.clock } : {}),
+      announceBackoff: (backoff) => announceKeyBackoff(changeListener, backoff),
+    }));
     await changeListener.start();
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
     nodeStates = publisher;

@@ -1,8 +1,9 @@
 /**
  * Hears the configuration changes other nodes commit: database triggers send `{entity, id, op, origin}` on
  * a channel named after the schema (so gateways on other schemas of the same database stay apart), and
- * this node's own changes, which it applied already, are skipped by their origin. A lost connection is
- * dialled again; since notifications sent meanwhile are gone, the node then reloads everything.
+ * this node's own changes, which it applied already, are skipped by their origin. A node may also announce
+ * a change itself, on the same channel, carrying what the others need to apply it as it arrives. A lost
+ * connection is dialled again; since notifications sent meanwhile are gone, the node then reloads everything.
  */
 import { createHash } from "node:crypto";
 import { applicationNameOf, openRawConnection, type PgNotification, type RawConnection, type Store } from "../store/index.js";
@@ -10,18 +11,25 @@ import type { Logger } from "../telemetry/logger.js";
 
 /** One committed change to a configuration row. */
 export interface ConfigChange {
-  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group, setting, mcp_user_credential, pricing_snapshot or sso_session. */
+  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group, setting, mcp_user_credential, pricing_snapshot, sso_session, admin_session or provider_key_backoff. */
   entity: string;
   /** The row's key (a provider's name, a setting's key, otherwise its id). */
   id: string;
   op: "insert" | "update" | "delete";
 }
 
-/** What the listener calls; each call finishes before the next starts. */
+/** What the listener calls; each call of `change` and `resync` finishes before the next starts. */
 export interface ChangeHandlers {
   change(change: ConfigChange): Promise<void>;
   /** After a reconnect: notifications may have been missed, so everything is loaded again. */
   resync(): Promise<void>;
+  /**
+   * Takes a change in as its notification arrives, without waiting for the changes queued before it (a
+   * reload may take seconds); true when it is fully applied so, false to queue it for `change`. For what a
+   * late application would let through (a logout, an upstream's rate limit), and only when applying it
+   * in any order is safe. `payload` is the whole notification, with what `announce` added.
+   */
+  onReceipt?(change: ConfigChange, payload: Readonly<Record<string, unknown>>): boolean;
 }
 
 const RECONNECT_DELAY_MS = 500;
@@ -103,22 +111,46 @@ export class ChangeListener {
     this.#retry.unref();
   }
 
+  /**
+   * Tells the other nodes of a change at once, over the listen connection (never waiting for a pooled
+   * one), with `data` for their `onReceipt`. Best effort: nothing is sent while the connection is down, so
+   * what must arrive is also written to a table whose trigger notifies.
+   */
+  announce(change: ConfigChange, data: Readonly<Record<string, unknown>>): void {
+    const conn = this.#conn;
+    if (conn === undefined) return;
+    const payload = JSON.stringify({ ...data, ...change, origin: this.#ownOrigin });
+    conn.query("select pg_notify($1, $2)", [this.#channel, payload]).catch((err: unknown) => {
+      this.#logger.warn({ err, entity: change.entity }, "could not announce a change to the other nodes; they take it from the store");
+    });
+  }
+
   #onNotification(message: PgNotification): void {
     if (message.channel !== this.#channel || message.payload === undefined) return;
-    let parsed: { entity?: unknown; id?: unknown; op?: unknown; origin?: unknown };
+    let parsed: unknown;
     try {
-      parsed = JSON.parse(message.payload) as typeof parsed;
+      parsed = JSON.parse(message.payload);
     } catch {
-      this.#logger.warn({ payload: message.payload }, "ignored a configuration notification that is not JSON");
+      parsed = undefined;
+    }
+    if (parsed === null || typeof parsed !== "object") {
+      this.#logger.warn({ payload: message.payload }, "ignored a configuration notification that is not a JSON object");
       return;
     }
-    if (parsed.origin === this.#ownOrigin) return;
-    const { entity, id, op } = parsed;
+    const payload = parsed as Record<string, unknown>;
+    if (payload["origin"] === this.#ownOrigin) return;
+    const { entity, id, op } = payload;
     if (typeof entity !== "string" || typeof id !== "string" || (op !== "insert" && op !== "update" && op !== "delete")) {
       this.#logger.warn({ payload: message.payload }, "ignored a configuration notification without entity, id and op");
       return;
     }
-    this.#enqueue(() => this.#handlers.change({ entity, id, op }));
+    const change: ConfigChange = { entity, id, op };
+    try {
+      if (this.#handlers.onReceipt?.(change, payload) === true) return;
+    } catch (err) {
+      this.#logger.warn({ err, entity }, "could not apply another node's change on receipt; applying it in turn");
+    }
+    this.#enqueue(() => this.#handlers.change(change));
   }
 
   #enqueue(work: () => Promise<void>): void {

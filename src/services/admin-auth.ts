@@ -1,7 +1,8 @@
 /**
  * Admin sessions for the admin API. Tokens are random 256-bit values; only their
  * SHA-256 is stored, so a database dump does not leak live sessions. Verified sessions are cached in
- * memory until they expire.
+ * memory until they expire or are ended; a logout on another node reaches this cache through the change
+ * notification the session's deleted row sends.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { GatewayError } from "../errors.js";
@@ -107,6 +108,8 @@ export class AdminAuth {
       // misses keeps a stream of bad bearer values from costing a database query each.
       if (this.unknown.has(hash)) return null;
       const record = await this.store.fork().findOne(AdminSessionRecord, { tokenHash: hash });
+      // Ended on another node while the row was being read: the row may predate the logout.
+      if (this.unknown.has(hash)) return null;
       if (!record) {
         if (this.unknown.size >= MAX_UNKNOWN_TOKENS) this.unknown.clear();
         this.unknown.add(hash);
@@ -136,12 +139,24 @@ export class AdminAuth {
     return userOk && passOk;
   }
 
+  /** Another node ended the session with this token hash (logout or expiry): it is refused from now on. */
+  sessionEnded(tokenHash: string): void {
+    this.cache.delete(tokenHash);
+    if (this.unknown.size >= MAX_UNKNOWN_TOKENS) this.unknown.clear();
+    this.unknown.add(tokenHash);
+  }
+
+  /** Forgets every cached session, so each is checked against the store again (logouts may have been missed). */
+  forgetSessions(): void {
+    this.cache.clear();
+  }
+
   /** Ends the session of this token; unknown tokens are ignored. */
   async logout(authorization: string | null | undefined): Promise<void> {
     const token = bearerToken(authorization);
     if (token === null) return;
     const hash = sha256(token).toString("hex");
-    this.cache.delete(hash);
+    this.sessionEnded(hash);
     await this.store.fork().nativeDelete(AdminSessionRecord, { tokenHash: hash });
   }
 }

@@ -1,11 +1,14 @@
 /**
  * Takes another node's configuration change into this node's memory, the way the API write that made it
  * updates the writing node: the row is read back from the store (a row that is gone is removed), so a late
- * or repeated notification only re-reads what is there.
+ * or repeated notification only re-reads what is there. What must not wait behind other changes (an
+ * ended session, a provider key's backoff) is applied as its notification arrives, from the notification.
  */
-import type { ChangeHandlers, ConfigChange } from "../cluster/change-listener.js";
+import type { ChangeHandlers, ChangeListener, ConfigChange } from "../cluster/change-listener.js";
+import type { KeyBackoff } from "../routing/key-backoffs.js";
 import type { PricingSync } from "../routing/pricing-sync.js";
-import { KeyBackoffTable, McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
+import { KeyBackoffTable, keyBackoffRowId, McpClientRecord, ProviderRecord, VirtualKeyRecord } from "../store/index.js";
+import type { AdminAuth } from "./admin-auth.js";
 import type { SsoLogin } from "./sso/sso-login.js";
 import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
@@ -15,10 +18,11 @@ import { loadRoutingRules, reloadInference } from "./inference/records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
-/** What another node's change may reach: the configuration, the pricing datasheet the oldest node stores, and SSO sessions. */
+/** What another node's change may reach: the configuration, the pricing datasheet the oldest node stores, SSO and admin sessions. */
 export interface ClusterSyncTarget extends ReloadTarget {
   pricing?: Pick<PricingSync, "reloadFromStore">;
-  ssoLogin?: Pick<SsoLogin, "sessionChanged" | "load">;
+  ssoLogin?: Pick<SsoLogin, "sessionChanged" | "sessionEnded" | "load">;
+  auth?: Pick<AdminAuth, "sessionEnded" | "forgetSessions">;
 }
 
 /** The handlers a ChangeListener calls with the changes of the other nodes. */
@@ -26,7 +30,45 @@ export function configChangeHandlers(target: ClusterSyncTarget): ChangeHandlers 
   return {
     change: (change) => applyConfigChange(change, target),
     resync: () => reloadAllConfig(target),
+    onReceipt: (change, payload) => applyOnReceipt(change, payload, target),
   };
+}
+
+/**
+ * Tells the other nodes of a backoff this node learnt, carrying it whole so that they apply it as it
+ * arrives; the row KeyBackoffTable stores notifies them too, for when this cannot be sent.
+ */
+export function announceKeyBackoff(listener: Pick<ChangeListener, "announce">, backoff: KeyBackoff): void {
+  listener.announce(
+    { entity: "provider_key_backoff", id: keyBackoffRowId(backoff.provider, backoff.keyId), op: "update" },
+    { provider: backoff.provider, key_id: backoff.keyId, until_ms: backoff.untilMs },
+  );
+}
+
+/**
+ * Applies at once the changes that are final whenever they arrive: an ended session (a token never comes
+ * back) and a backoff announced with its time (a node keeps the latest). False sends the change to the queue.
+ */
+export function applyOnReceipt(change: ConfigChange, payload: Readonly<Record<string, unknown>>, target: ClusterSyncTarget): boolean {
+  switch (change.entity) {
+    case "admin_session":
+      if (change.op !== "delete" || target.auth === undefined) return false;
+      target.auth.sessionEnded(change.id);
+      return true;
+    case "sso_session":
+      if (change.op !== "delete" || target.ssoLogin === undefined) return false;
+      target.ssoLogin.sessionEnded(change.id);
+      return true;
+    case "provider_key_backoff": {
+      const { provider, key_id: keyId, until_ms: untilMs } = payload;
+      // The row's trigger sends no time: that notification is read back in turn.
+      if (typeof provider !== "string" || typeof keyId !== "string" || typeof untilMs !== "number" || !Number.isFinite(untilMs)) return false;
+      target.inference.keyBackoffs.apply({ provider, keyId, untilMs });
+      return true;
+    }
+    default:
+      return false;
+  }
 }
 
 /** Re-reads one changed row into the running gateway. */
@@ -75,6 +117,9 @@ export async function applyConfigChange(change: ConfigChange, target: ClusterSyn
     case "sso_session":
       await target.ssoLogin?.sessionChanged(change.id);
       break;
+    case "admin_session":
+      if (change.op === "delete") target.auth?.sessionEnded(change.id);
+      break;
     case "provider_key_backoff": {
       const backoff = await new KeyBackoffTable(store).read(change.id);
       if (backoff !== null) inference.keyBackoffs.apply(backoff);
@@ -114,6 +159,7 @@ export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> 
   await runtime.credentials.reloadAll();
   await target.pricing?.reloadFromStore();
   await target.ssoLogin?.load();
+  target.auth?.forgetSessions();
   for (const backoff of await new KeyBackoffTable(store).active(Date.now())) inference.keyBackoffs.apply(backoff);
   logger.info({ providers: providers.length, virtual_keys: keys.length, mcp_clients: clients.length }, "reloaded the whole configuration from the store");
 }

@@ -12,7 +12,7 @@ export interface StoredKeyBackoff {
 }
 
 /** The row id of a provider's key (JSON, so no provider or key name can make two keys collide). */
-function rowId(provider: string, keyId: string): string {
+export function keyBackoffRowId(provider: string, keyId: string): string {
   return JSON.stringify([provider, keyId]);
 }
 
@@ -36,7 +36,7 @@ export class KeyBackoffTable {
       .execute(
         `insert into provider_key_backoff (id, provider, key_id, until_at) values (?, ?, ?, ?)
          on conflict (id) do update set until_at = excluded.until_at where provider_key_backoff.until_at < excluded.until_at`,
-        [rowId(backoff.provider, backoff.keyId), backoff.provider, backoff.keyId, Math.round(backoff.untilMs)],
+        [keyBackoffRowId(backoff.provider, backoff.keyId), backoff.provider, backoff.keyId, Math.round(backoff.untilMs)],
       );
   }
 

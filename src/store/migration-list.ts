@@ -25,6 +25,7 @@ import { Migration20261126180000_cluster_flows } from "./migrations/Migration202
 import { Migration20261126184055_shared_counter } from "./migrations/Migration20261126184055_shared_counter.js";
 import { Migration20261126190000_usage_minute } from "./migrations/Migration20261126190000_usage_minute.js";
 import { Migration20261126200000_provider_key_backoff } from "./migrations/Migration20261126200000_provider_key_backoff.js";
+import { Migration20261203100000_admin_session_notify } from "./migrations/Migration20261203100000_admin_session_notify.js";
 
 /**
  * The migrations in the order they apply; each name is its file name without the extension, as stored in
@@ -52,4 +53,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126184055_shared_counter", class: Migration20261126184055_shared_counter },
   { name: "Migration20261126190000_usage_minute", class: Migration20261126190000_usage_minute },
   { name: "Migration20261126200000_provider_key_backoff", class: Migration20261126200000_provider_key_backoff },
+  { name: "Migration20261203100000_admin_session_notify", class: Migration20261203100000_admin_session_notify },
 ];

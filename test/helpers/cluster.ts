@@ -1,9 +1,12 @@
 /**
  * Several gateway processes on one PostgreSQL schema, for the tests of a cluster: the server's address,
- * whether it answers, and polling with a generous deadline.
+ * whether it answers, polling with a generous deadline or within a documented bound, and a configuration
+ * change the other nodes take long to apply.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, writeFile } from "node:fs/promises";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dropSchema, randomSchemaName } from "../../src/store/index.js";
@@ -92,4 +95,73 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
+}
+
+/**
+ * Probes until `probe` answers true, as soon as it does; fails when a probe that started `boundMs` or more
+ * after `since` still answered false, since by then the documented bound has passed.
+ */
+export async function inEffectWithin(what: string, since: number, boundMs: number, probe: () => Promise<boolean>): Promise<void> {
+  for (;;) {
+    const startedAt = Date.now();
+    if (await probe()) return;
+    if (startedAt - since >= boundMs) throw new Error(`${what} was not in effect ${startedAt - since} ms later (bound: ${boundMs} ms)`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** A configuration change the nodes are busy applying until `release` is called. */
+export interface SlowChange {
+  /** Lets the change finish and removes what it created. */
+  release(): Promise<void>;
+}
+
+/**
+ * Creates an HTTP MCP client through `creator` whose server holds every request until released, and
+ * resolves once all `nodeCount` nodes are connecting to it: the other nodes are then in the middle of
+ * applying that configuration change. `headers` go with the admin API calls (a session when auth is on).
+ */
+export async function startSlowChange(creator: ClusterNode, nodeCount: number, headers: Record<string, string> = {}): Promise<SlowChange> {
+  const held: ServerResponse[] = [];
+  let open = false;
+  const refuse = (res: ServerResponse) => res.writeHead(503, { "content-type": "text/plain" }).end("not now");
+  const server = createServer((req, res) => {
+    req.resume();
+    if (open) refuse(res);
+    else held.push(res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  const created = fetch(`${creator.url}/api/mcp/client`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify({ name: `slow_${randomBytes(4).toString("hex")}`, connection_type: "http", connection_string: url }),
+  }).then(async (res) => ({ status: res.status, body: (await res.json()) as { client_id?: string } }));
+  let answered: { status: number; body: unknown } | undefined;
+  void created.then(
+    (res) => (answered = res),
+    (err: unknown) => (answered = { status: 0, body: String(err) }),
+  );
+  const deadline = Date.now() + 30_000;
+  while (held.length < nodeCount) {
+    const failure = answered !== undefined ? `creating the slow MCP client answered ${answered.status} at once: ${JSON.stringify(answered.body)}` : Date.now() > deadline ? `only ${held.length} of ${nodeCount} nodes connected to the slow MCP server` : null;
+    if (failure !== null) {
+      held.splice(0).forEach(refuse);
+      server.close();
+      throw new Error(failure);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return {
+    async release() {
+      open = true;
+      held.splice(0).forEach(refuse);
+      const res = await created;
+      if (res.status !== 200 || res.body.client_id === undefined) throw new Error(`creating the slow MCP client answered ${res.status}: ${JSON.stringify(res.body)}`);
+      const deleted = await fetch(`${creator.url}/api/mcp/client/${res.body.client_id}`, { method: "DELETE", headers });
+      await deleted.text();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

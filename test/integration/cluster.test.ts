@@ -1,7 +1,8 @@
 /**
  * Three gateway processes on one PostgreSQL schema: the node registry, configuration changes made on one
- * node served by the others, a cut listen connection, a node with the wrong key, and a killed node.
- * Skipped, saying why, when no PostgreSQL server answers.
+ * node served by the others, an admin logout in effect on every node within its documented bound, a cut
+ * listen connection, a node with the wrong key, and a killed node. Skipped, saying why, when no PostgreSQL
+ * server answers.
  */
 import assert from "node:assert/strict";
 import { writeFile } from "node:fs/promises";
@@ -11,7 +12,7 @@ import { MikroORM } from "@mikro-orm/postgresql";
 import { parseDatabaseUrl } from "../../src/store/index.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { api as rawApi } from "../helpers/app.js";
-import { CLUSTER_DATABASE_URL, clusterSkipReason, eventually, newClusterPlace, spawnNode, startNodes, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
+import { CLUSTER_DATABASE_URL, clusterSkipReason, eventually, inEffectWithin, newClusterPlace, spawnNode, startNodes, startSlowChange, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
 import { logLineCount, waitForLog } from "../helpers/gateway-process.js";
 import { sdk } from "../helpers/inference.js";
 
@@ -25,6 +26,9 @@ const PICKY_SERVER = {
 
 /** The config file every node starts with. Auth is on: a stdio client may only be created with an admin session. */
 const CONFIG = { auth_config: { is_enabled: true, admin_username: "admin", admin_password: "cluster-secret" } };
+
+/** How long after a logout answered another node may still accept its token: the documented bound. */
+const LOGOUT_BOUND_MS = 1_000;
 
 const skip = await clusterSkipReason();
 if (skip) console.log(`# cluster tests ${skip}`);
@@ -70,6 +74,30 @@ describe("a cluster of three nodes on one PostgreSQL", { skip: skip ?? false }, 
     });
   }
 
+  /** Whether `session` opens the admin API on `at` (a 401 says no; any other refusal fails the test). */
+  async function opens(at: ClusterNode, session: string): Promise<boolean> {
+    const res = await rawApi(at, "GET", "/api/cluster/nodes", undefined, { authorization: `Bearer ${session}` });
+    assert.ok(res.status === 200 || res.status === 401, JSON.stringify(res.body));
+    return res.status === 200;
+  }
+
+  /** Signs in on `at` and uses the token on every node, so each node holds the session. */
+  async function signInEverywhere(at: ClusterNode): Promise<string> {
+    const login = await rawApi(at, "POST", "/api/session/login", { username: "admin", password: "cluster-secret" });
+    assert.equal(login.status, 200, JSON.stringify(login.body));
+    const session = String(login.body.token);
+    for (const each of nodes) assert.ok(await opens(each, session), `the new session opens the admin API on ${each.url}`);
+    return session;
+  }
+
+  /** Logs `session` out on `at`; checks every node refuses it within the bound. */
+  async function logOutEverywhere(at: ClusterNode, session: string): Promise<void> {
+    const out = await rawApi(at, "POST", "/api/session/logout", undefined, { authorization: `Bearer ${session}` });
+    assert.equal(out.status, 200, JSON.stringify(out.body));
+    const loggedOutAt = Date.now();
+    await Promise.all(nodes.map((each) => inEffectWithin(`the logout on ${each.url}`, loggedOutAt, LOGOUT_BOUND_MS, async () => !(await opens(each, session)))));
+  }
+
   before(async () => {
     openai = await startMockOpenAi();
     // Auth on: a stdio client may only be created with an admin session, and the session must work on every node.
@@ -109,6 +137,21 @@ describe("a cluster of three nodes on one PostgreSQL", { skip: skip ?? false }, 
     assert.equal(onFirst.status, 200, JSON.stringify(onFirst.body));
     const madeUp = await rawApi(node(1), "GET", "/api/cluster/nodes", undefined, { authorization: "Bearer not-a-session" });
     assert.equal(madeUp.status, 401, JSON.stringify(madeUp.body));
+  });
+
+  test("refuses a session token on every node within a second of logout", async () => {
+    const session = await signInEverywhere(node(0));
+    await logOutEverywhere(node(1), session);
+  });
+
+  test("refuses a session token on every node within a second of logout while they apply a slow configuration change", async () => {
+    const session = await signInEverywhere(node(0));
+    const slow = await startSlowChange(node(2), nodes.length, { authorization: `Bearer ${token}` });
+    try {
+      await logOutEverywhere(node(1), session);
+    } finally {
+      await slow.release();
+    }
   });
 
   test("serves on the third node a virtual key created through the first", async () => {

@@ -8,6 +8,7 @@
 import { FallbackCounters } from "../../cluster/fallback-counters.js";
 import type { NodeRegistry } from "../../cluster/node-registry.js";
 import { RedisCounters } from "../../cluster/redis-counters.js";
+import type { KeyBackoff } from "../../routing/key-backoffs.js";
 import { SharedLedger } from "../../routing/shared-ledger.js";
 import { KeyBackoffTable, SharedCounterTable, type CounterBackend, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
@@ -31,6 +32,8 @@ export function startSharedLimits(options: {
   redis?: { url: string; keyPrefix: string } | undefined;
   /** The clock the windows follow (the inference clock; tests inject one). */
   clock?: () => number;
+  /** Tells the other nodes of a backoff at once, before its row is stored. */
+  announceBackoff?: (backoff: KeyBackoff) => void;
 }): SharedLimits | null {
   const { store, registry, inference, logger } = options;
   if (store.embedded) {
@@ -62,6 +65,7 @@ export function startSharedLimits(options: {
     .then((running) => running.forEach((backoff) => inference.keyBackoffs.apply(backoff)))
     .catch((err: unknown) => logger.warn({ err }, "could not read the provider key backoffs other nodes stored; this node learns new ones as they come"));
   inference.keyBackoffs.onSet((backoff) => {
+    options.announceBackoff?.(backoff);
     backoffs.publish(backoff).catch((err: unknown) => logger.warn({ err, provider: backoff.provider, key_id: backoff.keyId }, "could not share a provider key's retry-after with the other nodes"));
   });
   logger.info({ backend: redis === null ? "database" : "redis" }, "budgets and rate limits are shared by every node");

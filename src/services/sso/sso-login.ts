@@ -92,6 +92,8 @@ function sessionOf(rec: SsoSessionRecord): Session {
 export class SsoLogin {
   /** Sessions by the hash of their id, as stored. */
   private readonly sessions = new Map<string, Session>();
+  /** Hashes of ended sessions, so a read that raced the logout cannot bring one back. */
+  private readonly ended = new Set<string>();
 
   constructor(
     private readonly idp: IdpTokens,
@@ -103,13 +105,13 @@ export class SsoLogin {
   async load(): Promise<void> {
     const records = await this.store.fork().find(SsoSessionRecord, { expiresAt: { $gt: new Date(this.now()) } }, { orderBy: { expiresAt: "desc" }, limit: MAX_ENTRIES });
     this.sessions.clear();
-    for (const rec of records) this.sessions.set(rec.idHash, sessionOf(rec));
+    for (const rec of records) if (!this.ended.has(rec.idHash)) this.sessions.set(rec.idHash, sessionOf(rec));
   }
 
   /** Another node opened or ended a session: the cache takes the row as stored. */
   async sessionChanged(idHash: string): Promise<void> {
     const rec = await this.store.fork().findOne(SsoSessionRecord, { idHash });
-    if (!rec) {
+    if (!rec || this.ended.has(idHash)) {
       this.sessions.delete(idHash);
       return;
     }
@@ -250,12 +252,20 @@ export class SsoLogin {
     return session ? { user: session.user, token: session.accessToken } : null;
   }
 
+  /** A session ended (logged out on another node, or expired and removed): it is refused from now on. */
+  sessionEnded(idHash: string): void {
+    this.sessions.delete(idHash);
+    // Session ids are random and never come back, so remembering them is only bounded, never wrong.
+    if (this.ended.size >= MAX_ENTRIES) this.ended.clear();
+    this.ended.add(idHash);
+  }
+
   /** Ends the session a Cookie header names on every node (unknown ones are ignored). */
   async logout(cookieHeader: string | null | undefined): Promise<void> {
     const id = cookieValue(cookieHeader, SESSION_COOKIE);
     if (id === null) return;
     const idHash = sha256Hex(id);
-    this.sessions.delete(idHash);
+    this.sessionEnded(idHash);
     await this.store.fork().nativeDelete(SsoSessionRecord, { idHash });
   }
 }
