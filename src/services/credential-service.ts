@@ -4,9 +4,9 @@
  * RevokeSession). Values and tokens are accepted here and never returned: responses carry ids, statuses
  * and header names only.
  */
-import type { IdpTokens, IdpUser } from "./sso/idp-tokens.js";
+import type { IdpTokens } from "./sso/idp-tokens.js";
 import type { SsoLogin } from "./sso/sso-login.js";
-import { bearerToken } from "./admin-auth.js";
+import { flowFinisher, ssoUserOf as ssoUserOfHeaders } from "./flow-finisher.js";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import { GatewayError } from "../errors.js";
@@ -27,8 +27,7 @@ import { kRequestScope, type AdminPrincipal } from "./context.js";
 import { credentialFromHeaders } from "./inference/credential.js";
 import type { Inference } from "./inference/state.js";
 
-/** The header a browser submission carries the link's `#t=` temp token in. */
-export const TEMP_TOKEN_HEADER = "x-gw-temp-token";
+export { TEMP_TOKEN_HEADER } from "./flow-finisher.js";
 
 /** What the credential service needs. */
 export interface CredentialServiceDeps {
@@ -67,11 +66,8 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
   }
 
   /** The SSO user behind the call's IdP bearer token or, without one, its gw_session cookie, or null; a bad IdP token throws its 401. */
-  async function ssoUserOf(ctx: HandlerContext): Promise<IdpUser | null> {
-    const token = bearerToken(ctx.requestHeader.get("authorization"));
-    // Checked before the request reached a handler when it claims the issuer; verify finds it cached.
-    if (token !== null && deps.idp?.claimsIssuer(token)) return (await deps.idp.verify(token)).user;
-    return deps.ssoLogin?.signedIn(ctx.requestHeader.get("cookie"))?.user ?? null;
+  function ssoUserOf(ctx: HandlerContext) {
+    return ssoUserOfHeaders(ctx.requestHeader, deps);
   }
 
   /** How the request stands with the user a flow is bound to (GetFlowResponse.sign_in), and who it is signed in as. */
@@ -134,22 +130,14 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     },
 
     async connectOauthFlow(req, ctx) {
-      const user = (await signedIn(ctx))?.username ?? null;
-      const ssoUser = (await ssoUserOf(ctx))?.id ?? null;
-      const started = await credentials().connectOauth(req.flowId, { user, tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER), adminAuthEnabled: deps.auth.enabled, ssoUser });
+      const started = await credentials().connectOauth(req.flowId, await flowFinisher(ctx.requestHeader, deps));
       return { authorizeUrl: started.authorizeUrl, expiresAt: timestampFromDate(started.expiresAt) };
     },
 
     async submitFlow(req, ctx) {
-      const user = (await signedIn(ctx))?.username ?? null;
-      const ssoUser = (await ssoUserOf(ctx))?.id ?? null;
+      const auth = await flowFinisher(ctx.requestHeader, deps);
       try {
-        const saved = await credentials().submit(req.flowId, req.headers, {
-          user,
-          tempToken: ctx.requestHeader.get(TEMP_TOKEN_HEADER),
-          adminAuthEnabled: deps.auth.enabled,
-          ssoUser,
-        });
+        const saved = await credentials().submit(req.flowId, req.headers, auth);
         return { status: "success", credentialId: saved.id, updatedAt: timestampFromDate(saved.updatedAt) };
       } catch (err) {
         // The Retry of a temp-token flow needs the replacement token; it goes back to the same browser only.

@@ -12,9 +12,10 @@ import { McpClientRecord, type McpOauthCredentialRecord, type Store } from "../s
 import type { Logger } from "../telemetry/logger.js";
 import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 import { kEntityManager } from "./context.js";
+import { flowFinisher, type FlowFinisherDeps } from "./flow-finisher.js";
 
-/** What the service needs. */
-export interface OauthServiceDeps {
+/** What the service needs; the callback of a user's per-user flow reads who the browser is signed in as. */
+export interface OauthServiceDeps extends FlowFinisherDeps {
   store: Store;
   logger: Logger;
   runtime: McpRuntime;
@@ -105,8 +106,8 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
 
     async oauthCallback(req, ctx) {
       const query = { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription };
-      // A per_user_oauth caller's consent first (its flows live in memory), then the admin authorizations.
-      const own = await runtime.credentials.oauthCallback(query);
+      // A per_user_oauth caller's consent first, then the admin authorizations.
+      const own = await runtime.credentials.oauthCallback(query, () => flowFinisher(ctx.requestHeader, deps));
       if (own) return { oauthConfigId: own.flowId, status: own.status, message: own.message, clientId: own.clientId, clientName: own.clientName };
       const outcome = await handleCallback(emOf(ctx, store), { code: req.code, state: req.state, error: req.error, errorDescription: req.errorDescription }, runtime.now(), deps.logger);
       return { oauthConfigId: outcome.flowId, status: outcome.status, message: outcome.message, clientId: outcome.clientId, clientName: outcome.clientName };

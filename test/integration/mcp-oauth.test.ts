@@ -60,9 +60,19 @@ function initialize(headers: Record<string, string> = {}): Promise<Response> {
   });
 }
 
-/** What a browser does between the authorization URL and the redirect back: follow redirects with cookies, fill the consent form. */
-async function consent(authorizationUrl: URL, virtualKey: string, choice: "allow" | "deny" = "allow"): Promise<{ code: string | null; status: number; page: string }> {
-  const cookies = new Map<string, string>();
+/** What the browser saw of one authorization: the code it was sent back with (or null), and whether it was shown the consent form. */
+interface ConsentResult {
+  code: string | null;
+  status: number;
+  page: string;
+  consentShown: boolean;
+}
+
+/**
+ * What a browser does between the authorization URL and the redirect back: follow redirects with cookies,
+ * fill the consent form. `cookies` is the browser's cookie jar, fresh unless a test shares one between sign-ins.
+ */
+async function consent(authorizationUrl: URL, virtualKey: string, choice: "allow" | "deny" = "allow", cookies = new Map<string, string>()): Promise<ConsentResult> {
   let url = authorizationUrl.href;
   let body: string | undefined;
   let submitted = false;
@@ -81,7 +91,7 @@ async function consent(authorizationUrl: URL, virtualKey: string, choice: "allow
     const location = res.headers.get("location");
     if (res.status >= 300 && res.status < 400 && location) {
       const next = new URL(location, url);
-      if (next.href.startsWith(REDIRECT_URL)) return { code: next.searchParams.get("code"), status: res.status, page: next.href };
+      if (next.href.startsWith(REDIRECT_URL)) return { code: next.searchParams.get("code"), status: res.status, page: next.href, consentShown: submitted };
       url = next.href;
       body = undefined;
       continue;
@@ -94,7 +104,13 @@ async function consent(authorizationUrl: URL, virtualKey: string, choice: "allow
       submitted = true;
       continue;
     }
-    return { code: null, status: res.status, page };
+    // A page that posts itself (the provider ending a browser's earlier sign-in as another key): post it, as a browser's script would.
+    if (res.status === 200 && action !== undefined && /document\.forms\[0\]\.submit\(\)/.test(page)) {
+      url = new URL(action.replace(/&amp;/g, "&"), url).href;
+      body = new URLSearchParams([...page.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\/>/g)].map((m): [string, string] => [m[1] ?? "", m[2] ?? ""])).toString();
+      continue;
+    }
+    return { code: null, status: res.status, page, consentShown: submitted };
   }
   throw new Error("the authorization flow did not end within 12 steps");
 }
@@ -104,11 +120,12 @@ class TestOAuthClient implements OAuthClientProvider {
   info: OAuthClientInformationMixed | undefined;
   saved: OAuthTokens | undefined;
   verifier = "";
-  consentResult: { code: string | null; status: number; page: string } | undefined;
+  consentResult: ConsentResult | undefined;
 
   constructor(
     private readonly virtualKey: string,
     private readonly choice: "allow" | "deny" = "allow",
+    private readonly browser = new Map<string, string>(),
   ) {}
 
   get redirectUrl(): string {
@@ -130,7 +147,7 @@ class TestOAuthClient implements OAuthClientProvider {
     this.saved = tokens;
   }
   async redirectToAuthorization(url: URL) {
-    this.consentResult = await consent(url, this.virtualKey, this.choice);
+    this.consentResult = await consent(url, this.virtualKey, this.choice, this.browser);
   }
   saveCodeVerifier(verifier: string) {
     this.verifier = verifier;
@@ -141,12 +158,11 @@ class TestOAuthClient implements OAuthClientProvider {
 }
 
 /** Runs the SDK's whole flow from a 401 of /mcp; returns the signed-in client provider. */
-async function signIn(virtualKey: string): Promise<TestOAuthClient> {
+async function signIn(virtualKey: string, client = new TestOAuthClient(virtualKey)): Promise<TestOAuthClient> {
   const refused = await initialize();
   assert.equal(refused.status, 401);
   const { resourceMetadataUrl } = extractWWWAuthenticateParams(refused);
   assert.ok(resourceMetadataUrl, "the 401 names the resource metadata");
-  const client = new TestOAuthClient(virtualKey);
   assert.equal(await auth(client, { serverUrl: mcpUrl(), resourceMetadataUrl }), "REDIRECT");
   const code = client.consentResult?.code;
   assert.ok(code, `the consent page gave a code: ${JSON.stringify(client.consentResult)}`);
@@ -278,6 +294,59 @@ describe("with mcp_server_auth_mode oauth", () => {
     const refresh = await tokenRequest({ grant_type: "refresh_token", refresh_token: client.saved?.refresh_token ?? "", client_id: client.info?.client_id ?? "" });
     assert.equal(refresh.status, 400);
     assert.equal((await api(app, "DELETE", `/api/oauth2/sessions/${session["id"] as string}`)).status, 404);
+  });
+
+  test("a second sign-in in the same browser shows the consent page again instead of reusing the first key's grant", async () => {
+    const browser = new Map<string, string>();
+    const first = await signIn(DOCS_KEY, new TestOAuthClient(DOCS_KEY, "allow", browser));
+    // The same MCP client (registered once) signs in again from the same browser, for the person now at it.
+    const second = new TestOAuthClient(ECHO_KEY, "allow", browser);
+    second.info = first.info;
+    const signedIn = await signIn(ECHO_KEY, second);
+    assert.equal(second.consentResult?.consentShown, true, "the second authorization was granted without the consent page");
+    const mcp = await connectWith(signedIn.saved?.access_token ?? "");
+    assert.deepEqual(await toolNames(mcp), ["docs-echo"]);
+  });
+
+  test("a consent page opened in one browser cannot be completed from another browser", async () => {
+    let authorizationUrl: URL | undefined;
+    const client = new TestOAuthClient(DOCS_KEY);
+    client.redirectToAuthorization = async (url: URL) => {
+      authorizationUrl = url;
+    };
+    const { resourceMetadataUrl } = extractWWWAuthenticateParams(await initialize());
+    assert.equal(await auth(client, { serverUrl: mcpUrl(), ...(resourceMetadataUrl ? { resourceMetadataUrl } : {}) }), "REDIRECT");
+    assert.ok(authorizationUrl);
+    // The first browser follows the authorization to the consent page...
+    const first = new Map<string, string>();
+    let url = authorizationUrl.href;
+    let action: string | undefined;
+    for (let step = 0; step < 6 && action === undefined; step++) {
+      const res = await fetch(url, { redirect: "manual", headers: { cookie: [...first].map(([k, v]) => `${k}=${v}`).join("; ") } });
+      for (const line of res.headers.getSetCookie()) {
+        const [pair = ""] = line.split(";");
+        const at = pair.indexOf("=");
+        if (at > 0) first.set(pair.slice(0, at), pair.slice(at + 1));
+      }
+      const location = res.headers.get("location");
+      if (location) {
+        url = new URL(location, url).href;
+        await res.text();
+        continue;
+      }
+      action = /<form method="post" action="([^"]+)"/.exec(await res.text())?.[1];
+    }
+    assert.ok(action, "the first browser reached the consent page");
+    // ...and another browser, with cookies of its own, posts the form with a key it holds.
+    const res = await fetch(new URL(action.replace(/&amp;/g, "&"), url), {
+      method: "POST",
+      redirect: "manual",
+      headers: { "content-type": "application/x-www-form-urlencoded", cookie: "_session=other-browser" },
+      body: new URLSearchParams({ virtual_key: ECHO_KEY, action: "allow" }).toString(),
+    });
+    assert.equal(res.status, 400);
+    assert.equal(res.headers.get("location"), null, "no redirect carrying a code");
+    assert.match(await res.text(), /expired or was already used/);
   });
 
   test("a token signed by the gateway for another audience is refused", async () => {

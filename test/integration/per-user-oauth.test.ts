@@ -338,6 +338,101 @@ describe("per_user_oauth flows with temp tokens", () => {
   });
 });
 
+describe("per_user_oauth flows of the gateway's admin, signed in with the password", () => {
+  const PASSWORD = "admin-password-1";
+  let app: TestApp;
+  let oauth: OauthFixture;
+  let session = "";
+  const asAdmin = () => ({ authorization: `Bearer ${session}` });
+  before(async () => {
+    app = await startApp({ auth: { enabled: true, username: "admin", password: PASSWORD, sessionTtlMs: 3_600_000 } });
+    oauth = await startOauthFixture();
+    session = String((await api(app, "POST", "/api/session/login", { username: "admin", password: PASSWORD })).body.token);
+    const created = await api(app, "POST", "/api/mcp/client", { name: "files", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "per_user_oauth", tools_to_execute: ["*"] }, asAdmin());
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    assert.equal((await oauth.approve(created.body.authorize_url, undefined, "admin")).status, 302);
+    assert.equal((await api(app, "POST", created.body.complete_url, undefined, asAdmin())).status, 200);
+  });
+  after(async () => {
+    await app?.stop();
+    await oauth?.close();
+  });
+
+  /** The admin's own call: a user flow bound to "admin"; answers its payload. */
+  async function adminFlow() {
+    const needed = await whoami(app, asAdmin());
+    assert.equal(needed.status, 401, JSON.stringify(needed.body));
+    assert.equal(needed.body.mcp_auth_required.kind, "oauth");
+    return needed.body.mcp_auth_required as { session_id: string; submit_url: string };
+  }
+
+  /** The consent URL the Connect step answers to the admin's sign-in, with any browser cookie `headers` carry. */
+  async function connect(flowId: string, headers: Record<string, string> = {}): Promise<string> {
+    const started = await api(app, "POST", `/api/mcp/per-user-oauth/flows/${flowId}/connect`, {}, { ...asAdmin(), ...headers });
+    assert.equal(started.status, 200, JSON.stringify(started.body));
+    return String(started.body.authorize_url);
+  }
+
+  test("refuses the admin's own flow at a callback from a browser that never connected as the admin", async () => {
+    const flow = await adminFlow();
+    const res = await oauth.approve(await connect(flow.session_id), undefined, "mallory");
+    assert.equal(res.status, 401);
+    const body = (await res.json()) as { error: { type: string; message: string } };
+    assert.equal(body.error.type, "flow_user_mismatch");
+    assert.match(body.error.message, /binds a credential to user "admin": sign in as that user/);
+    assert.equal((await whoami(app, asAdmin())).status, 401);
+  });
+
+  test("the admin's own flow completes in the browser whose page connected after the password sign-in", async () => {
+    const flow = await adminFlow();
+    const page = await fetch(flow.submit_url);
+    assert.equal(page.status, 200);
+    await page.text();
+    const browser = page.headers.getSetCookie().map((line) => line.split(";")[0] ?? "").find((pair) => pair.startsWith("gw_flow_browser="));
+    assert.ok(browser, "the flow page gives the browser its flow cookie");
+    const url = await oauth.consentCallback(await connect(flow.session_id, { cookie: browser }), "admin-own");
+    const res = await fetch(url, { redirect: "manual", headers: { cookie: browser } });
+    assert.equal(res.status, 302);
+    const call = await whoami(app, asAdmin());
+    assert.equal(call.status, 200, JSON.stringify(call.body));
+    assert.equal(call.body.content, "subject admin-own");
+  });
+
+  test(
+    "the browser the admin connected from through one instance finishes the flow on another",
+    { skip: testDatabaseUrl ? false : "needs GW_TEST_DATABASE_URL (the embedded database serves one instance)" },
+    async () => {
+      // A fresh flow: the admin's credential from the test above (if any) goes first.
+      const sessions = await api(app, "GET", "/api/mcp/sessions", undefined, asAdmin());
+      for (const s of sessions.body.sessions as { credential_id: string }[]) await api(app, "DELETE", `/api/mcp/sessions/${s.credential_id}`, undefined, asAdmin());
+      const second = await startApp(app.restartOptions);
+      try {
+        await second.runtime.firstConnectionsDone();
+        let needed = await whoami(second, asAdmin());
+        // The revoke reaches the second instance by notification.
+        await until(async () => {
+          needed = await whoami(second, asAdmin());
+          return needed.body?.mcp_auth_required?.kind === "oauth";
+        });
+        const flow = needed.body.mcp_auth_required as { session_id: string; submit_url: string };
+        const page = await fetch(flow.submit_url);
+        await page.text();
+        const browser = page.headers.getSetCookie().map((line) => line.split(";")[0] ?? "").find((pair) => pair.startsWith("gw_flow_browser="));
+        assert.ok(browser, "the second instance's page gives the browser its flow cookie");
+        const started = await api(second, "POST", `/api/mcp/per-user-oauth/flows/${flow.session_id}/connect`, {}, { ...asAdmin(), cookie: browser });
+        assert.equal(started.status, 200, JSON.stringify(started.body));
+        const url = await oauth.consentCallback(String(started.body.authorize_url), "admin-elsewhere");
+        assert.equal(new URL(url).origin, app.url, "the authorization server returns to the first instance");
+        const res = await fetch(url, { redirect: "manual", headers: { cookie: browser } });
+        assert.equal(res.status, 302);
+        assert.equal((await whoami(app, asAdmin())).body.content, "subject admin-elsewhere");
+      } finally {
+        await second.stop({ keepData: true });
+      }
+    },
+  );
+});
+
 describe("per_user_oauth admin discovery credential", () => {
   let app: TestApp;
   let oauth: OauthFixture;

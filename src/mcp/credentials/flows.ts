@@ -24,6 +24,15 @@ const MAX_FLOWS = 10_000;
 /** The browser page's path. */
 export const AUTH_PAGE_PATH = "/workspace/mcp-sessions/auth";
 
+/**
+ * The cookie naming a browser to the flows of a user: the page sets it, Connect binds it to the authorization
+ * it starts for the signed-in user, and the callback of that authorization is accepted from that browser. It
+ * is how a sign-in a redirect cannot carry (the admin's password session, a bearer token) reaches the callback.
+ */
+export const FLOW_BROWSER_COOKIE = "gw_flow_browser";
+/** The most browsers one authorization remembers (the same user on a laptop and a phone, say). */
+const MAX_BROWSERS = 8;
+
 /** The kinds of flow: header values submitted on the page, or an OAuth consent at the authorization server. */
 export type FlowKind = "headers" | "oauth";
 
@@ -33,6 +42,8 @@ export interface PendingAuthorization {
   stateHash: string | null;
   codeVerifier: string;
   authorizeUrl: string;
+  /** Hashes of the browser cookies this authorization was started from by its user (user flows only). */
+  browsers: readonly string[];
 }
 
 /** One flow, as read from the store. */
@@ -83,7 +94,7 @@ function toFlow(rec: McpUserFlowRecord): Flow {
     tokenAuth: rec.tokenAuth,
     authorization:
       secrets.codeVerifier !== undefined && secrets.authorizeUrl !== undefined
-        ? { stateHash: rec.stateHash, codeVerifier: secrets.codeVerifier, authorizeUrl: secrets.authorizeUrl }
+        ? { stateHash: rec.stateHash, codeVerifier: secrets.codeVerifier, authorizeUrl: secrets.authorizeUrl, browsers: secrets.browsers ?? [] }
         : null,
     error: rec.error,
   };
@@ -93,6 +104,15 @@ function toFlow(rec: McpUserFlowRecord): Flow {
 export function flowUrl(flow: Flow, base: string): string {
   const url = `${base.replace(/\/+$/, "")}${AUTH_PAGE_PATH}?flow=${flow.id}&kind=${flow.kind}`;
   return flow.tempToken === null ? url : `${url}#t=${flow.tempToken}`;
+}
+
+/**
+ * The authorize link of a user's oauth flow: its page, which checks the browser is signed in as that user
+ * (sending it through the SSO login first when it is signed in as nobody) and then goes on to the consent
+ * itself. The authorization server's URL, which carries the flow's state, is handed only to that user.
+ */
+export function connectUrl(flow: Flow, base: string): string {
+  return `${flowUrl(flow, base)}&connect=1`;
 }
 
 /** The flows of every node sharing the store. */
@@ -194,15 +214,35 @@ export class FlowRegistry {
     return done === 1;
   }
 
-  /** Records a new authorization for an oauth flow: its state (hashed), verifier and URL. */
+  /** Records a new authorization for an oauth flow: its state (hashed), verifier and URL; no browser has started it yet. */
   async authorize(flow: Flow, state: string, codeVerifier: string, authorizeUrl: string): Promise<PendingAuthorization> {
     const em = this.store.fork();
     const rec = await em.findOneOrFail(McpUserFlowRecord, { idHash: digest(flow.id) });
-    const secrets: McpUserFlowSecrets = { ...rec.secrets, codeVerifier, authorizeUrl };
+    const { browsers: _previous, ...kept } = rec.secrets;
+    const secrets: McpUserFlowSecrets = { ...kept, codeVerifier, authorizeUrl };
     rec.stateHash = digest(state);
     rec.secrets = secrets;
     await em.flush();
-    return { stateHash: rec.stateHash, codeVerifier, authorizeUrl };
+    return { stateHash: rec.stateHash, codeVerifier, authorizeUrl, browsers: [] };
+  }
+
+  /** Remembers that the browser with this flow cookie started the flow's current authorization. */
+  async bindBrowser(flow: Flow, browser: string): Promise<void> {
+    const em = this.store.fork();
+    const rec = await em.findOne(McpUserFlowRecord, { idHash: digest(flow.id) });
+    if (!rec || rec.secrets.codeVerifier === undefined) return;
+    const hash = digest(browser);
+    const known = rec.secrets.browsers ?? [];
+    if (known.includes(hash)) return;
+    rec.secrets = { ...rec.secrets, browsers: [...known, hash].slice(-MAX_BROWSERS) };
+    await em.flush();
+  }
+
+  /** Whether a presented flow cookie is one of the browsers that started this authorization. */
+  browserStarted(authorization: PendingAuthorization, presented: string | null): boolean {
+    if (presented === null || presented === "") return false;
+    const hash = digest(presented);
+    return authorization.browsers.some((known) => sameSecret(known, hash));
   }
 
   /** Spends an OAuth state; false when another callback (on any node) spent it first. */

@@ -16,14 +16,14 @@ import { exchangeCode, oauthFailure, revokeToken, type GrantContext } from "../o
 import type { BearerSource } from "../oauth/bearer-fetch.js";
 import { hashState } from "../oauth/flows.js";
 import { McpAuthRequiredError } from "./auth-required.js";
-import { AUTH_PAGE_PATH, FlowRegistry, flowUrl, type Flow, type FlowKind, type PendingAuthorization } from "./flows.js";
+import { AUTH_PAGE_PATH, connectUrl, FlowRegistry, flowUrl, type Flow, type FlowKind, type PendingAuthorization } from "./flows.js";
 import { UserOauthTokens, clientOfValues, holdsAccessToken, revocableTokens, tokenValues } from "./oauth-tokens.js";
 import { describeIdentity, identityRequired, type CallerIdentity } from "./identity.js";
 import { CredentialRepository, type CredentialChange, type StoredCredential } from "./repository.js";
 import { afterAccessChange, afterSchemaChange, usable, valueFor } from "./status.js";
 
 export { McpAuthRequiredError, type AuthRequiredBody, type AuthRequiredPayload } from "./auth-required.js";
-export { FLOW_TTL_MS, AUTH_PAGE_PATH } from "./flows.js";
+export { FLOW_TTL_MS, AUTH_PAGE_PATH, FLOW_BROWSER_COOKIE } from "./flows.js";
 export { SESSION_ID_HEADER, describeIdentity, identityRequired, pickIdentity, sessionIdentity, type CallerIdentity, type IdentityKind } from "./identity.js";
 export { originOfHeaders } from "./request-origin.js";
 export { keyHasClientAccess } from "./status.js";
@@ -66,7 +66,7 @@ export interface UserCallbackQuery {
   errorDescription: string;
 }
 
-/** Who is submitting a flow. */
+/** Who is finishing a flow (a header submission, a Connect, an OAuth callback). */
 export interface SubmitAuth {
   /** The signed-in user of the gateway, or null. */
   user: string | null;
@@ -76,6 +76,10 @@ export interface SubmitAuth {
   adminAuthEnabled: boolean;
   /** The SSO user (IdP token or SSO session) behind the submission, by subject; may finish only their own user flows. */
   ssoUser?: string | null;
+  /** Whom the request is signed in as, by the name people see (for refusals), or null. */
+  signedInAs?: string | null;
+  /** The browser's flow cookie (FLOW_BROWSER_COOKIE), or null. */
+  browser?: string | null;
 }
 
 /** A flow as the page and GetFlow show it. */
@@ -135,6 +139,29 @@ function tempTokenInvalid(): GatewayError {
     "unauthenticated",
     "the link's temp token is missing, already used or not this flow's: send the #t= value of the link as the x-gw-temp-token header, or call the tool again for a fresh link",
     { type: "temp_token_invalid" },
+  );
+}
+
+/** True when the request carries no sign-in at all (neither the admin session nor an SSO user). */
+function noOneSignedIn(auth: SubmitAuth): boolean {
+  return auth.user === null && auth.ssoUser == null;
+}
+
+/**
+ * The refusal of a request that is not signed in as the user a flow is bound to: 403 when it is signed in as
+ * someone else, 401 when it is signed in as nobody. `then` says what to do once signed in.
+ */
+function userRefusal(flow: Flow, auth: SubmitAuth, then: string): GatewayError {
+  const bound = flow.identity.name;
+  const how = "the SSO login, an IdP access token, or POST /api/session/login";
+  if (noOneSignedIn(auth)) {
+    return new GatewayError("unauthenticated", `this flow binds a credential to user "${bound}": sign in as that user (${how}) ${then}`, { type: "flow_user_mismatch" });
+  }
+  const other = auth.signedInAs ?? auth.ssoUser ?? auth.user ?? "";
+  return new GatewayError(
+    "permission_denied",
+    `this flow binds a credential to user "${bound}", but this request is signed in as "${other}": only "${bound}" can finish it; sign in as that user (${how}) ${then}, or ask them to finish it`,
+    { type: "flow_user_mismatch" },
   );
 }
 
@@ -279,6 +306,8 @@ export class PerUserCredentials {
     const flow = await this.flows.open(client.id, identity, withToken, "oauth");
     const pending = await this.authorization(client, flow);
     const url = flowUrl(flow, this.base(origin));
+    // A user's consent starts at the gateway, which checks who is signed in before handing out the state.
+    const authorizeUrl = identity.kind === "user" ? connectUrl(flow, this.base(origin)) : pending.authorizeUrl;
     const expiresAt = new Date(flow.expiresAt).toISOString();
     const existing = this.repo.find(client.id, identity.kind, identity.id);
     const why =
@@ -289,7 +318,7 @@ export class PerUserCredentials {
           : `no OAuth grant is on file for ${describeIdentity(identity)}`;
     const message =
       `MCP client "${client.spec.name}" needs your own OAuth consent and ${why}. ` +
-      `Open ${url} and click Connect (or open ${pending.authorizeUrl} directly), then call the tool again. The link expires at ${expiresAt}.`;
+      `Open ${url} and click Connect (or open ${authorizeUrl} directly), then call the tool again. The link expires at ${expiresAt}.`;
     this.deps.logger.info(
       { client_id: client.id, client: client.spec.name, identity_kind: identity.kind, ...(identity.kind === "session" ? {} : { identity: identity.name }) },
       "per-user OAuth consent required: flow opened",
@@ -299,7 +328,7 @@ export class PerUserCredentials {
       mcp_client_id: client.id,
       mcp_client_name: client.spec.name,
       message,
-      authorize_url: pending.authorizeUrl,
+      authorize_url: authorizeUrl,
       session_id: flow.id,
       submit_url: url,
       expires_at: expiresAt,
@@ -346,6 +375,7 @@ export class PerUserCredentials {
     const client = this.clientOfFlow(flow);
     this.authorize(flow, auth);
     const pending = await this.authorization(client, flow);
+    if (flow.identity.kind === "user" && auth.browser) await this.flows.bindBrowser(flow, auth.browser);
     return { authorizeUrl: pending.authorizeUrl, expiresAt: new Date(flow.expiresAt) };
   }
 
@@ -353,8 +383,12 @@ export class PerUserCredentials {
    * The OAuth callback for a per-user flow: spends the flow's single-use state, exchanges the code and
    * binds the token to the identity that opened the flow (no other). Undefined when the state belongs to
    * no per-user flow (the admin authorizations are looked up next); a flow past its 15 minutes is a 410.
+   * A user's flow is finished only by a request signed in as that user, or from a browser that started the
+   * authorization signed in as that user: anyone else is refused (403 signed in as another user, else 401)
+   * after the state is spent, so the code it carries cannot be handed to that user's browser afterwards.
+   * `finisher` reads who the request is signed in as; it is asked only for a user's flow.
    */
-  async oauthCallback(query: UserCallbackQuery): Promise<UserCallbackOutcome | undefined> {
+  async oauthCallback(query: UserCallbackQuery, finisher: () => Promise<SubmitAuth>): Promise<UserCallbackOutcome | undefined> {
     if (query.state === "") return undefined;
     const stateHash = hashState(query.state);
     const flow = await this.flows.byStateHash(stateHash);
@@ -370,6 +404,14 @@ export class PerUserCredentials {
     const client = this.deps.clientOf(flow.clientId);
     if (!client || client.spec.authType !== "per_user_oauth" || flow.completed) {
       throw new GatewayError("failed_precondition", "this consent flow is finished or its MCP client no longer exists; call the tool again", { type: "invalid_oauth_state" });
+    }
+    if (flow.identity.kind === "user") {
+      const auth = await finisher();
+      if (!this.finishesAsUser(flow, auth) && !(noOneSignedIn(auth) && this.flows.browserStarted(pending, auth.browser ?? null))) {
+        await this.flows.fail(flow, `the authorization server's answer reached a browser not signed in as ${describeIdentity(flow.identity)} and was refused; nothing was stored`);
+        this.deps.logger.warn({ client_id: client.id, identity_kind: flow.identity.kind, signed_in: !noOneSignedIn(auth) }, "per-user OAuth callback refused: not the flow's user");
+        throw userRefusal(flow, auth, "in the browser that finishes the consent, then open the flow's page and click Connect again");
+      }
     }
     const outcome = (status: "authorized" | "failed", message: string): UserCallbackOutcome => ({ flowId: flow.id, status, message, clientId: client.id, clientName: client.spec.name });
     const fail = async (message: string): Promise<UserCallbackOutcome> => {
@@ -466,15 +508,16 @@ export class PerUserCredentials {
     };
   }
 
+  /** Whether the request is signed in as the user a flow is bound to (by admin session, IdP token or SSO session). */
+  private finishesAsUser(flow: Flow, auth: SubmitAuth): boolean {
+    return auth.user === flow.identity.id || (auth.ssoUser != null && auth.ssoUser === flow.identity.id);
+  }
+
   /** Refuses a submitter who may not finish this flow. */
   private authorize(flow: Flow, auth: SubmitAuth): "token" | "other" {
     if (flow.identity.kind === "user") {
-      if (auth.user === flow.identity.id || (auth.ssoUser != null && auth.ssoUser === flow.identity.id)) return "other";
-      throw new GatewayError(
-        auth.user === null && auth.ssoUser == null ? "unauthenticated" : "permission_denied",
-        `this flow binds a credential to user "${flow.identity.name}": sign in as that user (the SSO login, an IdP access token, or POST /api/session/login) and submit with that sign-in`,
-        { type: "flow_user_mismatch" },
-      );
+      if (this.finishesAsUser(flow, auth)) return "other";
+      throw userRefusal(flow, auth, "and submit with that sign-in");
     }
     if (auth.user !== null) return "other";
     if (flow.tokenAuth) {

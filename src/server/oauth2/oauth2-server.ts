@@ -3,8 +3,10 @@
  * or `both`), built on oidc-provider and mounted under /oauth2 on the one port: RFC 8414 and OpenID
  * discovery, RFC 9728 protected-resource metadata for /mcp, dynamic client registration, authorization
  * code with PKCE S256, rotating refresh tokens, and JWT access tokens whose audience is the /mcp URL. The
- * consent page binds a grant to the virtual key the user types in; a token then acts as that key. Tokens
- * are checked against the signing keys and the live grants in memory, never the database.
+ * consent page binds a grant to the virtual key the user types in; a token then acts as that key. Every
+ * authorization goes through the consent page: the provider's session in a browser never grants a later
+ * authorization on its own. Tokens are checked against the signing keys and the live grants in memory,
+ * never the database.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createLocalJWKSet, jwtVerify, type JWK } from "jose";
@@ -225,8 +227,11 @@ export class OAuth2Server {
       issueRefreshToken: (_ctx: KoaContextWithOIDC, client: { grantTypeAllowed(type: string): boolean }) => client.grantTypeAllowed("refresh_token"),
       rotateRefreshToken: true,
       ttl: { AccessToken: ACCESS_TOKEN_TTL_S, RefreshToken: REFRESH_TOKEN_TTL_S, Grant: GRANT_TTL_S, Session: GRANT_TTL_S, Interaction: 3600, AuthorizationCode: 60 },
+      // Only the grant the consent page just made counts. The provider also remembers, in its session cookie,
+      // the key a browser consented with before; reusing that grant would let whoever uses the browser next
+      // sign a client in as that key without the consent page, so every authorization asks for the key again.
       loadExistingGrant: async (ctx: KoaContextWithOIDC) => {
-        const grantId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(ctx.oidc.client?.clientId ?? "");
+        const grantId = ctx.oidc.result?.consent?.grantId;
         return grantId ? ctx.oidc.provider.Grant.find(grantId) : undefined;
       },
     } as Configuration;

@@ -7,18 +7,23 @@
  * bridge); a small inline script submits to PUT /api/mcp/per-user-headers/flows/{flow_id} and shows the
  * saved confirmation or the upstream's error with a Retry. No external asset; a strict CSP with a nonce.
  * A flow bound to an SSO user is shown to that user only: a visitor who is not signed in is sent through the
- * SSO login and back, someone signed in as another user is refused.
+ * SSO login and back, someone signed in as another user is refused. With `&connect=1` (a user's OAuth flow,
+ * the authorize link of its mcp_auth_required answer) the page, once it knows the browser is signed in as
+ * that user, goes on to the authorization server itself. A user's OAuth flow page also gives the browser its
+ * flow cookie, which Connect binds to the authorization and the callback checks.
  */
 import { randomBytes } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
-import { AUTH_PAGE_PATH } from "../../mcp/credentials/index.js";
+import { AUTH_PAGE_PATH, FLOW_BROWSER_COOKIE } from "../../mcp/credentials/index.js";
+import { cookieValue } from "../../services/sso/sso-login.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
 import { forwardedHeaders } from "../rest/forward-headers.js";
+import { restErrorResponse } from "../rest/rest-error.js";
 import { escapeHtml as esc } from "../html-escape.js";
-import { SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
+import { overTls, SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
 import type { Req, Res } from "../node-http.js";
 
 /** The page's path (spec "Submission flow"); the flow links point here. */
@@ -29,6 +34,29 @@ export interface McpAuthPageOptions {
   /** In-process transport to the services, with the RPC interceptors. */
   transport: Transport;
   logger: Logger;
+}
+
+/** A flow cookie's value as minted here; anything else a browser presents is replaced. */
+const FLOW_BROWSER_VALUE = /^[A-Za-z0-9_-]{43}$/;
+/** Outlives any flow (15 minutes), so a cookie set when the page was opened is still there at the callback. */
+const FLOW_BROWSER_MAX_AGE_S = 60 * 60;
+
+/** The browser's flow cookie (the one it has, else a new one) and the Set-Cookie that renews it. */
+function flowBrowser(req: Req): { value: string; setCookie: string } {
+  const held = cookieValue(req.headers.cookie, FLOW_BROWSER_COOKIE);
+  const value = held !== null && FLOW_BROWSER_VALUE.test(held) ? held : randomBytes(32).toString("base64url");
+  return { value, setCookie: `${FLOW_BROWSER_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${FLOW_BROWSER_MAX_AGE_S}${overTls(req) ? "; Secure" : ""}` };
+}
+
+/** The request's headers for an in-process call, with the browser's flow cookie in its Cookie header. */
+function withFlowBrowser(req: Req, browser: string): Headers {
+  const headers = forwardedHeaders(req);
+  const others = (req.headers.cookie ?? "")
+    .split(";")
+    .map((part) => part.trim())
+    .filter((part) => part !== "" && !part.startsWith(`${FLOW_BROWSER_COOKIE}=`));
+  headers.set("cookie", [...others, `${FLOW_BROWSER_COOKIE}=${browser}`].join("; "));
+  return headers;
 }
 
 /** JSON safe inside a <script> element (no `</script>`, no HTML comment openers). */
@@ -390,6 +418,26 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
     return false;
   }
 
+  /**
+   * The authorize link of a user's OAuth flow, for a browser signed in as that user: starts the consent as the
+   * page's Connect button would (binding this browser to it) and sends the browser to the authorization server.
+   */
+  async function connectAndGo(flow: GetFlowResponse, browser: string, req: Req, res: Res, nonce: string): Promise<void> {
+    try {
+      const started = await credentials.connectOauthFlow({ flowId: flow.flowId }, { headers: withFlowBrowser(req, browser) });
+      res.writeHead(302, { location: started.authorizeUrl, "cache-control": "no-store", "referrer-policy": "no-referrer" });
+      res.end();
+    } catch (err) {
+      const refused = err instanceof ConnectError ? restErrorResponse(err) : undefined;
+      if (refused !== undefined && refused.status < 500) {
+        message(res, refused.status, "Cannot start the consent", refused.body.error.message, nonce);
+        return;
+      }
+      opts.logger.error({ err }, "the MCP credential page could not start a consent");
+      message(res, 500, "Cannot start the consent", "The gateway could not start this consent; its log has the details.", nonce);
+    }
+  }
+
   return async (req, res) => {
     const nonce = randomBytes(16).toString("base64");
     if (req.method !== "GET" && req.method !== "HEAD") {
@@ -420,6 +468,14 @@ export function createMcpAuthPage(opts: McpAuthPageOptions): (req: Req, res: Res
       if (own !== null && own.kind === "oauth") {
         const { html, title } = userOauthBody(own);
         if (userGate(own, req, res, nonce)) return;
+        if (own.identity?.kind === "user" && own.status === "pending") {
+          const browser = flowBrowser(req);
+          res.setHeader("set-cookie", browser.setCookie);
+          if (req.method === "GET" && query.get("connect") === "1" && own.signIn === "signed_in") {
+            await connectAndGo(own, browser.value, req, res, nonce);
+            return;
+          }
+        }
         send(res, 200, page(title, html, nonce, flowScriptTags(own, nonce, CONNECT_SCRIPT)), nonce);
         return;
       }

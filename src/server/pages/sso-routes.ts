@@ -21,7 +21,7 @@ export interface SsoRoutesOptions {
 }
 
 /** True when the request reached the gateway over TLS (directly or, as a proxy says, in front of it). */
-function overTls(req: Req): boolean {
+export function overTls(req: Req): boolean {
   const socket = req.socket as { encrypted?: boolean };
   const forwarded = req.headers["x-forwarded-proto"];
   return socket.encrypted === true || (typeof forwarded === "string" && forwarded.split(",")[0]?.trim() === "https");

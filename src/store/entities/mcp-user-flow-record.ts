@@ -16,6 +16,11 @@ export interface McpUserFlowSecrets {
   codeVerifier?: string;
   /** oauth flows: the authorization URL of the current authorization (it carries the state). */
   authorizeUrl?: string;
+  /**
+   * oauth flows bound to a user: SHA-256 hashes of the browser cookies of the browsers that started the
+   * current authorization signed in as that user; its callback is taken from those browsers.
+   */
+  browsers?: string[];
 }
 
 /**
