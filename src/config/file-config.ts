@@ -16,7 +16,7 @@ import { BusinessUnitSchema, CustomerSchema, RoutingRuleSchema, TeamSchema, Virt
 import { allowedHeaderProblem } from "./allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "./mcp-server-settings.js";
 import { describeValue } from "./config-issues.js";
-import { parseDuration } from "./duration.js";
+import { checkedDuration, parseDuration, type DurationRules } from "./duration.js";
 import { ssoSchema } from "./sso-config.js";
 
 export type McpConnectionType = "http" | "sse" | "stdio";
@@ -136,31 +136,17 @@ function url(protocols: readonly string[], expected: string, allowEmpty: boolean
 const HTTP = ["http:", "https:"] as const;
 const HTTP_URL = "an http:// or https:// URL";
 
-/** A Go-style duration string in milliseconds; `fallbackMs` when absent. */
-function duration(fallbackMs: number, example: string, mustBePositive: boolean) {
-  return z
-    .string({
-      error: (issue) =>
-        issue.code === "invalid_type" && issue.input != null
-          ? `must be a duration string such as "${example}", got ${describeValue(issue.input)}`
-          : undefined,
-    })
-    .nullish()
-    .transform((text, ctx) => {
-      if (text == null) return fallbackMs;
-      let ms: number;
-      try {
-        ms = parseDuration(text);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: (error as Error).message });
-        return z.NEVER;
-      }
-      if (mustBePositive && ms <= 0) {
-        ctx.addIssue({ code: "custom", message: `must be greater than 0 (got "${text}")` });
-        return z.NEVER;
-      }
-      return ms;
-    });
+/** A duration string in milliseconds (see duration.ts); `fallbackMs` when absent. */
+function duration(fallbackMs: number, rules: DurationRules) {
+  return z.unknown().nullish().transform((value, ctx): number => {
+    if (value == null) return fallbackMs;
+    try {
+      return checkedDuration(value, rules);
+    } catch (error) {
+      ctx.addIssue({ code: "custom", message: (error as Error).message });
+      return z.NEVER;
+    }
+  });
 }
 
 /** Milliseconds to the whole-minute encoding of sync intervals. */
@@ -354,7 +340,7 @@ export const CODE_MODE_BINDING_LEVELS = ["server", "tool"] as const;
 /** `mcp.tool_manager_config`; its defaults are the gateway's (see runtime-settings.ts). */
 export const toolManagerSchema = strict({
   max_agent_depth: z.int().min(1).max(50).nullish(),
-  tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, "30s", true),
+  tool_execution_timeout: duration(DEFAULT_TOOL_EXECUTION_TIMEOUT_MS, { example: "30s", sign: "positive" }),
   code_mode_binding_level: z.enum(CODE_MODE_BINDING_LEVELS).nullish(),
 }).transform((t) => ({
   maxAgentDepth: t.max_agent_depth ?? 10,
@@ -396,7 +382,7 @@ const authSchema = strict({
   is_enabled: z.boolean().nullish(),
   admin_username: z.string().nullish(),
   admin_password: z.string().nullish(),
-  session_ttl: duration(DEFAULT_SESSION_TTL_MS, "24h", true),
+  session_ttl: duration(DEFAULT_SESSION_TTL_MS, { example: "24h", sign: "positive" }),
 })
   .superRefine(
     (auth, ctx) => {
@@ -554,7 +540,7 @@ const governanceSchema = strict({
 
 const pricingSchema = strict({
   pricing_url: url(["http:", "https:", "file:"], "an http://, https:// or file:// URL", true).nullish(),
-  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, "24h", true),
+  sync_interval: duration(DEFAULT_PRICING_SYNC_MS, { example: "24h", sign: "positive" }),
 }).transform((p) => ({
   /** "" = the bundled datasheet only. */
   pricingUrl: p.pricing_url ?? "",
@@ -620,10 +606,10 @@ export type TelemetryFileConfig = z.output<typeof telemetrySchema>;
 /** The `server` section: what one client connection may cost. Read only at start. */
 export const serverSchema = strict({
   max_header_bytes: z.int().min(1024, "must be at least 1024").max(1024 * 1024, "must be at most 1048576").nullish(),
-  headers_timeout: duration(30_000, "30s", true),
+  headers_timeout: duration(30_000, { example: "30s", sign: "positive" }),
   // "0" turns the whole-request limit off; streaming answers are not limited by it (it covers receiving).
-  request_timeout: duration(300_000, "5m", false),
-  keep_alive_timeout: duration(65_000, "65s", true),
+  request_timeout: duration(300_000, { example: "5m" }),
+  keep_alive_timeout: duration(65_000, { example: "65s", sign: "positive" }),
   max_connections: z.int().positive().nullish(),
 }).superRefine((s, ctx) => {
   if (s.request_timeout < 0) ctx.addIssue({ code: "custom", path: ["request_timeout"], message: "must be 0 (no limit) or a positive duration" });

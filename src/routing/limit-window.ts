@@ -3,26 +3,22 @@
  * (any whole count). A window rolls from its last reset, or, calendar aligned, starts at the UTC boundary
  * (midnight, Monday, the 1st of the month, quarter or year).
  */
-import { invalidField } from "../errors.js";
+import { CALENDAR_MONTHS, windowField, type WindowUnit } from "../config/duration.js";
 
 /** A window length: a count of one unit. Months, quarters and years follow the calendar. */
 export interface WindowSpec {
   count: number;
-  unit: "s" | "m" | "h" | "d" | "w" | "M" | "Q" | "Y";
+  unit: WindowUnit;
   /** As written, for reads. */
   text: string;
 }
 
 const UNIT_MS: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-const UNIT_MONTHS: Record<string, number> = { M: 1, Q: 3, Y: 12 };
+const UNIT_MONTHS: Record<string, number> = CALENDAR_MONTHS;
 
-/** Parses a window such as "1d" or "1M"; throws a 400 on `path`. */
+/** Parses a window such as "1d" or "1M" (the duration grammar's window form); throws a 400 on `path`. */
 export function parseWindow(text: unknown, path: string): WindowSpec {
-  const match = typeof text === "string" ? /^(\d{1,6})(s|m|h|d|w|M|Q|Y)$/.exec(text) : null;
-  if (match === null || Number(match[1]) <= 0) {
-    throw invalidField(path, `must be a positive count and a unit (s, m, h, d, w, M, Q, Y), e.g. "30s", "1d", "1M"; got ${JSON.stringify(text)}`);
-  }
-  return { count: Number(match[1]), unit: match[2] as WindowSpec["unit"], text: text as string };
+  return windowField(text, path);
 }
 
 function addMonths(ms: number, months: number): number {

@@ -8,6 +8,7 @@
  * `<vendor>.<model>`. A cross-provider candidate carries the provider's own id for the model, which is
  * what the upstream receives.
  */
+import { boundedCache } from "../bounded-cache.js";
 import { BUNDLED_MODELS } from "./bundled-models.js";
 import type { ProviderKey } from "./types.js";
 
@@ -65,6 +66,9 @@ function dottedMatch(pool: readonly string[], model: string): string | null {
   return best;
 }
 
+/** Model names whose candidates one catalog keeps. */
+const MAX_RESOLVED = 10_000;
+
 /** Cross-provider rules in the spec's order, each with the providers it applies to and its matcher. */
 const CROSS_RULES: readonly { rule: CatalogRule; providers: ReadonlySet<string>; match: (pool: readonly string[], model: string) => string | null }[] = [
   { rule: "aggregator", providers: AGGREGATORS, match: vendorPrefixed },
@@ -98,8 +102,7 @@ export function createKeyCatalog(
   }
   const bundledSets = new Map(Object.entries(bundled).map(([provider, models]) => [provider, new Set(models)]));
   // Resolution walks every pool; requests repeat the same few names, so answers are kept (bounded).
-  const resolved = new Map<string, readonly CatalogCandidate[]>();
-  const MAX_RESOLVED = 10_000;
+  const resolved = boundedCache<string, readonly CatalogCandidate[]>(MAX_RESOLVED);
 
   function resolve(model: string): readonly CatalogCandidate[] {
     const known = resolved.get(model);
@@ -114,7 +117,6 @@ export function createKeyCatalog(
         if (id !== null) out.push({ provider, model: id, rule });
       }
     }
-    if (resolved.size >= MAX_RESOLVED) resolved.clear();
     resolved.set(model, out);
     return out;
   }

@@ -5,6 +5,7 @@
  * A chain rule evaluates the rules again on the rewritten provider and model, until nothing matches,
  * nothing changes, or a rule would match a second time.
  */
+import { boundedCache } from "../bounded-cache.js";
 import type { RuleCondition, RuleVariables } from "./cel-expression.js";
 import { weightedIndex } from "./weighted-random.js";
 import type { Random } from "./types.js";
@@ -137,7 +138,7 @@ function candidates(scoped: ScopedRules, model: string, headerNames: () => Reado
 /** At most this many rules apply to one request, so a chain always ends. */
 const MAX_CHAIN = 10;
 
-/** Subjects whose in-scope rule lists are kept between changes. */
+/** Subjects whose in-scope rule lists are kept between changes: a gateway has few, but a flood of unknown ones must not grow it forever. */
 const MAX_CACHED_SUBJECTS = 10_000;
 
 function scopeKey(scope: RuleScope, scopeId: string): string {
@@ -150,7 +151,7 @@ export class RoutingRuleSet {
   /** Enabled rules by scope key, in ascending priority, then name. */
   #index = new Map<string, RoutingRule[]>();
   /** The rules in scope per subject, built on first use after each change: subjects repeat per key. */
-  #inScopeCache = new Map<string, ScopedRules>();
+  readonly #inScopeCache = boundedCache<string, ScopedRules>(MAX_CACHED_SUBJECTS);
   /** Whether any enabled rule reads complexity_tier: most gateways have none, and then nothing is classified. */
   #anyReadsComplexity = false;
 
@@ -193,7 +194,7 @@ export class RoutingRuleSet {
     }
     for (const list of index.values()) list.sort((a, b) => a.priority - b.priority || a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
     this.#index = index;
-    this.#inScopeCache = new Map();
+    this.#inScopeCache.clear();
     this.#anyReadsComplexity = [...this.#byId.values()].some((rule) => rule.enabled && rule.condition.reads.has("complexity_tier"));
   }
 
@@ -211,8 +212,6 @@ export class RoutingRuleSet {
     add(subject.teamId === "" ? null : scopeKey("team", subject.teamId));
     add(subject.customerId === "" ? null : scopeKey("customer", subject.customerId));
     add("global");
-    // Bounded: a gateway has few subjects, but a flood of unknown ones must not grow it forever.
-    if (this.#inScopeCache.size >= MAX_CACHED_SUBJECTS) this.#inScopeCache.clear();
     const scoped = indexGuards(out);
     this.#inScopeCache.set(cacheKey, scoped);
     return scoped;

@@ -1,14 +1,17 @@
 /**
  * Session affinity: the provider and key that last served a session, so the session's next request tries
  * them first (prompt caches and upstream state stay warm). Reorders only; never adds a target or a key.
- * Entries expire 30 minutes after their last use; memory is bounded by sweeping expired entries.
+ * Entries expire 30 minutes after they were last set; memory is bounded by dropping the least recently
+ * used session beyond SESSIONS_KEPT.
  */
+import type { LRUCache } from "lru-cache";
+import { boundedCache } from "../bounded-cache.js";
 import type { Clock } from "./types.js";
 
 /** How long a session remembers its route after its last request. */
 export const AFFINITY_TTL_MS = 30 * 60_000;
-/** Entries kept before a sweep of the expired ones. */
-const SWEEP_AT = 50_000;
+/** Sessions remembered at once. */
+const SESSIONS_KEPT = 50_000;
 
 /** The route that last served a session. */
 export interface AffinityRoute {
@@ -16,41 +19,24 @@ export interface AffinityRoute {
   keyId: string;
 }
 
-/** Session id -> a value remembered until `ttlMs` after its last use; memory bounded by sweeping. */
-export class SessionMemory<V> {
-  readonly #clock: Clock;
-  readonly #ttlMs: number;
-  readonly #entries = new Map<string, { value: V; expiresAt: number }>();
+/** Session id -> a value remembered until `ttlMs` after it was last set; memory bounded. */
+export class SessionMemory<V extends {}> {
+  readonly #entries: LRUCache<string, V>;
 
   constructor(clock: Clock = Date.now, ttlMs = AFFINITY_TTL_MS) {
-    this.#clock = clock;
-    this.#ttlMs = ttlMs;
+    // Expiry reads the clock at every check: lru-cache would otherwise reuse one reading for a millisecond,
+    // which an injected clock that jumps outruns.
+    this.#entries = boundedCache(SESSIONS_KEPT, { ttl: ttlMs, perf: { now: clock }, ttlResolution: 0 });
   }
 
   /** The session's value, or null when none was set within the TTL. */
   get(sessionId: string): V | null {
-    const entry = this.#entries.get(sessionId);
-    if (entry === undefined) return null;
-    if (entry.expiresAt <= this.#clock()) {
-      this.#entries.delete(sessionId);
-      return null;
-    }
-    return entry.value;
+    return this.#entries.get(sessionId) ?? null;
   }
 
   /** Remembers the session's value now. */
   set(sessionId: string, value: V): void {
-    const now = this.#clock();
-    if (this.#entries.size >= SWEEP_AT && !this.#entries.has(sessionId)) {
-      for (const [id, entry] of this.#entries) if (entry.expiresAt <= now) this.#entries.delete(id);
-      // Still full of live sessions: the oldest-inserted one gives way.
-      if (this.#entries.size >= SWEEP_AT) {
-        const oldest = this.#entries.keys().next();
-        if (!oldest.done) this.#entries.delete(oldest.value);
-      }
-    }
-    this.#entries.delete(sessionId);
-    this.#entries.set(sessionId, { value, expiresAt: now + this.#ttlMs });
+    this.#entries.set(sessionId, value);
   }
 }
 

@@ -5,6 +5,7 @@
  * notification the session's deleted row sends.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { boundedCache } from "../bounded-cache.js";
 import { GatewayError } from "../errors.js";
 import { AdminSessionRecord, type Store } from "../store/index.js";
 import type { AdminPrincipal } from "./context.js";
@@ -34,14 +35,14 @@ export function bearerToken(authorization: string | null | undefined): string | 
   return match?.[1] ?? null;
 }
 
-/** Unknown bearer hashes remembered before the set starts over. */
+/** Unknown bearer hashes remembered; beyond it the least recently seen are forgotten. */
 const MAX_UNKNOWN_TOKENS = 10_000;
 
 /** Issues, checks and ends admin sessions. */
 export class AdminAuth {
   private readonly cache = new Map<string, { username: string; expiresAt: number }>();
-  /** Hashes of bearer values the store did not know (bounded: cleared when full). */
-  private readonly unknown = new Set<string>();
+  /** Hashes of bearer values the store did not know. */
+  private readonly unknown = boundedCache<string, true>(MAX_UNKNOWN_TOKENS);
   /** Failed sign-ins per source address. */
   private readonly throttle = new LoginThrottle();
 
@@ -111,8 +112,7 @@ export class AdminAuth {
       // Ended on another node while the row was being read: the row may predate the logout.
       if (this.unknown.has(hash)) return null;
       if (!record) {
-        if (this.unknown.size >= MAX_UNKNOWN_TOKENS) this.unknown.clear();
-        this.unknown.add(hash);
+        this.unknown.set(hash, true);
         return null;
       }
       session = { username: record.username, expiresAt: record.expiresAt.getTime() };
@@ -142,8 +142,7 @@ export class AdminAuth {
   /** Another node ended the session with this token hash (logout or expiry): it is refused from now on. */
   sessionEnded(tokenHash: string): void {
     this.cache.delete(tokenHash);
-    if (this.unknown.size >= MAX_UNKNOWN_TOKENS) this.unknown.clear();
-    this.unknown.add(tokenHash);
+    this.unknown.set(tokenHash, true);
   }
 
   /** Forgets every cached session, so each is checked against the store again (logouts may have been missed). */

@@ -3,13 +3,14 @@
  * after that its attempts are refused with resource_exhausted and a retry-after until the window ends.
  * The table is bounded, so a flood of addresses costs at most MAX_TRACKED_ADDRESSES entries.
  */
+import { boundedCache } from "../bounded-cache.js";
 import { GatewayError } from "../errors.js";
 
 /** Failed attempts an address may make within one window before it is refused. */
 export const MAX_LOGIN_FAILURES = 5;
 /** Length of the window that starts at an address's first failure. */
 export const LOGIN_FAILURE_WINDOW_MS = 60_000;
-/** Addresses remembered at once; the oldest window is forgotten first when full. */
+/** Addresses remembered at once; the least recently seen is forgotten first when full. */
 const MAX_TRACKED_ADDRESSES = 10_000;
 
 interface FailureWindow {
@@ -19,8 +20,7 @@ interface FailureWindow {
 
 /** Counts failed sign-ins per source address. */
 export class LoginThrottle {
-  // A Map iterates in insertion order, and a window is (re)inserted when it starts, so the first entry is the oldest.
-  private readonly windows = new Map<string, FailureWindow>();
+  private readonly windows = boundedCache<string, FailureWindow>(MAX_TRACKED_ADDRESSES);
 
   constructor(
     private readonly maxFailures = MAX_LOGIN_FAILURES,
@@ -46,10 +46,6 @@ export class LoginThrottle {
     if (window !== undefined) {
       window.failures += 1;
       return;
-    }
-    if (this.windows.size >= MAX_TRACKED_ADDRESSES) {
-      const oldest = this.windows.keys().next();
-      if (oldest.done !== true) this.windows.delete(oldest.value);
     }
     this.windows.set(address, { startedAt: this.now(), failures: 1 });
   }

@@ -6,7 +6,7 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
-import { formatDuration, parseDuration } from "../config/duration.js";
+import { durationField, formatDuration } from "../config/duration.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
 import { SettingRecord, type Store } from "../store/index.js";
@@ -80,17 +80,9 @@ export function applyToolManager(current: ToolManagerSettings, paths: readonly s
         }
         next.maxAgentDepth = cfg.maxAgentDepth;
         break;
-      case "tool_execution_timeout": {
-        let ms: number;
-        try {
-          ms = parseDuration(cfg.toolExecutionTimeout);
-        } catch {
-          throw invalidField("tool_execution_timeout", `"${cfg.toolExecutionTimeout}" is not a duration such as "30s" or "2m"`);
-        }
-        if (ms <= 0) throw invalidField("tool_execution_timeout", "must be positive");
-        next.toolExecutionTimeoutMs = ms;
+      case "tool_execution_timeout":
+        next.toolExecutionTimeoutMs = durationField(cfg.toolExecutionTimeout, "tool_execution_timeout", { example: "30s", sign: "positive" });
         break;
-      }
       case "code_mode_binding_level":
         if (cfg.codeModeBindingLevel !== "server" && cfg.codeModeBindingLevel !== "tool") {
           throw invalidField("code_mode_binding_level", `must be "server" or "tool", got "${cfg.codeModeBindingLevel}"`);

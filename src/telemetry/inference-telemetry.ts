@@ -4,19 +4,20 @@
  * a request with no retries, a failed key is marked down only when the provider answered), and the
  * routing decisions kept for the routing log.
  */
+import type { LRUCache } from "lru-cache";
+import { boundedCache } from "../bounded-cache.js";
 import { httpStatusOf, type GatewayError } from "../errors.js";
 import type { FallbackTarget, InferenceObserver } from "./inference-observer.js";
 import type { Logger } from "./logger.js";
 import type { BaseLabels, CacheType, CustomLabelValues, InferenceErrorType, InferenceMethod, Metrics } from "./metrics.js";
 import { RoutingLog, type RoutingLogRecord } from "./routing-log.js";
-import { innerMap } from "./nested-map.js";
 import type { TraceIdSource } from "./tracing.js";
 import { NO_KEY, type UsageHistory } from "./usage-history.js";
 
 /** A failing rule condition is logged at most this often per rule. */
 const RULE_ERROR_LOG_INTERVAL_MS = 60_000;
 
-/** Model names kept per provider (and providers kept) before the cache of names starts over. */
+/** Model names kept per provider (and providers kept); beyond it the least recently used give way. */
 const MAX_MODEL_NAMES = 10_000;
 
 const ERROR_TYPE_PREFIX = /^(caller|policy|provider|gateway)_/;
@@ -36,7 +37,7 @@ export class InferenceTelemetry implements InferenceObserver {
   private complexityErrorLoggedAt = 0;
 
   /** `<provider>/<model>` names for the usage history, made once per pair instead of twice per request. */
-  private readonly modelNames = new Map<string, Map<string, string>>();
+  private readonly modelNames = boundedCache<string, LRUCache<string, string>>(MAX_MODEL_NAMES);
 
   constructor(
     private readonly metrics: Metrics,
@@ -117,10 +118,13 @@ export class InferenceTelemetry implements InferenceObserver {
 
   /** The usage history's name of a model: `<provider>/<model>`. */
   private modelName(provider: string, model: string): string {
-    const models = innerMap(this.modelNames, provider, MAX_MODEL_NAMES);
+    let models = this.modelNames.get(provider);
+    if (models === undefined) {
+      models = boundedCache(MAX_MODEL_NAMES);
+      this.modelNames.set(provider, models);
+    }
     let name = models.get(model);
     if (name === undefined) {
-      if (models.size >= MAX_MODEL_NAMES) models.clear();
       name = `${provider}/${model}`;
       models.set(model, name);
     }

@@ -12,6 +12,7 @@
  * state gauges (gw_active_requests, gw_provider_key_up) are kept outside prom-client and carry over.
  */
 import { Gauge, Registry, type Metric } from "prom-client";
+import { boundedCache } from "../bounded-cache.js";
 import { createProcessRegistry } from "./process-metrics.js";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
@@ -294,7 +295,7 @@ class StateGauges {
 
 type Op = (m: MetricSet, labels: LabelMaker) => void;
 
-/** Resolved label sets kept before the caches start over (values already admitted by the cap stay admitted). */
+/** Resolved label sets kept; beyond it the least recently used give way (values the cap admitted stay admitted). */
 const MAX_CACHED_LABEL_SETS = 10_000;
 
 /** Base label sets remembered by value, so traffic spread over a few keys or models resolves none of them again. */
@@ -345,13 +346,13 @@ function sameEngines(a: readonly RoutingEngine[] | undefined, b: readonly Routin
 /**
  * Resolves label values into LabelSets for the current label lists, every value through the cardinality
  * cap. Resolution is cached by the raw values, so a label set seen before costs one string build and one
- * Map lookup, and the cap is consulted only for a new combination.
+ * cache lookup, and the cap is consulted only for a new combination.
  */
 class LabelMaker {
-  private readonly owned = new Map<string, LabelSet>();
+  private readonly owned = boundedCache<string, LabelSet>(MAX_CACHED_LABEL_SETS);
   /** http_* label sets by path, method and status, used while no custom labels are configured. */
-  private readonly httpSets = new Map<string, Map<string, Map<number, LabelSet>>>();
-  private readonly bases = new Map<string, ResolvedBase>();
+  private readonly httpSets = boundedCache<string, Map<string, Map<number, LabelSet>>>(MAX_CACHED_LABEL_SETS);
+  private readonly bases = boundedCache<string, ResolvedBase>(MAX_CACHED_LABEL_SETS);
   /**
    * The last base resolved: one request records several metrics with the same BaseLabels object. Steady
    * traffic sends request after request with the same values, found among the recent ones by value:
@@ -375,7 +376,6 @@ class LabelMaker {
     let set = this.owned.get(raw);
     if (set === undefined) {
       set = this.resolve(values, custom);
-      if (this.owned.size >= MAX_CACHED_LABEL_SETS) this.owned.clear();
       this.owned.set(raw, set);
     }
     return set;
@@ -384,7 +384,7 @@ class LabelMaker {
   /** http_* labels: with no custom labels configured (the common case) found by path, method and status without building a key. */
   http(path: string, method: string, status: number, custom: CustomLabelValues | undefined): LabelSet {
     if (this.m.custom.length > 0) return this.own({ path, method, status: String(status) }, custom);
-    const byStatus = innerMap(innerMap(this.httpSets, path, MAX_CACHED_LABEL_SETS), method);
+    const byStatus = innerMap(innerMap(this.httpSets, path), method);
     let set = byStatus.get(status);
     if (set === undefined) {
       set = this.own({ path, method, status: String(status) }, custom);
@@ -448,7 +448,6 @@ class LabelMaker {
     let resolved = this.bases.get(raw);
     if (resolved === undefined) {
       resolved = { set: this.resolve(values, custom), extras: new Map(), single: new Map() };
-      if (this.bases.size >= MAX_CACHED_LABEL_SETS) this.bases.clear();
       this.bases.set(raw, resolved);
     }
     const entry = { base: b, custom, resolved };

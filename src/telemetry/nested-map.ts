@@ -3,11 +3,16 @@
  * strings a request already holds, without building a combined key string per request.
  */
 
-/** The map under `key` in `outer`, made when missing; `outer` starts over once it holds `limit` maps. */
-export function innerMap<K, IK, V>(outer: Map<K, Map<IK, V>>, key: K, limit = Number.POSITIVE_INFINITY): Map<IK, V> {
+/** What innerMap needs of the outer map: a Map, or a bounded cache (an LRUCache) that evicts on its own. */
+export interface MapOfMaps<K, IK, V> {
+  get(key: K): Map<IK, V> | undefined;
+  set(key: K, value: Map<IK, V>): unknown;
+}
+
+/** The map under `key` in `outer`, made when missing. */
+export function innerMap<K, IK, V>(outer: MapOfMaps<K, IK, V>, key: K): Map<IK, V> {
   let inner = outer.get(key);
   if (inner === undefined) {
-    if (outer.size >= limit) outer.clear();
     inner = new Map();
     outer.set(key, inner);
   }

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { formatDuration, parseDuration } from "../../src/config/duration.js";
+import { checkedDuration, durationField, formatDuration, parseDuration, parseWindowLength, windowField } from "../../src/config/duration.js";
 import { GatewayError } from "../../src/errors.js";
 
 function assertInvalid(text: string, fragment: string): void {
@@ -50,6 +50,73 @@ describe("parseDuration", () => {
   test("rejects a lone sign", () => assertInvalid("-", "it is empty"));
   test("rejects a value beyond Go's int64 nanoseconds", () => assertInvalid("3000000h", "out of range"));
   test("tells the user what a valid duration looks like", () => assertInvalid("soon", 'e.g. "30s"'));
+  test("refuses the calendar units, which have no fixed length", () => {
+    assertInvalid("1M", '"M" counts calendar months, which only the own budget and rate_limit');
+    for (const [text, unit, name] of [["1Q", "Q", "quarters"], ["2Y", "Y", "years"], ["1M2d", "M", "months"]] as const) assertInvalid(text, `"${unit}" counts calendar ${name}`);
+  });
+});
+
+describe("parseWindowLength", () => {
+  test("reads a whole count of every window unit", () => {
+    for (const unit of ["s", "m", "h", "d", "w", "M", "Q", "Y"]) assert.deepEqual(parseWindowLength(`2${unit}`), { count: 2, unit });
+    assert.deepEqual(parseWindowLength("999999s"), { count: 999_999, unit: "s" });
+  });
+
+  const refused = (text: string, fragment: string): void => {
+    assert.throws(
+      () => parseWindowLength(text),
+      (error: unknown) => error instanceof GatewayError && error.code === "invalid_argument" && error.message.includes(fragment),
+      text,
+    );
+  };
+
+  test("refuses what cannot be aligned on one unit", () => {
+    refused("1h30m", 'invalid duration "1h30m": a window is a whole count of one unit; write a whole count of one unit (s, m, h, d, w, M');
+    for (const text of ["1.5h", ".5d"]) refused(text, "a window is a whole count of one unit");
+    refused("500ms", 'a window cannot be counted in "ms"');
+  });
+
+  test("refuses a window of zero or less", () => {
+    for (const text of ["0", "0d", "00M", "-1d"]) refused(text, `must be greater than 0 (got "${text}")`);
+  });
+
+  test("refuses malformed and out-of-range windows", () => {
+    refused("", "it is empty");
+    refused("d", "expected a number");
+    refused("1y", 'unknown unit "y"');
+    refused("1000000d", "out of range (at most 999999 of a unit)");
+  });
+});
+
+describe("field readers", () => {
+  const refusedAs = (read: () => unknown, message: string): void => {
+    assert.throws(read, (error: unknown) => error instanceof GatewayError && error.code === "invalid_argument" && error.message.startsWith(message), message);
+  };
+
+  test("read a duration and hold it to the field's sign and maximum", () => {
+    assert.equal(checkedDuration("10m", { example: "10m" }), 600_000);
+    assert.equal(checkedDuration("-1m", { example: "10m" }), -60_000);
+    assert.equal(checkedDuration("0", { example: "5m", sign: "non-negative" }), 0);
+    assert.equal(checkedDuration("30d", { example: "1h", sign: "positive", max: "30d" }), 30 * 86_400_000);
+    refusedAs(() => checkedDuration("0s", { example: "30s", sign: "positive" }), 'must be greater than 0 (got "0s")');
+    refusedAs(() => checkedDuration("-1s", { example: "5m", sign: "non-negative" }), 'must be 0 or more (got "-1s")');
+    refusedAs(() => checkedDuration("31d", { example: "1h", max: "30d" }), 'must be at most 30d (got "31d")');
+    refusedAs(() => checkedDuration(30, { example: "30s" }), 'must be a duration string such as "30s", got 30');
+    refusedAs(() => checkedDuration(null, { example: "30s" }), 'must be a duration string such as "30s", got null');
+  });
+
+  test("put the field's path in front of the grammar's message", () => {
+    const read = (): number => durationField("soon", "cache.ttl", { example: "1h" });
+    refusedAs(read, 'cache.ttl: invalid duration "soon": expected a number at "soon"; write a number followed by a unit');
+    assert.throws(read, (error: unknown) => error instanceof GatewayError && error.field === "cache.ttl");
+    refusedAs(() => durationField("1M", "budgets[0].reset_duration", { example: "30d" }), 'budgets[0].reset_duration: invalid duration "1M": "M" counts calendar months');
+  });
+
+  test("read a window with its text as written", () => {
+    assert.deepEqual(windowField("1Q", "budget.reset_duration"), { count: 1, unit: "Q", text: "1Q" });
+    refusedAs(() => windowField("1h30m", "budget.reset_duration"), 'budget.reset_duration: invalid duration "1h30m": a window is a whole count of one unit');
+    refusedAs(() => windowField(undefined, "rate_limit.token_reset_duration"), 'rate_limit.token_reset_duration: must be a duration string such as "1d", got undefined');
+  });
 });
 
 describe("formatDuration", () => {

@@ -1,9 +1,8 @@
-/** The response cache's keys and its in-memory LRU: what splits or shares an entry, and what is evicted. */
+/** The response cache's keys and its memory: what splits or shares an entry, and what is evicted. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { directCacheKey, semanticParts } from "../../src/services/inference/cache-key.js";
-import { LruMap } from "../../src/services/inference/lru-map.js";
-import { ResponseCache } from "../../src/services/inference/response-cache.js";
+import { ResponseCache, type CachePlan, type ResponseCacheLimits } from "../../src/services/inference/response-cache.js";
 import type { VirtualKey } from "../../src/routing/types.js";
 import type { ResponseCacheTable, StoredAnswer } from "../../src/store/index.js";
 import { createLogger } from "../../src/telemetry/logger.js";
@@ -58,62 +57,8 @@ describe("semantic parts", () => {
   });
 });
 
-describe("LRU map", () => {
-  test("evicts the least recently used entry beyond its count", () => {
-    const lru = new LruMap<string, number>(2, 100, () => 1);
-    lru.set("a", 1);
-    lru.set("b", 2);
-    assert.equal(lru.get("a"), 1);
-    lru.set("c", 3);
-    assert.equal(lru.get("b"), undefined);
-    assert.equal(lru.get("a"), 1);
-    assert.equal(lru.get("c"), 3);
-  });
-
-  test("evicts beyond its total size and never keeps a value larger than it", () => {
-    const lru = new LruMap<string, string>(10, 10, (value) => value.length);
-    lru.set("a", "aaaa");
-    lru.set("b", "bbbb");
-    lru.set("c", "cccc");
-    assert.equal(lru.get("a"), undefined);
-    assert.equal(lru.count, 2);
-    lru.set("big", "x".repeat(11));
-    assert.equal(lru.get("big"), undefined);
-  });
-
-  test("keeps recency in order through reads, replacements and removals", () => {
-    const lru = new LruMap<string, number>(3, 100, () => 1);
-    lru.set("a", 1);
-    lru.set("b", 2);
-    lru.set("c", 3);
-    assert.equal(lru.get("a"), 1);
-    assert.equal(lru.get("c"), 3);
-    lru.set("b", 20);
-    lru.delete("a");
-    lru.set("d", 4);
-    lru.set("e", 5);
-    // Newest first: e, d, b. c was the oldest when e came in.
-    assert.equal(lru.get("c"), undefined);
-    assert.equal(lru.count, 3);
-    lru.set("f", 6);
-    assert.equal(lru.get("b"), undefined);
-    assert.deepEqual([lru.get("d"), lru.get("e"), lru.get("f")], [4, 5, 6]);
-  });
-
-  test("prunes the entries it is told to drop and keeps the order of the rest", () => {
-    const lru = new LruMap<string, number>(3, 100, () => 1);
-    for (const [key, value] of [["a", 1], ["b", 2], ["c", 3]] as const) lru.set(key, value);
-    lru.prune((value) => value === 2);
-    assert.equal(lru.count, 2);
-    lru.set("d", 4);
-    lru.set("e", 5);
-    assert.equal(lru.get("a"), undefined);
-    assert.deepEqual([lru.get("c"), lru.get("d"), lru.get("e")], [3, 4, 5]);
-  });
-});
-
 /** A cache over a table that counts its reads and holds nothing, on a clock the test moves. */
-function cacheOnFakeTable(): { cache: ResponseCache; reads: () => number; clock: { now: number } } {
+function cacheOnFakeTable(limits?: Partial<ResponseCacheLimits>): { cache: ResponseCache; reads: () => number; clock: { now: number } } {
   let reads = 0;
   const clock = { now: 1_000 };
   const table = {
@@ -124,7 +69,7 @@ function cacheOnFakeTable(): { cache: ResponseCache; reads: () => number; clock:
     put: async (): Promise<void> => {},
     sweep: async (): Promise<number> => 0,
   } as unknown as ResponseCacheTable;
-  const cache = new ResponseCache({ table, logger: createLogger({ level: "silent" }), clock: () => clock.now, embedder: null, vectorSchema: null });
+  const cache = new ResponseCache({ table, logger: createLogger({ level: "silent" }), clock: () => clock.now, embedder: null, vectorSchema: null, ...(limits ? { limits } : {}) });
   return { cache, reads: () => reads, clock };
 }
 
@@ -177,5 +122,48 @@ describe("response cache plans and memory", () => {
     assert.equal(cache.recall(plan), null);
     assert.equal(await cache.lookup(plan, new AbortController().signal), null);
     assert.equal(reads(), 1);
+  });
+});
+
+describe("response cache memory bounds", () => {
+  /** A direct plan of its own for each name. */
+  const planFor = (cache: ResponseCache, name: string): CachePlan => {
+    const body = { model: "m", messages: [{ role: "user", content: name }] };
+    const plan = cache.plan({ method: "chat", provider: "openai", model: "m", body }, keyNamed("vk-a"), { mode: "direct", ttlMs: null }, JSON.stringify(body));
+    assert.ok(plan);
+    return plan;
+  };
+  const answer = (raw: string) => ({ kind: "json" as const, body: {}, raw });
+  const held = (cache: ResponseCache, plans: CachePlan[]): boolean[] => plans.map((plan) => cache.recall(plan) !== null);
+
+  test("evicts the least recently recalled answer beyond memoryEntries", () => {
+    const { cache } = cacheOnFakeTable({ memoryEntries: 2 });
+    const [a, b, c] = ["a", "b", "c"].map((name) => planFor(cache, name)) as [CachePlan, CachePlan, CachePlan];
+    cache.store(a, answer("{}"));
+    cache.store(b, answer("{}"));
+    assert.ok(cache.recall(a));
+    cache.store(c, answer("{}"));
+    assert.deepEqual(held(cache, [a, b, c]), [true, false, true]);
+  });
+
+  test("evicts beyond memoryBytes and never keeps an answer larger than it", () => {
+    const { cache } = cacheOnFakeTable({ memoryBytes: 10 });
+    const [a, b, c, big] = ["a", "b", "c", "big"].map((name) => planFor(cache, name)) as [CachePlan, CachePlan, CachePlan, CachePlan];
+    for (const plan of [a, b, c]) cache.store(plan, answer('"xx"'));
+    assert.deepEqual(held(cache, [a, b, c]), [false, true, true]);
+    cache.store(big, answer(`"${"x".repeat(10)}"`));
+    assert.equal(cache.recall(big), null);
+  });
+
+  test("a sweep drops expired answers from memory and keeps the rest", async () => {
+    const { cache, clock } = cacheOnFakeTable();
+    const short = planFor(cache, "short");
+    const long = planFor(cache, "long");
+    cache.store({ ...short, ttlMs: 1_000 }, answer("{}"));
+    cache.store({ ...long, ttlMs: 60_000 }, answer("{}"));
+    clock.now += 1_000;
+    await cache.sweep();
+    clock.now -= 1_000;
+    assert.deepEqual(held(cache, [short, long]), [false, true]);
   });
 });

@@ -7,7 +7,16 @@ const at = (text: string): number => Date.parse(text);
 
 describe("limit windows", () => {
   test("rejects a window without a known unit, naming the field", () => {
-    for (const bad of ["1x", "d", "0d", "1.5h", 3]) assert.throws(() => parseWindow(bad, "budget.reset_duration"), /budget\.reset_duration: must be a positive count/);
+    const cases: [unknown, string][] = [
+      ["1x", 'invalid duration "1x": unknown unit "x"'],
+      ["d", 'invalid duration "d": expected a number'],
+      ["0d", 'must be greater than 0 (got "0d")'],
+      ["1.5h", 'invalid duration "1.5h": a window is a whole count of one unit'],
+      [3, 'must be a duration string such as "1d", got 3'],
+    ];
+    for (const [bad, message] of cases) {
+      assert.throws(() => parseWindow(bad, "budget.reset_duration"), (err: Error) => err.message.startsWith(`budget.reset_duration: ${message}`), String(bad));
+    }
   });
 
   test("rolls a window on from its last start by whole lengths", () => {

@@ -3,6 +3,7 @@
  * pool per origin). Every failure leaves here as a ProviderError, except the caller's own abort, which is
  * rethrown as is.
  */
+import { boundedCache } from "../../bounded-cache.js";
 import type { AbortSource } from "../../cancellation.js";
 import { errors as undiciErrors, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
@@ -475,8 +476,8 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
 }
 
 /** Parsed upstream URLs: a provider calls the same few URLs over and over. */
-const targets = new Map<string, { origin: string; path: string }>();
 const MAX_CACHED_TARGETS = 1_000;
+const targets = boundedCache<string, { origin: string; path: string }>(MAX_CACHED_TARGETS);
 
 /** The origin and path of an upstream URL, parsed once per distinct URL. */
 function dispatchTarget(url: string): { origin: string; path: string } {
@@ -484,7 +485,6 @@ function dispatchTarget(url: string): { origin: string; path: string } {
   if (target === undefined) {
     const parsed = new URL(url);
     target = { origin: parsed.origin, path: parsed.pathname + parsed.search };
-    if (targets.size >= MAX_CACHED_TARGETS) targets.clear();
     targets.set(url, target);
   }
   return target;

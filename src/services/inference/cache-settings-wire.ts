@@ -3,7 +3,7 @@
  * request's `x-gw-cache` / `x-gw-cache-ttl` headers, checked into the same CacheSettings with the same
  * ranges and defaults, so an out-of-range value is a 400 naming the field wherever it comes from.
  */
-import { parseDuration } from "../../config/duration.js";
+import { durationField } from "../../config/duration.js";
 import { GatewayError, invalidField } from "../../errors.js";
 import type { CacheMode, CacheSettings } from "../../routing/types.js";
 import { isWire, type Wire } from "./wire-fields.js";
@@ -13,7 +13,7 @@ export const DEFAULT_CACHE_TTL = "1h";
 /** A semantic hit needs at least this cosine similarity unless the key says otherwise. */
 export const DEFAULT_CACHE_THRESHOLD = 0.95;
 /** The longest ttl accepted: beyond a month a cached answer is more likely stale than useful. */
-const MAX_TTL_MS = 30 * 24 * 3_600_000;
+const MAX_TTL = "30d";
 
 const MODES: readonly CacheMode[] = ["off", "direct", "semantic"];
 
@@ -26,17 +26,9 @@ export function cacheModeOf(value: unknown, path: string): CacheMode {
   return value as CacheMode;
 }
 
-/** A cache ttl in milliseconds: a duration string in (0, 30d]. */
+/** A cache ttl in milliseconds: a duration in (0, 30d]. */
 export function cacheTtlMs(value: unknown, path: string): number {
-  if (typeof value !== "string") throw invalidField(path, `must be a duration string such as "30s" or "1h"; got ${JSON.stringify(value)}`);
-  let ms: number;
-  try {
-    ms = parseDuration(value);
-  } catch (err) {
-    throw invalidField(path, (err as Error).message);
-  }
-  if (!(ms > 0) || ms > MAX_TTL_MS) throw invalidField(path, `must be more than 0 and at most 30d; got "${value}"`);
-  return ms;
+  return durationField(value, path, { example: "1h", sign: "positive", max: MAX_TTL });
 }
 
 /** A key's `cache` object; absent (or null) is null. */

@@ -5,6 +5,7 @@
  * when memory misses. Writes never hold up an answer: they go to memory at once and to the table in the
  * background. A sweep removes expired entries and keeps the table bounded.
  */
+import { LRUCache } from "lru-cache";
 import type { RequestAbort } from "../../cancellation.js";
 import type { JsonObject } from "../../providers/types.js";
 import type { CacheMode, VirtualKey } from "../../routing/types.js";
@@ -12,7 +13,6 @@ import type { ResponseCacheTable, StoredAnswer } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { DEFAULT_CACHE_THRESHOLD, DEFAULT_CACHE_TTL, cacheTtlMs, type CacheRequestHeaders } from "./cache-settings-wire.js";
 import { directCacheKey, semanticParts, type CacheKeyInput } from "./cache-key.js";
-import { LruMap } from "./lru-map.js";
 
 /** Embeds one text for semantic lookups. */
 export interface Embedder {
@@ -131,10 +131,10 @@ function answerOf(stored: StoredAnswer): CachedAnswer | null {
 
 /** The response cache of one gateway process. */
 export class ResponseCache {
-  readonly #memory: LruMap<string, MemoryEntry>;
+  readonly #memory: LRUCache<string, MemoryEntry>;
   // Keyed by the request text itself: a fresh string per request is hashed once, where a longer key built
   // around it would first be copied whole.
-  readonly #keys = new LruMap<string, KeyMemo>(KEY_MEMO_ENTRIES, KEY_MEMO_BYTES, (entry) => entry.bytes);
+  readonly #keys = new LRUCache<string, KeyMemo>({ max: KEY_MEMO_ENTRIES, maxSize: KEY_MEMO_BYTES, sizeCalculation: (entry) => entry.bytes });
   readonly #limits: ResponseCacheLimits;
   readonly #pending = new Set<Promise<void>>();
   #sweeper: NodeJS.Timeout | undefined;
@@ -142,7 +142,8 @@ export class ResponseCache {
 
   constructor(private readonly deps: ResponseCacheDeps) {
     this.#limits = { ...DEFAULT_CACHE_LIMITS, ...deps.limits };
-    this.#memory = new LruMap(this.#limits.memoryEntries, this.#limits.memoryBytes, (entry) => entry.bytes);
+    // lru-cache takes only sizes of 1 and more; an answer over memoryBytes alone is not kept.
+    this.#memory = new LRUCache({ max: this.#limits.memoryEntries, maxSize: this.#limits.memoryBytes, sizeCalculation: (entry) => Math.max(1, entry.bytes) });
   }
 
   /** Why semantic caching cannot run here, or null when it can. */
@@ -263,7 +264,9 @@ export class ResponseCache {
   /** Drops expired entries from memory and the table, and trims the table to its bound. */
   async sweep(): Promise<void> {
     const now = this.deps.clock();
-    this.#memory.prune((entry) => entry.expiresAt <= now);
+    this.#memory.forEach((entry, key) => {
+      if (entry.expiresAt <= now) this.#memory.delete(key);
+    });
     try {
       await this.deps.table.sweep(now, this.#limits.storedEntries);
     } catch (err) {

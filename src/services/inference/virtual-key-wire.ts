@@ -3,12 +3,13 @@
  * API, the config file and the store: parsed and checked here once into routing's VirtualKey, and kept
  * in a canonical form (defaults filled, durations as written) for storage and reads.
  */
+import { durationField } from "../../config/duration.js";
 import { invalidField } from "../../errors.js";
 import type { Budget, McpConfig, ProviderConfig, RateLimit, VirtualKey } from "../../routing/types.js";
 import { providerConfigsProblem } from "../../routing/validate-provider-configs.js";
 import { cacheSettingsOf } from "./cache-settings-wire.js";
 import { levelBudgetOf, levelRateLimitOf } from "./level-limits-wire.js";
-import { durationMs, isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
+import { isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
 
 /** A parsed virtual key: routing's view and the canonical wire lists to store. */
 export interface ParsedVirtualKey {
@@ -34,7 +35,7 @@ function budgetOf(raw: unknown, path: string): { budget: Budget; wire: Wire } {
   if (raw["calendar_aligned"] === true) throw invalidField(`${path}.calendar_aligned`, "is not supported in provider_configs budgets; set it on the key's own budget");
   const budget = {
     maxLimit: numberField(raw["max_limit"], `${path}.max_limit`, Number.NaN),
-    resetDurationMs: durationMs(resetDuration, `${path}.reset_duration`, "30d"),
+    resetDurationMs: durationField(resetDuration, `${path}.reset_duration`, { example: "30d" }),
   };
   return { budget, wire: { max_limit: budget.maxLimit, reset_duration: resetDuration } };
 }
@@ -53,7 +54,7 @@ function rateLimitOf(raw: unknown, path: string): { limit: RateLimit; wire: Wire
   const rawMax = typeof raw["token_max_limit"] === "string" && /^\d+$/.test(raw["token_max_limit"]) ? Number(raw["token_max_limit"]) : raw["token_max_limit"];
   const limit = {
     tokenMaxLimit: numberField(rawMax, `${path}.token_max_limit`, Number.NaN),
-    tokenResetDurationMs: durationMs(resetDuration, `${path}.token_reset_duration`, "1m"),
+    tokenResetDurationMs: durationField(resetDuration, `${path}.token_reset_duration`, { example: "1m" }),
   };
   return { limit, wire: { token_max_limit: limit.tokenMaxLimit, token_reset_duration: resetDuration } };
 }

@@ -3,7 +3,6 @@
  * and virtual keys. Each throws a 400 naming the field's full path, so the API and a bad config file get
  * the same message.
  */
-import { parseDuration } from "../../config/duration.js";
 import { invalidField } from "../../errors.js";
 
 /** A JSON object from the wire. */
@@ -48,16 +47,6 @@ export function weightField(value: unknown, path: string): number {
 export function requiredString(value: unknown, path: string, hint: string): string {
   if (typeof value !== "string" || value.trim() === "") throw invalidField(path, `is required: ${hint}`);
   return value;
-}
-
-/** A duration string in milliseconds. */
-export function durationMs(value: unknown, path: string, example: string): number {
-  if (typeof value !== "string") throw invalidField(path, `must be a duration string such as "${example}"`);
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw invalidField(path, (err as Error).message);
-  }
 }
 
 /** An optional http(s) URL; "" and absent are null. */

@@ -8,6 +8,7 @@
  * notifications. The ID token is checked with jose against the issuer's JWKS.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { boundedCache } from "../../bounded-cache.js";
 import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
 import { SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
@@ -93,7 +94,7 @@ export class SsoLogin {
   /** Sessions by the hash of their id, as stored. */
   private readonly sessions = new Map<string, Session>();
   /** Hashes of ended sessions, so a read that raced the logout cannot bring one back. */
-  private readonly ended = new Set<string>();
+  private readonly ended = boundedCache<string, true>(MAX_ENTRIES);
 
   constructor(
     private readonly idp: IdpTokens,
@@ -256,8 +257,7 @@ export class SsoLogin {
   sessionEnded(idHash: string): void {
     this.sessions.delete(idHash);
     // Session ids are random and never come back, so remembering them is only bounded, never wrong.
-    if (this.ended.size >= MAX_ENTRIES) this.ended.clear();
-    this.ended.add(idHash);
+    this.ended.set(idHash, true);
   }
 
   /** Ends the session a Cookie header names on every node (unknown ones are ignored). */
