@@ -1,8 +1,8 @@
 /**
  * Where a gateway child's CPU goes by source module, from a Linux `perf` recording: unlike a V8
  * `.cpuprofile` (BENCH_PROFILE=1), whose samples on this kind of virtual machine land far more often in
- * system calls than their CPU time warrants (a response write showed as a third of the busy time, twice
- * its share here), `perf record` samples on CPU time only, in every thread, kernel included.
+ * system calls than their CPU time warrants (a response write showed as a far larger share of the busy
+ * time than it has here), `perf record` samples on CPU time only, in every thread, kernel included.
  *
  * Record while a phase runs (V8 names its compiled code in /tmp/perf-<pid>.map with --perf-basic-prof):
  *

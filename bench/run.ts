@@ -130,8 +130,8 @@ const CONNECTIONS = 32;
 const RATE = 500;
 const LATENCY_WARMUP = RATE;
 const LATENCY_COUNT = Math.round(RATE * SECONDS);
-// Streaming code runs only in this phase: a short warm-up measured V8 compiling it (the first few
-// thousand streams had a p99 three times the steady one, the floor's too), not the steady state.
+// Streaming code runs only in this phase: a short warm-up measured V8 compiling it (the first streams'
+// p99 was far above the steady one, the floor's too), not the steady state.
 const STREAM_WARMUP = 1_000;
 const STREAM_COUNT = 1_000;
 const STREAM_CONNECTIONS = 8;
@@ -832,7 +832,7 @@ const GATEWAY_NODE_FLAGS = [...SERVING_NODE_FLAGS, ...(process.env["BENCH_NODE_F
 
 /**
  * The node flags that profile a child under BENCH_PROFILE=1: one directory per target (node writes one
- * profile per thread), sampled every 100 µs, as a request costs tens of microseconds.
+ * profile per thread), sampled every 100 µs, as a request's CPU time is short.
  */
 function profileArgs(name: string): string[] {
   return PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}/${name}`] : [];
@@ -858,7 +858,7 @@ async function main(): Promise<void> {
   const gatewayEnv = { ...SERVING_ENVIRONMENT, ...env };
   const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
   // A built gateway's first start copies the migrated template `npm run build` leaves beside the bundle
-  // instead of running initdb (half a gigabyte and several seconds in a child process); the bench's
+  // instead of running initdb (slow and memory-hungry, in a child process); the bench's
   // bundles get the same template, so peak RSS is the running gateway's, not a one-off initdb's.
   process.stderr.write("making the embedded database's migrated template for the gateway bundles...\n");
   await makeTemplate(`${BUILD_DIR}/pglite-template`);

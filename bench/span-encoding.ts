@@ -3,7 +3,7 @@
  * (SERVER, `route`, one CLIENT attempt, with the attributes the gateway gives them) built through the
  * gateway's trace nodes, then encoded to OTLP protobuf in batches of 170 requests (about one full export
  * batch). Not a test: it prints µs per request for building and for encoding, five rounds of two seconds.
- * Inside the gateway under load the same work costs several times as much (bench/RESULTS.md, run AN); this
+ * Inside the gateway under load the same work costs more (bench/RESULTS.md has the figures); this
  * measures the code itself, steadily enough to compare two versions of the encoder.
  *
  *   node --import tsx bench/span-encoding.ts

@@ -1,8 +1,8 @@
 /**
  * Bundles the gateway's entry points into dist/ with its npm packages inside, which `npm start` then runs.
  * Node's ES module loader resolves, reads and links every module file on its own, and the gateway's
- * packages hold about a thousand of them: inside one bundle a restart reaches `/ready` in about two thirds
- * of the time. Packages that read files of their own at run time stay in node_modules.
+ * packages hold a great many of them: inside one bundle a restart reaches `/ready` markedly sooner.
+ * Packages that read files of their own at run time stay in node_modules.
  *
  *   node --import tsx src/build-bundle.ts <outdir> <entry>...
  */
@@ -70,8 +70,8 @@ export const UMZUG_CLI_LEFT_OUT = "umzug's command-line interface is left out of
 /**
  * umzug (under MikroORM's migrator) re-exports its command-line interface from its index, and that module
  * loads @rushstack/ts-command-line with its own file-system library, argument parser and JSON-schema
- * validator: about 0.8 MB of source that a first start on a new database kept in memory for good (about
- * 2 MiB of the server's peak resident memory under load) only to define classes the gateway never
+ * validator: a large body of source that a first start on a new database kept in memory for good (and in
+ * the server's peak resident memory under load) only to define classes the gateway never
  * constructs. The build gives umzug a module in its place whose one class refuses to be constructed.
  */
 const umzugWithoutCli: Plugin = {
@@ -155,7 +155,7 @@ export function serverBundleOptions(entryPoints: string[], outdir: string): Buil
     target: "node20",
     splitting: true,
     // V8 keeps every script's source text in memory for lazy compilation: without the layout and the
-    // comments the files the gateway loads hold about a quarter fewer characters (5.9 MiB against 8.1).
+    // comments the files the gateway loads hold markedly fewer characters.
     // Names stay as they are (MikroORM reads entity constructors' parameter names from their source), and
     // the source maps still lead back to the sources.
     minifyWhitespace: true,
@@ -172,7 +172,7 @@ export function serverBundleOptions(entryPoints: string[], outdir: string): Buil
  * `code` with every non-ASCII character inside a comment replaced by "?" (one per UTF-16 unit, so source
  * map columns hold). esbuild writes strings and identifiers as ASCII escapes but keeps comments as they are,
  * and a single "’" in a package's comment makes V8 hold the whole file's source as a two-byte string: the
- * bundle's source stays in memory for lazy compilation, so that doubled about 8 MB of the gateway's heap.
+ * bundle's source stays in memory for lazy compilation, so that doubled the heap the bundle's source takes.
  * Returns null when non-ASCII text is left outside the comments.
  */
 export function asciiComments(code: string): string | null {

@@ -1,9 +1,9 @@
 /**
  * Cancelling a request's upstream work when its client goes away, without paying for an AbortSignal on
- * every request. On Node 20 an AbortSignal costs about 3 µs to create and as much again per listener
- * added and removed (EventTarget machinery), a tenth of what a whole pass-through proxy spends on a
- * request. RequestAbort keeps a plain listener list and makes a real AbortSignal only for the callers
- * that need one (the MCP SDK, undici's request() on streamed calls).
+ * every request. On Node 20 an AbortSignal is costly to create, and so is every listener added and
+ * removed (EventTarget machinery), next to what a whole pass-through proxy spends on a request.
+ * RequestAbort keeps a plain listener list and makes a real AbortSignal only for the callers that need
+ * one (the MCP SDK, undici's request() on streamed calls).
  */
 
 /** An abort listener: a function, or an object with handleEvent (the EventTarget forms). */

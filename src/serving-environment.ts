@@ -8,8 +8,8 @@
 /**
  * At most two malloc arenas: the main thread's and one that V8's and libuv's background threads share.
  * glibc otherwise gives each thread that allocates an arena of its own (up to eight per core), and the
- * garbage collector's and compiler's helper threads each kept several megabytes resident there: the peak RSS
- * of the gateway on a PostgreSQL server after 8 s of the bench's throughput load was 142-147 MiB against
- * 149-151 (one arena: 140-141, with every thread taking the main arena's lock).
+ * garbage collector's and compiler's helper threads each kept memory resident there, which raised the
+ * gateway's peak RSS under load. One arena saves only a little more, with every thread taking the main
+ * arena's lock.
  */
 export const SERVING_ENVIRONMENT: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "2" };

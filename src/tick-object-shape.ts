@@ -6,8 +6,8 @@
  * no entry is alive at a full collection, as happens while the gateway idles after start-up, the class
  * is collected, the next entry gets a new one, and that definition site turns megamorphic for good. From
  * then on every `nextTick` (several per request inside Node's HTTP and stream code) defines the entry's
- * keys in the V8 runtime instead of in optimized code: on the bench's cache hits, 4% of the gateway's CPU
- * samples; holding one entry made each hit 7-10% and each forwarded JSON request about 4% cheaper.
+ * keys in the V8 runtime instead of in optimized code, a visible share of the gateway's CPU on the bench's
+ * cache hits; holding one entry makes each hit and each forwarded JSON request cheaper.
  * Holding one entry holds its class and, through the class's back pointers, the classes the literal
  * passes through.
  */

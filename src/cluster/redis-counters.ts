@@ -43,7 +43,7 @@ return 1
 
 /** Counters in Redis under `keyPrefix`. */
 export class RedisCounters implements CounterBackend {
-  /** ioredis is loaded only by a gateway that has Redis configured: it adds about 10 MB to the process. */
+  /** ioredis is loaded only by a gateway that has Redis configured: it adds noticeably to the process's memory. */
   readonly #redis: Promise<Redis>;
   readonly #prefix: string;
 

@@ -1,6 +1,6 @@
 /**
  * One MCP client's live side: its upstream connection (sticky) or per-call sessions, the periodic
- * checker, and the state transitions of the spec's client table. States and last_failure go to the
+ * checker, and the state transitions of docs/mcp-gateway.md's state table. States and last_failure go to the
  * StateRegistry; every change is logged at INFO with stage and message, failed checks that change
  * nothing at DEBUG.
  */
@@ -18,9 +18,9 @@ import { perUserWireHeaders } from "./wire-headers.js";
 export interface RuntimeTiming {
   /** Between checks while healthy. */
   healthyCheckMs: number;
-  /** Between checks while unstable (spec: every 10 seconds). */
+  /** Between checks while unstable. */
   unstableCheckMs: number;
-  /** Attempts per operation inside one check (spec: 3). */
+  /** Attempts per operation inside one check. */
   retries: number;
   /** Pause between those attempts. */
   retryDelayMs: number;
@@ -459,7 +459,7 @@ export class ClientRuntime {
 
   /**
    * Calls one tool within the deadline of `signal`. A per-user client needs the caller's credential
-   * (header values merged with the static headers, spec rule 2, or an OAuth token), which goes on this
+   * (header values merged with the static headers, or an OAuth token), which goes on this
    * call's fresh session only.
    * `traceparent` goes along in the request's `_meta`, where MCP servers read trace context.
    */

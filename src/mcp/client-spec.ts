@@ -1,6 +1,6 @@
 /**
- * The MCP client configuration as the domain sees it, and every validation rule of the spec's
- * "MCP client configuration" table. The API and the config file both go through these functions, so a
+ * The MCP client configuration as the domain sees it, and every validation rule of it
+ * (docs/mcp-gateway.md lists them). The API and the config file both go through these functions, so a
  * rule holds the same way whichever door a client comes in by. Field names in messages are the
  * documented snake_case names, so a user can find the field they sent.
  */
@@ -17,7 +17,7 @@ import {
 
 export { AUTH_TYPES, CONNECTION_TYPES, type AuthType, type ConnectionType };
 
-/** Auth types whose upstream calls always use a fresh per-call connection (spec rule 1). */
+/** Auth types whose upstream calls always use a fresh per-call connection, whatever the stickiness setting. */
 const PER_USER_AUTH_TYPES: ReadonlySet<AuthType> = new Set(["per_user_headers", "per_user_oauth", "token_exchange"]);
 
 /** Auth types whose clients start in pending_verification and run nothing until an admin verifies them. */
@@ -152,7 +152,7 @@ function validateHeaderKeys(keys: readonly string[], field: string): void {
 }
 
 /**
- * Checks every rule of the configuration table on a complete spec. `fieldPrefix` lets the config
+ * Checks every configuration rule on a complete spec. `fieldPrefix` lets the config
  * file report `mcp.client_configs[2].name` where the API reports `name`.
  */
 export function validateSpec(spec: McpClientSpec, fieldPrefix = ""): void {
@@ -277,7 +277,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   return next;
 }
 
-/** The stickiness a client actually has (spec rule 1), as reported on reads. */
+/** The stickiness a client actually has (per-user auth types are always per-call), as reported on reads. */
 export function effectiveStickiness(spec: McpClientSpec): boolean {
   return !isPerCall(spec);
 }

@@ -2,8 +2,8 @@
  * The state a client reports on reads. The runtime manager (the connection runtime) owns live states;
  * this module decides what to report when the runtime has nothing to say: a disabled client is
  * `disabled`, an unverified per_user_headers or oauth client is `pending_verification`, and a client the
- * runtime does not hold is `error` ("registered in the config store but missing from the runtime
- * manager", the spec's own meaning).
+ * runtime does not hold is `error` (registered in the config store but missing from the runtime
+ * manager).
  */
 import { needsVerification, type McpClientSpec } from "./client-spec.js";
 
@@ -18,7 +18,7 @@ export type ClientStateName =
 
 export type FailureStageName = "connect" | "ping" | "list_tools" | "tool_discovery" | "transport_lost" | "credential";
 
-/** The last_failure record of the spec. */
+/** The last_failure record a read reports (docs/mcp-gateway.md). */
 export interface LastFailureView {
   stage: FailureStageName;
   message: string;

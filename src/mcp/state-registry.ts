@@ -1,12 +1,12 @@
 /**
- * This instance's view of client states and last failures (spec: "only what this instance ran into").
+ * This instance's view of client states and last failures: only what this instance ran into.
  * Operations that talk to an upstream record their outcome here; reads project it through
  * reportedState(). Kept in memory: states describe live connections, not configuration.
  */
 import type { ClientStateName, FailureStageName, LastFailureView, RuntimeClientView, RuntimeStateSource } from "./client-state.js";
 import { upstreamMessage } from "./discover.js";
 
-/** Mutable per-client states with the last_failure rules of the spec. */
+/** Mutable per-client states with their last_failure rules. */
 export class StateRegistry implements RuntimeStateSource {
   private readonly states = new Map<string, RuntimeClientView>();
   private readonly listeners = new Set<(clientId: string) => void>();

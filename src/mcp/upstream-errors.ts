@@ -8,7 +8,7 @@ import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamable
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../errors.js";
 
-/** Collapses whitespace and caps length, as the spec asks of every upstream message we repeat. */
+/** Collapses whitespace and caps length, as every upstream message we repeat must be (docs/mcp-gateway.md). */
 export function upstreamMessage(err: unknown, max = 512): string {
   const raw = err instanceof Error ? err.message : String(err);
   const collapsed = raw.replace(/\s+/g, " ").trim() || "unknown upstream error";

@@ -1,4 +1,4 @@
-/** Builds the headers sent upstream for a per-user call (spec rule 2 of the client configuration). */
+/** Builds the headers sent upstream for a per-user call: static headers, overridden by the user's values. */
 
 /**
  * Static admin headers plus the user's values; a static header whose name (case-insensitively) is a

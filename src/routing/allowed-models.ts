@@ -1,6 +1,6 @@
 /**
  * Which models a provider key and a virtual key's provider config allow, and how an alias maps to the
- * upstream id. The key rule is the spec's three steps: `models` when set; else the alias names; else
+ * upstream id. The key rule has three steps: `models` when set; else the alias names; else
  * everything the catalog knows. Aliases never widen a restricted `models` list.
  */
 import type { ModelCatalog } from "./model-catalog.js";
@@ -25,7 +25,7 @@ function restrictedModels(key: ProviderKey): readonly string[] | null {
   return null;
 }
 
-/** Applies the spec's three steps to a key of `provider`; `models: ["*"]` counts as "every model". */
+/** Applies the three steps to a key of `provider`; `models: ["*"]` counts as "every model". */
 export function allowedModelsOfKey(key: ProviderKey, provider: string, catalog: ModelCatalog): KeyModels {
   const restricted = restrictedModels(key);
   if (restricted !== null) return { restricted: true, models: restricted };

@@ -1,8 +1,8 @@
 /**
  * A direct evaluator for the shapes routing-rule conditions are nearly always made of: comparisons of
  * the request's variables with constants, header and parameter lookups, `in`, string prefix/suffix tests
- * and the logical operators. The general CEL planner costs about half a microsecond per condition, which a
- * hundred rules in scope turn into most of a request's own cost; these closures cost a few nanoseconds.
+ * and the logical operators. The general CEL planner costs enough per condition that many rules in scope
+ * make it most of a request's own cost; these closures cost a small fraction of that.
  *
  * Exactness comes first: a condition uses this path only when every node of it is understood here, and at
  * run time any value whose CEL meaning is not plainly the JavaScript one (ordering of strings, a method on

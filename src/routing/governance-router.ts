@@ -1,8 +1,8 @@
 /**
- * Provider routing for one top-level request (spec "Provider routing" steps 1, 3 and 4, without the
- * adaptive load balancer): governance when a virtual key is present, otherwise an explicit prefix or the
- * model catalog's first candidate. The result names the primary target and the ordered fallbacks; key
- * selection happens per attempt in key-selection.ts.
+ * Provider routing for one top-level request, without the adaptive load balancer (docs/governance.md):
+ * governance when a virtual key is present, otherwise an explicit prefix or the model catalog's first
+ * candidate. The result names the primary target and the ordered fallbacks; key selection happens per
+ * attempt in key-selection.ts.
  */
 import { configAllowsModel } from "./allowed-models.js";
 import type { CatalogCandidate, ModelCatalog } from "./model-catalog.js";
@@ -189,7 +189,7 @@ function routeWithKey(request: RoutingRequest, virtualKey: VirtualKey, context: 
       `every provider config of virtual key "${virtualKey.name}" has an empty allowed_models or key_ids, so it may use no provider; list models and keys, or use ["*"]`,
     );
   }
-  // Request fallbacks outside what the key may use are dropped silently, as the spec requires.
+  // Request fallbacks outside what the key may use are dropped silently, not refused (docs/governance.md).
   const keptFallbacks = keepWhere(requested, (target) => {
     const config = allowed.find((candidate) => candidate.provider === target.provider);
     return config !== undefined && configAllowsModel(config, target.model, context.catalog) && context.limits.exceeded(virtualKey.id, config) === null;

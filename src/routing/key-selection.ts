@@ -1,5 +1,5 @@
 /**
- * Level-2 routing (spec step 5, static part): which keys of a provider may serve an attempt, in the order
+ * Level-2 routing (its static part): which keys of a provider may serve an attempt, in the order
  * to try them. The first is a weighted random draw; the rest follow by further draws, and the caller moves
  * to the next one when the upstream answers with a status that `rotatesKey` accepts.
  */

@@ -1,7 +1,7 @@
 /**
  * The model catalog routing reads: a pool of models per configured provider, built from the pricing
  * datasheet, each provider's list-models answer, its keys' models and alias names, and a small bundled
- * table. Bare model names resolve to providers with the spec's lookup rules, in this order: a direct match
+ * table. Bare model names resolve to providers with these lookup rules, in this order: a direct match
  * in the pool; then cross-provider resolution through an aggregator that lists `<vendor>/<model>`, a
  * multi-vendor cloud that lists `<vendor>/<model>`, a fast-inference provider that lists
  * `<vendor>/<model>` for the vendor's models, and a cloud model host whose ids contain
@@ -69,7 +69,7 @@ function dottedMatch(pool: readonly string[], model: string): string | null {
 /** Model names whose candidates one catalog keeps. */
 const MAX_RESOLVED = 10_000;
 
-/** Cross-provider rules in the spec's order, each with the providers it applies to and its matcher. */
+/** Cross-provider rules in lookup order, each with the providers it applies to and its matcher. */
 const CROSS_RULES: readonly { rule: CatalogRule; providers: ReadonlySet<string>; match: (pool: readonly string[], model: string) => string | null }[] = [
   { rule: "aggregator", providers: AGGREGATORS, match: vendorPrefixed },
   { rule: "multi_vendor_cloud", providers: MULTI_VENDOR_CLOUDS, match: vendorPrefixed },

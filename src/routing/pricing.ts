@@ -1,5 +1,5 @@
 /**
- * Prices a request from its token usage with the spec's lookup chain: `model|provider|mode`, then the
+ * Prices a request from its token usage with this lookup chain: `model|provider|mode`, then the
  * provider's parent cloud provider, then without a `vendor/` prefix, then with one, then responses mode
  * as chat; when the upstream id has no price the alias the caller named is tried the same way.
  */

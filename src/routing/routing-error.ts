@@ -16,9 +16,9 @@ const ROUTING_ERRORS = {
   caller_model_not_allowed: { status: 400, code: "invalid_argument" },
   /** The credential names no virtual key. */
   caller_unknown_virtual_key: { status: 401, code: "unauthenticated" },
-  /** The final provider is outside the key's allowed-provider set (spec: 400). */
+  /** The final provider is outside the key's allowed-provider set (a 400, as docs/governance.md says). */
   policy_provider_not_allowed: { status: 400, code: "permission_denied" },
-  /** The key's allowed-provider set is empty, so everything is denied (spec: 400). */
+  /** The key's allowed-provider set is empty, so everything is denied (a 400, as docs/governance.md says). */
   policy_no_providers: { status: 400, code: "permission_denied" },
   /** key_ids leaves no usable key of the provider. */
   policy_keys_blocked: { status: 403, code: "permission_denied" },

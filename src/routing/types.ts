@@ -90,7 +90,7 @@ export interface RouteTarget {
   keyId?: string;
 }
 
-/** Routing engines the spec names for the `routing_engine_used` label. */
+/** Routing engines named in the `routing_engine_used` label. */
 export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog";
 
 /** Returns a number in [0, 1); Math.random in production, a seeded generator in tests. */

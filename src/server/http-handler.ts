@@ -110,7 +110,7 @@ export interface HttpHandlerOptions {
 /** Builds the handler; route tables are compiled here, once, and the OpenAPI document on its first request. */
 export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const table = compileRoutes(opts.services);
-  // Building it took about 60 ms of every start on a 2-core machine; most gateways are never asked for it.
+  // Building it costs a noticeable part of every start, and most gateways are never asked for it.
   let openapi: string | undefined;
   const rest = createRestHandler({ services: opts.services, transport: opts.restTransport, maxBodyBytes: opts.maxBodyBytes, table });
 

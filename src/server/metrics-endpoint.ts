@@ -1,6 +1,6 @@
 /**
  * GET /metrics: the Prometheus text exposition of the gateway's own registry. With auth_config enabled
- * it needs HTTP basic auth with the admin credentials (spec "Authentication"), so a scraper sends them.
+ * it needs HTTP basic auth with the admin credentials (docs/telemetry.md), so a scraper sends them.
  */
 import type { Metrics } from "../telemetry/metrics.js";
 import type { Req, Res } from "./node-http.js";

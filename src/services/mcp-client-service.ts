@@ -1,4 +1,4 @@
-/** gw.admin.v1.McpClientService: the MCP client registry, with every rule of the spec's configuration table. */
+/** gw.admin.v1.McpClientService: the MCP client registry, with every configuration rule of docs/mcp-gateway.md. */
 import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";

@@ -4,8 +4,8 @@
  * MikroORM runs its transaction, flush and raw-fragment scopes in AsyncLocalStorage. On Node 20 and 22
  * an enabled AsyncLocalStorage installs promise hooks for the whole process, and it stays enabled until
  * disable() is called, which MikroORM never does. So after the first query every promise of every
- * /v1 request pays for context propagation, though the hot path never touches the database (about a
- * tenth of the gateway's CPU per request in `npm run bench`).
+ * /v1 request pays for context propagation, though the hot path never touches the database (a
+ * noticeable share of the gateway's CPU per request).
  *
  * This module notes each storage that MikroORM enables and disables them again while the ORM is idle
  * (no connection in use or awaited); the ORM's next call enables them again by itself, since

@@ -24,7 +24,7 @@ const MAX_SOCKET_PATH = 103;
 /**
  * PostgreSQL settings for the embedded database, over PGlite's own defaults. Its shared_buffers default
  * of 128 MB lives in the WebAssembly heap, whose pages once touched stay resident: at 16 MB the
- * gateway's resident memory is about 150 MiB smaller, and the gateway's tables (a few hundred rows of
+ * gateway's resident memory is much smaller, and the gateway's tables (a few hundred rows of
  * configuration) still fit in it many times over.
  */
 const SETTINGS = ["shared_buffers=16MB"];
@@ -94,13 +94,13 @@ export async function startEmbeddedDatabase(
 /**
  * Runs `work` (PGlite's creation) with V8 compiling WebAssembly with Liftoff, its baseline compiler, alone.
  * By default V8 also recompiles hot functions with TurboFan in background threads: for PostgreSQL that kept
- * 25-45 MiB more resident (the optimised code and the compiler's memory) and, on two cores, slowed a start
- * more than it sped the queries (creating the database took 0.9-1.4 s against 0.6-0.7 s, and 3000 catalog
- * queries 4.6-5.8 s against 3.6-4.6 s). The flag is on only while PGlite compiles its module, but turning it
+ * much more resident (the optimised code and the compiler's memory) and, on a machine with few cores,
+ * slowed a start more than it sped the queries (creating the database and running catalog queries both
+ * took longer). The flag is on only while PGlite compiles its module, but turning it
  * on also turns off the tier-up flags it implies (`--wasm-tier-up`, `--wasm-dynamic-tiering`), and those stay
  * off: V8 reads them while code runs, for every module, so undici's HTTP parser runs in Liftoff too.
- * Turning them back on afterwards tiered up PGlite's own functions as well (1,500 of them compiled by
- * TurboFan within a minute of start-up), the cost above, for a parser that takes 2-3% of a request's CPU. A
+ * Turning them back on afterwards tiered up PGlite's own functions as well (many of them compiled by
+ * TurboFan soon after start-up), the cost above, for a parser that takes a small share of a request's CPU. A
  * process started with `--liftoff-only` keeps it.
  */
 async function withBaselineWasmCompiler<T>(work: () => Promise<T>): Promise<T> {
@@ -116,8 +116,8 @@ async function withBaselineWasmCompiler<T>(work: () => Promise<T>): Promise<T> {
 const INITDB_TIMEOUT_MS = 120_000;
 
 /**
- * Creates the cluster beside `pgliteDir`, by copying `templateDir` when it holds one (a copy takes a
- * fraction of a second; initdb takes seconds and half a gigabyte) or else by running initdb, and moves
+ * Creates the cluster beside `pgliteDir`, by copying `templateDir` when it holds one (a copy is quick;
+ * initdb is slow and takes a lot of memory) or else by running initdb, and moves
  * it into place only when it is complete, so a first start that is interrupted leaves no half-made
  * database behind: the next start begins again.
  */
@@ -168,8 +168,8 @@ const INITDB_SCRIPT = `try {
 /**
  * Creates a new cluster in `dir` in a short-lived child process. PGlite's initdb runs in a
  * WebAssembly instance of its own whose memory the process never returns: done in the gateway's
- * process it leaves it about 500 MiB larger for its whole life (about 950 MiB against 300 MiB when
- * opening an existing directory, measured on PGlite 0.5). The child exits, so that memory goes with it.
+ * process it leaves it far larger for its whole life than opening an existing directory does. The
+ * child exits, so that memory goes with it.
  */
 async function initialiseInChildProcess(dir: string, logger: Logger): Promise<void> {
   logger.info({ dir }, "creating the embedded database (first start)");
@@ -190,8 +190,7 @@ async function initialiseInChildProcess(dir: string, logger: Logger): Promise<vo
 
 /**
  * Copies the files and folders in `from` into the existing folder `to`, all at once: fs.cp, which copies
- * one entry after another with a stat of each, took about a second for the template's thousand files
- * against a tenth of that.
+ * one entry after another with a stat of each, was many times slower on the template's many files.
  */
 async function copyContents(from: string, to: string): Promise<void> {
   const entries = await readdir(from, { withFileTypes: true });

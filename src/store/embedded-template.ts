@@ -1,6 +1,6 @@
 /**
  * The embedded database's template: an empty cluster with every migration applied, which a first start
- * copies instead of running initdb and the migrations itself (seconds, and initdb's half a gigabyte).
+ * copies instead of running initdb and the migrations itself (slow, and initdb takes a lot of memory).
  * `npm run build` makes one beside the bundle; the tests make one per migration set.
  */
 import { randomBytes } from "node:crypto";

@@ -1,7 +1,7 @@
 /**
  * The migrator, loaded on demand: a database with every migration applied (every restart, and a first
  * start from the build's template) never needs it, and loading it with the migrations and their libraries
- * took a tenth of a second or more of each start and a few megabytes of heap for good.
+ * took a noticeable part of each start and kept its heap for good.
  */
 import type { Migrator } from "@mikro-orm/migrations";
 import type { MikroORM } from "@mikro-orm/postgresql";

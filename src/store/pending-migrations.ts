@@ -1,7 +1,7 @@
 /**
  * Which committed migrations a database has not applied, read straight from MikroORM's migrations table.
  * A restart usually finds none, and this one query then stands in for the migrator, whose own check
- * (creating its table if missing, listing what ran) costs a tenth of a second on the embedded database.
+ * (creating its table if missing, listing what ran) is slow on the embedded database.
  */
 import type { MikroORM } from "@mikro-orm/postgresql";
 import { MIGRATION_NAMES } from "./migration-names.js";

@@ -135,8 +135,8 @@ export function applicationNameOf(nodeId: string): string {
 
 /**
  * How often an idle ORM has its AsyncLocalStorage scopes switched off (see async-context-quiescer.ts).
- * Short, because the usage flush enables them every second: checked once a second they stayed on about
- * half the time, and the promise hooks were a tenth of a streaming request's CPU. A check reads three pool
+ * Short, because the usage flush enables them every second: checked once a second they stayed on much
+ * of the time, and the promise hooks taxed every streaming request meanwhile. A check reads three pool
  * gauges, so twenty a second cost nothing measurable.
  */
 const QUIESCE_INTERVAL_MS = 50;

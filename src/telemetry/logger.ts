@@ -18,9 +18,9 @@ const REDACT_PATHS = [
 
 /**
  * Bytes of lines the destination gathers before it writes them in one system call. At the `info` level
- * every request writes an access line of about 170 bytes; unbatched, the asynchronous destination wrote
- * every line or few lines on its own, and those writes, their thread-pool hops and their callbacks cost
- * 8-9 µs of CPU per request, about a tenth of a forwarded request's.
+ * every request writes a short access line; unbatched, the asynchronous destination wrote every line or
+ * few lines on its own, and those writes, their thread-pool hops and their callbacks cost a noticeable
+ * share of a forwarded request's CPU.
  */
 const LOG_BATCH_BYTES = 4096;
 
@@ -41,8 +41,8 @@ let timeMs = -1;
 let timeField = "";
 
 /**
- * pino's ISO-8601 `time` field, formatted once per millisecond: under load a dozen lines share each
- * millisecond, and formatting the date was about a third of pino's cost per line.
+ * pino's ISO-8601 `time` field, formatted once per millisecond: under load many lines share each
+ * millisecond, and formatting the date was a large part of pino's cost per line.
  */
 function isoTimeOncePerMs(): string {
   const now = Date.now();

@@ -1,5 +1,5 @@
 /**
- * The gateway's Prometheus metrics (spec "Events > Metric emission"), in our own prom-client Registry.
+ * The gateway's Prometheus metrics (docs/telemetry.md lists them), in our own prom-client Registry.
  *
  * Recording is off the request path: every record* method only appends a closure to a queue (O(1), never
  * throws) and schedules one setImmediate flush, which does the prom-client work (label checks, the
@@ -25,8 +25,8 @@ import { innerMap } from "./nested-map.js";
 export type CustomLabelValues = Readonly<Record<string, string>>;
 
 /**
- * The `method` base label: the kind of inference request. The spec lists the first five; "responses"
- * is ours, so the Responses API can be told apart from chat completions on a dashboard.
+ * The `method` base label: the kind of inference request. "responses" is a kind of its own,
+ * so the Responses API can be told apart from chat completions on a dashboard.
  */
 export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription" | "responses";
 
@@ -150,9 +150,9 @@ const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
 const RETRY_BUCKETS = [0, 1, 2, 3, 5, 10];
 
 /**
- * Every metric the gateway feeds, registered in one registry with one custom label list. Families of
- * the spec's tables whose feature does not exist yet (per-component overhead) are left out until it
- * does: an always-empty family would only mislead.
+ * Every metric the gateway feeds, registered in one registry with one custom label list. Families whose
+ * feature does not exist yet (per-component overhead) are left out until it does: an always-empty
+ * family would only mislead.
  */
 class MetricSet {
   readonly registry = new Registry();
@@ -702,7 +702,7 @@ export class Metrics {
     this.enqueue((m, l) => m.successRequests.inc(l.base(base, c)));
   }
 
-  /** gw_error_requests_total for a request's final error; selected_key_* are emptied as the spec requires. */
+  /** gw_error_requests_total for a request's final error, selected_key_* emptied (docs/telemetry.md). */
   recordError(base: BaseLabels, statusCode: number, errorType: InferenceErrorType, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;
     const final = { ...base, selectedKeyId: "", selectedKeyName: "" };

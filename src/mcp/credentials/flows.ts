@@ -1,5 +1,5 @@
 /**
- * Pending per-user flows (spec "Submission flow"): header submission (`headers`) or an end-user's OAuth
+ * Pending per-user flows (docs/credentials-oauth-sso.md): header submission (`headers`) or an end-user's OAuth
  * consent (`oauth`); an unguessable 128-bit id, 15 minutes to live, optionally a temp token for the URL
  * fragment. Flows are rows in the database, so a flow opened on one gateway node is finished through any
  * other; the row is keyed by a hash of the flow id and holds only hashes of the temp token and OAuth state,
@@ -12,7 +12,7 @@ import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { McpUserFlowRecord, type McpUserFlowSecrets, type Store } from "../../store/index.js";
 import type { CallerIdentity } from "./identity.js";
 
-/** Spec: a pending flow expires after 15 minutes. */
+/** A pending flow expires after 15 minutes (docs/credentials-oauth-sso.md). */
 export const FLOW_TTL_MS = 15 * 60_000;
 /** A flow with less life left than this is not handed out again; the caller gets a fresh one. */
 const REUSE_MIN_REMAINING_MS = 5 * 60_000;

@@ -1,5 +1,5 @@
 /**
- * Who a per-user credential belongs to (spec "Caller identity for per-user upstream credentials"): a
+ * Who a per-user credential belongs to (docs/credentials-oauth-sso.md, "Caller identity"): a
  * signed-in user of the gateway, a virtual key, or a session id, in that order of precedence.
  */
 import { GatewayError, invalidField } from "../../errors.js";

@@ -127,7 +127,7 @@ export class SubmitVerifyError extends GatewayError {
   }
 }
 
-/** The spec's exact words for a flow past its 15 minutes. */
+/** The documented words for a flow past its 15 minutes (docs/credentials-oauth-sso.md). */
 export const FLOW_EXPIRED_MESSAGE = "Headers submission flow has expired";
 
 function flowExpired(): GatewayError {

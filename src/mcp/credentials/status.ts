@@ -1,5 +1,5 @@
 /**
- * The status rules of per-user credentials (spec "Per-user credential status") as pure functions: what a
+ * The status rules of per-user credentials (docs/credentials-oauth-sso.md) as pure functions: what a
  * schema change, a change of a virtual key's access, or a submission does to a credential.
  */
 import type { McpCredentialStatus } from "../../store/index.js";

@@ -60,7 +60,7 @@ async function* capped(provider: string, body: AsyncIterable<Uint8Array>, maxByt
  * per request (a closure, or a method of an object literal) gets an initial map of its own, which V8
  * keeps in old space pointing back at the function: every young-generation GC then treats the
  * request's whole closure as live until the next full GC. Per-request generators made every streamed
- * request survive into old space (about 8 KB each) and tripled the scavenge pauses. The stream
+ * request survive into old space and made the scavenge pauses much longer. The stream
  * translators and the Responses bridge follow the same rule: generators are module-level functions or
  * class methods, and per-request state travels as an argument or a field.
  */

@@ -98,7 +98,7 @@ abstract class CallGuard {
     }
     // undici's headersTimeout runs on a coarse shared clock; this timer bounds the wait for headers
     // precisely. The guard itself is the abort listener (handleEvent) and the timer's argument, so
-    // arming allocates no closure; AbortSignal.any would cost several microseconds per call on Node 20.
+    // arming allocates no closure; AbortSignal.any would cost far more per call on Node 20.
     caller?.addEventListener("abort", this, { once: true });
     this.timer = setTimeout(CallGuard.expire, timeoutMs, this, timeoutMs);
   }
@@ -324,7 +324,7 @@ function deliver(call: StreamCall): void {
 /**
  * One send() call: settles with the response at its 2xx headers, and is then the response's body, an
  * async iterator over what undici reads, the socket paused while the reader is behind. undici hands over
- * each HTTP chunk of a chunked answer on its own (an upstream writing one event per chunk sends dozens in
+ * each HTTP chunk of a chunked answer on its own (an upstream writing one event per chunk sends many in
  * one network read), so the reader gets everything read so far joined into one buffer, as a Readable
  * stream's read() does: one step of the reader's loop per network read, not per HTTP chunk. The
  * caller's abort keeps reaching the request until the body has ended, since the stream's consumer may
@@ -498,7 +498,7 @@ function encodeBody(body: JsonObject | string | undefined): string | null {
 /**
  * The headers sent: the provider's own headers win over the body's content type, which wins over the
  * forwarded ones. Built by assignment: an object literal with a spread after another spread or a
- * property (`{ ...a, b, ...c }`) leaves V8's fast clone path and cost about 2 µs per traced call.
+ * property (`{ ...a, b, ...c }`) leaves V8's fast clone path, which every traced call paid for.
  */
 function requestHeaders(call: UpstreamCall): Record<string, string> {
   const forwarded = call.forwardedHeaders;

@@ -129,8 +129,8 @@ class ChatEventMapper implements EventMapper {
 
 /**
  * A key the gateway reads. One regular expression finds the first of them in a single pass over the text;
- * with the line breaks in it too (`|[\r\n]`) V8 could no longer skip ahead to each quote and the pass took
- * twice as long, so a line break is looked for apart (a search for one character is the fastest there is).
+ * with the line breaks in it too (`|[\r\n]`) V8 could no longer skip ahead to each quote and the pass was
+ * much slower, so a line break is looked for apart (a search for one character is the fastest there is).
  */
 const READ_KEY = /"(?:error|usage)"/g;
 

@@ -101,8 +101,8 @@ class DecisionRecord implements RoutingLogRecord {
 /**
  * The routing log's records, one shared by every request of a virtual key that named the same model and was
  * routed the same way. The log keeps its last thousand decisions; a record (and the decision it holds) made
- * per request lived through V8's young-generation collections and was copied into the old generation, about
- * 150 KB per collection under load, all garbage a moment later, which the old generation's collections then
+ * per request lived through V8's young-generation collections and was copied into the old generation under
+ * load, all garbage a moment later, which the old generation's collections then
  * had to clear. A repeated decision now keeps nothing new.
  */
 export class RoutingLogRecords {
