@@ -2,7 +2,7 @@
  * GET /workspace/mcp-sessions/auth?flow=<flow_id>&kind=headers|oauth: with kind=oauth, a per_user_oauth
  * caller's consent flow (the server, the identity, a Connect button to the authorization server) or the
  * outcome of an admin's upstream OAuth authorization the callback just handled; with kind=headers, the browser page where a caller submits
- * their own header values for a per_user_headers MCP client (spec "Browser page"). Rendered on the server
+ * their own header values for a per_user_headers MCP client (docs/credentials-oauth-sso.md). Rendered on the server
  * from CredentialService.GetFlow (through the same in-process transport and interceptors as the REST
  * bridge); a small inline script submits to PUT /api/mcp/per-user-headers/flows/{flow_id} and shows the
  * saved confirmation or the upstream's error with a Retry. No external asset; a strict CSP with a nonce.
@@ -13,10 +13,11 @@
  * flow cookie, which Connect binds to the authorization and the callback checks.
  */
 import { randomBytes } from "node:crypto";
+import { parseCookie, stringifyCookie } from "cookie";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { AUTH_PAGE_PATH, FLOW_BROWSER_COOKIE } from "../../mcp/credentials/index.js";
-import { cookieValue } from "../../services/sso/sso-login.js";
+import { browserCookie, cookieValue } from "../../services/sso/sso-login.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { CredentialService, type GetFlowResponse } from "../../../gen/gw/credential/v1/credential_pb.js";
 import { OauthService, type GetOauthFlowResponse } from "../../../gen/gw/admin/v1/oauth_pb.js";
@@ -26,7 +27,7 @@ import { escapeHtml as esc } from "../html-escape.js";
 import { overTls, SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./sso-routes.js";
 import type { Req, Res } from "../node-http.js";
 
-/** The page's path (spec "Submission flow"); the flow links point here. */
+/** The page's path; the flow links point here. */
 export const MCP_AUTH_PAGE_PATH = AUTH_PAGE_PATH;
 
 /** What the page needs. */
@@ -45,17 +46,13 @@ const FLOW_BROWSER_MAX_AGE_S = 60 * 60;
 function flowBrowser(req: Req): { value: string; setCookie: string } {
   const held = cookieValue(req.headers.cookie, FLOW_BROWSER_COOKIE);
   const value = held !== null && FLOW_BROWSER_VALUE.test(held) ? held : randomBytes(32).toString("base64url");
-  return { value, setCookie: `${FLOW_BROWSER_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${FLOW_BROWSER_MAX_AGE_S}${overTls(req) ? "; Secure" : ""}` };
+  return { value, setCookie: browserCookie(FLOW_BROWSER_COOKIE, value, FLOW_BROWSER_MAX_AGE_S, overTls(req)) };
 }
 
 /** The request's headers for an in-process call, with the browser's flow cookie in its Cookie header. */
 function withFlowBrowser(req: Req, browser: string): Headers {
   const headers = forwardedHeaders(req);
-  const others = (req.headers.cookie ?? "")
-    .split(";")
-    .map((part) => part.trim())
-    .filter((part) => part !== "" && !part.startsWith(`${FLOW_BROWSER_COOKIE}=`));
-  headers.set("cookie", [...others, `${FLOW_BROWSER_COOKIE}=${browser}`].join("; "));
+  headers.set("cookie", stringifyCookie({ ...parseCookie(req.headers.cookie ?? ""), [FLOW_BROWSER_COOKIE]: browser }));
   return headers;
 }
 

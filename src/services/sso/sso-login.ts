@@ -8,6 +8,7 @@
  * notifications. The ID token is checked with jose against the issuer's JWKS.
  */
 import { createHash, randomBytes } from "node:crypto";
+import { parseCookie, stringifySetCookie } from "cookie";
 import { boundedCache } from "../../bounded-cache.js";
 import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
@@ -21,7 +22,12 @@ export const SESSION_COOKIE = "gw_session";
 
 /** The Set-Cookie value of an SSO session (an empty value with Max-Age 0 clears it). */
 export function sessionCookie(value: string, maxAgeS: number, secure: boolean): string {
-  return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? "; Secure" : ""}`;
+  return browserCookie(SESSION_COOKIE, value, maxAgeS, secure);
+}
+
+/** The Set-Cookie value of a gateway cookie a browser keeps: HttpOnly, SameSite=Lax, for the whole gateway. */
+export function browserCookie(name: string, value: string, maxAgeS: number, secure: boolean): string {
+  return stringifySetCookie(name, value, { path: "/", httpOnly: true, sameSite: "lax", maxAge: maxAgeS, secure });
 }
 /** Where the provider sends the browser back. */
 export const SSO_CALLBACK_PATH = "/api/sso/callback";
@@ -63,11 +69,7 @@ function random(): string {
 /** The value of one cookie in a Cookie header, or null. */
 export function cookieValue(header: string | null | undefined, name: string): string | null {
   if (!header) return null;
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
-  }
-  return null;
+  return parseCookie(header)[name] ?? null;
 }
 
 /** A return_to the gateway may redirect to: a path on this gateway, never another site. */
