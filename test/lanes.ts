@@ -1,0 +1,123 @@
+/**
+ * Runs test lanes: `node --import tsx test/lanes.ts <lane>...` with the lanes `unit`, `integration` and
+ * `slow`. The files of the named lanes run in parallel, as many at once as the machine has cores, each in a
+ * process of its own (the runner's default); a file listed as exclusive runs alone afterwards. Each run
+ * prints its time. `GW_TEST_NODE` names the node binary to run the files with (default: this one), so one
+ * lane can run on another Node version.
+ */
+import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+/**
+ * The slow lane: what builds the bundle or starts the built gateway, drives a browser, runs Prometheus, builds
+ * clients in other languages, or loops over a large corpus or a long fault sequence. Kept out of `npm test`
+ * so that a change's check is quick.
+ */
+const SLOW = new Set([
+  "test/browser/dashboard.test.ts",
+  "test/integration/oauth-browser.test.ts",
+  "test/integration/per-user-flow.test.ts",
+  "test/integration/per-user-identity.test.ts",
+  "test/integration/per-user-session.test.ts",
+  "test/integration/sso-flow-page.test.ts",
+  "test/integration/sso-login.test.ts",
+  "test/integration/npm-start.test.ts",
+  "test/unit/serving-process.test.ts",
+  "test/integration/metrics.test.ts",
+  "test/integration/generated-clients.test.ts",
+  "test/integration/bad-input-corpus.test.ts",
+  "test/integration/upstream-fault-resources.test.ts",
+]);
+
+/**
+ * Files that need the machine to themselves: they count a process's resources (file descriptors, sockets,
+ * memory), or hold a cluster of nodes to a propagation bound stated for an idle cluster, which files running
+ * beside them would disturb.
+ */
+const EXCLUSIVE = new Set([
+  "test/integration/upstream-fault-resources.test.ts",
+  "test/integration/cluster.test.ts",
+  "test/integration/cluster-sso.test.ts",
+  "test/integration/cluster-key-backoff.test.ts",
+]);
+
+/** The files that take longest start first, so that the last ones to finish are short and the lane ends sooner. */
+const LONGEST_FIRST = [
+  "test/integration/cluster-limits.test.ts",
+  "test/integration/store.test.ts",
+  "test/integration/embedded-database.test.ts",
+  "test/integration/crash-consistency.test.ts",
+  "test/integration/cluster-usage.test.ts",
+  "test/integration/main.test.ts",
+  "test/integration/cluster-pricing.test.ts",
+  "test/integration/oauth-upstream-api.test.ts",
+  "test/integration/route-health.test.ts",
+  "test/integration/per-user-oauth.test.ts",
+];
+
+/** The test files under `dir`, relative to the repository root, sorted. */
+function testFiles(dir: string): string[] {
+  const found: string[] = [];
+  const walk = (at: string): void => {
+    for (const entry of readdirSync(join(root, at), { withFileTypes: true })) {
+      const path = `${at}/${entry.name}`;
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".test.ts")) found.push(path);
+    }
+  };
+  walk(dir);
+  return found.sort();
+}
+
+/** The files of one lane. */
+function laneFiles(lane: string): string[] {
+  switch (lane) {
+    case "unit":
+      return testFiles("test/unit").filter((f) => !SLOW.has(f));
+    case "integration":
+      return testFiles("test/integration").filter((f) => !SLOW.has(f));
+    case "slow":
+      return [...SLOW].sort();
+    default:
+      throw new Error(`unknown lane "${lane}": use unit, integration or slow`);
+  }
+}
+
+/** Runs `files` through node's test runner at `concurrency`; resolves with its exit code. */
+function runFiles(files: readonly string[], concurrency: number): Promise<number> {
+  if (files.length === 0) return Promise.resolve(0);
+  const node = process.env["GW_TEST_NODE"] || process.execPath;
+  const args = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files];
+  return new Promise((resolve) => {
+    const child = spawn(node, args, { cwd: root, stdio: "inherit" });
+    child.on("close", (code, signal) => resolve(code ?? (signal !== null ? 1 : 0)));
+    child.on("error", (err) => {
+      process.stderr.write(`could not start ${node}: ${err.message}\n`);
+      resolve(1);
+    });
+  });
+}
+
+const lanes = process.argv.slice(2);
+if (lanes.length === 0) {
+  process.stderr.write("usage: node --import tsx test/lanes.ts <unit|integration|slow>...\n");
+  process.exit(2);
+}
+const rank = (file: string): number => {
+  const at = LONGEST_FIRST.indexOf(file);
+  return at === -1 ? LONGEST_FIRST.length : at;
+};
+const files = [...new Set(lanes.flatMap(laneFiles))].sort((a, b) => rank(a) - rank(b));
+const parallel = files.filter((f) => !EXCLUSIVE.has(f));
+const alone = files.filter((f) => EXCLUSIVE.has(f));
+const started = Date.now();
+const codes = [await runFiles(parallel, availableParallelism()), await runFiles(alone, 1)];
+const seconds = Math.round((Date.now() - started) / 1000);
+const failed = codes.some((code) => code !== 0);
+process.stdout.write(`== lane ${lanes.join("+")}: ${files.length} files in ${seconds} s with ${process.env["GW_TEST_NODE"] || process.execPath}${failed ? ", FAILED" : ""}\n`);
+process.exit(failed ? 1 : 0);
