@@ -1,7 +1,7 @@
 /**
  * Runs test lanes: `node --import tsx test/lanes.ts <lane>...` with the lanes `unit`, `integration` and
  * `slow`. The files of the named lanes run in parallel, as many at once as the machine has cores, each in a
- * process of its own (the runner's default); a file listed as exclusive runs alone afterwards. Each run
+ * process of its own (the runner's default); a file listed as exclusive runs alone, before them. Each run
  * prints its time. `GW_TEST_NODE` names the node binary to run the files with (default: this one), so one
  * lane can run on another Node version.
  */
@@ -116,7 +116,8 @@ const files = [...new Set(lanes.flatMap(laneFiles))].sort((a, b) => rank(a) - ra
 const parallel = files.filter((f) => !EXCLUSIVE.has(f));
 const alone = files.filter((f) => EXCLUSIVE.has(f));
 const started = Date.now();
-const codes = [await runFiles(parallel, availableParallelism()), await runFiles(alone, 1)];
+// The files that run alone go first, so the runner's last summary is the lane's main one.
+const codes = [await runFiles(alone, 1), await runFiles(parallel, availableParallelism())];
 const seconds = Math.round((Date.now() - started) / 1000);
 const failed = codes.some((code) => code !== 0);
 process.stdout.write(`== lane ${lanes.join("+")}: ${files.length} files in ${seconds} s with ${process.env["GW_TEST_NODE"] || process.execPath}${failed ? ", FAILED" : ""}\n`);
