@@ -16,22 +16,12 @@ function setCookies(res: Response): Map<string, string> {
   return out;
 }
 
-/** Signs `account` in to the gateway at `gatewayUrl` through its SSO login; answers the `Cookie` header value of the session. */
-export async function ssoSessionCookie(gatewayUrl: string, account: string): Promise<string> {
-  const start = await fetch(`${gatewayUrl}/api/sso/login?return_to=%2Fhealth`, { redirect: "manual" });
-  await start.text();
-  const first = start.headers.get("location");
-  assert.ok(first, `the SSO login answered ${start.status} without a redirect`);
+/** Follows the identity provider's redirects from `authorizeUrl`, signing in as `account`; returns the gateway callback URL it ends on. */
+export async function signInAtProvider(authorizeUrl: string, account: string): Promise<URL> {
   const jar = new Map<string, string>();
-  let next = new URL(first, gatewayUrl);
+  let next = new URL(authorizeUrl);
   for (let hop = 0; hop < 20; hop++) {
-    if (next.pathname === "/api/sso/callback") {
-      const done = await fetch(next, { redirect: "manual" });
-      await done.text();
-      const session = setCookies(done).get("gw_session");
-      assert.ok(session, `the SSO callback answered ${done.status} without a gw_session cookie`);
-      return `gw_session=${session}`;
-    }
+    if (next.pathname === "/api/sso/callback") return next;
     // The sign-in and consent pages are one form each: posting the account answers both.
     const form = next.pathname.startsWith("/interaction/");
     const res = await fetch(next, {
@@ -47,4 +37,18 @@ export async function ssoSessionCookie(gatewayUrl: string, account: string): Pro
     next = new URL(location, next);
   }
   throw new Error("the provider never redirected back to the gateway");
+}
+
+/** Signs `account` in to the gateway at `gatewayUrl` through its SSO login; answers the `Cookie` header value of the session. */
+export async function ssoSessionCookie(gatewayUrl: string, account: string): Promise<string> {
+  const start = await fetch(`${gatewayUrl}/api/sso/login?return_to=%2Fhealth`, { redirect: "manual" });
+  await start.text();
+  const first = start.headers.get("location");
+  assert.ok(first, `the SSO login answered ${start.status} without a redirect`);
+  const callback = await signInAtProvider(new URL(first, gatewayUrl).href, account);
+  const done = await fetch(callback, { redirect: "manual" });
+  await done.text();
+  const session = setCookies(done).get("gw_session");
+  assert.ok(session, `the SSO callback answered ${done.status} without a gw_session cookie`);
+  return `gw_session=${session}`;
 }

@@ -11,39 +11,13 @@ import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixt
 import { clusterSkipReason, eventually, inEffectWithin, newClusterPlace, spawnNode, startSlowChange, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
 import { servingUrl } from "../helpers/gateway-process.js";
 import { freePort } from "../helpers/ports.js";
+import { signInAtProvider } from "../helpers/sso-session.js";
 
 /** How long after a logout answered another node may still accept its session: the documented bound. */
 const LOGOUT_BOUND_MS = 1_000;
 
 const skip = await clusterSkipReason();
 if (skip) console.log(`# cluster SSO tests ${skip}`);
-
-/** Follows the identity provider's redirects from `authorizeUrl`, signing in as `account`; returns the gateway callback URL it ends on. */
-async function signInAtProvider(authorizeUrl: string, account: string): Promise<URL> {
-  const jar = new Map<string, string>();
-  let next = new URL(authorizeUrl);
-  for (let hop = 0; hop < 20; hop++) {
-    if (next.pathname === "/api/sso/callback") return next;
-    // The sign-in and consent pages are one form each: posting the account answers both.
-    const form = next.pathname.startsWith("/interaction/");
-    const res = await fetch(next, {
-      method: form ? "POST" : "GET",
-      redirect: "manual",
-      headers: { cookie: [...jar].map(([name, value]) => `${name}=${value}`).join("; "), ...(form ? { "content-type": "application/x-www-form-urlencoded" } : {}) },
-      ...(form ? { body: new URLSearchParams({ account }).toString() } : {}),
-    });
-    await res.text();
-    for (const cookie of res.headers.getSetCookie()) {
-      const [pair = ""] = cookie.split(";");
-      const eq = pair.indexOf("=");
-      if (eq > 0) jar.set(pair.slice(0, eq).trim(), pair.slice(eq + 1).trim());
-    }
-    const location = res.headers.get("location");
-    assert.ok(location, `the provider answered ${res.status} without a redirect at ${next.pathname}`);
-    next = new URL(location, next);
-  }
-  throw new Error("the provider never redirected back to the gateway");
-}
 
 describe("SSO login on a cluster of three nodes", { skip: skip ?? false }, () => {
   let idp: IdpFixture;
