@@ -21,8 +21,6 @@ import { createApp, type App, type AppOptions } from "../src/app.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
 import { batchedDestination, createLogger } from "../src/telemetry/logger.js";
-import { keepTickObjectShape } from "../src/tick-object-shape.js";
-import { applyServingV8Flags } from "../src/v8-flags.js";
 import { answerAllocationRequests } from "./allocation-meter.js";
 
 /** The virtual key every bench request sends (run.ts sends the same). */
@@ -39,9 +37,6 @@ interface Variant {
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
 if (!upstream) throw new Error("BENCH_UPSTREAM_URL is required");
-// As `npm start` runs.
-applyServingV8Flags();
-keepTickObjectShape();
 const variant = JSON.parse(process.env["BENCH_VARIANT"] ?? '{"name":"gateway","appOptions":{}}') as Variant;
 
 function providerKey(id: string, value: string): Record<string, unknown> {

@@ -69,7 +69,7 @@ import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { buildServerBundle } from "../src/build-bundle.js";
 import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
-import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
+import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 /**

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
-import { SERVING_NODE_FLAGS } from "../src/v8-flags.js";
+import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
 
 // As `npm start` runs it.
 const MAIN = [...SERVING_NODE_FLAGS, new URL("../dist/main.js", import.meta.url).pathname];

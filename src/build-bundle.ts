@@ -7,12 +7,11 @@
  *   node --import tsx src/build-bundle.ts <outdir> <entry>...
  */
 import { existsSync, readFileSync } from "node:fs";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { mkdir, writeFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "acorn";
 import { build, type BuildOptions, type OutputFile, type Plugin } from "esbuild";
-import { ORM_ASYNC_CONTEXT_KEY } from "./store/async-context-quiescer.js";
 
 /**
  * Packages loaded from node_modules rather than bundled: PGlite and QuickJS load WebAssembly and data files
@@ -116,34 +115,6 @@ const lazyCommonJs: Plugin = {
   },
 };
 
-/** How MikroORM's CommonJS files construct an AsyncLocalStorage: `new <module>.AsyncLocalStorage()`. */
-const STORAGE_CONSTRUCTION = /new ([\w$]+)\.AsyncLocalStorage\(\)/g;
-
-/**
- * Marks every AsyncLocalStorage MikroORM creates (the ORM_ASYNC_CONTEXT_KEY property), so the store can
- * switch them off while idle: it knows them by their module's path, which the bundle's stack frames no
- * longer show. A MikroORM file that creates one some other way fails the build rather than leaving the
- * promise hooks on for every request.
- */
-const ormAsyncContexts: Plugin = {
-  name: "orm-async-contexts",
-  setup(b) {
-    b.onLoad({ filter: /[\\/]node_modules[\\/]@mikro-orm[\\/].*\.js$/ }, async (args) => {
-      const source = await readFile(args.path, "utf8");
-      if (!source.includes("AsyncLocalStorage(")) return undefined;
-      let marked = 0;
-      const contents = source.replace(STORAGE_CONSTRUCTION, (construction) => {
-        marked++;
-        return `Object.assign(${construction}, { [Symbol.for(${JSON.stringify(ORM_ASYNC_CONTEXT_KEY)})]: true })`;
-      });
-      if (marked !== source.split("AsyncLocalStorage(").length - 1) {
-        return { errors: [{ text: `${args.path} creates an AsyncLocalStorage the build cannot mark for the store's idle switch-off` }] };
-      }
-      return { contents, loader: "js" };
-    });
-  },
-};
-
 /** The esbuild options of a server bundle: ESM for Node 20, lazily imported modules split into chunks of their own. */
 export function serverBundleOptions(entryPoints: string[], outdir: string): BuildOptions {
   return {
@@ -163,7 +134,7 @@ export function serverBundleOptions(entryPoints: string[], outdir: string): Buil
     external: [...EXTERNAL_PACKAGES],
     // Bundled CommonJS packages call require() for Node's built-in modules, which an ES module lacks.
     banner: { js: 'import { createRequire as __gwCreateRequire } from "node:module"; const require = __gwCreateRequire(import.meta.url);' },
-    plugins: [missingPackageJson, lazyCommonJs, ormAsyncContexts, umzugWithoutCli],
+    plugins: [missingPackageJson, lazyCommonJs, umzugWithoutCli],
     logLevel: "warning",
   };
 }

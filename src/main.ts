@@ -10,8 +10,6 @@ import { loadConfigFile } from "./config/load-config.js";
 import { GatewayError } from "./errors.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { otlpOptionsFrom } from "./telemetry/otlp-settings.js";
-import { keepTickObjectShape } from "./tick-object-shape.js";
-import { applyServingV8Flags } from "./v8-flags.js";
 
 const USAGE = "usage: npm start -- [--config path] [--host 127.0.0.1] [--port 8080] [--data-dir ./data] [--require-auth]";
 
@@ -57,8 +55,6 @@ async function reloadConfig(app: App, configPath: string | undefined, env: NodeJ
 }
 
 async function main(): Promise<void> {
-  applyServingV8Flags();
-  keepTickObjectShape();
   const logger = createLogger();
   const env = process.env;
   let args;

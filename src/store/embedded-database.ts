@@ -7,7 +7,6 @@ import { createConnection } from "node:net";
 import { copyFile, mkdir, readdir, rename, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { setFlagsFromString } from "node:v8";
 import { PGlite } from "@electric-sql/pglite";
 import { vector } from "@electric-sql/pglite-pgvector";
 import { PGLiteSocketServer } from "@electric-sql/pglite-socket";
@@ -66,7 +65,7 @@ export async function startEmbeddedDatabase(
   const pgliteDir = join(dataDir, "pglite");
   if (!(await exists(join(pgliteDir, "PG_VERSION")))) await createDatabase(pgliteDir, logger, options.templateDir ?? DEFAULT_TEMPLATE_DIR);
   // pgvector ships with PGlite as an extension: the semantic response cache's nearest-neighbour search.
-  const db = await withBaselineWasmCompiler(() => PGlite.create({ dataDir: pgliteDir, startParams: startParams(), extensions: { vector } }));
+  const db = await PGlite.create({ dataDir: pgliteDir, startParams: startParams(), extensions: { vector } });
   // The ORM pool holds one connection; the second slot only absorbs a reconnect racing the old
   // socket's close. pglite-socket serialises queries and keeps a transaction to its own connection.
   const server = new PGLiteSocketServer({ db, path: socketPath, maxConnections: 2 });
@@ -89,28 +88,6 @@ export async function startEmbeddedDatabase(
       return closed;
     },
   };
-}
-
-/**
- * Runs `work` (PGlite's creation) with V8 compiling WebAssembly with Liftoff, its baseline compiler, alone.
- * By default V8 also recompiles hot functions with TurboFan in background threads: for PostgreSQL that kept
- * much more resident (the optimised code and the compiler's memory) and, on a machine with few cores,
- * slowed a start more than it sped the queries (creating the database and running catalog queries both
- * took longer). The flag is on only while PGlite compiles its module, but turning it
- * on also turns off the tier-up flags it implies (`--wasm-tier-up`, `--wasm-dynamic-tiering`), and those stay
- * off: V8 reads them while code runs, for every module, so undici's HTTP parser runs in Liftoff too.
- * Turning them back on afterwards tiered up PGlite's own functions as well (many of them compiled by
- * TurboFan soon after start-up), the cost above, for a parser that takes a small share of a request's CPU. A
- * process started with `--liftoff-only` keeps it.
- */
-async function withBaselineWasmCompiler<T>(work: () => Promise<T>): Promise<T> {
-  if (process.execArgv.includes("--liftoff-only")) return work();
-  setFlagsFromString("--liftoff-only");
-  try {
-    return await work();
-  } finally {
-    setFlagsFromString("--no-liftoff-only");
-  }
 }
 
 const INITDB_TIMEOUT_MS = 120_000;

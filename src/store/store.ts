@@ -7,7 +7,6 @@ import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
 import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
-import { quiesceOrmAsyncContexts, trackOrmAsyncContexts } from "./async-context-quiescer.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseDatabaseUrl, type ConnectionTarget } from "./connection-target.js";
 import { startEmbeddedDatabase, type EmbeddedDatabase } from "./embedded-database.js";
@@ -72,7 +71,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   const nodeId = randomUUID();
-  const quiescing = trackOrmAsyncContexts();
   let orm: MikroORM | undefined;
   try {
     orm = await MikroORM.init(createOrmConfig({ target, embedded: embedded !== undefined, schema, applicationName: applicationNameOf(nodeId), logger }));
@@ -108,7 +106,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
   }
 
   const readyOrm = orm;
-  const quiescer = quiescing ? startQuiescer(readyOrm) : undefined;
   let closing: Promise<void> | undefined;
   return {
     orm: readyOrm,
@@ -119,7 +116,6 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     fork: () => readyOrm.em.fork(),
     close() {
       closing ??= (async () => {
-        clearInterval(quiescer);
         await readyOrm.close(true);
         await embedded?.close();
       })();
@@ -131,31 +127,4 @@ export async function openStore(options: StoreOptions): Promise<Store> {
 /** The application_name of a node's pooled connections. */
 export function applicationNameOf(nodeId: string): string {
   return `gw:${nodeId}`;
-}
-
-/**
- * How often an idle ORM has its AsyncLocalStorage scopes switched off (see async-context-quiescer.ts).
- * Short, because the usage flush enables them every second: checked once a second they stayed on much
- * of the time, and the promise hooks taxed every streaming request meanwhile. A check reads three pool
- * gauges, so twenty a second cost nothing measurable.
- */
-const QUIESCE_INTERVAL_MS = 50;
-
-/** The parts of knex's tarn pool that tell whether any query is running or waiting. */
-interface PoolGauges {
-  numUsed(): number;
-  numPendingAcquires(): number;
-  numPendingCreates(): number;
-}
-
-/** Every second, disables MikroORM's async context scopes when no connection is in use or awaited. */
-function startQuiescer(orm: MikroORM): NodeJS.Timeout {
-  const timer = setInterval(() => {
-    // knex types its client as any; the pool is tarn's, whose gauges are stable public API.
-    const pool = (orm.em.getConnection().getKnex().client as { pool?: PoolGauges }).pool;
-    if (pool === undefined || pool.numUsed() > 0 || pool.numPendingAcquires() > 0 || pool.numPendingCreates() > 0) return;
-    quiesceOrmAsyncContexts();
-  }, QUIESCE_INTERVAL_MS);
-  timer.unref();
-  return timer;
 }

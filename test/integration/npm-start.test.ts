@@ -3,7 +3,6 @@
  * the bundle, which holds the npm packages itself, serves inference, MCP and tracing on its own.
  */
 import assert from "node:assert/strict";
-import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile } from "node:child_process";
 import { access, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
@@ -23,8 +22,6 @@ import { seedEmbeddedDatabase } from "../helpers/pglite-template.js";
 import { processesMatching } from "../helpers/processes.js";
 
 const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
-const PROBE = fileURLToPath(new URL("../fixtures/async-context-probe.ts", import.meta.url));
-const hasHookStorage = typeof (AsyncLocalStorage.prototype as unknown as { _enable?: unknown })._enable === "function";
 const EVERYTHING = fileURLToPath(new URL("../../node_modules/@modelcontextprotocol/server-everything/dist/index.js", import.meta.url));
 
 // The tests run what `npm ci` builds; building again makes them test this tree's sources.
@@ -158,30 +155,5 @@ describe("the bundle", () => {
     const files = await filesMainLoads();
     assert.ok([...files.values()].some((code) => code.includes(JSON.stringify(UMZUG_CLI_LEFT_OUT))), "a chunk holds the stand-in's refusal");
     for (const [file, code] of files) assert.doesNotMatch(code, /^\/\/ node_modules\/(@rushstack|argparse|jju)\//m, `dist/${file} bundles a library of umzug's command line`);
-  });
-
-  test("dist/main.js switches MikroORM's async context scopes off once the database is idle", { skip: hasHookStorage ? false : "this Node's AsyncLocalStorage needs no promise hooks" }, async () => {
-    const probe = join(dir, "async-context.json");
-    const ownSchema = randomSchemaName();
-    const env = { GW_TEST_ASYNC_CONTEXT_PROBE: probe, GW_DATABASE_URL: testDatabaseUrl ?? "", GW_DATABASE_SCHEMA: ownSchema };
-    const gw = spawnGateway(process.execPath, ["--import", "tsx", "--import", PROBE, "dist/main.js", "--port", "0", "--data-dir", join(dir, "idle-data")], env);
-    try {
-      const url = await servingUrl(gw);
-      // A write through the admin API: a transaction and a flush, each in a scope of MikroORM's.
-      const created = await fetch(`${url}/api/governance/virtual-keys`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ name: "idle" }) });
-      assert.equal(created.status, 200, await created.text());
-      let state = { enabled: -1, ever: 0 };
-      // The store looks every 50 ms; bounded polling of the probe's 100 ms snapshots.
-      for (let i = 0; i < 100 && (state.ever === 0 || state.enabled !== 0); i++) {
-        await new Promise((r) => setTimeout(r, 100));
-        state = JSON.parse(await readFile(probe, "utf8").catch(() => '{"enabled":-1,"ever":0}')) as typeof state;
-      }
-      assert.ok(state.ever > 0, "the ORM enabled its scopes");
-      assert.equal(state.enabled, 0, `scopes still enabled: ${JSON.stringify(state)}`);
-    } finally {
-      gw.child.kill("SIGTERM");
-      await gw.exited;
-      if (testDatabaseUrl) await dropSchema(testDatabaseUrl, ownSchema);
-    }
   });
 });

@@ -7,8 +7,7 @@
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { test } from "node:test";
-import { SERVING_ENVIRONMENT } from "../../src/serving-environment.js";
-import { SERVING_NODE_FLAGS } from "../../src/v8-flags.js";
+import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../../src/serving-environment.js";
 
 const ROOT = new URL("../../", import.meta.url);
 const read = (file: string): Promise<string> => readFile(new URL(file, ROOT), "utf8");
