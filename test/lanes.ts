@@ -92,7 +92,9 @@ function laneFiles(lane: string): string[] {
 function runFiles(files: readonly string[], concurrency: number): Promise<number> {
   if (files.length === 0) return Promise.resolve(0);
   const node = process.env["GW_TEST_NODE"] || process.execPath;
-  const args = ["--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files];
+  // As `npm start` runs the gateway: the embedded database's WebAssembly stays in V8's baseline compiler,
+  // which the runner passes on to each file's process.
+  const args = ["--liftoff-only", "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files];
   return new Promise((resolve) => {
     const child = spawn(node, args, { cwd: root, stdio: "inherit" });
     child.on("close", (code, signal) => resolve(code ?? (signal !== null ? 1 : 0)));
