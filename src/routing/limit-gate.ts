@@ -27,7 +27,8 @@ export interface LimitHold {
   provider: string | null;
 }
 
-type Refusal = LevelExceeded | ConfigExceeded;
+/** Why a reservation was refused: a level of the hierarchy, or the routed provider config, has no room. */
+export type Refusal = LevelExceeded | ConfigExceeded;
 
 const CONFIG_PREFIX = "provider_config:";
 

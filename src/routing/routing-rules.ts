@@ -198,6 +198,11 @@ export class RoutingRuleSet {
     this.#anyReadsComplexity = [...this.#byId.values()].some((rule) => rule.enabled && rule.condition.reads.has("complexity_tier"));
   }
 
+  /** True when no rule is enabled: requests then skip rule evaluation altogether. */
+  get isEmpty(): boolean {
+    return this.#index.size === 0;
+  }
+
   /** The enabled rules that apply to a subject, most specific scope first. */
   #inScope(subject: RuleSubject): ScopedRules {
     const cacheKey = `${subject.virtualKeyId}\n${subject.teamId}\n${subject.customerId}`;

@@ -28,7 +28,7 @@ import { GROUP_SECTION, type FileGroups } from "./inference/config.js";
 import { assignGroup, checkGroupReferences, checkKeyMembership, parseGroupWire, type GroupKind } from "./inference/group-records.js";
 import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-input.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
-import type { Wire } from "./inference/wire-fields.js";
+import type { Wire } from "../config/wire-fields.js";
 import { SETTING_CLIENT, SETTING_LOAD_BALANCER, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
 
 /** What the config file declares that seeds the store; absent settings seed the defaults. */

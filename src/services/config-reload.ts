@@ -10,7 +10,7 @@ import { readSettings, seedStore, type SeedChanges, type SeedInput } from "./boo
 import { virtualKeyChangedHook } from "./credential-service.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
-import type { InferenceState } from "./inference/state.js";
+import type { InferenceState } from "../inference/state.js";
 
 /** The running parts a reload updates. */
 export interface ReloadTarget {

@@ -24,8 +24,8 @@ import { CredentialService } from "../../gen/gw/credential/v1/credential_pb.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { errorWithFields } from "./connect-errors.js";
 import { kRequestScope, type AdminPrincipal } from "./context.js";
-import { credentialFromHeaders } from "./inference/credential.js";
-import type { Inference } from "./inference/state.js";
+import { credentialFromHeaders } from "../inference/credential.js";
+import type { Inference } from "../inference/state.js";
 
 export { TEMP_TOKEN_HEADER } from "./flow-finisher.js";
 

@@ -1,7 +1,7 @@
 /** GetStatus of the settings service: the response cache and the trace export, read-only and without secrets. */
 import type { OtlpTracingOptions } from "../telemetry/otlp-tracing.js";
-import type { ResponseCache } from "./inference/response-cache.js";
-import type { Inference } from "./inference/state.js";
+import type { ResponseCache } from "../inference/response-cache.js";
+import type { Inference } from "../inference/state.js";
 
 /** What the status needs. */
 export interface GatewayStatusDeps {

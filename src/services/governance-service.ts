@@ -45,11 +45,11 @@ import {
   type GroupKind,
 } from "./inference/group-records.js";
 import { parseRoutingRule, routingRuleMessageOf } from "./inference/routing-rule-input.js";
-import type { ResponseCache } from "./inference/response-cache.js";
-import type { InferenceState } from "./inference/state.js";
+import type { ResponseCache } from "../inference/response-cache.js";
+import type { InferenceState } from "../inference/state.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
-import type { Wire } from "./inference/wire-fields.js";
-import { UsageHistoryStore } from "./inference/usage-history-store.js";
+import type { Wire } from "../config/wire-fields.js";
+import { UsageHistoryStore } from "../inference/usage-history-store.js";
 import { historyRangeOf, usageHistoryMessage } from "./usage-history-wire.js";
 
 /** What the governance service needs. */

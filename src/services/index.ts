@@ -2,7 +2,7 @@
  * Registers every implemented service on a Connect router. What was registered is the list of implemented
  * services: server/ and reflection read it back from a router, never from a second list.
  */
-import type { ResponseCache } from "./inference/response-cache.js";
+import type { ResponseCache } from "../inference/response-cache.js";
 import type { IdpTokens } from "./sso/idp-tokens.js";
 import type { SsoLogin } from "./sso/sso-login.js";
 import type { OtlpTracingOptions } from "../telemetry/otlp-tracing.js";
@@ -26,7 +26,7 @@ import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { createGovernanceService } from "./governance-service.js";
 import { assertAccessDeclared } from "./access.js";
 import type { ProviderModelLists } from "./inference/model-lists.js";
-import type { InferenceState } from "./inference/state.js";
+import type { InferenceState } from "../inference/state.js";
 import { createModelService } from "./model-service.js";
 import { createPricingService } from "./pricing-service.js";
 import { createProviderService } from "./provider-service.js";

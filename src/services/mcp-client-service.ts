@@ -18,7 +18,7 @@ import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow, sweepExpired } from "../mcp/oauth/flows.js";
 import { McpOauthCredentialRecord } from "../store/index.js";
 import { virtualKeyAccess } from "./credential-service.js";
-import type { Inference } from "./inference/state.js";
+import type { Inference } from "../inference/state.js";
 import { oauthPublicBase, pendingOauthPayload, type PendingOauthPayload } from "./oauth-payload.js";
 import { configToSpec, recordToProto } from "./mcp-client-mapping.js";
 import { liveNodeViews, withNodeStates } from "./mcp-node-states.js";

@@ -17,7 +17,7 @@ import type { CustomLabelValues } from "../telemetry/metrics.js";
 import type { TraceNode } from "../telemetry/tracing.js";
 import type { AdminAuth } from "./admin-auth.js";
 import { resolveToolCaller, type ToolCaller } from "./inference/caller.js";
-import type { Inference } from "./inference/state.js";
+import type { Inference } from "../inference/state.js";
 import { parseInclude, toolVisible, visibleTools, type Include } from "./inference/tool-visibility.js";
 import { headerReader } from "../http-headers.js";
 

@@ -20,7 +20,7 @@ import { kRequestScope } from "./context.js";
 import { errorWithFields } from "./connect-errors.js";
 import { resolveToolCaller } from "./inference/caller.js";
 import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, toolVisible, visibleTools } from "./inference/tool-visibility.js";
-import type { Inference } from "./inference/state.js";
+import type { Inference } from "../inference/state.js";
 
 /** What the tool service needs. */
 export interface McpToolServiceDeps {

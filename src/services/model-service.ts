@@ -12,7 +12,7 @@ import { routes, type RoutableContext } from "../routing/routable-models.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { ModelService } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { callerVirtualKey } from "./inference/caller.js";
-import type { Inference } from "./inference/state.js";
+import type { Inference } from "../inference/state.js";
 import type { VirtualKey } from "../routing/types.js";
 
 /** What the model service needs. */

@@ -17,8 +17,8 @@ import { keepBlockSecrets, redactBlocks } from "./inference/cloud-key-wire.js";
 import { checkProviderName, parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, providerWireOf } from "./inference/records.js";
 import type { ProviderModelLists } from "./inference/model-lists.js";
-import type { InferenceState } from "./inference/state.js";
-import { isWire, type Wire } from "./inference/wire-fields.js";
+import type { InferenceState } from "../inference/state.js";
+import { isWire, type Wire } from "../config/wire-fields.js";
 
 /** What the provider service needs. */
 export interface ProviderServiceDeps {

@@ -1,7 +1,7 @@
 /** The usage history as GetUsageHistoryResponse: points with their percentiles and rates, totals, and the top keys, models and tools. */
 import { invalidField } from "../errors.js";
 import { latencyQuantile, type MinuteBucket, type Tally } from "../telemetry/usage-history.js";
-import { HISTORY_RANGES, topTallies, type HistoryRange, type HistorySeries } from "./inference/usage-history-store.js";
+import { HISTORY_RANGES, topTallies, type HistoryRange, type HistorySeries } from "../inference/usage-history-store.js";
 
 /** Entries in each top list. */
 const TOP_N = 5;

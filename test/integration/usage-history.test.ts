@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
 import { GovernanceService } from "../../gen/gw/routing/v1/governance_pb.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
-import { RETENTION_MS, UsageHistoryStore } from "../../src/services/inference/usage-history-store.js";
+import { RETENTION_MS, UsageHistoryStore } from "../../src/inference/usage-history-store.js";
 import { UsageMinuteRecord } from "../../src/store/index.js";
 import { UsageHistory, emptyBucket } from "../../src/telemetry/usage-history.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";

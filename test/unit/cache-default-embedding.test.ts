@@ -5,7 +5,7 @@ import type { ProviderKey } from "../../src/providers/types.js";
 import { createKeyCatalog } from "../../src/routing/model-catalog.js";
 import { PriceTable } from "../../src/routing/pricing.js";
 import type { PriceEntry } from "../../src/routing/pricing-data.js";
-import { defaultEmbeddingTarget } from "../../src/services/inference/cache-embedder.js";
+import { defaultEmbeddingTarget } from "../../src/inference/cache-embedder.js";
 import { providerKey } from "../helpers/provider-keys.js";
 
 function entry(provider: string, model: string, mode: string, inputCost: number): PriceEntry {

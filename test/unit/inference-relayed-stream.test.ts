@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { JsonObject, ProviderStream, TokenUsage } from "../../src/providers/types.js";
-import { RelayedStream } from "../../src/services/inference/relayed-stream.js";
+import { RelayedStream } from "../../src/inference/relayed-stream.js";
 import type { InferenceObserver } from "../../src/telemetry/inference-observer.js";
 import type { BaseLabels } from "../../src/telemetry/metrics.js";
 

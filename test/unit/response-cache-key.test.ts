@@ -1,8 +1,8 @@
 /** The response cache's keys and its memory: what splits or shares an entry, and what is evicted. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { directCacheKey, semanticParts } from "../../src/services/inference/cache-key.js";
-import { ResponseCache, type CachePlan, type ResponseCacheLimits } from "../../src/services/inference/response-cache.js";
+import { directCacheKey, semanticParts } from "../../src/inference/cache-key.js";
+import { ResponseCache, type CachePlan, type ResponseCacheLimits } from "../../src/inference/response-cache.js";
 import type { VirtualKey } from "../../src/routing/types.js";
 import type { ResponseCacheTable, StoredAnswer } from "../../src/store/index.js";
 import { createLogger } from "../../src/telemetry/logger.js";

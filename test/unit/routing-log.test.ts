@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import type { RoutingDecision } from "../../src/routing/governance-router.js";
 import type { VirtualKey } from "../../src/routing/types.js";
-import { RoutingLogRecords } from "../../src/services/inference/rule-variables.js";
+import { RoutingLogRecords } from "../../src/inference/rule-variables.js";
 import { RoutingLog, type RoutingLogEntry } from "../../src/telemetry/routing-log.js";
 
 function described(model: string): Omit<RoutingLogEntry, "time"> {

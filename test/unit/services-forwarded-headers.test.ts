@@ -1,7 +1,7 @@
 /** HeaderForwarding: which caller headers client.allowed_headers sends upstream. */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { HeaderForwarding } from "../../src/services/inference/forwarded-headers.js";
+import { HeaderForwarding } from "../../src/inference/forwarded-headers.js";
 
 /** Headers a gateway-bound request carries that are the gateway's, never the upstream's. */
 const OWNED = {

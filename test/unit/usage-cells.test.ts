@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { adoptCell, deltaOf, mergeCell } from "../../src/services/inference/usage-cells.js";
+import { adoptCell, deltaOf, mergeCell } from "../../src/inference/usage-cells.js";
 
 const HOUR = 3_600_000;
 const hourly = (start: number): number => start + HOUR;

@@ -7,7 +7,7 @@
 import { RequestAbort } from "../../cancellation.js";
 import type { JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import { asGatewayError } from "../../services/inference/chat.js";
+import { asGatewayError } from "../../inference/calls.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { sendJson, type Req, type Res } from "../node-http.js";

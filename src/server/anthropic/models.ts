@@ -6,7 +6,7 @@
  */
 import { GatewayError } from "../../errors.js";
 import type { JsonObject } from "../../providers/types.js";
-import { asGatewayError } from "../../services/inference/chat.js";
+import { asGatewayError } from "../../inference/calls.js";
 import { COMPAT_CREATED_AT, type CompatModelNames } from "../../services/model-service.js";
 import { sendJson, type Req, type Res } from "../node-http.js";
 import { badRequest } from "../v1/chat-completions.js";

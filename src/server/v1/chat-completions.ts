@@ -11,7 +11,7 @@ import { RequestAbort } from "../../cancellation.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { ChatRequest, ChunkStream, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import { asGatewayError, type CallMethod, type ChatCall, type ChatService, type MethodBody } from "../../services/inference/chat.js";
+import { asGatewayError, type CallMethod, type ChatCall, type ChatService, type MethodBody } from "../../inference/calls.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { rawTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";

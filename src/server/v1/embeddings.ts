@@ -6,7 +6,7 @@
  */
 import type { JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import type { MethodBody } from "../../services/inference/chat.js";
+import type { MethodBody } from "../../inference/calls.js";
 import { badRequest, checkStreamAndFallbacks, createV1Handler, requireModel, type ChatCompletionsOptions, type V1Endpoint } from "./chat-completions.js";
 import type { Req, Res } from "../node-http.js";
 

@@ -5,7 +5,7 @@
  */
 import { GatewayError } from "../../errors.js";
 import type { OpenAiModel } from "../../services/model-service.js";
-import { asGatewayError } from "../../services/inference/chat.js";
+import { asGatewayError } from "../../inference/calls.js";
 import { sendJson, type Req, type Res } from "../node-http.js";
 import { badRequest, v1ErrorBody } from "./chat-completions.js";
 import { headerReader } from "../../http-headers.js";

@@ -6,7 +6,7 @@
  */
 import type { JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import type { MethodBody } from "../../services/inference/chat.js";
+import type { MethodBody } from "../../inference/calls.js";
 import {
   badRequest,
   checkStreamAndFallbacks,

@@ -23,8 +23,8 @@ import { followUpToolChoice, injectTools, toolsForCaller, type AgentWire } from 
 import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, sentInclude, type Include } from "./tool-visibility.js";
 import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js";
 import { resolveToolCaller, type ToolCaller } from "./caller.js";
-import type { ChatCall, ChatOutcome, ChatService } from "./chat.js";
-import type { Inference } from "./state.js";
+import type { ChatCall, ChatOutcome, ChatService } from "../../inference/calls.js";
+import type { Inference } from "../../inference/state.js";
 import { headerReader } from "../../http-headers.js";
 
 /** What agent mode needs. */

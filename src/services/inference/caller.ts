@@ -9,8 +9,8 @@ import type { VirtualKey } from "../../routing/types.js";
 import { pickIdentity, sessionIdentity, SESSION_ID_HEADER, type CallerIdentity } from "../../mcp/credentials/index.js";
 import { bearerToken, type AdminAuth } from "../admin-auth.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
-import { credentialFromHeaders } from "./credential.js";
-import type { Inference } from "./state.js";
+import { credentialFromHeaders } from "../../inference/credential.js";
+import type { Inference } from "../../inference/state.js";
 
 /** The active virtual key the headers name, or null without one; throws 401 for an unknown key (or a missing one under enforce_governance) and 403 for an inactive one. */
 export function callerVirtualKey(

@@ -7,7 +7,7 @@ import { createPrivateKey } from "node:crypto";
 import { invalidField } from "../../errors.js";
 import { REDACTED } from "../../mcp/client-spec.js";
 import type { BedrockKeyConfig, ServiceAccount, VertexKeyConfig } from "../../providers/types.js";
-import { httpUrl, isWire, requiredString, type Wire } from "./wire-fields.js";
+import { httpUrl, isWire, requiredString, type Wire } from "../../config/wire-fields.js";
 
 /** Regions go into host names and URL paths: lower-case letters, digits and dashes only. */
 const REGION = /^[a-z0-9]+(-[a-z0-9]+)*$/;

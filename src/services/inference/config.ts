@@ -10,7 +10,7 @@ import { checkProviderName, parseProviderWire } from "./provider-wire.js";
 import { parseGroupWire, type GroupKind } from "./group-records.js";
 import { parseRoutingRule, routingRuleFromJson } from "./routing-rule-input.js";
 import { parseVirtualKeyWire } from "./virtual-key-wire.js";
-import type { Wire } from "./wire-fields.js";
+import type { Wire } from "../../config/wire-fields.js";
 
 /** The config file's groups by kind, wire JSON. */
 export type FileGroups = Record<GroupKind, Wire[]>;

@@ -9,9 +9,9 @@ import type { LevelOwner } from "../../routing/hierarchy.js";
 import { GovernanceGroupRecord, RoutingRuleRecord, VirtualKeyRecord, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { levelBudgetOf, levelRateLimitOf } from "./level-limits-wire.js";
-import type { InferenceState } from "./state.js";
+import type { InferenceState } from "../../inference/state.js";
 import type { ParsedVirtualKey } from "./virtual-key-wire.js";
-import { requiredString, type Wire } from "./wire-fields.js";
+import { requiredString, type Wire } from "../../config/wire-fields.js";
 
 /** A kind of group. */
 export type GroupKind = GovernanceGroupRecord["kind"];

@@ -5,7 +5,7 @@
 import { invalidField } from "../../errors.js";
 import type { LevelBudget, LevelRateLimit } from "../../routing/hierarchy.js";
 import { parseWindow } from "../../routing/limit-window.js";
-import { isWire, type Wire } from "./wire-fields.js";
+import { isWire, type Wire } from "../../config/wire-fields.js";
 
 function positive(value: unknown, path: string): number {
   // The proto JSON of an int64 is a string; the config file writes a number.

@@ -5,7 +5,7 @@
  */
 import { ProviderRecord, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
-import type { InferenceState } from "./state.js";
+import type { InferenceState } from "../../inference/state.js";
 
 /** What the model lists need. */
 export interface ModelListsDeps {

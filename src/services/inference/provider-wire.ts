@@ -5,11 +5,12 @@
  */
 import { egressPolicy } from "../../config/egress-policy.js";
 import { invalidField } from "../../errors.js";
-import type { AzureKeyConfig, ProviderConfig as ProviderSetup, ProviderKey } from "../../providers/types.js";
+import type { AzureKeyConfig, ProviderKey } from "../../providers/types.js";
 import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES } from "../../providers/http/upstream-http.js";
+import type { CallLimit, ProviderSettings } from "../../inference/state.js";
 import { bedrockOf, bedrockWire, vertexOf, vertexWire } from "./cloud-key-wire.js";
-import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "./wire-fields.js";
+import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "../../config/wire-fields.js";
 
 /** Provider names: they are the prefix of `provider/model`, so no slash and nothing exotic. */
 const PROVIDER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -22,23 +23,8 @@ export interface ProviderWire {
   concurrency_and_buffer_size?: Wire;
 }
 
-/** The most upstream calls a provider runs at once, and how many requests may wait for one. */
-export interface CallLimit {
-  concurrency: number;
-  bufferSize: number;
-}
-
-/** A parsed provider: what the adapters use, plus the request timeout of network_config and the call limit. */
-export interface ParsedProvider {
-  setup: ProviderSetup;
-  /** default_request_timeout_in_seconds in ms; null = the gateway default. */
-  timeoutMs: number | null;
-  /** stream_idle_timeout_in_seconds in ms, the gateway default applied. */
-  idleTimeoutMs: number;
-  /** max_response_bytes, the gateway default applied. */
-  maxResponseBytes: number;
-  /** concurrency_and_buffer_size; null = no limit. */
-  limit: CallLimit | null;
+/** A parsed provider: what the hot path takes, plus the wire JSON it was read from. */
+export interface ParsedProvider extends ProviderSettings {
   wire: ProviderWire;
 }
 

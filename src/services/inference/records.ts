@@ -12,9 +12,9 @@ import type { ParsedProvider } from "./provider-wire.js";
 import { parseProviderWire } from "./provider-wire.js";
 import { loadGroups } from "./group-records.js";
 import { parseStoredRoutingRule, type ParsedRoutingRule } from "./routing-rule-input.js";
-import type { InferenceState } from "./state.js";
+import type { InferenceState } from "../../inference/state.js";
 import { parseVirtualKeyWire, type ParsedVirtualKey } from "./virtual-key-wire.js";
-import type { Wire } from "./wire-fields.js";
+import type { Wire } from "../../config/wire-fields.js";
 
 /** SHA-256 of a virtual key's value: unique in the table without decrypting rows. */
 export function valueHash(value: string): string {

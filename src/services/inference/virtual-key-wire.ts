@@ -7,9 +7,9 @@ import { durationField } from "../../config/duration.js";
 import { invalidField } from "../../errors.js";
 import type { Budget, McpConfig, ProviderConfig, RateLimit, VirtualKey } from "../../routing/types.js";
 import { providerConfigsProblem } from "../../routing/validate-provider-configs.js";
-import { cacheSettingsOf } from "./cache-settings-wire.js";
+import { cacheSettingsOf } from "../../inference/cache-settings-wire.js";
 import { levelBudgetOf, levelRateLimitOf } from "./level-limits-wire.js";
-import { isWire, numberField, requiredString, stringList, weightField, type Wire } from "./wire-fields.js";
+import { isWire, numberField, requiredString, stringList, weightField, type Wire } from "../../config/wire-fields.js";
 
 /** A parsed virtual key: routing's view and the canonical wire lists to store. */
 export interface ParsedVirtualKey {

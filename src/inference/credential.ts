@@ -1,5 +1,11 @@
 /** Reading the caller's virtual key from request headers, for /v1 and Connect handlers alike. */
 
+/** What tells an IdP bearer token (a signed-in user's identity) from a virtual key; absent when SSO is off. */
+export interface IdpBearers {
+  /** True when the token is one of the configured identity provider's. */
+  claimsIssuer(token: string): boolean;
+}
+
 /** Headers a virtual key may arrive in, in precedence order. */
 export const VIRTUAL_KEY_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key"] as const;
 

@@ -6,11 +6,11 @@
  * background. A sweep removes expired entries and keeps the table bounded.
  */
 import { LRUCache } from "lru-cache";
-import type { RequestAbort } from "../../cancellation.js";
-import type { JsonObject } from "../../providers/types.js";
-import type { CacheMode, VirtualKey } from "../../routing/types.js";
-import type { ResponseCacheTable, StoredAnswer } from "../../store/index.js";
-import type { Logger } from "../../telemetry/logger.js";
+import type { RequestAbort } from "../cancellation.js";
+import type { JsonObject } from "../providers/types.js";
+import type { CacheMode, VirtualKey } from "../routing/types.js";
+import type { ResponseCacheTable, StoredAnswer } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
 import { DEFAULT_CACHE_THRESHOLD, DEFAULT_CACHE_TTL, cacheTtlMs, type CacheRequestHeaders } from "./cache-settings-wire.js";
 import { directCacheKey, semanticParts, type CacheKeyInput } from "./cache-key.js";
 

@@ -4,7 +4,7 @@
  * of everything else, which a semantic hit must match exactly.
  */
 import { createHash } from "node:crypto";
-import type { JsonObject } from "../../providers/types.js";
+import type { JsonObject } from "../providers/types.js";
 
 /** Body fields that never change the answer: who asks, how usage is reported on a stream, gateway fallbacks. */
 const IGNORED_FIELDS = new Set(["user", "stream_options", "fallbacks"]);

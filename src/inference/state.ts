@@ -4,28 +4,46 @@
  * update it in place, so a request never awaits the database; readers look fields up per request, never
  * cache them.
  */
-import type { RuntimeSettings } from "../../config/runtime-settings.js";
-import { CallLimiter } from "../../providers/call-limiter.js";
-import type { PreconnectFailure } from "../../providers/http/upstream-pool.js";
-import { createProviderAdapter } from "../../providers/registry.js";
-import type { ProviderAdapter, ProviderKey } from "../../providers/types.js";
-import { createKeyCatalog, type ModelCatalog } from "../../routing/model-catalog.js";
-import { PriceTable } from "../../routing/pricing.js";
-import type { PriceEntry } from "../../routing/pricing-data.js";
-import { RoutingLog } from "../../telemetry/routing-log.js";
-import { UsageHistory } from "../../telemetry/usage-history.js";
-import { Hierarchy } from "../../routing/hierarchy.js";
-import { LimitGate } from "../../routing/limit-gate.js";
-import { RouteHealth } from "../../routing/route-health.js";
-import { RoutingRuleSet } from "../../routing/routing-rules.js";
-import { SessionAffinity } from "../../routing/session-affinity.js";
-import type { Clock, Random, VirtualKey } from "../../routing/types.js";
-import { UsageLimits } from "../../routing/usage-limits.js";
-import { KeyBackoffs } from "../../routing/key-backoffs.js";
-import { VirtualKeyRegistry } from "../../routing/virtual-key-registry.js";
-import type { Logger } from "../../telemetry/logger.js";
-import type { RouteStateSample } from "../../telemetry/metrics.js";
-import type { ParsedProvider } from "./provider-wire.js";
+import type { RuntimeSettings } from "../config/runtime-settings.js";
+import { CallLimiter } from "../providers/call-limiter.js";
+import type { PreconnectFailure } from "../providers/http/upstream-pool.js";
+import { createProviderAdapter } from "../providers/registry.js";
+import type { ProviderAdapter, ProviderConfig as ProviderSetup, ProviderKey } from "../providers/types.js";
+import { createKeyCatalog, type ModelCatalog } from "../routing/model-catalog.js";
+import { PriceTable } from "../routing/pricing.js";
+import type { PriceEntry } from "../routing/pricing-data.js";
+import { RoutingLog } from "../telemetry/routing-log.js";
+import { UsageHistory } from "../telemetry/usage-history.js";
+import { Hierarchy } from "../routing/hierarchy.js";
+import { LimitGate } from "../routing/limit-gate.js";
+import { RouteHealth } from "../routing/route-health.js";
+import { RoutingRuleSet } from "../routing/routing-rules.js";
+import { SessionAffinity } from "../routing/session-affinity.js";
+import type { Clock, Random, VirtualKey } from "../routing/types.js";
+import { UsageLimits } from "../routing/usage-limits.js";
+import { KeyBackoffs } from "../routing/key-backoffs.js";
+import { VirtualKeyRegistry } from "../routing/virtual-key-registry.js";
+import type { Logger } from "../telemetry/logger.js";
+import type { RouteStateSample } from "../telemetry/metrics.js";
+
+/** The most upstream calls a provider runs at once, and how many requests may wait for one. */
+export interface CallLimit {
+  concurrency: number;
+  bufferSize: number;
+}
+
+/** A provider's configuration as the hot path takes it (the admin API and the config file parse it). */
+export interface ProviderSettings {
+  setup: ProviderSetup;
+  /** default_request_timeout_in_seconds in ms; null = the gateway default. */
+  timeoutMs: number | null;
+  /** stream_idle_timeout_in_seconds in ms, the gateway default applied. */
+  idleTimeoutMs: number;
+  /** max_response_bytes, the gateway default applied. */
+  maxResponseBytes: number;
+  /** concurrency_and_buffer_size; null = no limit. */
+  limit: CallLimit | null;
+}
 
 /** One provider as the hot path uses it. */
 export interface InferenceProvider {
@@ -141,7 +159,7 @@ export class InferenceState implements Inference {
    * Adds or replaces a provider and opens its client.initial_pool_size connections; the old adapter's pools
    * close once their requests finish. Requests already holding or awaiting a slot of the old limit keep it.
    */
-  putProvider(parsed: ParsedProvider): void {
+  putProvider(parsed: ProviderSettings): void {
     const name = parsed.setup.name;
     const old = this.#providers.get(name);
     const adapter = createProviderAdapter(parsed.setup);

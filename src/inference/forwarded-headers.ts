@@ -4,7 +4,7 @@
  * header. Headers the gateway owns never go, whatever the list says.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { CONNECTION_AND_BODY_HEADERS } from "../../proxy-headers.js";
+import { CONNECTION_AND_BODY_HEADERS } from "../proxy-headers.js";
 import { VIRTUAL_KEY_HEADERS } from "./credential.js";
 
 /**

@@ -3,10 +3,10 @@
  * request's `x-gw-cache` / `x-gw-cache-ttl` headers, checked into the same CacheSettings with the same
  * ranges and defaults, so an out-of-range value is a 400 naming the field wherever it comes from.
  */
-import { durationField } from "../../config/duration.js";
-import { GatewayError, invalidField } from "../../errors.js";
-import type { CacheMode, CacheSettings } from "../../routing/types.js";
-import { isWire, type Wire } from "./wire-fields.js";
+import { durationField } from "../config/duration.js";
+import { GatewayError, invalidField } from "../errors.js";
+import type { CacheMode, CacheSettings } from "../routing/types.js";
+import { isWire, type Wire } from "../config/wire-fields.js";
 
 /** An answer stays cached this long unless the key or the request says otherwise. */
 export const DEFAULT_CACHE_TTL = "1h";
@@ -54,7 +54,7 @@ export interface CacheRequestHeaders {
 }
 
 /** A request that sends neither cache header (most): one shared answer. */
-const NO_CACHE_HEADERS: Readonly<CacheRequestHeaders> = Object.freeze({ mode: null, ttlMs: null });
+export const NO_CACHE_HEADERS: Readonly<CacheRequestHeaders> = Object.freeze({ mode: null, ttlMs: null });
 
 /** The cache headers of a request; a bad value is a 400 naming the header. */
 export function cacheRequestHeaders(header: (name: string) => string | undefined): CacheRequestHeaders {

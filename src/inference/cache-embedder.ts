@@ -3,12 +3,12 @@
  * model (or, without one, the default embedding model the catalog offers), through one of that provider's
  * keys, as an embeddings request of the gateway's own would.
  */
-import { GatewayError } from "../../errors.js";
-import type { ProviderKey } from "../../providers/types.js";
-import { keyAllowsModel } from "../../routing/allowed-models.js";
-import { orderKeys } from "../../routing/key-selection.js";
-import type { ModelCatalog } from "../../routing/model-catalog.js";
-import type { PriceTable } from "../../routing/pricing.js";
+import { GatewayError } from "../errors.js";
+import type { ProviderKey } from "../providers/types.js";
+import { keyAllowsModel } from "../routing/allowed-models.js";
+import { orderKeys } from "../routing/key-selection.js";
+import type { ModelCatalog } from "../routing/model-catalog.js";
+import type { PriceTable } from "../routing/pricing.js";
 import { NO_EMBEDDING_MODEL, type Embedder } from "./response-cache.js";
 import type { Inference } from "./state.js";
 

@@ -5,9 +5,9 @@
  * `max_completion_tokens` or `max_output_tokens`, else the model's `max_output_tokens` from the pricing
  * datasheet, else DEFAULT_OUTPUT_TOKENS), at the target's catalog prices.
  */
-import type { WorstCase } from "../../routing/hierarchy.js";
-import type { PriceTable, PricingMode } from "../../routing/pricing.js";
-import type { RouteTarget } from "../../routing/types.js";
+import type { WorstCase } from "../routing/hierarchy.js";
+import type { PriceTable, PricingMode } from "../routing/pricing.js";
+import type { RouteTarget } from "../routing/types.js";
 
 /** Output tokens assumed when neither the request nor the datasheet bounds them. */
 export const DEFAULT_OUTPUT_TOKENS = 4096;

@@ -5,13 +5,13 @@
  * not answer), and gives back what it did not spend when it stops. Provider key backoffs (429 with
  * retry-after) are shared through the database the same way configuration changes are.
  */
-import { FallbackCounters } from "../../cluster/fallback-counters.js";
-import type { NodeRegistry } from "../../cluster/node-registry.js";
-import { RedisCounters } from "../../cluster/redis-counters.js";
-import type { KeyBackoff } from "../../routing/key-backoffs.js";
-import { SharedLedger } from "../../routing/shared-ledger.js";
-import { KeyBackoffTable, SharedCounterTable, type CounterBackend, type Store } from "../../store/index.js";
-import type { Logger } from "../../telemetry/logger.js";
+import { FallbackCounters } from "../cluster/fallback-counters.js";
+import type { NodeRegistry } from "../cluster/node-registry.js";
+import { RedisCounters } from "../cluster/redis-counters.js";
+import type { KeyBackoff } from "../routing/key-backoffs.js";
+import { SharedLedger } from "../routing/shared-ledger.js";
+import { KeyBackoffTable, SharedCounterTable, type CounterBackend, type Store } from "../store/index.js";
+import type { Logger } from "../telemetry/logger.js";
 import type { InferenceState } from "./state.js";
 
 /** How often at most a Redis outage is logged. */

@@ -6,11 +6,11 @@
  * provider error) is "" with mechanism `skipped`: the request goes on, and a rule comparing the tier simply
  * does not match.
  */
-import type { AbortSource } from "../../cancellation.js";
-import { orderKeys } from "../../routing/key-selection.js";
-import { COMPLEXITY_TIERS, lastUserText, nearestTier, tierFromAnswer, type ComplexityResult, type ComplexitySettings, type ComplexityTier, type ModelRef } from "../../routing/complexity.js";
-import { SessionMemory } from "../../routing/session-affinity.js";
-import type { CallOptions, ProviderResult } from "../../providers/types.js";
+import type { AbortSource } from "../cancellation.js";
+import { orderKeys } from "../routing/key-selection.js";
+import { COMPLEXITY_TIERS, lastUserText, nearestTier, tierFromAnswer, type ComplexityResult, type ComplexitySettings, type ComplexityTier, type ModelRef } from "../routing/complexity.js";
+import { SessionMemory } from "../routing/session-affinity.js";
+import type { CallOptions, ProviderResult } from "../providers/types.js";
 import type { Inference } from "./state.js";
 
 /** What the classifier reports: embedding calls for `gw_routing_embedding_*`, and failures for the log. */

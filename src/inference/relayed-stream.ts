@@ -5,11 +5,11 @@
  * than functions made per request (see provider-stream.ts for what those cost the garbage collector).
  */
 import { performance } from "node:perf_hooks";
-import { GatewayError } from "../../errors.js";
-import type { ChunkStream, JsonObject, ProviderStream, TokenUsage } from "../../providers/types.js";
-import type { InferenceObserver } from "../../telemetry/inference-observer.js";
-import type { BaseLabels } from "../../telemetry/metrics.js";
-import type { AttemptSpan } from "../../telemetry/tracing.js";
+import { GatewayError } from "../errors.js";
+import type { ChunkStream, JsonObject, ProviderStream, TokenUsage } from "../providers/types.js";
+import type { InferenceObserver } from "../telemetry/inference-observer.js";
+import type { BaseLabels } from "../telemetry/metrics.js";
+import type { AttemptSpan } from "../telemetry/tracing.js";
 
 /** Called once when the stream ends: the usage read, and null or what ended it early. */
 export type StreamEnd = (usage: TokenUsage | null, err: unknown) => void;

@@ -3,7 +3,7 @@
  * and virtual keys. Each throws a 400 naming the field's full path, so the API and a bad config file get
  * the same message.
  */
-import { invalidField } from "../../errors.js";
+import { invalidField } from "../errors.js";
 
 /** A JSON object from the wire. */
 export type Wire = Record<string, unknown>;

@@ -9,12 +9,12 @@
  * cluster counted (one interval late for the other nodes) and a restart of every node finds the sum.
  */
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { LevelUsageRecord, UsageRecord, type Store } from "../../store/index.js";
-import type { Counters, Hierarchy } from "../../routing/hierarchy.js";
-import type { Clock, VirtualKey } from "../../routing/types.js";
-import type { UsageLimits } from "../../routing/usage-limits.js";
-import type { Logger } from "../../telemetry/logger.js";
-import type { UsageHistory } from "../../telemetry/usage-history.js";
+import { LevelUsageRecord, UsageRecord, type Store } from "../store/index.js";
+import type { Counters, Hierarchy } from "../routing/hierarchy.js";
+import type { Clock, VirtualKey } from "../routing/types.js";
+import type { UsageLimits } from "../routing/usage-limits.js";
+import type { Logger } from "../telemetry/logger.js";
+import type { UsageHistory } from "../telemetry/usage-history.js";
 import { adoptCell, deltaOf, mergeCell, type Cell, type WindowEndOf } from "./usage-cells.js";
 import { UsageHistoryStore } from "./usage-history-store.js";
 

@@ -2,15 +2,15 @@
  * What routing rules see of a request (built only when a rule is in scope) and the routing log entry
  * of a decision.
  */
-import type { RuleVariables } from "../../routing/cel-expression.js";
-import { decisionTargets, type CatalogResolution, type RoutingDecision } from "../../routing/governance-router.js";
-import { formatTarget } from "../../routing/model-name.js";
-import type { Hierarchy } from "../../routing/hierarchy.js";
-import type { RouteTarget, VirtualKey } from "../../routing/types.js";
-import type { UsageLimits } from "../../routing/usage-limits.js";
-import type { InferenceMethod } from "../../telemetry/metrics.js";
-import type { RoutingLogEntry, RoutingLogRecord } from "../../telemetry/routing-log.js";
-import type { ChatCall } from "./chat.js";
+import type { RuleVariables } from "../routing/cel-expression.js";
+import { decisionTargets, type CatalogResolution, type RoutingDecision } from "../routing/governance-router.js";
+import { formatTarget } from "../routing/model-name.js";
+import type { Hierarchy } from "../routing/hierarchy.js";
+import type { RouteTarget, VirtualKey } from "../routing/types.js";
+import type { UsageLimits } from "../routing/usage-limits.js";
+import type { InferenceMethod } from "../telemetry/metrics.js";
+import type { RoutingLogEntry, RoutingLogRecord } from "../telemetry/routing-log.js";
+import type { ChatCall } from "./calls.js";
 
 /** Header names arrive lowercase from Node; repeated headers read as one comma-joined value. */
 function headerMap(headers: ChatCall["headers"]): Map<string, string> {

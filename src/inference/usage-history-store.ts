@@ -3,8 +3,8 @@
  * flush, swept after RETENTION_MS, and read back as a series over 1 h, 24 h or 7 d with this node's
  * unwritten minutes taken from memory.
  */
-import { UsageMinuteRecord, type Store } from "../../store/index.js";
-import { MINUTE_MS, addBucket, capTallies, emptyBucket, type MinuteBucket, type Tally, type UsageHistory } from "../../telemetry/usage-history.js";
+import { UsageMinuteRecord, type Store } from "../store/index.js";
+import { MINUTE_MS, addBucket, capTallies, emptyBucket, type MinuteBucket, type Tally, type UsageHistory } from "../telemetry/usage-history.js";
 
 /** Minute buckets older than this are deleted. */
 export const RETENTION_MS = 7 * 24 * 60 * MINUTE_MS;
