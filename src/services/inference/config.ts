@@ -85,4 +85,4 @@ export function inferenceOptionsFromFile(
   return { providers: providerWires, virtualKeys: keys, routingRules: rules, groups };
 }
 
-export type { Inference, InferenceProvider } from "./state.js";
+export type { Inference, InferenceProvider } from "../../inference/state.js";
