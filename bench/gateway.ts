@@ -9,18 +9,23 @@
  * runs on that PostgreSQL server in a schema of its own, dropped at the end; `cluster` `{schema, encryptionKey}`
  * makes the child one node of a cluster on that server: the nodes share the schema (run.ts drops it once every
  * node stopped) and the key, and the bench key also gets a key-level request limit, so the counters the nodes share run
- * on every request.
- * Its first stdout line is `{"port": <n>}`; it closes the app and removes its data when its stdin
- * closes or on SIGTERM/SIGINT.
+ * on every request. `config` (the JSON of a config file, as config.json writes it) makes the child start as `npm start`
+ * starts from a file: its sections are added to the bench's provider and virtual key (`virtualKey` fields go onto that
+ * key: its team, its cache), the whole is checked by the config loader and turned into AppOptions by the same
+ * functions, tracing included (telemetry.otlp), so a feature is measured configured the way a user configures it.
+ * Its first stdout line is `{"port": <n>}`, or `{"error": <message>}` when it cannot start; it closes the app and
+ * removes its data when its stdin closes or on SIGTERM/SIGINT.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createApp, type App, type AppOptions } from "../src/app.js";
+import { appOptionsFromConfig, createApp, type App, type AppOptions } from "../src/app.js";
+import { parseConfig } from "../src/config/load-config.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { inferenceOptionsFromFile } from "../src/services/inference/config.js";
 import { batchedDestination, createLogger } from "../src/telemetry/logger.js";
+import { otlpOptionsFrom } from "../src/telemetry/otlp-settings.js";
 import { answerAllocationRequests } from "./allocation-meter.js";
 
 /** The virtual key every bench request sends (run.ts sends the same). */
@@ -33,6 +38,10 @@ interface Variant {
   logLevel?: string;
   databaseUrl?: string;
   cluster?: { schema: string; encryptionKey: string };
+  /** A config file's sections besides the bench's own provider and key; set, the options come from the whole file. */
+  config?: Record<string, unknown>;
+  /** Fields added to the bench's virtual key in that file. */
+  virtualKey?: Record<string, unknown>;
 }
 
 const upstream = process.env["BENCH_UPSTREAM_URL"];
@@ -54,27 +63,38 @@ const routingRules = Array.from({ length: variant.routingRules ?? 0 }, (_, i) =>
   targets: [{ provider: "openai", model: "gpt-4o" }],
 }));
 
-const inference = inferenceOptionsFromFile(
-  { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], network_config: { base_url: upstream } } },
-  [
+const providers = { openai: { keys: [providerKey("oa-1", "sk-upstream-1"), providerKey("oa-2", "sk-upstream-2")], network_config: { base_url: upstream } } };
+const benchKey = {
+  id: "vk-bench",
+  name: "bench",
+  value: BENCH_VIRTUAL_KEY,
+  provider_configs: [
     {
-      id: "vk-bench",
-      name: "bench",
-      value: BENCH_VIRTUAL_KEY,
-      provider_configs: [
-        {
-          provider: "openai",
-          allowed_models: ["*"],
-          key_ids: ["*"],
-          weight: 1,
-          rate_limit: { token_max_limit: 1e15, token_reset_duration: "1h" },
-        },
-      ],
-      ...(variant.cluster ? { rate_limit: { request_max_limit: 1e12, request_reset_duration: "1h" } } : {}),
+      provider: "openai",
+      allowed_models: ["*"],
+      key_ids: ["*"],
+      weight: 1,
+      rate_limit: { token_max_limit: 1e15, token_reset_duration: "1h" },
     },
   ],
-  routingRules,
-);
+  ...(variant.cluster ? { rate_limit: { request_max_limit: 1e12, request_reset_duration: "1h" } } : {}),
+  ...variant.virtualKey,
+};
+
+/** The AppOptions of a variant given as a config file, built as main.ts builds them from one (no environment, so no OTEL_* variable overrides it). */
+function optionsFromConfig(config: Record<string, unknown>): Partial<AppOptions> {
+  const governance = (config["governance"] ?? {}) as Record<string, unknown[] | undefined>;
+  const file = parseConfig(
+    {
+      ...config,
+      providers: { ...providers, ...(config["providers"] as Record<string, unknown> | undefined) },
+      governance: { ...governance, virtual_keys: [benchKey, ...(governance["virtual_keys"] ?? [])], routing_rules: [...routingRules, ...(governance["routing_rules"] ?? [])] },
+    },
+    {},
+  );
+  const tracing = otlpOptionsFrom(file.telemetry.otlp, {});
+  return { ...appOptionsFromConfig(file), ...(tracing ? { tracing } : {}) };
+}
 
 const dataDir = await mkdtemp(join(tmpdir(), "gw-bench-"));
 const schema = variant.databaseUrl ? (variant.cluster?.schema ?? randomSchemaName()) : undefined;
@@ -113,12 +133,14 @@ try {
     // A fixed key keeps the "generated encryption key" warning out of the bench output.
     encryptionKey: variant.cluster?.encryptionKey ?? randomBytes(32).toString("hex"),
     logger: createLogger({ level: logLevel, destination: logDestination }),
-    inference,
+    ...(variant.config ? optionsFromConfig(variant.config) : { inference: inferenceOptionsFromFile(providers, [benchKey], routingRules) }),
     ...(variant.databaseUrl ? { databaseUrl: variant.databaseUrl, databaseSchema: schema } : {}),
     ...variant.appOptions,
   });
 } catch (err) {
   process.stderr.write(`gateway variant ${variant.name} failed to start: ${String(err)}\n`);
+  // Where the bench reads the port, so the reason reaches its report.
+  process.stdout.write(`${JSON.stringify({ error: err instanceof Error ? err.message : String(err) })}\n`);
   await rm(dataDir, { recursive: true, force: true });
   process.exit(1);
 }

@@ -9,7 +9,8 @@
  * asks of every request: a virtual key, a rate limit and a budget, the answer parsed for its usage, metrics and
  * an access line at `info`, with the gateway's own parts) and one `gateway.ts` per entry of GATEWAY_VARIANTS (the real
  * app, governance on every request through the virtual key `sk-gw-bench`; `gateway-traced` also traces
- * every request and exports the spans to `collector.ts`, a no-op OTLP/HTTP collector). Each child runs bundled by esbuild, as `npm start` runs
+ * every request and exports the spans to `collector.ts`, a no-op OTLP/HTTP collector), and for the features phase one
+ * `gateway.ts` at a time per feature beside an all-off one. Each child runs bundled by esbuild, as `npm start` runs
  * the gateway, not under tsx, whose per-closure function naming production does not pay. Every target gets the same POST /v1/chat/completions
  * (model "gpt-4o-mini") and is measured in turn, alone, as:
  *
@@ -38,9 +39,23 @@
  *    gateway's cache hits take turns the same way, so the hits' multiple of the floor comes from the same
  *    seconds of the machine rather than from phases minutes apart.
  * 9. memory: peak RSS of each target's whole process tree (the process and every descendant, their
- *    VmRSS summed, sampled every 100 ms from its start to the end of the run; the direct target's tree is
- *    the mock upstream).
+ *    VmRSS summed, sampled every 100 ms from its start to the end of its measurements; the direct target's
+ *    tree is the mock upstream).
  * Each figure is printed as a ratio to the floor and to direct; latencies also as added milliseconds.
+ * The targets are stopped once measured, before the features phase starts.
+ *
+ * 10. features: what each optional feature costs when it is the only one on. A gateway is started from a
+ *    config file (gateway.ts's provider and virtual key, with the load balancer off and nothing else configured:
+ *    the all-off gateway), then, one after another, a gateway with one feature configured in that file the way a
+ *    user configures it (features(): routing rules that never match, one that does, a team and customer with limits,
+ *    the direct response cache missing on every request, complexity tiers, session affinity, the load balancer,
+ *    tracing at sample ratio 1 and 0.1, dimension headers, guardrails). Each takes turns with the all-off gateway
+ *    as in 6 (the same POST, closed loop; what turns a feature on in a request, such as its headers, is sent to the
+ *    feature's side only) and is stopped before the next starts, so at most two gateways are up. It prints
+ *    `feature <name>: throughput <x>% of all-off, CPU per request <y>x`, or why a feature was not measured: a
+ *    gateway that does not start with its configuration, or a feature that, configured, lets through a request
+ *    it should refuse (not applied to this request path yet). A feature nobody configured must cost nothing; one
+ *    that is configured should cost little.
  *
  * Every response must be a 200 with a complete body; anything else is counted as an error and a run
  * with errors is invalid (exit code 1). Figures go to stdout as tables and to bench/last-run.json.
@@ -48,13 +63,15 @@
  * between targets of one run rather than absolute figures between machines.
  *
  * Env: BENCH_SECONDS (default 10), BENCH_PHASES (a comma-separated subset of throughput, latency,
- * streaming, concurrent-streams, cache-hit; default all), BENCH_VARIANTS (a comma-separated subset of the
- * gateway variants; default all; direct and the floors always run), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
+ * streaming, concurrent-streams, cache-hit, features; default all; with features alone no floor or variant
+ * starts), BENCH_VARIANTS (a comma-separated subset of the gateway variants; default all; direct and the floors
+ * always run when a phase of theirs does), BENCH_FEATURES (a comma-separated subset of the features phase's features;
+ * default all), BENCH_DATABASE_URL (adds the gateway on that PostgreSQL server, in a
  * schema of its own), BENCH_CLUSTER=1 (with BENCH_DATABASE_URL: also two gateway nodes sharing one schema there, their
  * budget and rate-limit counters shared, loaded round-robin by the bench's own client; throughput per node is
  * reported next to the single node's, with each node's CPU per request), BENCH_PROFILE=1 starts the gateway
  * children, floor-json and floor-duties with `--cpu-prof` (100 µs sampling) writing into bench/profiles/<target>/ (one file
- * per thread; the main thread's is the largest), BENCH_NODE_FLAGS (space-separated node or V8 flags given to
+ * per thread; the main thread's is the largest; the features phase's gateways too), BENCH_NODE_FLAGS (space-separated node or V8 flags given to
  * every gateway child after those `npm start` gives the gateway, none to the floors: what a memory or compiler
  * setting changes, measured against the same floors).
  */
@@ -114,7 +131,7 @@ const GATEWAY_VARIANTS: readonly GatewayVariant[] = [
 ];
 
 /** The measurements of each target, in the order they run. */
-const PHASES = ["throughput", "latency", "streaming", "concurrent-streams", "cache-hit"] as const;
+const PHASES = ["throughput", "latency", "streaming", "concurrent-streams", "cache-hit", "features"] as const;
 type Phase = (typeof PHASES)[number];
 
 const SELECTED_PHASES = subset("BENCH_PHASES", PHASES);
@@ -256,12 +273,15 @@ async function startChild(name: string, file: string, env: Record<string, string
       reported = true;
       clearTimeout(timer);
       child.off("exit", onExit);
+      let first: { port?: number; error?: string };
       try {
-        const { port } = JSON.parse(line) as { port: number };
-        resolve({ name, process: child, url: `http://127.0.0.1:${port}`, nextLine });
+        first = JSON.parse(line) as { port?: number; error?: string };
       } catch {
         reject(new Error(`${name}'s first stdout line is not {"port": n}: ${line}`));
+        return;
       }
+      if (first.port === undefined) reject(new Error(first.error ?? `${name}'s first stdout line is not {"port": n}: ${line}`));
+      else resolve({ name, process: child, url: `http://127.0.0.1:${first.port}`, nextLine });
     });
   });
 }
@@ -385,7 +405,10 @@ class Errors {
 
 /** How a request of a loop is sent and what its answer must show. */
 interface RequestShape {
-  headers: Record<string, string>;
+  /** The request's headers, or what gives each request its own (requests that must differ one from the next). */
+  headers: Record<string, string> | (() => Record<string, string>);
+  /** What gives each request its own body; CHAT_BODY when absent. */
+  body?: () => string;
   /** The `x-gw-cache` answer header every counted request must carry; undefined checks nothing. */
   cache?: string;
 }
@@ -396,7 +419,8 @@ const CACHE_HIT: RequestShape = { headers: CACHED_HEADERS, cache: "hit-direct" }
 /** One non-streaming request read to its end; true when it was a 200 (with the cache header `shape` expects). */
 async function chat(pool: Pool, errors: Errors, shape: RequestShape = PLAIN): Promise<boolean> {
   try {
-    const res = await pool.request({ method: "POST", path: PATH, headers: shape.headers, body: CHAT_BODY });
+    const headers = typeof shape.headers === "function" ? shape.headers() : shape.headers;
+    const res = await pool.request({ method: "POST", path: PATH, headers, body: shape.body?.() ?? CHAT_BODY });
     const body = await res.body.arrayBuffer();
     const cache = res.headers["x-gw-cache"];
     if (res.statusCode === 200 && body.byteLength > 0 && (shape.cache === undefined || cache === shape.cache)) return true;
@@ -737,6 +761,12 @@ function table(head: string[], rows: string[][]): string {
 /** The 1-minute load average: other work on the machine skews every figure. */
 const load = (): number => loadavg()[0] ?? Number.NaN;
 
+/** The machine's cores and load: other work on it skews every figure. */
+function conditions(loadAtStart: number): string {
+  const busy = loadAtStart > 0.5 ? "  <- the machine was busy before the bench: figures are skewed" : "";
+  return `${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}`;
+}
+
 function report(results: TargetResult[], loadAtStart: number): void {
   const direct = results.find((r) => r.kind === "direct");
   const floor = results.find((r) => r.kind === "floor");
@@ -745,8 +775,7 @@ function report(results: TargetResult[], loadAtStart: number): void {
     `\nnode ${process.version}, ${SECONDS} s per phase, ${CONNECTIONS} connections closed loop, ${RATE} req/s open loop, ` +
       `${STREAM_COUNT} sequential streams, ${STREAM_CONNECTIONS} concurrent streams; ratios are to floor-json (the floor that parses the request JSON)`,
   );
-  const busy = loadAtStart > 0.5 ? "  <- the machine was busy before the bench: figures are skewed" : "";
-  console.log(`${availableParallelism()} cores, 1-min load average ${loadAtStart.toFixed(2)} at start, ${load().toFixed(2)} at end${busy}\n`);
+  console.log(`${conditions(loadAtStart)}\n`);
   // One row per figure, one column per target, so more gateway variants only widen it a little.
   const row = (label: string, cell: (r: TargetResult) => string): string[] => [label, ...results.map(cell)];
   // Every figure as a ratio to the floor and to a direct call; latencies also as differences,
@@ -838,6 +867,11 @@ function profileArgs(name: string): string[] {
   return PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}/${name}`] : [];
 }
 
+/** Starts a gateway.ts child configured by `variant` (its BENCH_VARIANT, see gateway.ts) with the gateway's node flags. */
+function startGateway(name: string, gatewayEnv: Record<string, string>, variant: Record<string, unknown>): Promise<Child> {
+  return startChild(name, "./gateway.ts", { ...gatewayEnv, BENCH_VARIANT: JSON.stringify({ name, ...variant }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]);
+}
+
 /** Runs the template maker of `npm run build` into `dir` (the gateway bundle's DEFAULT_TEMPLATE_DIR). */
 async function makeTemplate(dir: string): Promise<void> {
   mkdirSync(BUILD_DIR, { recursive: true });
@@ -849,43 +883,295 @@ async function makeTemplate(dir: string): Promise<void> {
   if (code !== 0) throw new Error(`making the embedded database template in ${dir} failed (exit code ${code})`);
 }
 
-async function main(): Promise<void> {
-  const loadAtStart = load();
-  if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
-  const [upstream, collector] = await Promise.all([startChild("upstream", "./upstream.ts", {}), startChild("collector", "./collector.ts", {})]);
+// ---------------------------------------------------------------------------------------------------
+// Features: each optional feature alone against the same gateway with every one of them off
+
+/** The load balancer's five toggles off: adaptive selection is one of the features measured. */
+const BALANCER_OFF = { direction_selection_enabled: false, route_selection_enabled: false, append_fallbacks_to_pinned: false, reroute_failed_directions: false, prune_failed_fallbacks: false };
+
+/** The all-off gateway's config file, besides gateway.ts's provider and virtual key; each feature's sections replace its own. */
+const ALL_OFF_CONFIG: Record<string, unknown> = { load_balancer_config: BALANCER_OFF };
+
+/** One optional feature: how a user turns it on, and what a request that uses it sends. */
+interface Feature {
+  name: string;
+  /** How it is configured, for the report. */
+  description: string;
+  /** Config-file sections over ALL_OFF_CONFIG, as config.json writes them. */
+  config?: Record<string, unknown>;
+  /** Fields of the bench's virtual key in that file. */
+  virtualKey?: Record<string, unknown>;
+  /** Header sets the feature's requests add, one request after another: how a request asks for it. The all-off gateway gets none. */
+  headers?: readonly Record<string, string>[];
+  /** What gives each request its body, on both sides: the work asked is the same, only the gateway differs. */
+  body?: () => string;
+  /** The `x-gw-cache` answer header the feature's answers must carry. */
+  cache?: string;
+  /** A body the feature refuses once it acts on requests: sent once first; answered by the upstream, the feature is not measured. */
+  refused?: string;
+}
+
+/** How the all-off gateway is configured, for the report. */
+const ALL_OFF = "the bench's provider and virtual key from a config file, load balancer off, nothing else configured";
+
+/** Routing rules the routing-rules feature adds: a few, as a deployment has. */
+const GUARD_RULES = 4;
+/** Distinct session ids the session-affinity feature sends. */
+const SESSIONS = 4;
+const KEY_SCOPE = { scope: "virtual_key", scope_id: "vk-bench" };
+/** Where a matching rule sends the bench's request: where it would go anyway. */
+const SAME_TARGET = [{ provider: "openai", model: "gpt-4o-mini" }];
+/** Large enough never to refuse a request of the run. */
+const GROUP_LIMITS = {
+  budget: { max_limit: 1e9, reset_duration: "1M" },
+  rate_limit: { request_max_limit: 1e12, request_reset_duration: "1h", token_max_limit: 1e15, token_reset_duration: "1h" },
+};
+
+/** CHAT_BODY split where a number goes, so that no two requests are the same (a cache that must always miss). */
+const [BEFORE_NUMBER = "", AFTER_NUMBER = ""] = JSON.stringify({
+  model: "gpt-4o-mini",
+  messages: MESSAGES.map((message, i) => (i === MESSAGES.length - 1 ? { ...message, content: `${message.content} (request {n})` } : message)),
+  temperature: 0.2,
+  max_tokens: 160,
+}).split("{n}");
+let numbered = 0;
+const numberedBody = (): string => `${BEFORE_NUMBER}${++numbered}${AFTER_NUMBER}`;
+
+/** The mock upstream's completion id (upstream.ts): an answer carrying it came from the upstream. */
+const UPSTREAM_ANSWER_ID = "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT";
+
+/** Every feature measured, in order; `collectorUrl` is the no-op OTLP collector's. */
+function features(collectorUrl: string): Feature[] {
+  const tracing = (ratio: number): Feature => ({
+    name: `tracing-${ratio}`,
+    description: `telemetry.otlp {endpoint: the no-op collector, sample_ratio: ${ratio}}`,
+    config: { telemetry: { otlp: { endpoint: collectorUrl, sample_ratio: ratio } } },
+  });
+  return [
+    {
+      name: "routing-rules",
+      description: `${GUARD_RULES} enabled routing rules, half in the key's scope and half global, each needing a header the bench never sends`,
+      config: {
+        governance: {
+          routing_rules: Array.from({ length: GUARD_RULES }, (_, i) => ({
+            id: `rr-guard-${i}`,
+            name: `guard-${i}`,
+            ...(i % 2 === 0 ? KEY_SCOPE : {}),
+            priority: i,
+            cel_expression: `"x-bench-tier" in headers && headers["x-bench-tier"] == "tier-${i}"`,
+            targets: [{ provider: "openai", model: "gpt-4o" }],
+          })),
+        },
+      },
+    },
+    {
+      name: "routing-rule-match",
+      description: `one rule in the key's scope, model == "gpt-4o-mini", routing to openai/gpt-4o-mini`,
+      config: { governance: { routing_rules: [{ id: "rr-match", name: "match", ...KEY_SCOPE, cel_expression: `model == "gpt-4o-mini"`, targets: SAME_TARGET }] } },
+    },
+    {
+      name: "hierarchy",
+      description: "the key in a team of a customer, each with a monthly budget and request and token rate limits",
+      config: { governance: { customers: [{ id: "cu-bench", name: "bench customer", ...GROUP_LIMITS }], teams: [{ id: "team-bench", name: "bench team", customer_id: "cu-bench", ...GROUP_LIMITS }] } },
+      virtualKey: { team_id: "team-bench" },
+    },
+    {
+      name: "cache-direct",
+      description: "the key's cache {mode: direct, ttl: 1h}, every request's body unique, so each is a miss whose answer is stored",
+      virtualKey: { cache: { mode: "direct", ttl: "1h" } },
+      body: numberedBody,
+      cache: "miss",
+    },
+    {
+      name: "complexity",
+      description: "routing.complexity semantic (the mock's embeddings, examples for each tier) and a rule in the key's scope reading complexity_tier",
+      config: {
+        routing: {
+          complexity: {
+            mechanism: "semantic",
+            embedding: { provider: "openai", model: "text-embedding-3-small" },
+            examples: { SIMPLE: ["hello", "what time is it"], MEDIUM: ["summarise this article in five bullet points"], COMPLEX: ["design a fault tolerant distributed database"] },
+          },
+        },
+        governance: { routing_rules: [{ id: "rr-complex", name: "complex", ...KEY_SCOPE, cel_expression: `complexity_tier == "COMPLEX"`, targets: SAME_TARGET }] },
+      },
+    },
+    {
+      name: "session-affinity",
+      description: `every request sends x-gw-session-id, ${SESSIONS} distinct ids in turn`,
+      headers: Array.from({ length: SESSIONS }, (_, i) => ({ "x-gw-session-id": `bench-session-${i}` })),
+    },
+    {
+      name: "load-balancing",
+      description: "load_balancer_config's defaults (direction and route selection on), one provider with two keys",
+      config: { load_balancer_config: {} },
+    },
+    tracing(1),
+    tracing(0.1),
+    {
+      name: "dimension-headers",
+      description: "client.prometheus_labels [team, app], every request sending x-gw-dim-team and x-gw-dim-app",
+      config: { client: { prometheus_labels: ["team", "app"] } },
+      headers: [{ "x-gw-dim-team": "platform", "x-gw-dim-app": "bench" }],
+    },
+    {
+      name: "guardrails",
+      description: "a global pii guardrail on the input and output stages, action block",
+      config: { guardrails: [{ id: "gr-bench", name: "bench-pii", stages: ["input", "output"], check: { type: "pii", pii: {} }, action: "block" }] },
+      refused: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Write to me at jane.doe@example.com about it." }], max_tokens: 160 }),
+    },
+  ];
+}
+
+/** The features BENCH_FEATURES picks (all by default); the collector's address does not change their names. */
+const SELECTED_FEATURES = subset(
+  "BENCH_FEATURES",
+  features("").map((feature) => feature.name),
+);
+
+/** What one feature cost against the all-off gateway, from taking turns; or why it was not measured. */
+type FeatureOutcome =
+  | { name: string; description: string; notMeasured: string }
+  | { name: string; description: string; allOff: Figures; feature: Figures; throughputRatio: number; cpuRatio: number; peakRssMiB: number | null; errors: number; errorSamples: string[] };
+
+/** The features phase's findings, as last-run.json keeps them. */
+interface FeaturesRun {
+  allOff: { description: string; peakRssMiB: number | null };
+  features: FeatureOutcome[];
+}
+
+/** Whether the gateway at `url` passes `body` on to the upstream (a 200 carrying the upstream's answer) rather than refusing it. */
+async function passesThrough(url: string, body: string): Promise<boolean> {
+  const pool = new Pool(url, { connections: 1 });
+  try {
+    const res = await pool.request({ method: "POST", path: PATH, headers: HEADERS, body });
+    const text = await res.body.text();
+    return res.statusCode === 200 && text.includes(UPSTREAM_ANSWER_ID);
+  } finally {
+    await pool.close();
+  }
+}
+
+/** The all-off gateway and the gateway with `feature` on take turns. */
+async function measureFeature(feature: Feature, allOff: Child, child: Child): Promise<FeatureOutcome> {
+  const { name, description } = feature;
+  if (feature.refused !== undefined && (await passesThrough(child.url, feature.refused))) {
+    return { name, description, notMeasured: "configured, but not applied to /v1/chat/completions yet: a request it should refuse was answered by the upstream" };
+  }
+  // Built once, so the generator's own work per request is the same on both sides.
+  const headerSets = feature.headers?.map((extra) => ({ ...HEADERS, ...extra }));
+  let next = 0;
+  const headers = headerSets === undefined ? HEADERS : () => headerSets[next++ % headerSets.length] ?? HEADERS;
+  const body = feature.body === undefined ? {} : { body: feature.body };
+  const run = await inTurns(
+    `all-off, ${child.name}`,
+    "features",
+    "taking turns",
+    { url: allOff.url, pid: allOff.process.pid, shape: { headers: HEADERS, ...body } },
+    { url: child.url, pid: child.process.pid, shape: { headers, ...body, ...(feature.cache === undefined ? {} : { cache: feature.cache }) } },
+  );
+  if (run === null) throw new Error("the features phase is not selected");
+  return {
+    name,
+    description,
+    allOff: run.a,
+    feature: run.b,
+    throughputRatio: run.b.rps / run.a.rps,
+    cpuRatio: run.b.cpuUsPerRequest / run.a.cpuUsPerRequest,
+    peakRssMiB: null,
+    errors: run.errors,
+    errorSamples: run.errorSamples,
+  };
+}
+
+/**
+ * Starts the all-off gateway, then one gateway per feature, each taking turns with it and stopped before the
+ * next starts, so no more than two gateways are up at once.
+ */
+async function measureFeatures(gatewayEnv: Record<string, string>, collectorUrl: string): Promise<FeaturesRun> {
+  const start = (name: string, feature: Feature | null): Promise<Child> =>
+    startGateway(name, gatewayEnv, { appOptions: {}, config: { ...ALL_OFF_CONFIG, ...feature?.config }, virtualKey: feature?.virtualKey });
+  process.stderr.write("features: starting the all-off gateway...\n");
+  const allOff = await start("all-off", null);
+  const outcomes: FeatureOutcome[] = [];
+  try {
+    for (const feature of features(collectorUrl).filter((candidate) => SELECTED_FEATURES.has(candidate.name))) {
+      let child: Child;
+      try {
+        child = await start(`feature-${feature.name}`, feature);
+      } catch (err) {
+        outcomes.push({ name: feature.name, description: feature.description, notMeasured: `not configurable yet (${err instanceof Error ? err.message : String(err)})` });
+        continue;
+      }
+      try {
+        const outcome = await measureFeature(feature, allOff, child);
+        // Read before it stops: what it holds while closing is no part of serving.
+        if ("peakRssMiB" in outcome) outcome.peakRssMiB = peaks.peakOf(child.process.pid);
+        outcomes.push(outcome);
+      } finally {
+        await stopChild(child.process);
+      }
+    }
+    return { allOff: { description: ALL_OFF, peakRssMiB: peaks.peakOf(allOff.process.pid) }, features: outcomes };
+  } finally {
+    await stopChild(allOff.process);
+  }
+}
+
+/** Prints one line per feature; answers the phase's error count. */
+function reportFeatures(run: FeaturesRun, loadAtStart: number | null): number {
+  if (loadAtStart !== null) console.log(`\nnode ${process.version}, ${CONNECTIONS} connections closed loop; ${conditions(loadAtStart)}`);
+  console.log(`\nfeatures, each alone against the all-off gateway (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature):`);
+  let errors = 0;
+  const samples: string[] = [];
+  for (const outcome of run.features) {
+    if ("notMeasured" in outcome) {
+      console.log(`${outcome.name}: ${outcome.notMeasured}`);
+      continue;
+    }
+    console.log(`feature ${outcome.name}: throughput ${pct(outcome.throughputRatio)} of all-off, CPU per request ${fmt(outcome.cpuRatio)}x`);
+    errors += outcome.errors;
+    samples.push(...outcome.errorSamples.map((sample) => `${outcome.name}: ${sample}`));
+  }
+  const cached = run.features.find((outcome) => outcome.name === "cache-direct");
+  if (cached !== undefined && "peakRssMiB" in cached) {
+    // Every miss is stored: whether memory stays bounded shows in the process tree's peak, not in req/s.
+    console.log(
+      `cache-direct: ${cached.feature.requests} misses in the counted slices, each answer cached; peak RSS ${fmt(cached.peakRssMiB, 0)} MiB, the all-off gateway's ${fmt(run.allOff.peakRssMiB, 0)} MiB`,
+    );
+  }
+  reportErrors("features", errors, samples);
+  return errors;
+}
+
+/** What the phases that measure each target alone, and the turns taken between them, found. */
+interface TargetsRun {
+  results: TargetResult[];
+  cluster: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null;
+  dutiesInTurns: { floor: Figures; duties: Figures; errors: number; errorSamples: string[] } | null;
+  tracingInTurns: { untraced: Figures; traced: Figures; errors: number; errorSamples: string[] } | null;
+  cacheHitsInTurns: { floor: Figures; hits: Figures; errors: number; errorSamples: string[] } | null;
+}
+
+/** Starts the floors and the gateway variants, measures each, has them take turns, and stops them. */
+async function measureTargets(upstream: Child, gatewayEnv: Record<string, string>, tracing: Record<string, unknown>): Promise<TargetsRun> {
   const env = { BENCH_UPSTREAM_URL: upstream.url };
-  // The gateways start with the environment `npm start` gives the gateway; the floors and the upstream without it.
-  const gatewayEnv = { ...SERVING_ENVIRONMENT, ...env };
-  const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
-  // A built gateway's first start copies the migrated template `npm run build` leaves beside the bundle
-  // instead of running initdb (slow and memory-hungry, in a child process); the bench's
-  // bundles get the same template, so peak RSS is the running gateway's, not a one-off initdb's.
-  process.stderr.write("making the embedded database's migrated template for the gateway bundles...\n");
-  await makeTemplate(`${BUILD_DIR}/pglite-template`);
   process.stderr.write(`starting the floors and ${SELECTED_VARIANTS.size} gateway variant(s) (the embedded database takes a few seconds)...\n`);
   const starting = [
     startChild("floor", "./floor.ts", env),
     startChild("floor-json", "./floor.ts", { ...env, BENCH_FLOOR_PARSE: "1" }, profileArgs("floor-json")),
     startChild("floor-duties", "./floor-duties.ts", env, profileArgs("floor-duties")),
     ...GATEWAY_VARIANTS.filter((variant) => SELECTED_VARIANTS.has(variant.name)).map((variant) =>
-      startChild(
-        variant.name,
-        "./gateway.ts",
-        {
-          ...gatewayEnv,
-          BENCH_VARIANT: JSON.stringify({
-            name: variant.name,
-            appOptions: variant.traced ? { ...variant.appOptions, tracing } : variant.appOptions,
-            routingRules: variant.routingRules,
-            logLevel: variant.logLevel,
-            databaseUrl: variant.databaseUrl,
-          }),
-        },
-        [...GATEWAY_NODE_FLAGS, ...profileArgs(variant.name)],
-      ),
+      startGateway(variant.name, gatewayEnv, {
+        appOptions: variant.traced ? { ...variant.appOptions, tracing } : variant.appOptions,
+        routingRules: variant.routingRules,
+        logLevel: variant.logLevel,
+        databaseUrl: variant.databaseUrl,
+      }),
     ),
   ];
-  const [pipe, floor, duties, ...gateways] = await Promise.all(starting);
+  const started = await Promise.all(starting);
+  const [pipe, floor, duties, ...gateways] = started;
   if (!pipe || !floor || !duties) throw new Error("the floors did not start");
   // Started after the others, so the single node and the cluster do not contend for the CPU while starting.
   const cluster = CLUSTER && DATABASE_URL !== undefined ? { schema: randomSchemaName(), encryptionKey: randomBytes(32).toString("hex") } : null;
@@ -894,9 +1180,7 @@ async function main(): Promise<void> {
     cluster === null
       ? []
       : await Promise.all(
-          ["cluster-a", "cluster-b"].map((name) =>
-            startChild(name, "./gateway.ts", { ...gatewayEnv, BENCH_VARIANT: JSON.stringify({ name, appOptions: {}, databaseUrl: DATABASE_URL, cluster }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]),
-          ),
+          ["cluster-a", "cluster-b"].map((name) => startGateway(name, gatewayEnv, { appOptions: {}, databaseUrl: DATABASE_URL, cluster })),
         );
   const targets = [
     { name: "direct", kind: "direct" as const, description: "the mock upstream itself", url: upstream.url, pid: upstream.process.pid },
@@ -921,34 +1205,45 @@ async function main(): Promise<void> {
   const floorJson = targets.find((t) => t.kind === "floor");
   const floorDuties = targets.find((t) => t.kind === "duties");
   const dutiesRun = floorJson !== undefined && floorDuties !== undefined ? await inTurns("floor-json, floor-duties", "throughput", "taking turns", floorJson, floorDuties) : null;
-  const dutiesInTurns = dutiesRun && { floor: dutiesRun.a, duties: dutiesRun.b, errors: dutiesRun.errors, errorSamples: dutiesRun.errorSamples };
   // Tracing's cost measured with the machine's drift cancelled: untraced and traced take turns.
   const untraced = targets.find((t) => t.name === "gateway");
   const traced = targets.find((t) => t.name === "gateway-traced");
   const tracingRun = untraced !== undefined && traced !== undefined ? await inTurns("gateway, gateway-traced", "throughput", "taking turns", untraced, traced) : null;
-  const tracingCost = tracingRun && { untraced: tracingRun.a, traced: tracingRun.b, errors: tracingRun.errors, errorSamples: tracingRun.errorSamples };
   // The cache's goal measured the same way: the floor's pass-through and the gateway's hits take turns.
   const hitsRun =
     untraced !== undefined && floorJson !== undefined
       ? await inTurns("floor-json, gateway", "cache-hit", "pass-through and cache hits taking turns", floorJson, { ...untraced, shape: CACHE_HIT })
       : null;
-  const hitsInTurns = hitsRun && { floor: hitsRun.a, hits: hitsRun.b, errors: hitsRun.errors, errorSamples: hitsRun.errorSamples };
-  let clusterResult: { rps: number; perNode: number[]; cpuUsPerRequest: number[]; errors: number; errorSamples: string[] } | null = null;
+  let clusterResult: TargetsRun["cluster"] = null;
   if (clusterNodes.length > 0 && SELECTED_PHASES.has("throughput")) {
     const errors = new Errors();
     const run = await phase("cluster", "throughput", `two nodes round-robin (${WARMUP_MS / 1000} s warm-up + ${SECONDS} s)`, () => clusterThroughput(clusterNodes.map((n) => n.url), clusterNodes.map((n) => n.process.pid), errors), { rps: Number.NaN, perNode: [], cpuUsPerRequest: [] });
     clusterResult = { ...run, errors: errors.count, errorSamples: [...errors.samples] };
   }
-  peaks.stop();
   for (const [i, target] of targets.entries()) {
     const result = results[i];
+    // Read before they stop: what a process holds while closing is no part of serving.
     // The direct target's process is the mock upstream: its RSS is what no proxy at all costs.
     if (result) result.peakRssMiB = peaks.peakOf(target.pid);
   }
+  // Stopped before anything else runs, so later phases measure beside no idle gateway.
+  await Promise.all([...started, ...clusterNodes].map((child) => stopChild(child.process)));
+  return {
+    results,
+    cluster: clusterResult,
+    dutiesInTurns: dutiesRun && { floor: dutiesRun.a, duties: dutiesRun.b, errors: dutiesRun.errors, errorSamples: dutiesRun.errorSamples },
+    tracingInTurns: tracingRun && { untraced: tracingRun.a, traced: tracingRun.b, errors: tracingRun.errors, errorSamples: tracingRun.errorSamples },
+    cacheHitsInTurns: hitsRun && { floor: hitsRun.a, hits: hitsRun.b, errors: hitsRun.errors, errorSamples: hitsRun.errorSamples },
+  };
+}
+
+/** Prints what measureTargets found; answers its error count. */
+function reportTargets(run: TargetsRun, loadAtStart: number): number {
+  const { results, cluster: clusterResult, tracingInTurns: tracingCost, dutiesInTurns, cacheHitsInTurns: hitsInTurns } = run;
   report(results, loadAtStart);
   if (clusterResult !== null) {
     const single = results.find((r) => r.name === "gateway-pg");
-    const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s at ${fmt(clusterResult?.cpuUsPerRequest[i] ?? Number.NaN, 0)} µs CPU each`).join(", ");
+    const nodes = clusterResult.perNode.map((rps, i) => `node ${i + 1} ${fmt(rps, 0)} req/s at ${fmt(clusterResult.cpuUsPerRequest[i] ?? Number.NaN, 0)} µs CPU each`).join(", ");
     console.log(`cluster of 2 on PostgreSQL, round-robin: ${fmt(clusterResult.rps, 0)} req/s in all (${nodes}); one node (gateway-pg): ${single ? `${fmt(single.throughput.rps, 0)} req/s at ${fmt(single.throughput.cpuUsPerRequest, 0)} µs CPU each` : "not run (BENCH_VARIANTS)"}`);
     reportErrors("cluster", clusterResult.errors, clusterResult.errorSamples);
   }
@@ -976,7 +1271,28 @@ async function main(): Promise<void> {
     );
     reportErrors("cache-hit turns", hitsInTurns.errors, hitsInTurns.errorSamples);
   }
-  const errors = results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0) + (dutiesInTurns?.errors ?? 0);
+  return results.reduce((sum, r) => sum + r.errors, 0) + (clusterResult?.errors ?? 0) + (tracingCost?.errors ?? 0) + (hitsInTurns?.errors ?? 0) + (dutiesInTurns?.errors ?? 0);
+}
+
+async function main(): Promise<void> {
+  const loadAtStart = load();
+  if (PROFILE) mkdirSync(PROFILE_DIR, { recursive: true });
+  const [upstream, collector] = await Promise.all([startChild("upstream", "./upstream.ts", {}), startChild("collector", "./collector.ts", {})]);
+  // The gateways start with the environment `npm start` gives the gateway; the floors and the upstream without it.
+  const gatewayEnv = { ...SERVING_ENVIRONMENT, BENCH_UPSTREAM_URL: upstream.url };
+  const tracing = { url: `${collector.url}/v1/traces`, headers: {}, serviceName: "gw-bench", sampler: "always_on", sampleRatio: 1, captureContent: false };
+  // A built gateway's first start copies the migrated template `npm run build` leaves beside the bundle
+  // instead of running initdb (slow and memory-hungry, in a child process); the bench's
+  // bundles get the same template, so peak RSS is the running gateway's, not a one-off initdb's.
+  process.stderr.write("making the embedded database's migrated template for the gateway bundles...\n");
+  await makeTemplate(`${BUILD_DIR}/pglite-template`);
+  const targets = PHASES.some((p) => p !== "features" && SELECTED_PHASES.has(p)) ? await measureTargets(upstream, gatewayEnv, tracing) : null;
+  const features = SELECTED_PHASES.has("features") ? await measureFeatures(gatewayEnv, collector.url) : null;
+  peaks.stop();
+  let errors = 0;
+  if (targets !== null) errors += reportTargets(targets, loadAtStart);
+  // The conditions line is the targets' table's when that ran.
+  if (features !== null) errors += reportFeatures(features, targets === null ? loadAtStart : null);
   writeFileSync(
     LAST_RUN,
     `${JSON.stringify(
@@ -986,11 +1302,12 @@ async function main(): Promise<void> {
         cores: availableParallelism(),
         loadAverage: { atStart: loadAtStart, atEnd: load() },
         settings: { phases: [...SELECTED_PHASES], seconds: SECONDS, warmupMs: WARMUP_MS, connections: CONNECTIONS, rate: RATE, latencyCount: LATENCY_COUNT, streamCount: STREAM_COUNT, streamConnections: STREAM_CONNECTIONS },
-        results,
-        cluster: clusterResult,
-        dutiesInTurns,
-        tracingInTurns: tracingCost,
-        cacheHitsInTurns: hitsInTurns,
+        results: targets?.results ?? [],
+        cluster: targets?.cluster ?? null,
+        dutiesInTurns: targets?.dutiesInTurns ?? null,
+        tracingInTurns: targets?.tracingInTurns ?? null,
+        cacheHitsInTurns: targets?.cacheHitsInTurns ?? null,
+        features,
         errors,
         valid: errors === 0,
       },

@@ -43,7 +43,11 @@ function startChild(file: string, env: Record<string, string>): Promise<{ child:
   children.push(child);
   return new Promise((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${file} exited before reporting its port (code ${code})`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => resolve({ child, port: (JSON.parse(line) as { port: number }).port }));
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", (line) => {
+      const first = JSON.parse(line) as { port?: number; error?: string };
+      if (first.port === undefined) reject(new Error(`${file} did not start: ${first.error ?? line}`));
+      else resolve({ child, port: first.port });
+    });
   });
 }
 

@@ -1,8 +1,9 @@
 /**
  * Bench child: a mock OpenAI upstream on 127.0.0.1 (port 0) that answers POST /v1/chat/completions
  * at once with a fixed, realistic chat.completion, or with a whole SSE stream of chunks when the body
- * asks for `"stream": true` (50 content chunks, one write each), or with a tool call when it offers tools, and GET /v1/models with one model. Its first stdout line is `{"port": <n>}`. It exits when its stdin closes,
- * so it never outlives the bench.
+ * asks for `"stream": true` (50 content chunks, one write each), or with a tool call when it offers tools, and GET /v1/models with one model.
+ * POST /v1/embeddings answers one fixed vector per input, for the complexity tiers the features phase measures.
+ * Its first stdout line is `{"port": <n>}`. It exits when its stdin closes, so it never outlives the bench.
  */
 import * as http from "node:http";
 
@@ -100,6 +101,25 @@ function fail(res: http.ServerResponse, status: number, message: string): void {
 /** The list-models answer a gateway asks for at start, so its catalog holds the model the bench sends. */
 const MODELS = Buffer.from(JSON.stringify({ object: "list", data: [{ id: "gpt-4o-mini", object: "model", created: CREATED, owned_by: "openai" }] }));
 
+/** The dimensions of text-embedding-3-small: what parsing a real embeddings answer costs the gateway. */
+const EMBEDDING_DIMENSIONS = 1536;
+/** Nine decimals, as OpenAI's float answers carry. */
+const VECTOR = Array.from({ length: EMBEDDING_DIMENSIONS }, (_, i) => Number((Math.sin(i + 1) / 20).toFixed(9)));
+/** Embeddings answers by input count, each built once. */
+const embeddingAnswers = new Map<number, Buffer>();
+
+function embeddingsAnswer(body: Record<string, unknown>): Buffer {
+  const input = body["input"];
+  const count = Array.isArray(input) && input.length > 0 && typeof input[0] !== "number" ? input.length : 1;
+  let answer = embeddingAnswers.get(count);
+  if (answer === undefined) {
+    const data = Array.from({ length: count }, (_, index) => ({ object: "embedding", index, embedding: VECTOR }));
+    answer = Buffer.from(JSON.stringify({ object: "list", data, model: "text-embedding-3-small", usage: { prompt_tokens: 8 * count, total_tokens: 8 * count } }));
+    embeddingAnswers.set(count, answer);
+  }
+  return answer;
+}
+
 const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
   if (req.method === "GET" && req.url === "/v1/models") {
     req.resume();
@@ -107,7 +127,7 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
     res.end(MODELS);
     return;
   }
-  if (req.method !== "POST" || req.url !== "/v1/chat/completions") {
+  if (req.method !== "POST" || (req.url !== "/v1/chat/completions" && req.url !== "/v1/embeddings")) {
     req.resume();
     fail(res, 404, `no route ${req.method} ${req.url}`);
     return;
@@ -120,6 +140,12 @@ const server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
       body = JSON.parse(Buffer.concat(parts).toString("utf8")) as Record<string, unknown>;
     } catch {
       fail(res, 400, "body is not JSON");
+      return;
+    }
+    if (req.url === "/v1/embeddings") {
+      const answer = embeddingsAnswer(body);
+      res.writeHead(200, { "content-type": "application/json", "content-length": answer.length });
+      res.end(answer);
       return;
     }
     if (body["stream"] !== true) {
