@@ -52,6 +52,9 @@ import { loadSettings, seedStore, type SeedChanges, type SeedInput } from "./ser
 import { announceKeyBackoff, configChangeHandlers } from "./services/cluster-sync.js";
 import { NodeStatePublisher } from "./services/mcp-node-states.js";
 import { reloadSeededConfig } from "./services/config-reload.js";
+import { guardrailsFromFile } from "./services/guardrails/guardrail-file.js";
+import { loadGuardrails } from "./services/guardrails/guardrail-records.js";
+import { GuardrailSet } from "./guardrails/guardrail-set.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { PricingSync, type PricingSettings } from "./routing/pricing-sync.js";
@@ -115,6 +118,8 @@ export interface AppOptions {
   pricingTiming?: { retryDelaysMs?: readonly number[]; tickMs?: number; maxBytes?: number; timeoutMs?: number };
   /** Single sign-on and IdP bearer tokens (the config file's `sso`); absent: off. */
   sso?: SsoSettings;
+  /** Guardrails declared in the config file (`guardrails`), REST JSON, already checked as far as the store is not needed. */
+  guardrails?: Record<string, unknown>[];
 }
 
 /** A running gateway. */
@@ -126,6 +131,8 @@ export interface App {
   readonly logger: Logger;
   readonly runtime: McpRuntime;
   readonly metrics: Metrics;
+  /** The guardrails in memory, as the request path reads them. */
+  readonly guardrails: GuardrailSet;
   /**
    * Applies a re-read config file as a restart would: changed sections seed the store and the running
    * gateway takes them up. Throws, changing nothing, when an entry breaks a rule.
@@ -221,6 +228,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     });
     inference = state;
     await loadInference(store, state, logger);
+    const guardrails = new GuardrailSet();
+    await loadGuardrails(store, guardrails, logger);
     // Created before it registers, so the pricing sync can ask whether this node is the oldest live one.
     const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
     nodes = cluster;
@@ -267,7 +276,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await oauth2Store.load();
     await cluster.start();
     // Other nodes' admin writes and reloads reach this node's caches through the database.
-    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, pricing, ssoLogin, auth }) });
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, guardrails, pricing, ssoLogin, auth }) });
     changes = changeListener;
     const sharedLimits = (shared = startSharedLimits({
       store,
@@ -282,7 +291,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
     nodeStates = publisher;
     publisher.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, ...(options.tracing ? { tracing: options.tracing } : {}) };
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, guardrails, ...(options.tracing ? { tracing: options.tracing } : {}) };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -294,7 +303,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const complexity = options.complexity ? new ComplexityClassifier(options.complexity, state, { embedding: (...a) => observer.routingEmbedding(...a), failed: (...a) => observer.complexityFailed(...a) }) : undefined;
     // The examples are embedded in the background: a request that needs them before then waits for the same call.
     void complexity?.warmup();
-    const chat = createChatService({ inference: state, observer, settings, cache, idp, ...(complexity ? { complexity } : {}) });
+    const chat = createChatService({ inference: state, observer, settings, cache, idp, guardrails, ...(complexity ? { complexity } : {}) });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer, idp, ssoSession });
     const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });
@@ -348,7 +357,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
       // Judged by the policy read at start: a changed network.egress applies only at the next start.
       checkConfiguredDestinations(egress, next);
-      const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime });
+      const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime, guardrails });
       for (const name of changes.providers) void modelLists.refetch(name).catch((err: unknown) => logger.warn({ provider: name, err }, "could not store the provider's model list"));
       const authChanged = auth.reconfigure(nextAuth);
       pricing.reconfigure(next.pricing ?? NO_PRICING_URL);
@@ -375,6 +384,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       logger,
       runtime: mcpRuntime,
       metrics,
+      guardrails,
       reload(next) {
         // One reload at a time: each seeds the store in its own transaction against what the last one left.
         const run = reloading.then(() => reloadOnce(next));
@@ -486,6 +496,7 @@ function seedInputOf(options: Partial<AppOptions>): SeedInput {
     virtualKeys: inference.virtualKeys,
     routingRules: inference.routingRules ?? [],
     groups: inference.groups ?? { business_unit: [], customer: [], team: [] },
+    guardrails: options.guardrails ?? [],
   };
 }
 
@@ -500,6 +511,7 @@ function describeChanges(changes: SeedChanges, authChanged: boolean): Record<str
   if (changes.virtualKeyIds.length > 0) out["virtual_keys"] = changes.virtualKeyIds;
   if (changes.routingRuleIds.length > 0) out["routing_rules"] = changes.routingRuleIds;
   if (changes.groupIds.length > 0) out["groups"] = changes.groupIds;
+  if (changes.guardrailIds.length > 0) out["guardrails"] = changes.guardrailIds;
   if (authChanged) out["auth_config"] = true;
   return out;
 }
@@ -526,6 +538,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
     mcpClients: file.mcp.clientConfigs,
     ...(file.routing.complexity ? { complexity: file.routing.complexity } : {}),
     cache: { embedding: file.cache.embedding },
+    guardrails: guardrailsFromFile(file.guardrails),
     inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {
       business_unit: file.governance.businessUnits,
       customer: file.governance.customers,

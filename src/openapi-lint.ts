@@ -37,6 +37,7 @@ function servedServices(): ReturnType<typeof implementedServices> {
     pricing: unused("pricing"),
     modelLists: unused("modelLists"),
     cluster: unused("cluster"),
+    guardrails: unused("guardrails"),
   };
   return implementedServices(deps);
 }

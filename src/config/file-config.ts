@@ -10,6 +10,7 @@ import type { DescMessage } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GatewayError } from "../errors.js";
 import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js";
+import { GuardrailSchema } from "../../gen/gw/admin/v1/guardrail_pb.js";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { BusinessUnitSchema, CustomerSchema, RoutingRuleSchema, TeamSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
@@ -88,6 +89,9 @@ export type VirtualKeyFileConfig = { id: string; name: string } & EntityFileConf
 
 /** A routing rule, business unit, customer or team: the API's JSON, with `id` and `name` required (the file has no generated ids). */
 export type RoutingRuleFileConfig = { id: string; name: string } & EntityFileConfig;
+
+/** A guardrail: the API's JSON, with `id` and `name` required (the file has no generated ids). */
+export type GuardrailFileConfig = { id: string; name: string } & EntityFileConfig;
 
 /** The `governance` section. */
 export type GovernanceFileConfig = z.output<typeof governanceSchema>;
@@ -696,6 +700,8 @@ export const gatewayFileConfigSchema = strict({
   cache: section(cacheSchema),
   sso: ssoSchema,
   redis: section(redisSchema),
+  // Read as the API reads a guardrail; its own checks (CEL, settings, owners) run when the file is loaded and seeded.
+  guardrails: z.array(withIdAndName(GuardrailSchema) as z.ZodType<GuardrailFileConfig>).nullish(),
 })
   .superRefine(
     (f, ctx) => {
@@ -724,4 +730,5 @@ export const gatewayFileConfigSchema = strict({
     network: f.network,
     cache: f.cache,
     sso: f.sso,
+    guardrails: f.guardrails ?? [],
   }));

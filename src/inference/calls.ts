@@ -78,6 +78,8 @@ export type ChatOutcome = (
 ) & {
   /** How the response cache served the request; absent when caching was off for it (the `x-gw-cache` header). */
   cache?: CacheStatus;
+  /** `<name>=<verdict>,...` of every guardrail that looked (the `x-gw-guardrails` header); absent when none did. */
+  guardrails?: string;
 };
 
 /** What is known of a request refused before it could run: its body may be unreadable or invalid. */

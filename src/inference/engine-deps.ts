@@ -3,6 +3,7 @@
  * the runtime settings, and the optional features (absent when not configured).
  */
 import type { RuntimeSettings } from "../config/runtime-settings.js";
+import type { GuardrailSet } from "../guardrails/guardrail-set.js";
 import type { InferenceObserver } from "../telemetry/inference-observer.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { IdpBearers } from "./credential.js";
@@ -23,6 +24,8 @@ export interface ChatDeps {
   cache?: ResponseCache;
   /** Tells an IdP bearer token (the caller's user identity) from a virtual key; absent: SSO off. */
   idp?: IdpBearers;
+  /** The guardrails in memory; absent or empty: the guardrail stages return at once. */
+  guardrails?: GuardrailSet;
 }
 
 /** The deps plus what is derived from them once, not per request. */

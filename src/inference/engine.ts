@@ -3,8 +3,9 @@
  * entirely in memory (the database is never awaited here). A request runs through the stages in order, each
  * once, over one InferenceRequest:
  *
- *   admission (virtual key, hierarchy) -> route plan (complexity, rules, governance, balancing, affinity)
+ *   admission (virtual key, hierarchy) -> input guardrails -> route plan (complexity, rules, governance, balancing, affinity)
  *   -> cache plan -> limits (reservation) -> cache lookup -> attempts (targets, keys) -> accounting
+ *   -> output guardrails
  *
  * with telemetry hearing each step through the observer. The call's method only picks the adapter call and
  * the `method` metric label (Messages counts as chat), so every API shares one path.
@@ -27,6 +28,7 @@ import { engineOf, type ChatDeps, type Engine } from "./engine-deps.js";
 import { InferenceRequest, metricMethod, NO_ROUTE } from "./request-context.js";
 import { releaseUnspent, reserve } from "./reservation.js";
 import { classify, planRoute } from "./route-plan.js";
+import { guardInput, guardOutput } from "./guardrail-stage.js";
 import type { VirtualKey } from "../routing/types.js";
 
 /** Creates the inference service (chat, responses, messages and embeddings) over the in-memory inference state. */
@@ -45,6 +47,7 @@ async function complete(engine: Engine, call: ChatCall): Promise<ChatOutcome> {
   try {
     readCacheHeaders(req);
     admit(engine, req);
+    guardInput(engine, req);
     // Awaited only when a rule needs a tier: most requests need none, and an await is a turn of the microtask queue.
     const classifying = classify(engine, req);
     req.complexity = classifying instanceof Promise ? await classifying : classifying;
@@ -66,19 +69,21 @@ async function complete(engine: Engine, call: ChatCall): Promise<ChatOutcome> {
     req.trace?.routeCacheHit(cacheType);
     engine.observer.cacheHit(labels(req.virtualKey, req.route, { method: req.method, custom: req.custom, target: req.routed().primary, choice: null, fallbackIndex: 0, retried: false, trace: req.trace }), cacheType);
     releaseUnspent(engine, req);
-    return hitOutcome(hit);
+    return guardOutput(engine, req, hitOutcome(hit));
   }
   beginActive(engine, req);
+  let outcome: ChatOutcome;
   try {
-    const outcome = await attemptAll(engine, req);
+    outcome = await attemptAll(engine, req);
     if (outcome.kind === "json") endActive(engine, req);
-    return keepAnswer(engine, req, outcome);
   } catch (err) {
     endActive(engine, req);
     // No upstream answered: the request spends nothing beyond its count.
     releaseUnspent(engine, req);
     throw err;
   }
+  // Cached as the upstream answered: the output guardrails run on every answer, a replayed one too.
+  return guardOutput(engine, req, keepAnswer(engine, req, outcome));
 }
 
 /** Puts the caller's key and the route on the request's span. */

@@ -5,6 +5,7 @@
  */
 import type { RoutingDecision } from "../routing/governance-router.js";
 import type { ComplexityResult } from "../routing/complexity.js";
+import type { VerdictEntry } from "../guardrails/guardrail-run.js";
 import type { LevelOwner } from "../routing/hierarchy.js";
 import type { LimitHold } from "../routing/limit-gate.js";
 import type { VirtualKey } from "../routing/types.js";
@@ -34,7 +35,8 @@ export function metricMethod(method: ChatCall["method"]): InferenceMethod {
 
 /** One request on its way through the engine's stages. */
 export class InferenceRequest {
-  readonly call: ChatCall;
+  /** The call; the input guardrails replace it when they redact its body. */
+  call: ChatCall;
   /** performance.now() when the engine took the request. */
   readonly started: number;
   readonly method: InferenceMethod;
@@ -68,6 +70,8 @@ export class InferenceRequest {
   upstreamMs = 0;
   /** Whether the request still counts as active in the in-flight gauge. */
   active = false;
+  /** What each guardrail that looked at the request or its answer concluded. */
+  readonly guardrailVerdicts: VerdictEntry[] = [];
 
   constructor(call: ChatCall, started: number) {
     this.call = call;

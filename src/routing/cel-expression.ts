@@ -1,14 +1,15 @@
 /**
  * Routing-rule conditions in CEL: compiled once when a rule is saved (syntax, unknown variables, a result
- * that cannot be boolean), evaluated per request against variables built only when a rule exists.
+ * that cannot be boolean), evaluated per request against variables built only when a rule exists. Other
+ * conditions over the request (a guardrail's `when`) compile the same way over their own variable set.
  */
-import { CelScalar, celEnv, isCelError, mapType, parse, plan, type CelResult } from "@bufbuild/cel";
+import { CelScalar, celEnv, isCelError, mapType, parse, plan, type CelEnv, type CelResult, type CelType } from "@bufbuild/cel";
 import { invalidField } from "../errors.js";
 import { compileFastCondition, type CelNode } from "./cel-fast-path.js";
 import { guardOf, type RuleGuard } from "./cel-guard.js";
 
-/** The variables a condition may read, with their CEL types. */
-const VARIABLES = {
+/** The variables a routing-rule condition may read, with their CEL types. */
+export const RULE_VARIABLE_TYPES = {
   model: CelScalar.STRING,
   provider: CelScalar.STRING,
   request_type: CelScalar.STRING,
@@ -47,18 +48,19 @@ export interface RuleVariables {
 }
 
 /** The names a condition may use, for messages and the README. */
-export const RULE_VARIABLE_NAMES: readonly string[] = Object.keys(VARIABLES);
-
-const ENV = celEnv({ variables: VARIABLES });
+export const RULE_VARIABLE_NAMES: readonly string[] = Object.keys(RULE_VARIABLE_TYPES);
 
 /** A compiled condition: true, false, or an evaluation error (a missing header, say). */
-export interface RuleCondition {
-  (vars: RuleVariables): boolean | Error;
+export interface Condition<V> {
+  (vars: V): boolean | Error;
   /** The variables the expression reads, so costly ones are computed only when some rule needs them. */
   readonly reads: ReadonlySet<string>;
   /** A cheap necessary condition (a model or a header it needs), or null: a request it rules out skips the rule. */
   readonly guard: RuleGuard | null;
 }
+
+/** A compiled routing-rule condition. */
+export type RuleCondition = Condition<RuleVariables>;
 
 /** Values every variable takes when nothing is known, for the compile-time result check. */
 export const EMPTY_RULE_VARIABLES: Readonly<RuleVariables> = {
@@ -78,6 +80,21 @@ export const EMPTY_RULE_VARIABLES: Readonly<RuleVariables> = {
   request: 0,
   complexity_tier: "",
 };
+
+/** The variables a kind of condition may read: their CEL types, and the values they take when nothing is known. */
+export interface ConditionVariables<V> {
+  readonly types: Readonly<Record<string, CelType>>;
+  readonly names: readonly string[];
+  readonly empty: Readonly<V>;
+  readonly env: CelEnv;
+}
+
+/** A variable set for conditions whose values have the shape `V`. */
+export function conditionVariables<V>(types: Readonly<Record<string, CelType>>, empty: Readonly<V>): ConditionVariables<V> {
+  return { types, names: Object.keys(types), empty, env: celEnv({ variables: types }) };
+}
+
+const RULE_VARIABLES = conditionVariables<RuleVariables>(RULE_VARIABLE_TYPES, EMPTY_RULE_VARIABLES);
 
 /** Operators whose result is never boolean, so a condition made of one cannot match anything. */
 const NON_BOOLEAN_CALLS = new Set(["_+_", "_-_", "_*_", "_/_", "_%_", "-_", "size", "string", "int", "double", "uint"]);
@@ -126,7 +143,7 @@ function childrenOf(node: Node): { child: Node; binds: string[] }[] {
  * Refuses unknown variables and lowercases constant header names, so `headers["X-Tier"]` reads `x-tier`;
  * returns the variables the expression reads.
  */
-function checkAndNormalize(root: Node, source: string, positions: Record<string, number>, field: string): Set<string> {
+function checkAndNormalize(root: Node, source: string, positions: Record<string, number>, field: string, variables: ConditionVariables<unknown>): Set<string> {
   const reads = new Set<string>();
   const stack: { node: Node; bound: ReadonlySet<string> }[] = [{ node: root, bound: new Set() }];
   // A well-formed AST is a tree; the bound keeps a malformed one from looping forever.
@@ -135,9 +152,9 @@ function checkAndNormalize(root: Node, source: string, positions: Record<string,
     const kind = node.exprKind;
     if (kind.case === "identExpr") {
       const name = (kind.value as { name: string }).name;
-      if (!bound.has(name) && !(name in VARIABLES)) {
+      if (!bound.has(name) && !(name in variables.types)) {
         const at = positions[String(node.id)];
-        throw invalidField(field, `unknown variable "${name}"${at === undefined ? "" : ` at ${lineColumn(source, at)}`}; use one of: ${RULE_VARIABLE_NAMES.join(", ")}`);
+        throw invalidField(field, `unknown variable "${name}"${at === undefined ? "" : ` at ${lineColumn(source, at)}`}; use one of: ${variables.names.join(", ")}`);
       }
       if (!bound.has(name)) reads.add(name);
     }
@@ -162,7 +179,7 @@ function lowercaseHeaderName(call: { function: string; args: Node[] }): void {
 }
 
 /** Why the root of a condition can never be boolean, or null when it may be. */
-function nonBooleanRoot(root: Node): string | null {
+function nonBooleanRoot(root: Node, variables: ConditionVariables<unknown>): string | null {
   const kind = root.exprKind;
   if (kind.case === "constExpr") {
     const constant = (kind.value as { constantKind: { case: string | undefined } }).constantKind.case;
@@ -172,7 +189,7 @@ function nonBooleanRoot(root: Node): string | null {
   if (kind.case === "structExpr") return "is a map or message";
   if (kind.case === "identExpr") {
     const name = (kind.value as { name: string }).name;
-    return name in VARIABLES ? `is the variable "${name}", which is not boolean` : null;
+    return name in variables.types ? `is the variable "${name}", which is not boolean` : null;
   }
   if (kind.case === "callExpr") {
     const fn = (kind.value as { function: string }).function;
@@ -192,6 +209,11 @@ function asBoolean(result: CelResult): boolean | Error {
  * a syntax error with its line and column, an unknown variable, or a result that is not boolean.
  */
 export function compileCondition(expression: string, field: string, options: { fastPath?: boolean } = {}): RuleCondition {
+  return compileConditionOver(RULE_VARIABLES, expression, field, options);
+}
+
+/** compileCondition over another variable set. */
+export function compileConditionOver<V>(variables: ConditionVariables<V>, expression: string, field: string, options: { fastPath?: boolean } = {}): Condition<V> {
   if (expression.trim() === "") return Object.assign(() => true, { reads: new Set<string>(), guard: null });
   let parsed: ReturnType<typeof parse>;
   try {
@@ -204,19 +226,19 @@ export function compileCondition(expression: string, field: string, options: { f
   const root = parsed.expr as unknown as Node;
   const positions: Record<string, number> = {};
   for (const [id, offset] of Object.entries(parsed.sourceInfo?.positions ?? {})) positions[id] = offset;
-  const reads = checkAndNormalize(root, expression, positions, field);
-  const why = nonBooleanRoot(root);
+  const reads = checkAndNormalize(root, expression, positions, field, variables);
+  const why = nonBooleanRoot(root, variables);
   if (why !== null) throw invalidField(field, `must be a boolean expression, but ${why}`);
-  const run = plan(ENV, parsed);
+  const run = plan(variables.env, parsed);
   // With every variable empty, a result that is neither boolean nor an error proves the type wrong.
-  const dry = run(EMPTY_RULE_VARIABLES as never);
+  const dry = run(variables.empty as never);
   if (!isCelError(dry) && typeof dry !== "boolean") throw invalidField(field, `must be a boolean expression, but it returns a ${typeof dry === "bigint" ? "int" : typeof dry}`);
   // `fastPath: false` keeps every evaluation on the planner: the reference the fast path is tested against.
   const fast = options.fastPath === false ? null : compileFastCondition(root);
   // Header names are lowercase by now (checkAndNormalize), as the request's are.
   const guard = options.fastPath === false ? null : guardOf(root);
-  if (fast === null) return Object.assign((vars: RuleVariables) => asBoolean(run(vars as never)), { reads, guard });
-  const evaluate = (vars: RuleVariables): boolean | Error => {
+  if (fast === null) return Object.assign((vars: V) => asBoolean(run(vars as never)), { reads, guard });
+  const evaluate = (vars: V): boolean | Error => {
     const result = fast(vars as unknown as Readonly<Record<string, unknown>>);
     if (result === true || result === false || result instanceof Error) return result;
     return asBoolean(run(vars as never));

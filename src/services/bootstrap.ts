@@ -20,7 +20,7 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { GovernanceGroupRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { GovernanceGroupRecord, GuardrailRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
@@ -30,6 +30,9 @@ import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "../config/wire-fields.js";
 import { SETTING_CLIENT, SETTING_LOAD_BALANCER, SETTING_TOOL_MANAGER, saveSetting } from "./settings-service.js";
+import { guardrailFilePath } from "./guardrails/guardrail-file.js";
+import { guardrailFromJson, parseGuardrail } from "./guardrails/guardrail-input.js";
+import { assignGuardrail, resolveGuardrailReferences } from "./guardrails/guardrail-records.js";
 
 /** What the config file declares that seeds the store; absent settings seed the defaults. */
 export interface SeedInput {
@@ -44,6 +47,8 @@ export interface SeedInput {
   routingRules: readonly Wire[];
   /** governance.business_units, customers and teams; seeded before the keys that name them. */
   groups: FileGroups;
+  /** `guardrails` as REST JSON; seeded last, after every owner and provider they may name. */
+  guardrails?: readonly Wire[];
 }
 
 /** What one seeding wrote: the sections whose file entry changed since it was last applied. */
@@ -56,6 +61,7 @@ export interface SeedChanges {
   virtualKeyIds: string[];
   routingRuleIds: string[];
   groupIds: string[];
+  guardrailIds: string[];
 }
 
 /** A log line held back until the transaction that it reports has committed. */
@@ -119,6 +125,7 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
     groupIds: await seedGroups(em, input.groups, notes),
     virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
     routingRuleIds: await seedRoutingRules(em, input.routingRules, notes),
+    guardrailIds: await seedGuardrails(em, input.guardrails ?? [], notes),
   }));
   // Without a file the defaults are written once, which is nothing to report.
   if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
@@ -274,6 +281,24 @@ async function seedGroups(em: EntityManager, groups: FileGroups, notes: Note[]):
       const entry = { seedKey: `${kind}:${parsed.fields.id}`, fileValue: wire, existing, apply, what: kind.replace("_", " "), fields: { id: parsed.fields.id, kind } };
       if (await seedEntity(em, notes, entry)) written.push(parsed.fields.id);
     }
+  }
+  return written;
+}
+
+/** Creates or updates the guardrails the config file declares; returns the ids written. */
+async function seedGuardrails(em: EntityManager, guardrails: readonly Wire[], notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
+  for (const [index, wire] of guardrails.entries()) {
+    const path = guardrailFilePath(index);
+    const at = (field: string): string => `${path}.${field}`;
+    const msg = guardrailFromJson(wire, path);
+    const existing = await em.findOne(GuardrailRecord, { id: msg.id });
+    const apply = async (): Promise<void> => {
+      const parsed = parseGuardrail(msg, at, existing?.secretHeaders ?? null);
+      assignGuardrail(em, existing, await resolveGuardrailReferences(em, parsed, at), "config");
+    };
+    const entry = { seedKey: `guardrail:${msg.id}`, fileValue: wire, existing, apply, what: "guardrail", fields: { guardrail_id: msg.id } };
+    if (await seedEntity(em, notes, entry)) written.push(msg.id);
   }
   return written;
 }

@@ -15,6 +15,7 @@ import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
+import { loadGuardrails } from "./guardrails/guardrail-records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
@@ -91,6 +92,9 @@ export async function applyConfigChange(change: ConfigChange, target: ClusterSyn
     case "routing_rule":
       await loadRoutingRules(store, inference, logger);
       break;
+    case "guardrail":
+      await loadGuardrails(store, target.guardrails, logger);
+      break;
     case "governance_group":
       if (change.op === "delete") for (const level of GROUP_LEVELS) inference.hierarchy.remove(level, change.id);
       await loadGroups(store, inference, logger);
@@ -151,6 +155,7 @@ export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> 
   for (const id of inference.virtualKeys.ids()) if (!keys.includes(id)) inference.removeVirtualKey(id);
   await reloadInference(store, inference, logger, { providers, virtualKeys: keys });
   await loadRoutingRules(store, inference, logger);
+  await loadGuardrails(store, target.guardrails, logger);
   const clients = (await em.find(McpClientRecord, {}, { fields: ["id"] })).map((rec) => rec.id);
   for (const id of runtime.clientIds()) {
     if (!clients.includes(id)) await applyConfigChange({ entity: "mcp_client", id, op: "delete" }, target);

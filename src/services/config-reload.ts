@@ -8,6 +8,8 @@ import type { Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { readSettings, seedStore, type SeedChanges, type SeedInput } from "./bootstrap.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
+import { loadGuardrails } from "./guardrails/guardrail-records.js";
+import type { GuardrailSet } from "../guardrails/guardrail-set.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
 import type { InferenceState } from "../inference/state.js";
@@ -19,6 +21,8 @@ export interface ReloadTarget {
   settings: RuntimeSettings;
   inference: InferenceState;
   runtime: McpRuntime;
+  /** The guardrails the request path reads. */
+  guardrails: GuardrailSet;
 }
 
 /** Seeds the store from the re-read file and applies what changed to the running gateway; a bad entry throws before anything changes. */
@@ -33,6 +37,7 @@ export async function reloadSeededConfig(input: SeedInput, target: ReloadTarget)
   if (changes.groupIds.length > 0) await loadGroups(store, inference, logger);
   await reloadInference(store, inference, logger, { providers: changes.providers, virtualKeys: changes.virtualKeyIds });
   if (changes.routingRuleIds.length > 0) await loadRoutingRules(store, inference, logger);
+  if (changes.guardrailIds.length > 0) await loadGuardrails(store, target.guardrails, logger);
   // Clients before keys: a key's credentials are checked against the clients it names.
   await runtime.reload(changes.mcpClients.map((client) => client.id));
   const keyChanged = virtualKeyChangedHook({ runtime, inference });

@@ -46,6 +46,9 @@ import type { OAuth2Store } from "./oauth2/oauth2-store.js";
 import { OAuth2SessionService } from "../../gen/gw/admin/v1/oauth2_pb.js";
 import { ClusterService } from "../../gen/gw/admin/v1/cluster_pb.js";
 import { createClusterService } from "./cluster-service.js";
+import { GuardrailService } from "../../gen/gw/admin/v1/guardrail_pb.js";
+import { createGuardrailService } from "./guardrail-service.js";
+import type { GuardrailSet } from "../guardrails/guardrail-set.js";
 
 /** Everything the services need. */
 export interface ServiceDeps {
@@ -74,6 +77,8 @@ export interface ServiceDeps {
   ssoLogin?: SsoLogin;
   /** The trace export this node started with; absent: tracing off. */
   tracing?: OtlpTracingOptions;
+  /** The guardrails in memory, which the request path reads. */
+  guardrails: GuardrailSet;
 }
 
 /** Registers the implemented services. */
@@ -90,6 +95,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(PricingService, createPricingService(deps));
   router.service(OAuth2SessionService, createOAuth2SessionService(deps));
   router.service(ClusterService, createClusterService(deps));
+  router.service(GuardrailService, createGuardrailService(deps));
 }
 
 /**

@@ -26,6 +26,7 @@ import { Migration20261126184055_shared_counter } from "./migrations/Migration20
 import { Migration20261126190000_usage_minute } from "./migrations/Migration20261126190000_usage_minute.js";
 import { Migration20261126200000_provider_key_backoff } from "./migrations/Migration20261126200000_provider_key_backoff.js";
 import { Migration20261203100000_admin_session_notify } from "./migrations/Migration20261203100000_admin_session_notify.js";
+import { Migration20261203125555_guardrail } from "./migrations/Migration20261203125555_guardrail.js";
 
 /**
  * The migrations in the order they apply; each name is its file name without the extension, as stored in
@@ -54,4 +55,5 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126190000_usage_minute", class: Migration20261126190000_usage_minute },
   { name: "Migration20261126200000_provider_key_backoff", class: Migration20261126200000_provider_key_backoff },
   { name: "Migration20261203100000_admin_session_notify", class: Migration20261203100000_admin_session_notify },
+  { name: "Migration20261203125555_guardrail", class: Migration20261203125555_guardrail },
 ];

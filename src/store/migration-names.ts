@@ -25,4 +25,5 @@ export const MIGRATION_NAMES: readonly string[] = [
   "Migration20261126190000_usage_minute",
   "Migration20261126200000_provider_key_backoff",
   "Migration20261203100000_admin_session_notify",
+  "Migration20261203125555_guardrail",
 ];

@@ -1,9 +1,10 @@
 /**
  * The web dashboard in headless Chromium against a real gateway with admin auth on, the mock OpenAI
  * upstream and mock MCP servers: serving and caching, the size budget, sign-in, an MCP client turning
- * healthy, a virtual key's value shown once, a routing rule refused for bad CEL then saved, a per-user
- * credential flow finished and listed, the overview moving with traffic, and every route checked with
- * axe-core at desktop and phone widths (screenshots in test-artifacts/dashboard).
+ * healthy, a virtual key's value shown once, a routing rule refused for bad CEL then saved, a guardrail
+ * refused for a bad pattern then saved and edited, a per-user credential flow finished and listed, the
+ * overview moving with traffic, and every route checked with axe-core at desktop and phone widths
+ * (screenshots in test-artifacts/dashboard).
  */
 import assert from "node:assert/strict";
 import { mkdir } from "node:fs/promises";
@@ -43,6 +44,7 @@ const ROUTES = [
   ["virtual-keys", "Virtual keys"],
   ["providers", "Providers & models"],
   ["routing-rules", "Routing rules"],
+  ["guardrails", "Guardrails"],
   ["teams", "Teams & customers"],
   ["load-balancer", "Load balancer"],
   ["settings", "Settings"],
@@ -241,6 +243,38 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     await page.getByLabel("CEL expression").fill('model == "gpt-4o"');
     await page.getByRole("button", { name: "Save rule" }).click();
     await page.getByRole("cell", { name: /mini-first/ }).waitFor(WAIT);
+  });
+
+  test("a guardrail with a pattern that does not compile is refused with the server's message, then saved once fixed", async () => {
+    await openRoute("Guardrails");
+    await page.getByRole("button", { name: "Add guardrail" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("no order ids");
+    await page.getByLabel("Check", { exact: true }).selectOption({ label: "regex" });
+    await page.getByLabel("Patterns, one per line").fill("(ORD-");
+    await page.getByRole("button", { name: "Save guardrail" }).click();
+    await page.getByRole("alert").waitFor(WAIT);
+    assert.match((await page.getByRole("alert").textContent()) ?? "", /check\.regex\.patterns\[0\]/);
+    assert.equal((await api(app, "GET", "/api/guardrails", undefined, await adminHeaders())).body.count, 0);
+    await page.getByLabel("Patterns, one per line").fill("ORD-\\d{6}");
+    await page.getByLabel("Action", { exact: true }).selectOption({ label: "redact" });
+    await page.getByRole("button", { name: "Save guardrail" }).click();
+    await page.getByRole("cell", { name: /no order ids/ }).waitFor(WAIT);
+    const [saved] = (await api(app, "GET", "/api/guardrails", undefined, await adminHeaders())).body.guardrails;
+    assert.deepEqual([saved.check, saved.action, saved.redaction.strategy], [{ type: "regex", regex: { patterns: ["ORD-\\d{6}"], case_insensitive: false } }, "redact", "replace"]);
+  });
+
+  test("a guardrail edited in its row keeps what the form did not change, and the open editor passes axe-core", async () => {
+    await openRoute("Guardrails");
+    await page.getByRole("button", { name: "Edit" }).click();
+    await page.getByLabel("Sampling rate").fill("0.5");
+    const result = await new AxeBuilder({ page }).analyze();
+    const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+    assert.deepEqual(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`), []);
+    await page.getByRole("button", { name: "Save guardrail" }).click();
+    await page.getByRole("button", { name: "Edit" }).waitFor(WAIT);
+    const [saved] = (await api(app, "GET", "/api/guardrails", undefined, await adminHeaders())).body.guardrails;
+    assert.equal(saved.sampling_rate, 0.5);
+    assert.deepEqual(saved.check.regex.patterns, ["ORD-\\d{6}"]);
   });
 
   test("a per-user credential flow finished on its page shows in MCP sessions", async () => {

@@ -85,6 +85,7 @@ describe("defaults", () => {
       network: { egress: { allow: [], deny: [] } },
       cache: { embedding: null },
       sso: { issuer: "", clientId: "", clientSecret: "", scopes: ["openid", "email", "profile"], adminEmails: [], adminGroupClaim: "groups", adminGroups: [] },
+      guardrails: [],
     };
     assert.deepEqual(parseConfig({}, {}), expected);
   });

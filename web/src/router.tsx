@@ -12,6 +12,7 @@ export const PAGES = [
   { path: "/virtual-keys", label: "Virtual keys", component: lazyRouteComponent(() => import("./routes/virtual-keys"), "VirtualKeysPage") },
   { path: "/providers", label: "Providers & models", component: lazyRouteComponent(() => import("./routes/providers"), "ProvidersPage") },
   { path: "/routing-rules", label: "Routing rules", component: lazyRouteComponent(() => import("./routes/routing-rules"), "RoutingRulesPage") },
+  { path: "/guardrails", label: "Guardrails", component: lazyRouteComponent(() => import("./routes/guardrails"), "GuardrailsPage") },
   { path: "/teams", label: "Teams & customers", component: lazyRouteComponent(() => import("./routes/teams"), "TeamsPage") },
   { path: "/load-balancer", label: "Load balancer", component: lazyRouteComponent(() => import("./routes/load-balancer"), "LoadBalancerPage") },
   { path: "/settings", label: "Settings", component: lazyRouteComponent(() => import("./routes/settings"), "SettingsPage") },

@@ -6,6 +6,7 @@
  * overloaded_error when the gateway or the upstream is at capacity).
  */
 import { httpStatusOf, type GatewayError } from "../../errors.js";
+import { GuardrailBlockedError } from "../../guardrails/guardrail-blocked.js";
 import type { JsonObject } from "../../providers/types.js";
 import { v1Error } from "../v1/chat-completions.js";
 
@@ -22,6 +23,8 @@ function anthropicType(status: number): string {
 
 /** The Anthropic envelope of `err` and its status. */
 export function anthropicErrorBody(err: GatewayError): { status: number; body: JsonObject } {
+  // A guardrail's block keeps Anthropic's envelope with the guardrail named beside the message.
+  if (err instanceof GuardrailBlockedError) return { status: httpStatusOf(err), body: { type: "error", error: err.toJson() as JsonObject } };
   const status = httpStatusOf(v1Error(err));
   return { status, body: { type: "error", error: { type: anthropicType(status), message: err.message } } };
 }

@@ -11,7 +11,8 @@ import { RequestAbort } from "../../cancellation.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { ChatRequest, ChunkStream, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
-import { asGatewayError, type CallMethod, type ChatCall, type ChatService, type MethodBody } from "../../inference/calls.js";
+import { GuardrailBlockedError } from "../../guardrails/guardrail-blocked.js";
+import { asGatewayError, type CallMethod, type ChatCall, type ChatOutcome, type ChatService, type MethodBody } from "../../inference/calls.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { rawTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";
@@ -45,6 +46,7 @@ export function v1Error(err: GatewayError): GatewayError {
 /** The OpenAI error envelope of `err` and its status. */
 export function v1ErrorBody(err: GatewayError): { status: number; body: JsonObject } {
   const status = httpStatusOf(err);
+  if (err instanceof GuardrailBlockedError) return { status, body: { error: err.toJson() as JsonObject } };
   return {
     status,
     body: { error: { message: err.message, type: v1Type(err, status), param: err.field ?? null, code: err.code } },
@@ -169,6 +171,15 @@ async function writeStream(res: Res, chunks: ChunkStream, framing: SseFraming, e
   writer.end(framing.end);
 }
 
+/** The headers that say how the answer was made: `x-gw-cache` when the cache was asked, `x-gw-guardrails` when a guardrail looked. */
+function answerHeaders(outcome: ChatOutcome): Readonly<Record<string, string>> {
+  if (outcome.cache === undefined && outcome.guardrails === undefined) return NO_HEADERS;
+  const headers: Record<string, string> = {};
+  if (outcome.cache !== undefined) headers["x-gw-cache"] = outcome.cache;
+  if (outcome.guardrails !== undefined) headers["x-gw-guardrails"] = outcome.guardrails;
+  return headers;
+}
+
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
 export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
   const errorBody = endpoint.errorBody ?? v1ErrorBody;
@@ -191,7 +202,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       const chatCall = { method: call.method, body: call.body, rawBody: body.text, textChunks: endpoint.textChunks === true, headers: req.headers, url: req.url, signal: abort, scope } as ChatCall;
       const outcome = await opts.chat.complete(chatCall);
       // Tells the caller whether the response cache answered (hit-direct, hit-semantic) or stored (miss).
-      const headers: Readonly<Record<string, string>> = outcome.cache === undefined ? NO_HEADERS : { "x-gw-cache": outcome.cache };
+      const headers = answerHeaders(outcome);
       if (outcome.kind === "json") {
         if (outcome.raw !== undefined) sendJsonText(res, 200, outcome.raw, headers);
         else sendJson(res, 200, outcome.body, headers);
@@ -206,7 +217,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       if (!running) opts.chat.refuse({ method: endpoint.method, model: json?.["model"], headers: req.headers, ...(scope ? { scope } : {}) }, v1Error(error));
       const { status, body } = errorBody(error);
       if (res.headersSent) res.end();
-      else sendJson(res, status, body);
+      else sendJson(res, status, body, error instanceof GuardrailBlockedError ? { "x-gw-guardrails": error.verdicts } : NO_HEADERS);
       // A body over the limit is still on the wire, unread.
       if (status === 413) dropRefusedBody(req, res);
     }

@@ -2,6 +2,7 @@
 import { AdminSessionSchema } from "./admin-session-record.js";
 import { GatewayNodeSchema } from "./gateway-node-record.js";
 import { GovernanceGroupSchema } from "./governance-group-record.js";
+import { GuardrailSchema } from "./guardrail-record.js";
 import { KeyCheckSchema } from "./key-check-record.js";
 import { LevelUsageSchema } from "./level-usage-record.js";
 import { McpClientSchema } from "./mcp-client-record.js";
@@ -24,6 +25,7 @@ import { VirtualKeySchema } from "./virtual-key-record.js";
 export * from "./admin-session-record.js";
 export * from "./gateway-node-record.js";
 export * from "./governance-group-record.js";
+export * from "./guardrail-record.js";
 export * from "./key-check-record.js";
 export * from "./level-usage-record.js";
 export * from "./mcp-client-record.js";
@@ -44,4 +46,4 @@ export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema, UsageMinuteSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema, UsageMinuteSchema, GuardrailSchema];

@@ -1,0 +1,67 @@
+/**
+ * Runs the official MCP conformance server suite (every active scenario) against the conformance-shaped
+ * upstream fixture, started here over streamable HTTP on 127.0.0.1 port 0, and exits with the suite's status.
+ *
+ *   node --import tsx test/conformance/run-server.ts [--url <url>] [--expected-failures <file>] [suite options]
+ *
+ * `--url` runs the suite against that endpoint instead of starting the fixture (e.g. the fixture served
+ * through the gateway at /mcp/<client>). `--expected-failures` and any other arguments (`--scenario ping`,
+ * `--suite all`, `--verbose`) go to the suite unchanged. The suite needs Node >= 22, which `node@22` brings.
+ */
+import { spawn } from "node:child_process";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { serveConformance, type ConformanceListener } from "../fixtures/conformance-upstream.js";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+/**
+ * The server command takes no --timeout of its own (each scenario bounds its own waits), so the whole run is
+ * bounded here instead, generously: npx may first have to fetch node@22 and the suite.
+ */
+const RUN_LIMIT_MS = 15 * 60_000;
+
+/** Takes `--name value` out of `args`, returning the value. */
+function takeOption(args: string[], name: string): string | undefined {
+  const at = args.indexOf(name);
+  if (at < 0) return undefined;
+  const value = args[at + 1];
+  if (value === undefined || value.startsWith("--")) throw new Error(`${name} needs a value`);
+  args.splice(at, 2);
+  return value;
+}
+
+const rest = process.argv.slice(2);
+const givenUrl = takeOption(rest, "--url");
+const expectedFailures = takeOption(rest, "--expected-failures");
+
+let fixture: ConformanceListener | undefined;
+if (givenUrl === undefined) fixture = await serveConformance("http", 0);
+const url = givenUrl ?? fixture?.url ?? "";
+
+const args = [
+  "-y", "-p", "node@22", "-p", "@modelcontextprotocol/conformance@0.1.16",
+  "conformance", "server", "--url", url,
+  ...(expectedFailures === undefined ? [] : ["--expected-failures", resolve(expectedFailures)]),
+  ...rest,
+];
+console.log(`conformance server suite against ${url}`);
+const code = await new Promise<number>((done) => {
+  // Its own process group, so that the limit below can end npx and the suite it started together.
+  const child = spawn("npx", args, { cwd: root, stdio: "inherit", detached: true });
+  const stopSuite = () => {
+    if (child.pid !== undefined && child.exitCode === null) process.kill(-child.pid, "SIGTERM");
+  };
+  const limit = setTimeout(() => {
+    console.error(`the suite did not finish within ${RUN_LIMIT_MS / 60_000} minutes; stopping it`);
+    stopSuite();
+  }, RUN_LIMIT_MS);
+  // A terminal's Ctrl-C reaches only the foreground group, which the suite has left: pass it on.
+  process.once("SIGINT", stopSuite);
+  process.once("SIGTERM", stopSuite);
+  child.on("close", (status) => {
+    clearTimeout(limit);
+    done(status ?? 1);
+  });
+});
+await fixture?.close();
+process.exit(code);
