@@ -27,6 +27,7 @@ export function resolveKey(engine: Engine, headers: IncomingHttpHeaders): Virtua
 export function admit(engine: Engine, req: InferenceRequest): void {
   const virtualKey = resolveKey(engine, req.call.headers);
   req.virtualKey = virtualKey;
+  req.keyPlan = engine.keyPlans.of(virtualKey);
   if (virtualKey !== null && virtualKey.isActive) {
     const over = engine.inference.hierarchy.exceeded(virtualKey);
     if (over !== null) throw levelError(over);

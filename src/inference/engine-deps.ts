@@ -8,6 +8,7 @@ import type { InferenceObserver } from "../telemetry/inference-observer.js";
 import type { ComplexityClassifier } from "./complexity-classifier.js";
 import type { IdpBearers } from "./credential.js";
 import { HeaderForwarding } from "./forwarded-headers.js";
+import { KeyPlans } from "./key-plans.js";
 import type { ResponseCache } from "./response-cache.js";
 import { RoutingLogRecords } from "./rule-variables.js";
 import type { Inference } from "./state.js";
@@ -34,11 +35,13 @@ export interface Engine extends ChatDeps {
   forwarding: HeaderForwarding;
   /** Builds the routing log's records. */
   readonly routingLogRecords: RoutingLogRecords;
+  /** What each virtual key's requests share, built once per key and configuration. */
+  readonly keyPlans: KeyPlans;
 }
 
 /** The engine's shared parts over `deps`, kept current with the settings. */
 export function engineOf(deps: ChatDeps): Engine {
-  const engine: Engine = { ...deps, forwarding: new HeaderForwarding(deps.settings.client.allowedHeaders), routingLogRecords: new RoutingLogRecords() };
+  const engine: Engine = { ...deps, forwarding: new HeaderForwarding(deps.settings.client.allowedHeaders), routingLogRecords: new RoutingLogRecords(), keyPlans: new KeyPlans(deps.inference.hierarchy) };
   deps.settings.onChange((settings) => {
     engine.forwarding = new HeaderForwarding(settings.client.allowedHeaders);
   });

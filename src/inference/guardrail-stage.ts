@@ -24,9 +24,8 @@ function apiOf(req: InferenceRequest): ContentApi {
 function applicable(engine: Engine, req: InferenceRequest, stage: GuardrailStage): readonly GuardrailDefinition[] {
   const snapshot = engine.guardrails?.snapshot;
   if (snapshot === undefined || !snapshot.hasStage(stage)) return [];
-  const { virtualKey } = req;
-  const members = virtualKey === null ? null : engine.inference.hierarchy.membership(virtualKey);
-  return snapshot.applicable(stage, { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "", mcpClientId: "" });
+  const { subject } = req.keyPlan;
+  return snapshot.applicable(stage, { virtualKeyId: subject.virtualKeyId, teamId: subject.teamId, customerId: subject.customerId, mcpClientId: "" });
 }
 
 function variables(engine: Engine, req: InferenceRequest, stage: GuardrailStage): () => GuardrailVariables {

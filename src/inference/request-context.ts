@@ -6,6 +6,7 @@
 import type { RoutingDecision } from "../routing/governance-router.js";
 import type { ComplexityResult } from "../routing/complexity.js";
 import type { VerdictEntry } from "../guardrails/guardrail-run.js";
+import { KEYLESS_PLAN, type KeyPlan } from "./key-plans.js";
 import type { LevelOwner } from "../routing/hierarchy.js";
 import type { LimitHold } from "../routing/limit-gate.js";
 import type { VirtualKey } from "../routing/types.js";
@@ -48,6 +49,8 @@ export class InferenceRequest {
   readonly sessionId: string;
   /** The caller's virtual key (admission); null without one. */
   virtualKey: VirtualKey | null = null;
+  /** What the key's requests share: its team, customer and scoping subject (admission). */
+  keyPlan: KeyPlan = KEYLESS_PLAN;
   /** The complexity tier, when a routing rule in scope reads it (route plan). */
   complexity: ComplexityResult | null = null;
   /** The targets to try (route plan); null until routed. */

@@ -6,7 +6,6 @@
 import { balanceDirections } from "../routing/adaptive-directions.js";
 import type { ComplexityResult } from "../routing/complexity.js";
 import { providerConfigOf, routeRequest, type RoutingDecision, type RoutingRequest, type RulesInput } from "../routing/governance-router.js";
-import type { LevelOwner } from "../routing/hierarchy.js";
 import { parseModelName } from "../routing/model-name.js";
 import type { RuleSubject } from "../routing/routing-rules.js";
 import { moveToFront } from "../routing/session-affinity.js";
@@ -15,29 +14,13 @@ import type { Engine } from "./engine-deps.js";
 import type { InferenceRequest } from "./request-context.js";
 import { ruleVariables, sentHeaderNames } from "./rule-variables.js";
 
-/** The team and customer above a key, looked up once per request. */
-interface Members {
-  team: LevelOwner | null;
-  customer: LevelOwner | null;
-}
-
-const NO_MEMBERS: Members = { team: null, customer: null };
-
-function membersOf(engine: Engine, virtualKey: VirtualKey | null): Members {
-  return virtualKey === null ? NO_MEMBERS : engine.inference.hierarchy.membership(virtualKey);
-}
-
-function subjectOf(virtualKey: VirtualKey | null, members: Members): RuleSubject {
-  return { virtualKeyId: virtualKey?.id ?? "", teamId: members.team?.id ?? "", customerId: members.customer?.id ?? "" };
-}
-
 /**
  * The request's complexity tier when a routing rule in scope reads `complexity_tier` (null otherwise, and
  * then nothing is computed); `skipped` when `routing.complexity` is not configured.
  */
 export function classify(engine: Engine, req: InferenceRequest): Promise<ComplexityResult> | ComplexityResult | null {
   const rules = engine.inference.routingRules;
-  if (rules.isEmpty || !rules.needsComplexity(subjectOf(req.virtualKey, membersOf(engine, req.virtualKey)))) return null;
+  if (rules.isEmpty || !rules.needsComplexity(req.keyPlan.subject)) return null;
   if (engine.complexity === undefined) return { tier: "", mechanism: "skipped" };
   return engine.complexity.classify(req.call.body, req.sessionId, req.call.signal);
 }
@@ -46,15 +29,15 @@ export function classify(engine: Engine, req: InferenceRequest): Promise<Complex
 export function planRoute(engine: Engine, req: InferenceRequest): void {
   const { call, virtualKey } = req;
   const { inference } = engine;
-  const members = membersOf(engine, virtualKey);
+  const { keyPlan } = req;
   const rawFallbacks = call.body["fallbacks"];
   const request: RoutingRequest = { model: call.body.model, virtualKey, integration: call.method === "messages" ? "anthropic" : null };
   if (Array.isArray(rawFallbacks)) request.fallbacks = rawFallbacks.filter((f): f is string => typeof f === "string");
-  if (!inference.routingRules.isEmpty) request.rules = rulesOf(engine, req, subjectOf(virtualKey, members));
+  if (!inference.routingRules.isEmpty) request.rules = rulesOf(engine, req, keyPlan.subject);
   let decision = routeRequest(request, { catalog: inference.catalog, limits: inference.limits, random: inference.random });
   decision = withAffinity(engine, balance(engine, decision, virtualKey), req.sessionId, call.body.model);
   req.decision = decision;
-  req.route = { engines: decision.enginesUsed, rule: decision.rule, team: members.team, customer: members.customer, complexity: req.complexity };
+  req.route = { engines: decision.enginesUsed, rule: decision.rule, team: keyPlan.team, customer: keyPlan.customer, complexity: req.complexity };
 }
 
 function rulesOf(engine: Engine, req: InferenceRequest, subject: RuleSubject): RulesInput {

@@ -106,6 +106,8 @@ export class Hierarchy {
   /** Owners removed since the flusher last deleted their stored counters. */
   readonly #removed = new Set<string>();
   #revision = 0;
+  /** Bumped whenever an owner is added, changed or removed, so what is derived from membership can be rebuilt. */
+  #ownersVersion = 0;
 
   constructor(now: Clock = Date.now) {
     this.#now = now;
@@ -114,11 +116,18 @@ export class Hierarchy {
   /** Adds or replaces a business unit, customer or team (counters are kept). */
   put(owner: LevelOwner): void {
     this.#owners.set(key(owner.level, owner.id), owner);
+    this.#ownersVersion += 1;
+  }
+
+  /** Changes with every owner added, changed or removed. */
+  get ownersVersion(): number {
+    return this.#ownersVersion;
   }
 
   /** Removes an owner and its counters. */
   remove(level: Level, id: string): void {
     this.#owners.delete(key(level, id));
+    this.#ownersVersion += 1;
     // Stored counters go too, even when this node never counted any: another node may have.
     this.#removed.add(key(level, id));
     this.#counters.delete(key(level, id));
