@@ -25,7 +25,9 @@ export function resolveKey(engine: Engine, headers: IncomingHttpHeaders): Virtua
 
 /** Sets the request's virtual key and refuses it when a level above the key has used its limits. */
 export function admit(engine: Engine, req: InferenceRequest): void {
-  const virtualKey = resolveKey(engine, req.call.headers);
+  const { call } = req;
+  // Resolved once per request: agent mode has already looked the key up for its tools.
+  const virtualKey = call.virtualKey !== undefined ? call.virtualKey : resolveKey(engine, call.headers);
   req.virtualKey = virtualKey;
   req.keyPlan = engine.keyPlans.of(virtualKey);
   if (virtualKey !== null && virtualKey.isActive) {

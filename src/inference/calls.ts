@@ -15,6 +15,7 @@ import type {
   MessagesRequest,
   ResponsesRequest,
 } from "../providers/types.js";
+import type { VirtualKey } from "../routing/types.js";
 import type { RequestScope } from "../telemetry/request-scope.js";
 import { credentialFromHeaders, type IdpBearers } from "./credential.js";
 import type { CacheStatus } from "./response-cache.js";
@@ -61,6 +62,8 @@ export type ChatCall = MethodBody & {
   signal: RequestAbort | AbortSignal;
   /** What the HTTP layer read from the request (dimension values, origin); none outside an HTTP request. */
   scope?: RequestScope;
+  /** The caller's virtual key when the layer before already resolved it from these headers (agent mode). */
+  virtualKey?: VirtualKey | null;
 };
 
 /**

@@ -368,15 +368,17 @@ export function createAgentService(deps: AgentDeps): ChatService {
     return completeWithTools(call, available, include);
   }
 
-  async function completeWithTools(call: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
+  async function completeWithTools(sent: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
     let caller: ToolCaller;
     try {
-      caller = await resolveToolCaller(headerReader(call.headers), deps);
+      caller = await resolveToolCaller(headerReader(sent.headers), deps);
     } catch {
       // The inference service refuses the same key itself, and records the refusal in the metrics.
-      return chat.complete(call);
+      return chat.complete(sent);
     }
     const { key } = caller;
+    // The inference service takes the key as found here rather than looking it up again.
+    const call: ChatCall = { ...sent, virtualKey: key };
     const { tools: offered, codeMode } = toolsForCaller(available, { key, clients, tools });
     if (offered.length === 0) return chat.complete(call);
     const { tools: wireTools, injected } = injectTools(call.body, offered, wireOf(call));
