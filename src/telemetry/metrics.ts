@@ -11,83 +11,44 @@
  * counters and histograms restart from zero (Prometheus treats it like a process restart), while the two
  * state gauges (gw_active_requests, gw_provider_key_up) are kept outside prom-client and carry over.
  */
-import { Gauge, Registry, type Metric } from "prom-client";
-import { boundedCache } from "../bounded-cache.js";
+import type { Registry } from "prom-client";
 import { createProcessRegistry } from "./process-metrics.js";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
-import type { TraceIdSource } from "./tracing.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
-import { appendKey, CounterFamily, HistogramFamily, type Labels, type LabelSet } from "./metric-families.js";
+import { LabelMaker } from "./label-maker.js";
+import { appendKey, type Labels } from "./metric-families.js";
+import {
+  governanceValues,
+  type BaseLabels,
+  type CacheType,
+  type CustomLabelValues,
+  type GovernanceLabels,
+  type InferenceErrorType,
+  type InferenceMethod,
+  type McpErrorType,
+} from "./metric-labels.js";
+import { MetricSet } from "./metric-set.js";
+import { StateGauges, type RouteStateSample } from "./state-gauges.js";
 import { innerMap } from "./nested-map.js";
 
-/** Custom label -> value; labels not given are recorded as "". Defaults to the current request's dimensions. */
-export type CustomLabelValues = Readonly<Record<string, string>>;
-
-/**
- * The `method` base label: the kind of inference request. "responses" is a kind of its own,
- * so the Responses API can be told apart from chat completions on a dashboard.
- */
-export type InferenceMethod = "chat" | "text" | "embedding" | "speech" | "transcription" | "responses";
-
-/** Which response cache answered a request (the `cache_type` label). */
-export type CacheType = "direct" | "semantic";
-
-/** One entry of the comma-separated `routing_engine_used` label. */
-export type RoutingEngine = "routing-rule" | "governance" | "loadbalancing" | "model-catalog" | "core";
-export type ComplexityTier = "SIMPLE" | "MEDIUM" | "COMPLEX";
-export type ComplexityMechanism = "semantic" | "llm" | "session" | "skipped";
-/** error_type of gw_error_requests_total: the same vocabulary as the /v1 error envelope's `type`. */
-export type InferenceErrorType = `${"caller" | "policy" | "provider" | "gateway"}_${string}`;
-/** error_type of the MCP metric: empty on success. */
-export type McpErrorType = "" | "auth_required" | "_OTHER";
-
-/** The base label set of the upstream provider metrics; omitted strings are "" and fallbackIndex is 0. */
-export interface BaseLabels {
-  provider: string;
-  model: string;
-  method: InferenceMethod;
-  /** Empty when the request named no alias. */
-  alias?: string;
-  virtualKeyId?: string;
-  virtualKeyName?: string;
-  routingEngineUsed?: readonly RoutingEngine[];
-  routingRuleId?: string;
-  routingRuleName?: string;
-  complexityTier?: ComplexityTier | "";
-  complexityMechanism?: ComplexityMechanism | "";
-  selectedKeyId?: string;
-  selectedKeyName?: string;
-  /** 0 on the first attempt. */
-  fallbackIndex?: number;
-  /** Empty without governance. */
-  teamId?: string;
-  teamName?: string;
-  customerId?: string;
-  customerName?: string;
-  /** Only recorded when the Metrics were built with userLabelsEnabled. */
-  userId?: string;
-  userName?: string;
-  /** The request's dimension values for the custom labels (from its x-gw-dim-* headers); not a label itself. */
-  custom?: CustomLabelValues;
-  /** The request's span when it is traced, whose ids its log lines carry; not a label. */
-  logTrace?: TraceIdSource;
-}
+// The vocabulary the record* methods take, so a caller imports the facade's whole API from this module.
+export type {
+  BaseLabels,
+  CacheType,
+  ComplexityMechanism,
+  ComplexityTier,
+  CustomLabelValues,
+  GovernanceLabels,
+  InferenceErrorType,
+  InferenceMethod,
+  McpErrorType,
+  RoutingEngine,
+} from "./metric-labels.js";
+export type { RouteStateSample } from "./state-gauges.js";
 
 /** Custom label values of a record without a request (every custom label ""). */
 const NO_CUSTOM: CustomLabelValues = Object.freeze({});
-
-/** Governance labels of the MCP metric; omitted ones are "". */
-export interface GovernanceLabels {
-  virtualKeyId?: string;
-  virtualKeyName?: string;
-  teamId?: string;
-  teamName?: string;
-  customerId?: string;
-  customerName?: string;
-  businessUnitId?: string;
-  businessUnitName?: string;
-}
 
 /** One HTTP request as the transport saw it. */
 export interface HttpRequestSample {
@@ -131,399 +92,8 @@ export interface MetricsOptions {
   logger?: Logger;
 }
 
-const HTTP_LABELS = ["path", "method", "status"] as const;
-const BASE_LABELS = [
-  "provider", "model", "alias", "method", "virtual_key_id", "virtual_key_name", "routing_engine_used",
-  "routing_rule_id", "routing_rule_name", "complexity_tier", "complexity_mechanism", "selected_key_id",
-  "selected_key_name", "fallback_index", "team_id", "team_name", "customer_id", "customer_name",
-] as const;
-const USER_LABELS = ["user_id", "user_name"] as const;
-const GOVERNANCE_LABELS = [
-  "virtual_key_id", "virtual_key_name", "team_id", "team_name", "customer_id", "customer_name",
-  "business_unit_id", "business_unit_name",
-] as const;
-
-const SECONDS_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
-const BYTES_BUCKETS = [100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
-const MICROSECONDS_BUCKETS = [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000];
-const INTER_TOKEN_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1];
-const RETRY_BUCKETS = [0, 1, 2, 3, 5, 10];
-
-/**
- * Every metric the gateway feeds, registered in one registry with one custom label list. Families whose
- * feature does not exist yet (per-component overhead) are left out until it does: an always-empty
- * family would only mislead.
- */
-class MetricSet {
-  readonly registry = new Registry();
-  readonly httpRequests: CounterFamily;
-  readonly httpDuration: HistogramFamily;
-  readonly httpRequestSize: HistogramFamily;
-  readonly httpResponseSize: HistogramFamily;
-  readonly upstreamRequests: CounterFamily;
-  readonly successRequests: CounterFamily;
-  readonly errorRequests: CounterFamily;
-  readonly upstreamLatency: HistogramFamily;
-  readonly overheadLatency: HistogramFamily;
-  readonly inputTokens: CounterFamily;
-  readonly outputTokens: CounterFamily;
-  readonly cost: CounterFamily;
-  readonly cacheHits: CounterFamily;
-  readonly keyRotations: CounterFamily;
-  readonly retries: HistogramFamily;
-  readonly firstToken: HistogramFamily;
-  readonly interToken: HistogramFamily;
-  readonly mcpDuration: HistogramFamily;
-  readonly routingEmbeddingRequests: CounterFamily;
-  readonly routingEmbeddingCost: CounterFamily;
-
-  constructor(
-    readonly custom: readonly string[],
-    readonly userLabels: boolean,
-    state: StateGauges,
-  ) {
-    const registers = [this.registry];
-    const baseOnly = [...BASE_LABELS, ...(userLabels ? USER_LABELS : [])];
-    const base = [...baseOnly, ...custom];
-    const baseWith = (...extra: string[]): string[] => [...baseOnly, ...extra, ...custom];
-    const withCustom = (names: readonly string[]): string[] => [...names, ...custom];
-    // The Registry formats any object with name, help, type and get(); its typings only name prom-client's classes.
-    const register = <T extends CounterFamily | HistogramFamily>(family: T): T => {
-      this.registry.registerMetric(family as unknown as Metric);
-      return family;
-    };
-    const counter = (name: string, help: string, labelNames: string[]) => register(new CounterFamily(name, help, labelNames));
-    const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) =>
-      register(new HistogramFamily(name, help, labelNames, buckets));
-
-    this.httpRequests = counter("http_requests_total", "HTTP requests served, by route template, method and status.", withCustom(HTTP_LABELS));
-    this.httpDuration = histogram("http_request_duration_seconds", "Time to serve an HTTP request, in seconds.", withCustom(HTTP_LABELS), SECONDS_BUCKETS);
-    this.httpRequestSize = histogram("http_request_size_bytes", "HTTP request body size (Content-Length), in bytes.", withCustom(HTTP_LABELS), BYTES_BUCKETS);
-    this.httpResponseSize = histogram("http_response_size_bytes", "HTTP response body size, in bytes.", withCustom(HTTP_LABELS), BYTES_BUCKETS);
-    this.upstreamRequests = counter("gw_upstream_requests_total", "Inference requests, policy refusals included (they never reach a provider).", base);
-    this.successRequests = counter("gw_success_requests_total", "Inference requests that succeeded.", base);
-    this.errorRequests = counter("gw_error_requests_total", "Inference requests that failed, by status code and error type (caller_, policy_, provider_, gateway_).", baseWith("status_code", "error_type"));
-    this.upstreamLatency = histogram("gw_upstream_latency_seconds", "Upstream provider latency, in seconds.", baseWith("is_success"), SECONDS_BUCKETS);
-    this.overheadLatency = histogram("gw_overhead_latency_microseconds", "The gateway's own time per request excluding the upstream, in microseconds.", base, MICROSECONDS_BUCKETS);
-    this.inputTokens = counter("gw_input_tokens_total", "Input (prompt) tokens.", base);
-    this.outputTokens = counter("gw_output_tokens_total", "Output (completion) tokens.", base);
-    this.cost = counter("gw_cost_total", "Cost of inference requests, in USD.", base);
-    this.routingEmbeddingRequests = counter("gw_routing_embedding_requests_total", "Embedding calls made to compute complexity tiers, by phase (request or warmup).", withCustom(["provider", "model", "phase"]));
-    this.routingEmbeddingCost = counter("gw_routing_embedding_cost_total", "Cost of the embedding calls made to compute complexity tiers, in USD.", withCustom(["provider", "model", "phase"]));
-    this.cacheHits = counter("gw_cache_hits_total", "Inference requests answered from the response cache, by cache_type (direct or semantic).", baseWith("cache_type"));
-    new Gauge({
-      name: "gw_active_requests",
-      help: "Inference requests in flight.",
-      labelNames: withCustom(["method"]),
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, value } of state.active.values()) this.set(state.project(labels, ["method"], custom), value);
-      },
-    });
-    new Gauge({
-      name: "gw_provider_key_up",
-      help: "1 after the provider key's last request succeeded, 0 after it failed.",
-      labelNames: withCustom(["provider", "key_id", "key_name"]),
-      registers,
-      collect() {
-        this.reset();
-        for (const { labels, value } of state.keyUp.values()) this.set(state.project(labels, ["provider", "key_id", "key_name"], custom), value);
-      },
-    });
-    new Gauge({
-      name: "gw_route_state",
-      help: "1 for the state each provider route (key_id empty) and key route is in on this node, 0 for the other states.",
-      labelNames: withCustom(["provider", "key_id", "key_name", "state"]),
-      registers,
-      collect() {
-        this.reset();
-        const source = state.routeStates;
-        if (source === null) return;
-        for (const route of source()) {
-          for (const name of ROUTE_STATE_NAMES) {
-            const labels = { provider: route.provider, key_id: route.keyId, key_name: route.keyName, state: name };
-            this.set(state.project(labels, ["provider", "key_id", "key_name", "state"], custom), route.state === name ? 1 : 0);
-          }
-        }
-      },
-    });
-    this.keyRotations = counter("gw_key_rotation_events_total", "Provider key swaps after a 429, 401/403 or 402.", withCustom(["provider", "requested_model", "key_id", "key_name", "fail_reason"]));
-    this.retries = histogram("gw_request_retries", "Retries per inference request (observed once per request).", base, RETRY_BUCKETS);
-    this.firstToken = histogram("gw_stream_first_token_latency_seconds", "Time to the first streamed token, in seconds.", base, SECONDS_BUCKETS);
-    this.interToken = histogram("gw_stream_inter_token_latency_seconds", "Time between streamed tokens, in seconds.", base, INTER_TOKEN_BUCKETS);
-    this.mcpDuration = histogram(
-      "gw_mcp_client_operation_duration_seconds",
-      "MCP tool executions, in seconds; error_type is empty on success.",
-      withCustom(["mcp_client", "mcp_tool_name", "mcp_method", "error_type", ...GOVERNANCE_LABELS]),
-      SECONDS_BUCKETS,
-    );
-  }
-}
-
-/** One route as gw_route_state shows it. */
-export interface RouteStateSample {
-  provider: string;
-  /** "" for a provider route. */
-  keyId: string;
-  keyName: string;
-  state: string;
-}
-
-/** The states gw_route_state has a series for. */
-const ROUTE_STATE_NAMES = ["healthy", "degraded", "failed", "recovering"] as const;
-
-/** The state behind the two gauges, kept outside prom-client so it survives a registry rebuild. */
-class StateGauges {
-  /** label-key -> labels (own + custom) and the number in flight. */
-  readonly active = new Map<string, { labels: Labels; value: number }>();
-  readonly keyUp = new Map<string, { labels: Labels; value: number }>();
-  /** Reads the load balancer's routes at scrape time; none until the inference state registers it. */
-  routeStates: (() => Iterable<RouteStateSample>) | null = null;
-
-  constructor(private readonly cap: () => LabelCap) {}
-
-  /** The labels of `names` plus the current custom labels, capped. */
-  project(labels: Labels, names: readonly string[], custom: readonly string[]): Labels {
-    const out: Labels = {};
-    const cap = this.cap();
-    for (const name of names) out[name] = cap.admit(name, labels[name] ?? "");
-    for (const name of custom) out[name] = cap.admit(name, labels[name] ?? "");
-    return out;
-  }
-}
-
+/** A queued record; it is handed the families and label maker in effect when the queue is flushed. */
 type Op = (m: MetricSet, labels: LabelMaker) => void;
-
-/** Resolved label sets kept; beyond it the least recently used give way (values the cap admitted stay admitted). */
-const MAX_CACHED_LABEL_SETS = 10_000;
-
-/** Base label sets remembered by value, so traffic spread over a few keys or models resolves none of them again. */
-const RECENT_BASES = 8;
-
-/** A resolved base label set and the sets derived from it with extra labels (is_success, status_code, ...). */
-interface ResolvedBase {
-  set: LabelSet;
-  extras: Map<string, LabelSet>;
-  /** Sets with one extra label, by its name and value: looked up without building a key. */
-  single: Map<string, Map<string, LabelSet>>;
-}
-
-/** Whether two base label sources give the same label values (as baseValues reads them). */
-function sameBaseValues(a: BaseLabels, b: BaseLabels, userLabels: boolean): boolean {
-  return (
-    a.provider === b.provider &&
-    a.model === b.model &&
-    a.method === b.method &&
-    (a.alias ?? "") === (b.alias ?? "") &&
-    (a.virtualKeyId ?? "") === (b.virtualKeyId ?? "") &&
-    (a.virtualKeyName ?? "") === (b.virtualKeyName ?? "") &&
-    sameEngines(a.routingEngineUsed, b.routingEngineUsed) &&
-    (a.routingRuleId ?? "") === (b.routingRuleId ?? "") &&
-    (a.routingRuleName ?? "") === (b.routingRuleName ?? "") &&
-    (a.complexityTier ?? "") === (b.complexityTier ?? "") &&
-    (a.complexityMechanism ?? "") === (b.complexityMechanism ?? "") &&
-    (a.selectedKeyId ?? "") === (b.selectedKeyId ?? "") &&
-    (a.selectedKeyName ?? "") === (b.selectedKeyName ?? "") &&
-    (a.fallbackIndex ?? 0) === (b.fallbackIndex ?? 0) &&
-    (a.teamId ?? "") === (b.teamId ?? "") &&
-    (a.teamName ?? "") === (b.teamName ?? "") &&
-    (a.customerId ?? "") === (b.customerId ?? "") &&
-    (a.customerName ?? "") === (b.customerName ?? "") &&
-    (!userLabels || ((a.userId ?? "") === (b.userId ?? "") && (a.userName ?? "") === (b.userName ?? "")))
-  );
-}
-
-function sameEngines(a: readonly RoutingEngine[] | undefined, b: readonly RoutingEngine[] | undefined): boolean {
-  if (a === b) return true;
-  const left = a ?? [];
-  const right = b ?? [];
-  if (left.length !== right.length) return false;
-  for (let i = 0; i < left.length; i++) if (left[i] !== right[i]) return false;
-  return true;
-}
-
-/**
- * Resolves label values into LabelSets for the current label lists, every value through the cardinality
- * cap. Resolution is cached by the raw values, so a label set seen before costs one string build and one
- * cache lookup, and the cap is consulted only for a new combination.
- */
-class LabelMaker {
-  private readonly owned = boundedCache<string, LabelSet>(MAX_CACHED_LABEL_SETS);
-  /** http_* label sets by path, method and status, used while no custom labels are configured. */
-  private readonly httpSets = boundedCache<string, Map<string, Map<number, LabelSet>>>(MAX_CACHED_LABEL_SETS);
-  private readonly bases = boundedCache<string, ResolvedBase>(MAX_CACHED_LABEL_SETS);
-  /**
-   * The last base resolved: one request records several metrics with the same BaseLabels object. Steady
-   * traffic sends request after request with the same values, found among the recent ones by value:
-   * neither builds the 18-value key again.
-   */
-  private last: { base: BaseLabels; custom: CustomLabelValues | undefined; resolved: ResolvedBase } | null = null;
-  /** The last RECENT_BASES bases resolved, compared by value; written round-robin. */
-  private readonly recent: { base: BaseLabels; custom: CustomLabelValues | undefined; resolved: ResolvedBase }[] = [];
-  private nextRecent = 0;
-
-  constructor(
-    private readonly m: MetricSet,
-    private readonly cap: LabelCap,
-  ) {}
-
-  /** Own labels plus the current custom labels. */
-  own(values: Labels, custom: CustomLabelValues | undefined): LabelSet {
-    let raw = "";
-    for (const name in values) raw = appendKey(appendKey(raw, name), values[name] as string);
-    raw = this.customKey(raw, custom);
-    let set = this.owned.get(raw);
-    if (set === undefined) {
-      set = this.resolve(values, custom);
-      this.owned.set(raw, set);
-    }
-    return set;
-  }
-
-  /** http_* labels: with no custom labels configured (the common case) found by path, method and status without building a key. */
-  http(path: string, method: string, status: number, custom: CustomLabelValues | undefined): LabelSet {
-    if (this.m.custom.length > 0) return this.own({ path, method, status: String(status) }, custom);
-    const byStatus = innerMap(innerMap(this.httpSets, path), method);
-    let set = byStatus.get(status);
-    if (set === undefined) {
-      set = this.own({ path, method, status: String(status) }, custom);
-      byStatus.set(status, set);
-    }
-    return set;
-  }
-
-  /** The base label set (user labels when enabled) plus `extra` and the custom labels. */
-  base(b: BaseLabels, custom: CustomLabelValues | undefined, extra?: Labels): LabelSet {
-    const resolved = this.resolvedBase(b, custom);
-    if (extra === undefined) return resolved.set;
-    let raw = "";
-    for (const name in extra) raw = appendKey(appendKey(raw, name), extra[name] as string);
-    return this.extended(resolved, extra, raw);
-  }
-
-  /** The base label set plus one extra label (is_success, cache_type). */
-  baseWith(b: BaseLabels, custom: CustomLabelValues | undefined, name: string, value: string): LabelSet {
-    const resolved = this.resolvedBase(b, custom);
-    const byValue = innerMap(resolved.single, name);
-    let set = byValue.get(value);
-    if (set === undefined) {
-      set = this.extended(resolved, { [name]: value }, appendKey(appendKey("", name), value));
-      byValue.set(value, set);
-    }
-    return set;
-  }
-
-  /** The set of `resolved` with `extra` (whose key text is `raw`), resolved once. */
-  private extended(resolved: ResolvedBase, extra: Labels, raw: string): LabelSet {
-    let set = resolved.extras.get(raw);
-    if (set === undefined) {
-      const labels: Labels = { ...resolved.set.labels };
-      let key = resolved.set.key;
-      for (const name in extra) {
-        const value = this.cap.admit(name, extra[name] as string);
-        labels[name] = value;
-        key = appendKey(appendKey(key, name), value);
-      }
-      set = { labels, key };
-      resolved.extras.set(raw, set);
-    }
-    return set;
-  }
-
-  private resolvedBase(b: BaseLabels, custom: CustomLabelValues | undefined): ResolvedBase {
-    const last = this.last;
-    if (last !== null && last.base === b && last.custom === custom) return last.resolved;
-    // Requests that differ only in the key picked (or the model asked for) alternate between a few sets.
-    for (const recent of this.recent) {
-      if ((recent.base === b || sameBaseValues(recent.base, b, this.m.userLabels)) && this.sameCustom(recent.custom, custom)) {
-        this.last = recent;
-        return recent.resolved;
-      }
-    }
-    const values = this.baseValues(b);
-    let raw = "";
-    for (const name in values) raw = appendKey(raw, values[name] as string);
-    raw = this.customKey(raw, custom);
-    let resolved = this.bases.get(raw);
-    if (resolved === undefined) {
-      resolved = { set: this.resolve(values, custom), extras: new Map(), single: new Map() };
-      this.bases.set(raw, resolved);
-    }
-    const entry = { base: b, custom, resolved };
-    this.recent[this.nextRecent] = entry;
-    this.nextRecent = (this.nextRecent + 1) % RECENT_BASES;
-    this.last = entry;
-    return resolved;
-  }
-
-
-  /** Whether two requests' dimension values give the same custom labels. */
-  private sameCustom(a: CustomLabelValues | undefined, b: CustomLabelValues | undefined): boolean {
-    if (a === b) return true;
-    for (const name of this.m.custom) if ((a?.[name] ?? "") !== (b?.[name] ?? "")) return false;
-    return true;
-  }
-
-  private customKey(raw: string, custom: CustomLabelValues | undefined): string {
-    for (const name of this.m.custom) raw = appendKey(raw, custom?.[name] ?? "");
-    return raw;
-  }
-
-  /** Caps every value; the key is built from the capped values, so overflowed values share one series. */
-  private resolve(values: Labels, custom: CustomLabelValues | undefined): LabelSet {
-    const labels: Labels = {};
-    let key = "";
-    for (const name in values) {
-      const value = this.cap.admit(name, values[name] as string);
-      labels[name] = value;
-      key = appendKey(appendKey(key, name), value);
-    }
-    for (const name of this.m.custom) {
-      const value = this.cap.admit(name, custom?.[name] ?? "");
-      labels[name] = value;
-      key = appendKey(appendKey(key, name), value);
-    }
-    return { labels, key };
-  }
-
-  private baseValues(b: BaseLabels): Labels {
-    return {
-      provider: b.provider,
-      model: b.model,
-      alias: b.alias ?? "",
-      method: b.method,
-      virtual_key_id: b.virtualKeyId ?? "",
-      virtual_key_name: b.virtualKeyName ?? "",
-      routing_engine_used: (b.routingEngineUsed ?? []).join(","),
-      routing_rule_id: b.routingRuleId ?? "",
-      routing_rule_name: b.routingRuleName ?? "",
-      complexity_tier: b.complexityTier ?? "",
-      complexity_mechanism: b.complexityMechanism ?? "",
-      selected_key_id: b.selectedKeyId ?? "",
-      selected_key_name: b.selectedKeyName ?? "",
-      fallback_index: String(b.fallbackIndex ?? 0),
-      team_id: b.teamId ?? "",
-      team_name: b.teamName ?? "",
-      customer_id: b.customerId ?? "",
-      customer_name: b.customerName ?? "",
-      ...(this.m.userLabels ? { user_id: b.userId ?? "", user_name: b.userName ?? "" } : {}),
-    };
-  }
-}
-
-function governanceValues(g: GovernanceLabels | undefined): Labels {
-  return {
-    virtual_key_id: g?.virtualKeyId ?? "",
-    virtual_key_name: g?.virtualKeyName ?? "",
-    team_id: g?.teamId ?? "",
-    team_name: g?.teamName ?? "",
-    customer_id: g?.customerId ?? "",
-    customer_name: g?.customerName ?? "",
-    business_unit_id: g?.businessUnitId ?? "",
-    business_unit_name: g?.businessUnitName ?? "",
-  };
-}
 
 function hasNames(record: Readonly<Record<string, string>>): boolean {
   for (const _ in record) return true;
