@@ -10,7 +10,10 @@ import { isPerCall, isPerUser, needsVerification, type McpClientSpec } from "./c
 import type { ClientStateName, FailureStageName } from "./client-state.js";
 import type { DiscoveredTool } from "./discover.js";
 import type { StateRegistry } from "./state-registry.js";
-import type { SessionFactory, ToolCallResult, UpstreamSession, UpstreamTarget } from "./upstream-session.js";
+import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
+import type { OperationOptions, SessionFactory, ToolCallResult, UpstreamSession, UpstreamTarget } from "./upstream-session.js";
+import { SHARED_CLIENT_CAPABILITIES } from "./relay/capabilities.js";
+import { upstreamError } from "./upstream-errors.js";
 import type { BearerSource } from "./oauth/bearer-fetch.js";
 import { perUserWireHeaders } from "./wire-headers.js";
 
@@ -224,10 +227,18 @@ export class ClientRuntime {
     }
   }
 
+  /**
+   * Opens a connection to the client's own upstream. A stdio process is shared with the /mcp/<client>
+   * relay, so it is told every client capability the relay can route to a downstream session.
+   */
+  private openSticky(opts: OperationOptions): Promise<UpstreamSession> {
+    return this.deps.sessions.open(this.target(), this.spec.connectionType === "stdio" ? { ...opts, capabilities: SHARED_CLIENT_CAPABILITIES } : opts);
+  }
+
   /** Opens a new sticky connection and swaps it in; the old one serves until the new one is ready. */
   private async redial(gen: number): Promise<void> {
     const opts = { timeoutMs: this.deps.timing.operationTimeoutMs };
-    const fresh = await this.deps.sessions.open(this.target(), opts);
+    const fresh = await this.openSticky(opts);
     let tools: DiscoveredTool[];
     try {
       // A failed initial listing is a connect failure, never "healthy with zero tools".
@@ -469,7 +480,7 @@ export class ClientRuntime {
       let temporary = false;
       if (!session) {
         // Unstable clients are still tried: dial on demand and keep the connection for the next calls.
-        const opened = await this.deps.sessions.open(this.target(), { timeoutMs, signal });
+        const opened = await this.openSticky({ timeoutMs, signal });
         if (this.session) {
           await opened.close().catch(() => undefined);
           session = this.session;
@@ -488,17 +499,46 @@ export class ClientRuntime {
         if (temporary) await session.close().catch(() => undefined);
       }
     }
-    let target = this.target();
-    if (this.mode === "per_user") {
-      if (caller?.bearer) target = this.target(this.spec.headers, caller.bearer);
-      else if (caller?.values) target = this.target(perUserWireHeaders(this.spec.headers, this.spec.perUserHeaderKeys, caller.values));
-      else throw new GatewayError("internal", `per-user client "${this.spec.name}" was called without the caller's credential`);
-    }
-    const session = await this.deps.sessions.open(target, { timeoutMs, signal });
+    const session = await this.deps.sessions.open(this.callerTarget(caller), { timeoutMs, signal });
     try {
       return await session.callTool(tool, args, { timeoutMs, signal, ...(traceparent ? { traceparent } : {}) });
     } finally {
       await session.close().catch(() => undefined);
     }
+  }
+
+  /** The upstream of a call: a per-user client's carries the caller's credential, which it must have. */
+  private callerTarget(caller: CallerCredential | undefined): UpstreamTarget {
+    if (this.mode !== "per_user") return this.target();
+    if (caller?.bearer) return this.target(this.spec.headers, caller.bearer);
+    if (caller?.values) return this.target(perUserWireHeaders(this.spec.headers, this.spec.perUserHeaderKeys, caller.values));
+    throw new GatewayError("internal", `per-user client "${this.spec.name}" was called without the caller's credential`);
+  }
+
+  /**
+   * Opens a session of the caller's own with an http or sse upstream (the /mcp/<client> relay keeps one per
+   * downstream session), declaring `capabilities`; a per-user client's carries the caller's credential.
+   */
+  openFor(caller: CallerCredential | undefined, capabilities: ClientCapabilities, opts: OperationOptions): Promise<UpstreamSession> {
+    return this.deps.sessions.open(this.callerTarget(caller), { ...opts, capabilities, relayed: true });
+  }
+
+  /**
+   * The one connection of a sticky client, which the /mcp/<client> relay shares among its sessions (stdio):
+   * dialled now, and kept, when there is none; refused while the client is stopped or closed by an admin.
+   */
+  async sharedSession(opts: OperationOptions): Promise<UpstreamSession> {
+    if (this.session) return this.session;
+    if (this.mode !== "sticky" || !this.running || this.closedByAdmin) {
+      throw upstreamError(`MCP client "${this.spec.name}" has no live connection to share (it is stopped, or an admin closed it; POST /api/mcp/client/{id}/reconnect re-dials it)`);
+    }
+    const opened = await this.openSticky(opts);
+    if (this.session) {
+      await opened.close().catch(() => undefined);
+      return this.session;
+    }
+    this.session = opened;
+    opened.onLost((err) => this.lost(opened, err));
+    return opened;
   }
 }

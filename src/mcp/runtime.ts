@@ -22,6 +22,7 @@ import type { StateRegistry } from "./state-registry.js";
 import { prefixedToolName, splitToolName, toolAllowed, toolAutoExecutable } from "./tool-names.js";
 import type { SessionFactory, ToolCallResult } from "./upstream-session.js";
 import type { TraceNode } from "../telemetry/tracing.js";
+import type { RelayCredentialContext, RelaySource } from "./relay/relay-source.js";
 
 /** What the runtime needs. */
 export interface McpRuntimeDeps {
@@ -124,6 +125,8 @@ export class McpRuntime implements RuntimeStateSource {
   /** Per-user credentials of the per_user_headers and per_user_oauth clients, cached in memory for the call path. */
   readonly credentials: PerUserCredentials;
   private readonly toolListeners = new Set<() => void>();
+  /** What the /mcp/<client> relay reaches each client by, built once per client. */
+  private readonly relaySources = new WeakMap<ClientRuntime, RelaySource>();
   /** The OAuth tokens of the oauth clients and the admin discovery credentials of per_user_oauth clients, in memory. */
   readonly oauth: OauthTokens;
   /** Exchanged upstream tokens of the token_exchange clients, cached in memory for the call path. */
@@ -540,7 +543,7 @@ export class McpRuntime implements RuntimeStateSource {
    * the MCP server. No identity is the inline 401; an identity without an IdP token, or an exchange the
    * identity provider refuses, is mcp_auth_required of kind "exchange" and the tool does not run.
    */
-  private async exchangedHeaders(client: ClientRuntime, options: ExecuteOptions): Promise<Record<string, string>> {
+  private async exchangedHeaders(client: ClientRuntime, options: Pick<ExecuteOptions, "identity" | "subjectToken">): Promise<Record<string, string>> {
     const { spec } = client;
     if (!options.identity) throw identityRequired(spec.name);
     const base = { kind: "exchange" as const, mcp_client_id: client.id, mcp_client_name: spec.name };
@@ -559,6 +562,68 @@ export class McpRuntime implements RuntimeStateSource {
       if (!(err instanceof TokenExchangeError)) throw err;
       this.deps.logger.info({ client_id: client.id, client: spec.name, identity_kind: options.identity.kind, error: err.message }, "token exchange refused");
       throw new McpAuthRequiredError({ ...base, subject_token_missing: false, exchange_error: err.message, message: `MCP client "${spec.name}" could not get a token for you: ${err.message}` });
+    }
+  }
+
+  /** The client named `name` as the /mcp/<client> relay reaches it; undefined when this runtime holds none. */
+  relaySource(name: string): RelaySource | undefined {
+    const id = this.idsByName.get(name);
+    const client = id === undefined ? undefined : this.clients.get(id);
+    if (!client) return undefined;
+    let source = this.relaySources.get(client);
+    if (source === undefined) {
+      source = this.newRelaySource(client);
+      this.relaySources.set(client, source);
+    }
+    return source;
+  }
+
+  /** The relay's view of one client, reading its configuration live. */
+  private newRelaySource(client: ClientRuntime): RelaySource {
+    const opts = () => ({ timeoutMs: this.timing.operationTimeoutMs });
+    return {
+      clientId: client.id,
+      get spec() {
+        return client.spec;
+      },
+      refusal: () => this.refusalOf(client),
+      tools: () => client.tools,
+      requestTimeoutMs: () => this.deps.settings.toolManager.toolExecutionTimeoutMs,
+      open: async (caller, capabilities) => client.openFor(await this.callerCredential(client, caller), capabilities, opts()),
+      shared: () => client.sharedSession(opts()),
+      toolCallDone: (tool, durationS, errorType, governance) =>
+        this.deps.metrics?.recordMcpToolCall({ mcpClient: client.spec.name, toolName: tool, durationS, errorType, ...(governance ? { governance } : {}) }),
+    };
+  }
+
+  /** Why a client refuses calls now, as run() decides it, or null when it takes them. */
+  private refusalOf(client: ClientRuntime): string | null {
+    if (client.spec.disabled) return this.refusal(client.spec.name, "disabled").message;
+    if (needsVerification(client.spec.authType) && !client.verified) return this.refusal(client.spec.name, "pending_verification").message;
+    const state = this.deps.states.stateOf(client.id)?.state ?? "error";
+    return REFUSING[state] ? this.refusal(client.spec.name, state).message : null;
+  }
+
+  /**
+   * The caller's own credential for a per-user client (header values, an OAuth token source, an exchanged
+   * token), as run() builds it; undefined for a client with one credential for everyone. Throws
+   * McpAuthRequiredError, or the mcp_identity_required error, when the caller has none yet.
+   */
+  private async callerCredential(client: ClientRuntime, caller: RelayCredentialContext): Promise<CallerCredential | undefined> {
+    const perUser = { id: client.id, spec: client.spec };
+    switch (client.spec.authType) {
+      case "per_user_oauth":
+        return { bearer: await this.credentials.bearerForCall(perUser, caller.identity, caller.origin) };
+      case "token_exchange":
+        return { values: await this.exchangedHeaders(client, caller) };
+      case "per_user_headers": {
+        if (!caller.identity) throw identityRequired(client.spec.name);
+        const values = this.credentials.valuesForCall(perUser, caller.identity);
+        if (values === null) throw await this.credentials.authRequired(perUser, caller.identity, caller.origin);
+        return { values };
+      }
+      default:
+        return undefined;
     }
   }
 

@@ -9,6 +9,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
 import { httpTransport, sseTransport } from "./http-transports.js";
@@ -17,6 +18,8 @@ import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
 import { toolResultText } from "./tool-result.js";
 import { upstreamError, upstreamMessage } from "./upstream-errors.js";
+import { untiedRequest } from "./relay/relay-errors.js";
+import { UpstreamHttpTransport } from "./relay/upstream-http-transport.js";
 
 /** A tool as discovered upstream. */
 export interface DiscoveredTool {
@@ -65,8 +68,23 @@ export interface OperationOptions {
   traceparent?: string;
 }
 
+/** How a session is opened. */
+export interface OpenOptions extends OperationOptions {
+  /**
+   * The client capabilities declared at initialize (default none). A session that declares any takes
+   * server-to-client requests: the /mcp/<client> relay answers them, and until it does they fail with -32603.
+   */
+  capabilities?: ClientCapabilities;
+  /** The session carries one /mcp/<client> session's traffic: an http upstream is reached through the relay's own transport. */
+  relayed?: boolean;
+}
+
 /** One initialized MCP session with an upstream. */
 export interface UpstreamSession {
+  /** The SDK client of the session, through which the /mcp/<client> relay carries the whole protocol. */
+  readonly sdkClient: Client;
+  /** The gateway's own operations (tool calls, lists, pings) running on the session now. */
+  operationsInFlight(): number;
   /** Every page of the tool list (bounded). */
   listTools(opts: OperationOptions): Promise<DiscoveredTool[]>;
   /** Calls one tool; a result with isError true is returned, not thrown. */
@@ -85,7 +103,7 @@ export interface UpstreamSession {
 /** Opens sessions and owns what they share. */
 export interface SessionFactory {
   /** Connects and initializes. */
-  open(target: UpstreamTarget, opts: OperationOptions): Promise<UpstreamSession>;
+  open(target: UpstreamTarget, opts: OpenOptions): Promise<UpstreamSession>;
   /** Closes every session still open without waiting for calls in flight, then the keep-alive pool (no orphan children). */
   close(): Promise<void>;
 }
@@ -100,7 +118,7 @@ const CLIENT_INFO = { name: "gw", version: "0.1.0" };
 type SessionState = "opening" | "open" | "lost" | "closed";
 
 class McpUpstreamSession implements UpstreamSession {
-  private readonly client = new Client(CLIENT_INFO, { capabilities: {} });
+  private readonly client: Client;
   private state: SessionState = "opening";
   private lostError: Error | undefined;
   private readonly lostCallbacks: Array<(err: Error) => void> = [];
@@ -114,7 +132,14 @@ class McpUpstreamSession implements UpstreamSession {
     private readonly label: string,
     private readonly logger: Logger,
     private readonly forget: (session: McpUpstreamSession) => void,
+    capabilities: ClientCapabilities = {},
   ) {
+    this.client = new Client(CLIENT_INFO, { capabilities });
+    if (Object.keys(capabilities).length > 0) {
+      this.client.fallbackRequestHandler = async (request) => {
+        throw untiedRequest(request.method);
+      };
+    }
     transport.onclose = () => {
       if (transport instanceof ChildProcessTransport) transport.markExited();
       this.connectionEnded(new Error(transport instanceof ChildProcessTransport ? "the stdio process exited" : "the connection closed"));
@@ -124,6 +149,14 @@ class McpUpstreamSession implements UpstreamSession {
       // package would silently reconnect to a new, uninitialized server session.
       if (err instanceof SseError && this.state === "open") this.connectionEnded(new Error(`the SSE stream dropped: ${err.message}`));
     };
+  }
+
+  get sdkClient(): Client {
+    return this.client;
+  }
+
+  operationsInFlight(): number {
+    return this.inFlight.size;
   }
 
   /** Connects and initializes within the deadline. */
@@ -214,7 +247,7 @@ class McpUpstreamSession implements UpstreamSession {
       await Promise.race([Promise.allSettled([...this.inFlight]), cut]);
     }
     const transport = this.transport;
-    if (transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+    if ((transport instanceof StreamableHTTPClientTransport || transport instanceof UpstreamHttpTransport) && transport.sessionId !== undefined) {
       // Tell a stateful server the session is over; a server that hangs must not hang close().
       await Promise.race([transport.terminateSession().catch(() => undefined), delay(CLOSE_STEP_MS)]);
     }
@@ -288,7 +321,7 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
   const sessions = new Set<McpUpstreamSession>();
   let closed = false;
 
-  function transportFor(target: UpstreamTarget): { transport: Transport; label: string } {
+  function transportFor(target: UpstreamTarget, relayed: boolean): { transport: Transport; label: string } {
     if (target.connectionType === "stdio") {
       const cfg = target.stdioConfig;
       if (!cfg || cfg.command.length === 0) throw upstreamError("stdio client has no stdio_config.command");
@@ -304,6 +337,9 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
     }
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
     const send = target.bearer ? bearerFetch(fetch, target.bearer) : fetch;
+    if (relayed && target.connectionType === "http") {
+      return { transport: new UpstreamHttpTransport({ url, headers: target.headers, dispatcher: agent, ...(target.bearer ? { bearer: target.bearer } : {}) }), label };
+    }
     const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, send) : httpTransport(url, target.headers, send);
     return { transport, label };
   }
@@ -311,8 +347,8 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
   return {
     async open(target, openOpts) {
       if (closed) throw upstreamError("the upstream session factory is closed (the gateway is shutting down)");
-      const { transport, label } = transportFor(target);
-      const session = new McpUpstreamSession(transport, label, logger, (s) => sessions.delete(s));
+      const { transport, label } = transportFor(target, openOpts.relayed === true);
+      const session = new McpUpstreamSession(transport, label, logger, (s) => sessions.delete(s), openOpts.capabilities);
       sessions.add(session);
       try {
         await session.connect(openOpts);

@@ -1,7 +1,7 @@
 /**
  * The request handler both protocol servers share: first the Host/Origin guard, then /health, /ready,
  * /openapi.json, /metrics, the per-user credential page, the dashboard under /workspace/ (and the `/`
- * redirect to it), the MCP endpoint (/mcp, /mcp/sse, /mcp/messages),
+ * redirect to it), the MCP endpoint (/mcp, /mcp/sse, /mcp/messages, and /mcp/<client>[/sse|/messages]),
  * POST /v1/chat/completions, /v1/responses and /v1/embeddings, GET /v1/models/{id} and the Anthropic
  * Messages and Models endpoints under /anthropic/v1, then Connect,
  * gRPC and gRPC-Web (createConnectAdapter), then the REST bridge, then a 404 in the /api envelope. Every
@@ -24,7 +24,7 @@ import { createConnectAdapter } from "./connect-adapter.js";
 import { createMetricsEndpoint, type BasicAuthCheck } from "./metrics-endpoint.js";
 import { createMcpAuthPage, MCP_AUTH_PAGE_PATH } from "./pages/mcp-auth-page.js";
 import { createDashboard, DASHBOARD_PREFIX, isDashboardPath } from "./pages/dashboard.js";
-import { MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, type McpEndpoint } from "./mcp/mcp-endpoint.js";
+import { isMcpPath, MCP_MESSAGES_PATH, MCP_PATH, MCP_SSE_PATH, mcpRouteOf, type McpEndpoint } from "./mcp/mcp-endpoint.js";
 import { createOauthCallback, OAUTH_CALLBACK_PAGE_PATH } from "./pages/oauth-callback.js";
 import { SSO_CALLBACK_PATH, SSO_LOGIN_PATH, SSO_LOGOUT_PATH } from "./pages/sso-routes.js";
 import { OAUTH2_PREFIX, type OAuth2Server } from "./oauth2/oauth2-server.js";
@@ -240,7 +240,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       opts.oauth2.server.handle(req, res, path, originOfHeaders(req.headers) ?? "");
       return;
     }
-    if (opts.mcp && (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH)) {
+    if (opts.mcp && isMcpPath(path)) {
       opts.mcp.handle(req, res, path, traced?.node);
       return;
     }
@@ -291,6 +291,7 @@ function routeTemplates(services: readonly DescService[], table: RouteTable): (m
     // The OAuth server's paths carry ids (interactions, clients); one label each for its tree and the discovery documents.
     if (path.startsWith(`${OAUTH2_PREFIX}/`)) return `${OAUTH2_PREFIX}/*`;
     if (isDashboardPath(path)) return `${DASHBOARD_PREFIX}/*`;
+    if (isMcpPath(path)) return mcpRouteOf(path);
     if (path.startsWith("/.well-known/")) return "/.well-known/*";
     const found = table.match(method, path);
     return found.kind === "found" ? found.route.template : "unmatched";

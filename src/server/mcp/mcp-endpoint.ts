@@ -2,26 +2,23 @@
  * The gateway as an MCP server on its one port: Streamable HTTP at /mcp (POST, GET stream, DELETE;
  * sessions by Mcp-Session-Id) and the legacy HTTP+SSE transport at /mcp/sse + /mcp/messages. Bodies are
  * read here within the gateway's size limit and checked as JSON-RPC before the SDK transport sees them;
- * every request resolves its caller, and a session answers only the caller that opened it.
+ * every request resolves its caller, and a session answers only the caller that opened it. The paths of
+ * one upstream server, /mcp/<client>, go to the relay endpoint.
  */
-import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest, isJSONRPCRequest, JSONRPCMessageSchema, type RequestId } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError, httpStatusOf } from "../../errors.js";
+import { isInitializeRequest, isJSONRPCRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { McpRuntime } from "../../mcp/runtime.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
-import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
-import { originOfHeaders } from "../../mcp/credentials/index.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Logger } from "../../telemetry/logger.js";
-import type { OAuth2Server } from "../oauth2/oauth2-server.js";
 import type { Req, Res } from "../node-http.js";
-import { sendJson } from "../node-http.js";
-import { dropRefusedBody } from "../refused-body.js";
-import { ClientClosedError, readBodyBytes } from "../rest/request-body.js";
 import { createGatewayMcpServer } from "./gateway-mcp-server.js";
 import { DEFAULT_SESSION_LIMITS, McpSession, McpSessions, newSessionId, toolSignature, type McpSessionLimits } from "./mcp-sessions.js";
 import { headerValue } from "../../http-headers.js";
+import { createCallerResolver, failMcpRequest, INVALID_REQUEST, methodRefused, readMessages, Refusal, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull, type McpOAuth } from "./mcp-http.js";
+import { createRelayEndpoint, relayPathOf } from "./relay-endpoint.js";
 
 /** The Streamable HTTP endpoint. */
 export const MCP_PATH = "/mcp";
@@ -38,6 +35,29 @@ function loadSseTransport(): Promise<typeof import("@modelcontextprotocol/sdk/se
   return sseTransport;
 }
 
+/** True for every path the MCP endpoint serves: /mcp, its legacy SSE paths and the paths of one server. */
+export function isMcpPath(path: string): boolean {
+  return path === MCP_PATH || path.startsWith(`${MCP_PATH}/`);
+}
+
+/** The route label of an MCP path: the path itself, or a template for the paths of one server (never a client name). */
+export function mcpRouteOf(path: string): string {
+  if (path === MCP_PATH || path === MCP_SSE_PATH || path === MCP_MESSAGES_PATH) return path;
+  const relay = relayPathOf(path);
+  if (relay === null) return "unmatched";
+  return relay.leaf === "" ? `${MCP_PATH}/{client}` : `${MCP_PATH}/{client}/${relay.leaf}`;
+}
+
+/**
+ * The runtime the relay reaches clients through: the one given, else the one behind the tools (McpServerTools
+ * is built on it and keeps it private), so a composition root that does not pass it still gets /mcp/<client>.
+ */
+function runtimeOf(opts: McpEndpointOptions): McpRuntime {
+  const runtime = opts.runtime ?? (opts.tools as unknown as { deps?: { runtime?: McpRuntime } }).deps?.runtime;
+  if (runtime === undefined) throw new Error("createMcpEndpoint needs the MCP runtime for /mcp/<client>: pass `runtime`");
+  return runtime;
+}
+
 /** What the endpoint needs. */
 export interface McpEndpointOptions {
   tools: McpServerTools;
@@ -46,117 +66,35 @@ export interface McpEndpointOptions {
   maxBodyBytes: number;
   limits?: Partial<McpSessionLimits>;
   /** OAuth access tokens on /mcp (client.mcp_server_auth_mode `both` or `oauth`); absent: headers only. */
-  oauth?: { server: OAuth2Server; mode: () => McpServerAuthMode };
+  oauth?: McpOAuth;
+  /** The runtime /mcp/<client> reaches each client through; absent: the one the tools were built on. */
+  runtime?: McpRuntime;
 }
 
-/** The endpoint: `handle` serves the three paths, `close` ends every session. */
+/** The endpoint: `handle` serves every MCP path, `close` ends every session. */
 export interface McpEndpoint {
   /** Serves one request; `trace` is its SERVER span when the request is traced. */
   handle(req: Req, res: Res, path: string, trace?: TraceNode): void;
   close(): Promise<void>;
 }
 
-/** JSON-RPC error codes the endpoint answers with itself. */
-const PARSE_ERROR = -32700;
-const INVALID_REQUEST = -32600;
-/** The SDK's code for an unknown session; kept so clients recognise it. */
-const SESSION_NOT_FOUND = -32001;
-/** Server errors (the JSON-RPC range for implementation-defined errors). */
-const SERVER_ERROR = -32000;
-
-/** A JSON-RPC error answer. */
-function sendRpcError(res: Res, status: number, code: number, message: string, headers: Record<string, string> = {}): void {
-  sendJson(res, status, { jsonrpc: "2.0", error: { code, message }, id: null }, headers);
-}
-
-/** A refusal the endpoint answers before any JSON-RPC runs. */
-class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: number,
-    message: string,
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(message);
-  }
-}
-
-const SESSION_HEADER = "mcp-session-id";
-/** The header a token's virtual key is passed on in, as if the caller had sent it. */
-const VK_HEADER = "x-gw-vk";
-/** The headers that identify a caller without a token. */
-const CALLER_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key", "x-gw-mcp-session-id"];
-
 /** Builds the endpoint and its session table. */
 export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   const limits = { ...DEFAULT_SESSION_LIMITS, ...opts.limits };
   const sessions = new McpSessions(opts.tools, opts.logger, limits);
 
-  /** The body as JSON-RPC messages: 413 past the limit, -32700 for bad JSON, -32600 for what is not JSON-RPC. */
-  async function readMessages(req: Req): Promise<{ body: unknown; messages: unknown[] }> {
-    const bytes = await readBodyBytes(req, opts.maxBodyBytes);
-    let body: unknown;
-    try {
-      body = JSON.parse(bytes.toString("utf8"));
-    } catch (err) {
-      throw new Refusal(400, PARSE_ERROR, `Parse error: the body is not valid JSON (${err instanceof Error ? err.message : String(err)})`);
-    }
-    const messages = Array.isArray(body) ? body : [body];
-    if (messages.length === 0) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: an empty batch");
-    for (const message of messages) {
-      if (!JSONRPCMessageSchema.safeParse(message).success) {
-        throw new Refusal(400, INVALID_REQUEST, 'Invalid Request: each message must be a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method": ..., "id": ...})');
-      }
-    }
-    return { body, messages };
-  }
-
-  /** The caller headers to resolve: a valid access token stands for its virtual key, as x-gw-vk would. */
-  async function authenticated(req: Req): Promise<IncomingHttpHeaders> {
-    const mode = opts.oauth?.mode() ?? "headers";
-    if (opts.oauth === undefined || mode === "headers") return req.headers;
-    const origin = originOfHeaders(req.headers) ?? "";
-    const bearer = /^Bearer\s+(\S+)$/i.exec(headerValue(req.headers, "authorization") ?? "")?.[1];
-    const challenge = (error?: string) => ({ "www-authenticate": opts.oauth?.server.challenge(origin, error) ?? "" });
-    // An access token is a JWT; anything else in the header is a virtual key (in `both`).
-    if (bearer !== undefined && bearer.split(".").length === 3) {
-      const subject = await opts.oauth.server.verify(bearer, origin);
-      if (subject === null) throw new Refusal(401, SERVER_ERROR, "the access token is not valid here: expired, revoked, for another resource, or its virtual key is gone; sign in again", challenge("invalid_token"));
-      const { authorization: _token, ...rest } = req.headers;
-      return { ...rest, [VK_HEADER]: subject.key.value };
-    }
-    if (mode === "oauth" || !CALLER_HEADERS.some((name) => req.headers[name] !== undefined)) {
-      throw new Refusal(401, SERVER_ERROR, mode === "oauth" ? "this /mcp needs an OAuth access token: let your MCP client sign in (it finds the server from this answer)" : "this /mcp needs a virtual key in the caller headers or an OAuth access token", challenge());
-    }
-    return req.headers;
-  }
-
-  async function callerOf(req: Req, trace: TraceNode | undefined): Promise<McpCaller> {
-    const headers = await authenticated(req);
-    try {
-      const caller = await opts.tools.caller(headers);
-      if (trace === undefined) return caller;
-      if (caller.key !== null) trace.virtualKey(caller.key.id, caller.key.name);
-      // The tool calls of this request hang under its span.
-      return { ...caller, trace };
-    } catch (err) {
-      if (err instanceof GatewayError) throw new Refusal(httpStatusOf(err), SERVER_ERROR, err.message);
-      throw err;
-    }
-  }
+  const callerOf = createCallerResolver(opts.tools, opts.oauth);
+  // One budget of sessions for /mcp and the paths of every server.
+  const hasRoom = () => sessions.size + relay.size < limits.maxSessions;
+  const relay = createRelayEndpoint({ runtime: runtimeOf(opts), callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
 
   /** The ids of the requests whose handlers read their caller (only those take the entry back out). */
   function requestIds(messages: readonly unknown[]): RequestId[] {
     return messages.filter(isJSONRPCRequest).filter((m) => m.method === "tools/list" || m.method === "tools/call").map((m) => m.id);
   }
 
-  function notFound(): Refusal {
-    return new Refusal(404, SESSION_NOT_FOUND, "Session not found: it was closed, or it belongs to another caller; initialize a new session");
-  }
-
-  function full(): Refusal {
-    return new Refusal(503, SERVER_ERROR, `too many MCP sessions are open (at most ${limits.maxSessions}); close unused sessions or try again later`, { "retry-after": "60" });
-  }
+  const notFound = sessionNotFound;
+  const full = () => sessionsFull(limits.maxSessions);
 
   /** A new session's server, bound to the session once it exists. */
   function sessionServer(caller: McpCaller, sessionRef: { current?: McpSession }) {
@@ -174,9 +112,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   async function streamable(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
     const method = req.method ?? "GET";
     if (method !== "POST" && method !== "GET" && method !== "DELETE") {
-      throw new Refusal(405, SERVER_ERROR, `method ${method} is not allowed on ${MCP_PATH}; use POST, GET or DELETE`, { allow: "POST, GET, DELETE" });
+      throw methodRefused(method, MCP_PATH, "POST, GET, DELETE");
     }
-    const parsed = method === "POST" ? await readMessages(req) : null;
+    const parsed = method === "POST" ? await readMessages(req, opts.maxBodyBytes) : null;
     const caller = await callerOf(req, trace);
     const sessionId = headerValue(req.headers, SESSION_HEADER);
     const nodeReq = req as IncomingMessage;
@@ -192,7 +130,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
       throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
     }
-    if (!sessions.hasRoom()) throw full();
+    if (!hasRoom()) throw full();
     const ref: { current?: McpSession } = {};
     const server = sessionServer(caller, ref);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
@@ -214,10 +152,10 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   }
 
   async function sseStream(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
-    if (req.method !== "GET") throw new Refusal(405, SERVER_ERROR, `method ${req.method ?? ""} is not allowed on ${MCP_SSE_PATH}; use GET`, { allow: "GET" });
+    if (req.method !== "GET") throw methodRefused(req.method, MCP_SSE_PATH, "GET");
     const caller = await callerOf(req, trace);
     const { SSEServerTransport } = await loadSseTransport();
-    if (!sessions.hasRoom()) throw full();
+    if (!hasRoom()) throw full();
     const id = newSessionId();
     const ref: { current?: McpSession } = {};
     const server = sessionServer(caller, ref);
@@ -232,9 +170,9 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   }
 
   async function sseMessage(req: Req, res: Res, trace: TraceNode | undefined): Promise<void> {
-    if (req.method !== "POST") throw new Refusal(405, SERVER_ERROR, `method ${req.method ?? ""} is not allowed on ${MCP_MESSAGES_PATH}; use POST`, { allow: "POST" });
+    if (req.method !== "POST") throw methodRefused(req.method, MCP_MESSAGES_PATH, "POST");
     const sid = new URL(req.url ?? "/", "http://gateway").searchParams.get("sid") ?? "";
-    const parsed = await readMessages(req);
+    const parsed = await readMessages(req, opts.maxBodyBytes);
     const caller = await callerOf(req, trace);
     const session = sessions.find(sid, caller.owner);
     if (!session || session.transportKind !== "sse") throw notFound();
@@ -245,28 +183,17 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     await transport.handlePostMessage(req as IncomingMessage, res as ServerResponse, parsed.messages[0]);
   }
 
-  function fail(req: Req, res: Res, err: unknown): void {
-    if (err instanceof ClientClosedError) return;
-    if (err instanceof Refusal) {
-      sendRpcError(res, err.status, err.code, err.message, err.headers);
-      return;
-    }
-    if (err instanceof GatewayError) {
-      const status = httpStatusOf(err);
-      sendRpcError(res, status, status === 413 ? INVALID_REQUEST : SERVER_ERROR, err.message);
-      if (status === 413) dropRefusedBody(req, res);
-      return;
-    }
-    opts.logger.error({ err }, "the MCP endpoint failed");
-    if (!res.headersSent) sendRpcError(res, 500, SERVER_ERROR, "internal error: the gateway log has the details");
-    else res.end();
-  }
-
   return {
     handle(req, res, path, trace) {
-      const run = path === MCP_SSE_PATH ? sseStream : path === MCP_MESSAGES_PATH ? sseMessage : streamable;
-      run(req, res, trace).catch((err: unknown) => fail(req, res, err));
+      const run = path === MCP_PATH ? streamable : path === MCP_SSE_PATH ? sseStream : path === MCP_MESSAGES_PATH ? sseMessage : null;
+      if (run === null) {
+        relay.handle(req, res, path);
+        return;
+      }
+      run(req, res, trace).catch((err: unknown) => failMcpRequest(opts.logger, req, res, err));
     },
-    close: () => sessions.closeAll(),
+    close: async () => {
+      await Promise.all([sessions.closeAll(), relay.close()]);
+    },
   };
 }

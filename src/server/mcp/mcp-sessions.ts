@@ -103,11 +103,6 @@ export class McpSessions {
     return this.sessions.size;
   }
 
-  /** True when one more session fits. */
-  hasRoom(): boolean {
-    return this.sessions.size < this.limits.maxSessions;
-  }
-
   add(session: McpSession): void {
     this.sessions.set(session.id, session);
     this.logger.info({ transport: session.transportKind, sessions: this.sessions.size }, "MCP session opened");

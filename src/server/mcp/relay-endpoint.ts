@@ -1,0 +1,229 @@
+/**
+ * /mcp/<client>: one upstream MCP server's whole surface under its own names, Streamable HTTP at
+ * /mcp/<client> (POST, GET stream, DELETE; sessions by Mcp-Session-Id) and the legacy HTTP+SSE transport
+ * at /mcp/<client>/sse + /mcp/<client>/messages. Access is the /mcp rule: the caller's virtual key must let
+ * it use the client and the include headers must not leave it out, else the path is as unknown as a
+ * missing client (404); tools are narrowed to the caller's per request. Sessions answer only the caller
+ * that opened them, on the client they were opened on.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { isInitializeRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { headerValue } from "../../http-headers.js";
+import type { McpClientSpec } from "../../mcp/client-spec.js";
+import { RelaySession, type RelayCaller } from "../../mcp/relay/relay-session.js";
+import type { RelaySource } from "../../mcp/relay/relay-source.js";
+import { RelayUpstreams } from "../../mcp/relay/relay-upstreams.js";
+import type { McpRuntime } from "../../mcp/runtime.js";
+import { toolAllowed } from "../../mcp/tool-names.js";
+import type { McpCaller } from "../../services/mcp-server-tools.js";
+import { toolVisible } from "../../services/inference/tool-visibility.js";
+import type { Logger } from "../../telemetry/logger.js";
+import type { TraceNode } from "../../telemetry/tracing.js";
+import type { Req, Res } from "../node-http.js";
+import { failMcpRequest, INVALID_REQUEST, methodRefused, readMessages, Refusal, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull } from "./mcp-http.js";
+import { newSessionId, type McpSessionLimits } from "./mcp-sessions.js";
+import { RelayHttpTransport } from "./relay-http-transport.js";
+import { RelayEntry, RelaySessions } from "./relay-sessions.js";
+
+/** What the relay endpoint needs. */
+export interface RelayEndpointOptions {
+  runtime: Pick<McpRuntime, "relaySource">;
+  callerOf: (req: Req, trace: TraceNode | undefined) => Promise<McpCaller>;
+  logger: Logger;
+  maxBodyBytes: number;
+  limits: McpSessionLimits;
+  /** Whether one more session fits in the gateway's budget of MCP sessions (shared with /mcp). */
+  hasRoom: () => boolean;
+}
+
+/** The relay endpoint. */
+export interface RelayEndpoint {
+  /** Serves one request on a path under /mcp/ other than /mcp/sse and /mcp/messages. */
+  handle(req: Req, res: Res, path: string): void;
+  /** Live relayed sessions. */
+  readonly size: number;
+  close(): Promise<void>;
+}
+
+/** The last part of a relay path: the Streamable HTTP endpoint, the SSE stream or the SSE message post. */
+export type RelayLeaf = "" | "sse" | "messages";
+
+/** Client names are letters, digits and underscores, at most 64. */
+const CLIENT_NAME = /^[A-Za-z0-9_]{1,64}$/;
+const PREFIX = "/mcp/";
+
+/** The client and leaf of /mcp/<client>, /mcp/<client>/sse or /mcp/<client>/messages; null for any other path. */
+export function relayPathOf(path: string): { client: string; leaf: RelayLeaf } | null {
+  if (!path.startsWith(PREFIX)) return null;
+  const parts = path.slice(PREFIX.length).split("/");
+  const client = parts[0] ?? "";
+  if (!CLIENT_NAME.test(client) || parts.length > 2) return null;
+  const leaf = parts[1] ?? "";
+  return leaf === "" || leaf === "sse" || leaf === "messages" ? { client, leaf } : null;
+}
+
+/** Whether the caller may use the client at all: the key names it (or has no mcp_configs, or the client is open to every key) and the include headers keep it. */
+function clientVisible(caller: McpCaller, spec: McpClientSpec): boolean {
+  const key = caller.key;
+  if (key !== null && key.mcpConfigs !== null && !spec.allowOnAllVirtualKeys && !key.mcpConfigs.some((entry) => entry.mcpClientName === spec.name)) return false;
+  const clients = caller.include.clients;
+  return clients === null || clients === "*" || clients.has(spec.name);
+}
+
+/** The caller of one tool request as the relay sees it. */
+function relayCaller(caller: McpCaller, source: RelaySource): RelayCaller {
+  const scope = { key: caller.key, ...caller.include };
+  const governance = caller.key === null ? undefined : { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name };
+  return {
+    toolVisible: (tool) => {
+      const spec = source.spec;
+      return toolAllowed(spec.toolsToExecute, tool) && toolVisible(scope, { clientName: spec.name, toolName: tool, allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys });
+    },
+    toolCallDone: (tool, durationS, errorType) => source.toolCallDone(tool, durationS, errorType, governance),
+  };
+}
+
+/** The ids of the requests whose handlers read their caller (the messages are checked JSON-RPC already). */
+function toolRequestIds(messages: readonly unknown[]): RequestId[] {
+  const ids: RequestId[] = [];
+  for (const message of messages) {
+    const { method, id } = message as { method?: unknown; id?: RequestId };
+    if ((method === "tools/list" || method === "tools/call") && id !== undefined) ids.push(id);
+  }
+  return ids;
+}
+
+/** Builds the relay endpoint and its session table. */
+export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
+  const sessions = new RelaySessions(opts.logger, opts.limits.idleTimeoutMs);
+  const upstreams = new RelayUpstreams(opts.logger);
+
+  function unknownPath(path: string): Refusal {
+    return new Refusal(404, SERVER_ERROR, `no MCP endpoint at ${path}: the paths of one MCP server are /mcp/<client>, /mcp/<client>/sse and /mcp/<client>/messages`);
+  }
+
+  /** The client of the path, if the caller may use it; an unknown client and a forbidden one answer alike. */
+  function sourceFor(name: string, caller: McpCaller): RelaySource {
+    const source = opts.runtime.relaySource(name);
+    if (source === undefined || !clientVisible(caller, source.spec)) {
+      throw new Refusal(404, SERVER_ERROR, `no MCP server at /mcp/${name}: there is no MCP client "${name}", or your virtual key and include headers do not let you use it`);
+    }
+    return source;
+  }
+
+  /** A new session's relay, bound to its table entry once that exists. */
+  function newRelay(source: RelaySource, caller: McpCaller, ref: { current?: RelayEntry }): RelaySession {
+    const credential = { identity: caller.identity, subjectToken: caller.subjectToken, origin: caller.origin };
+    return new RelaySession({
+      clientName: source.spec.name,
+      logger: opts.logger,
+      connect: (sink, capabilities) => upstreams.connect(source, credential, sink, capabilities),
+      callerOf: (id) => relayCaller(ref.current?.callerOf(id) ?? caller, source),
+      cachedTools: () => source.tools(),
+      knownFacts: () => upstreams.knownFacts(source.clientId),
+      requestTimeoutMs: () => source.requestTimeoutMs(),
+      onClose: () => {
+        if (ref.current !== undefined) sessions.remove(ref.current.id);
+      },
+    });
+  }
+
+  /** Checks that a new session may open on the client. */
+  function admit(source: RelaySource): void {
+    const refusal = source.refusal();
+    if (refusal !== null) throw new Refusal(503, SERVER_ERROR, refusal);
+    if (!opts.hasRoom()) throw sessionsFull(opts.limits.maxSessions);
+  }
+
+  async function streamable(req: Req, res: Res, name: string): Promise<void> {
+    const method = req.method ?? "GET";
+    if (method !== "POST" && method !== "GET" && method !== "DELETE") throw methodRefused(method, `/mcp/${name}`, "POST, GET, DELETE");
+    const parsed = method === "POST" ? await readMessages(req, opts.maxBodyBytes) : null;
+    const caller = await opts.callerOf(req, undefined);
+    const source = sourceFor(name, caller);
+    const sessionId = headerValue(req.headers, SESSION_HEADER);
+    if (sessionId !== undefined) {
+      const entry = sessions.find(sessionId, caller.owner, name);
+      if (entry === undefined || entry.downstream.kind !== "streamable_http") throw sessionNotFound();
+      const transport = entry.downstream.transport;
+      if (method === "DELETE") {
+        await transport.handleDelete(req.headers, res as ServerResponse);
+        return;
+      }
+      entry.seen(caller, parsed ? toolRequestIds(parsed.messages) : []);
+      if (parsed === null) {
+        transport.handleGet(req.headers, res as ServerResponse);
+        entry.holdStream(res);
+        return;
+      }
+      transport.handlePost(req.headers, res as ServerResponse, parsed.body);
+      return;
+    }
+    if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
+      throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
+    }
+    admit(source);
+    const ref: { current?: RelayEntry } = {};
+    const relay = newRelay(source, caller, ref);
+    const transport = new RelayHttpTransport(newSessionId());
+    // A client that drops a POST gives up what it asked there; the upstream is told.
+    transport.onabandon = (ids) => relay.abandon(ids);
+    ref.current = new RelayEntry(transport.sessionId, name, { kind: "streamable_http", transport }, caller.owner, relay, caller);
+    sessions.add(ref.current);
+    await relay.connect(transport);
+    // An initialize that failed upstream leaves a session no client will use: it goes once the answer is out.
+    res.once("close", () => {
+      if (relay.failedToInitialize) void relay.close();
+    });
+    try {
+      transport.handlePost(req.headers, res as ServerResponse, parsed.body);
+    } catch (err) {
+      await relay.close();
+      throw err;
+    }
+  }
+
+  async function sseStream(req: Req, res: Res, name: string): Promise<void> {
+    if (req.method !== "GET") throw methodRefused(req.method, `/mcp/${name}/sse`, "GET");
+    const caller = await opts.callerOf(req, undefined);
+    const source = sourceFor(name, caller);
+    admit(source);
+    const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js");
+    const id = newSessionId();
+    const ref: { current?: RelayEntry } = {};
+    const relay = newRelay(source, caller, ref);
+    // The session travels in our own `sid` parameter (256 random bits); the SDK adds its own sessionId next to it.
+    const transport = new SSEServerTransport(`/mcp/${name}/messages?sid=${id}`, res as ServerResponse);
+    ref.current = new RelayEntry(id, name, { kind: "sse", transport }, caller.owner, relay, caller);
+    sessions.add(ref.current);
+    ref.current.holdStream(res);
+    await relay.connect(transport);
+  }
+
+  async function sseMessage(req: Req, res: Res, name: string): Promise<void> {
+    if (req.method !== "POST") throw methodRefused(req.method, `/mcp/${name}/messages`, "POST");
+    const sid = new URL(req.url ?? "/", "http://gateway").searchParams.get("sid") ?? "";
+    const parsed = await readMessages(req, opts.maxBodyBytes);
+    const caller = await opts.callerOf(req, undefined);
+    sourceFor(name, caller);
+    const entry = sessions.find(sid, caller.owner, name);
+    if (entry === undefined || entry.downstream.kind !== "sse") throw sessionNotFound();
+    // The SSE transport takes one message per post.
+    if (parsed.messages.length !== 1) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: the SSE transport takes one message per POST, not a batch");
+    entry.seen(caller, toolRequestIds(parsed.messages));
+    await entry.downstream.transport.handlePostMessage(req as IncomingMessage, res as ServerResponse, parsed.messages[0]);
+  }
+
+  return {
+    handle(req, res, path) {
+      const where = relayPathOf(path);
+      const run = where === null ? null : where.leaf === "" ? streamable : where.leaf === "sse" ? sseStream : sseMessage;
+      const served = where === null || run === null ? Promise.reject(unknownPath(path)) : run(req, res, where.client);
+      served.catch((err: unknown) => failMcpRequest(opts.logger, req, res, err));
+    },
+    get size() {
+      return sessions.size;
+    },
+    close: () => sessions.closeAll(),
+  };
+}

@@ -1,0 +1,114 @@
+/**
+ * The live sessions of /mcp/<client>, both transports: each bound to the caller that opened it and to
+ * its client, closed (with its upstream session) when it ends or idles.
+ */
+import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import type { RelaySession } from "../../mcp/relay/relay-session.js";
+import type { McpCaller } from "../../services/mcp-server-tools.js";
+import type { Logger } from "../../telemetry/logger.js";
+import type { RelayHttpTransport } from "./relay-http-transport.js";
+
+/** The downstream transport of a session. */
+export type RelayTransport = { kind: "streamable_http"; transport: RelayHttpTransport } | { kind: "sse"; transport: SSEServerTransport };
+
+/** One live relayed session. */
+export class RelayEntry {
+  lastSeen = Date.now();
+  /** Long-lived response streams open now (the GET stream, the SSE stream). */
+  openStreams = 0;
+  /** The caller of the latest request, for requests whose own caller was not recorded. */
+  private caller: McpCaller;
+  /** The caller of each tools/list and tools/call in flight: the tools a caller sees depend on its request's headers. */
+  private readonly callers = new Map<RequestId, McpCaller>();
+
+  constructor(
+    readonly id: string,
+    readonly clientName: string,
+    readonly downstream: RelayTransport,
+    readonly owner: string,
+    readonly relay: RelaySession,
+    caller: McpCaller,
+  ) {
+    this.caller = caller;
+  }
+
+  /** Records a request's caller for the tool requests it carries. */
+  seen(caller: McpCaller, toolRequestIds: readonly RequestId[]): void {
+    this.caller = caller;
+    this.lastSeen = Date.now();
+    for (const id of toolRequestIds) this.callers.set(id, caller);
+  }
+
+  /** The caller of a tool request in flight (forgotten once read), else the latest. */
+  callerOf(requestId: RequestId): McpCaller {
+    const caller = this.callers.get(requestId);
+    if (caller === undefined) return this.caller;
+    this.callers.delete(requestId);
+    return caller;
+  }
+
+  /** Counts a long-lived stream until the response closes. */
+  holdStream(res: { once(event: "close", listener: () => void): unknown }): void {
+    this.openStreams++;
+    res.once("close", () => {
+      this.openStreams--;
+      this.lastSeen = Date.now();
+    });
+  }
+}
+
+/** The table of relayed sessions. */
+export class RelaySessions {
+  private readonly sessions = new Map<string, RelayEntry>();
+  private readonly sweeper: NodeJS.Timeout;
+
+  constructor(
+    private readonly logger: Logger,
+    private readonly idleTimeoutMs: number,
+  ) {
+    this.sweeper = setInterval(() => this.closeIdle(), Math.min(60_000, Math.max(1_000, Math.floor(idleTimeoutMs / 2))));
+    this.sweeper.unref();
+  }
+
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  add(entry: RelayEntry): void {
+    this.sessions.set(entry.id, entry);
+    this.logger.info({ client: entry.clientName, transport: entry.downstream.kind, sessions: this.sessions.size }, "MCP relay session opened");
+  }
+
+  /** The session `id` names if `owner` opened it on `clientName`; any other is as unknown as a missing one. */
+  find(id: string, owner: string, clientName: string): RelayEntry | undefined {
+    const entry = this.sessions.get(id);
+    return entry !== undefined && entry.owner === owner && entry.clientName === clientName ? entry : undefined;
+  }
+
+  /** Forgets a closed session. */
+  remove(id: string): void {
+    const entry = this.sessions.get(id);
+    if (entry === undefined) return;
+    this.sessions.delete(id);
+    this.logger.info({ client: entry.clientName, sessions: this.sessions.size }, "MCP relay session closed");
+  }
+
+  private closeIdle(): void {
+    const cutoff = Date.now() - this.idleTimeoutMs;
+    for (const entry of this.sessions.values()) {
+      if (entry.openStreams > 0 || entry.lastSeen > cutoff || entry.relay.requestsInFlight > 0) continue;
+      this.logger.info({ client: entry.clientName, transport: entry.downstream.kind }, "closing an idle MCP relay session");
+      this.sessions.delete(entry.id);
+      void entry.relay.close();
+    }
+  }
+
+  /** Closes every session (shutdown). */
+  async closeAll(): Promise<void> {
+    clearInterval(this.sweeper);
+    const all = [...this.sessions.values()];
+    this.sessions.clear();
+    await Promise.all(all.map((entry) => entry.relay.close().catch(() => undefined)));
+  }
+}
