@@ -309,6 +309,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });
     const mcpEndpoint = createMcpEndpoint({
       tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth, idp, ssoSession }),
+      runtime: mcpRuntime,
       oauth: { server: oauth2, mode: () => settings.client.mcpServerAuthMode },
       logger,
       version: VERSION,

@@ -19,6 +19,7 @@ import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServe
 import { describeValue } from "./config-issues.js";
 import { checkedDuration, parseDuration, type DurationRules } from "./duration.js";
 import { ssoSchema } from "./sso-config.js";
+import { RESERVED_CLIENT_NAMES, reservedNameMessage } from "./reserved-client-names.js";
 
 export type McpConnectionType = "http" | "sse" | "stdio";
 export type McpAuthType = "none" | "headers" | "oauth" | "per_user_headers" | "per_user_oauth" | "token_exchange";
@@ -224,6 +225,7 @@ const mcpClientSchema = z.looseObject({
     .min(1)
     .superRefine((name, ctx) => {
       if (name.includes("-")) ctx.addIssue({ code: "custom", message: `${NAME_HYPHEN_MESSAGE} (got "${name}")` });
+      if (RESERVED_CLIENT_NAMES.has(name)) ctx.addIssue({ code: "custom", message: reservedNameMessage(name) });
     }),
   // "" is how a read shows a stdio client's unset URL, so it means absent here too.
   connection_string: url(HTTP, HTTP_URL, true).nullish(),

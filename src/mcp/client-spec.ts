@@ -6,6 +6,7 @@
  */
 import { egressPolicy } from "../config/egress-policy.js";
 import { invalidField } from "../errors.js";
+import { RESERVED_CLIENT_NAMES, reservedNameMessage } from "../config/reserved-client-names.js";
 import { applyOauthPatch, validateOauthConfig, type OauthConfigSpec } from "./oauth/oauth-config.js";
 import { applyTokenExchangePatch, validateTokenExchange, type TokenExchangeSpec } from "./token-exchange/token-exchange-config.js";
 import {
@@ -92,9 +93,12 @@ export function isPerUser(authType: AuthType): boolean {
   return PER_USER_AUTH_TYPES.has(authType);
 }
 
-/** Validates a client name: required, no hyphen, letters, digits and underscores only. */
+/** Validates a client name: required, no hyphen, letters, digits and underscores only, not a reserved path. */
 export function validateName(name: string, field = "name"): void {
   if (name.length === 0) throw invalidField(field, "is required");
+  if (RESERVED_CLIENT_NAMES.has(name)) {
+    throw invalidField(field, reservedNameMessage(name));
+  }
   if (name.includes("-")) {
     throw invalidField(field, `must not contain a hyphen ("${name}"): tools are exposed as <client>-<tool> and split on the first hyphen`);
   }

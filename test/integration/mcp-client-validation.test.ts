@@ -38,6 +38,10 @@ describe("MCP client validation", () => {
     return res.body.client_id as string;
   }
 
+  test("rejects a client name the MCP endpoint's own paths take", async () => {
+    await expectRejected({ name: "messages", ...sse() }, 400, /^name:/, /is reserved/);
+  });
+
   test("rejects a hyphen in the client name", async () => {
     await expectRejected({ name: "my-docs", ...sse() }, 400, /^name:/, /hyphen/);
   });

@@ -395,6 +395,11 @@ describe("client", () => {
 });
 
 describe("mcp.client_configs", () => {
+  test("rejects a client name the MCP endpoint's own paths take", () => {
+    assertRejected(withClients({ ...HTTP_CLIENT, name: "sse" }), "mcp.client_configs[0].name", '"sse" is reserved');
+    assertRejected(withClients({ ...HTTP_CLIENT, name: "messages" }), "mcp.client_configs[0].name", '"messages" is reserved');
+  });
+
   test("rejects a hyphen in the client name", () => {
     assertRejected(withClients({ ...HTTP_CLIENT, name: "my-docs" }), "mcp.client_configs[0].name", "must not contain a hyphen");
   });

@@ -48,16 +48,6 @@ export function mcpRouteOf(path: string): string {
   return relay.leaf === "" ? `${MCP_PATH}/{client}` : `${MCP_PATH}/{client}/${relay.leaf}`;
 }
 
-/**
- * The runtime the relay reaches clients through: the one given, else the one behind the tools (McpServerTools
- * is built on it and keeps it private), so a composition root that does not pass it still gets /mcp/<client>.
- */
-function runtimeOf(opts: McpEndpointOptions): McpRuntime {
-  const runtime = opts.runtime ?? (opts.tools as unknown as { deps?: { runtime?: McpRuntime } }).deps?.runtime;
-  if (runtime === undefined) throw new Error("createMcpEndpoint needs the MCP runtime for /mcp/<client>: pass `runtime`");
-  return runtime;
-}
-
 /** What the endpoint needs. */
 export interface McpEndpointOptions {
   tools: McpServerTools;
@@ -67,8 +57,8 @@ export interface McpEndpointOptions {
   limits?: Partial<McpSessionLimits>;
   /** OAuth access tokens on /mcp (client.mcp_server_auth_mode `both` or `oauth`); absent: headers only. */
   oauth?: McpOAuth;
-  /** The runtime /mcp/<client> reaches each client through; absent: the one the tools were built on. */
-  runtime?: McpRuntime;
+  /** The runtime /mcp/<client> reaches each client through. */
+  runtime: McpRuntime;
 }
 
 /** The endpoint: `handle` serves every MCP path, `close` ends every session. */
@@ -86,7 +76,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   const callerOf = createCallerResolver(opts.tools, opts.oauth);
   // One budget of sessions for /mcp and the paths of every server.
   const hasRoom = () => sessions.size + relay.size < limits.maxSessions;
-  const relay = createRelayEndpoint({ runtime: runtimeOf(opts), callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
+  const relay = createRelayEndpoint({ runtime: opts.runtime, callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
 
   /** The ids of the requests whose handlers read their caller (only those take the entry back out). */
   function requestIds(messages: readonly unknown[]): RequestId[] {
