@@ -4,14 +4,19 @@
  *
  *   node --import tsx test/conformance/run-server.ts [--url <url>] [--expected-failures <file>] [suite options]
  *
- * `--url` runs the suite against that endpoint instead of starting the fixture (e.g. the fixture served
- * through the gateway at /mcp/<client>). `--expected-failures` and any other arguments (`--scenario ping`,
+ * `--url` runs the suite against that endpoint instead of starting the fixture. `--through-gateway
+ * http|sse|stdio` starts the fixture over that transport, registers it with a gateway (embedded database,
+ * port 0) as the MCP client `conformance`, and runs the suite against the gateway's `/mcp/conformance`: every
+ * scenario passes there as it does direct. `--expected-failures` and any other arguments (`--scenario ping`,
  * `--suite all`, `--verbose`) go to the suite unchanged. The suite needs Node >= 22, which `node@22` brings.
  */
 import { spawn } from "node:child_process";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { serveConformance, type ConformanceListener } from "../fixtures/conformance-upstream.js";
+import { startApp, type TestApp } from "../helpers/app.js";
+import { stdioClient } from "../helpers/mcp-specs.js";
+import { remoteClient, waitHealthy } from "../helpers/relay-client.js";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 /**
@@ -33,10 +38,22 @@ function takeOption(args: string[], name: string): string | undefined {
 const rest = process.argv.slice(2);
 const givenUrl = takeOption(rest, "--url");
 const expectedFailures = takeOption(rest, "--expected-failures");
+const through = takeOption(rest, "--through-gateway");
+if (through !== undefined && through !== "http" && through !== "sse" && through !== "stdio") throw new Error("--through-gateway takes http, sse or stdio");
 
+const FIXTURE = join(root, "test", "fixtures", "conformance-upstream.ts");
 let fixture: ConformanceListener | undefined;
-if (givenUrl === undefined) fixture = await serveConformance("http", 0);
-const url = givenUrl ?? fixture?.url ?? "";
+let gateway: TestApp | undefined;
+if (givenUrl === undefined && through !== "stdio") fixture = await serveConformance(through === "sse" ? "sse" : "http", 0);
+if (through !== undefined) {
+  const client =
+    through === "stdio"
+      ? stdioClient("conformance", process.execPath, ["--import", "tsx", FIXTURE, "--transport", "stdio"])
+      : remoteClient("conformance", through, fixture?.url ?? "", ["*"]);
+  gateway = await startApp({ mcpClients: [client] });
+  await waitHealthy(gateway, ["conformance"]);
+}
+const url = givenUrl ?? (gateway !== undefined ? `${gateway.url}/mcp/conformance` : (fixture?.url ?? ""));
 
 const args = [
   "-y", "-p", "node@22", "-p", "@modelcontextprotocol/conformance@0.1.16",
@@ -63,5 +80,6 @@ const code = await new Promise<number>((done) => {
     done(status ?? 1);
   });
 });
+await gateway?.stop();
 await fixture?.close();
 process.exit(code);
