@@ -1,0 +1,125 @@
+/**
+ * `npm run bench:mcp`: what `/mcp/<client>` adds to a `tools/call`. Starts the conformance-shaped MCP server
+ * (test/fixtures/conformance-upstream.ts) over streamable HTTP in a process of its own, and the compiled
+ * gateway (`dist/main.js` with the flags `npm start` gives it, embedded database) with that server as its MCP
+ * client `up`. Then MCP_SESSIONS (default 8) SDK clients each call `test_simple_text` one call after another
+ * for BENCH_SECONDS (default 10, after 2 s of warm-up): first against the server directly, then through the
+ * gateway, then directly again and through the gateway again (the machine's drift weighs on both alike).
+ * Prints the p50 and p99 of each call's time from send to result, and the gateway's added p50. Not a test: it
+ * asserts nothing, but every call must succeed.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+
+const SESSIONS = Number(process.env["MCP_SESSIONS"] ?? 8);
+const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
+const WARM_UP_MS = 2_000;
+const ROOT = new URL("..", import.meta.url).pathname;
+
+/** The first stdout line of `child` that parses as JSON with `field`, or a failure when it exits first. */
+function firstJson(child: ChildProcess, field: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (child.stdout === null) return reject(new Error("no stdout"));
+    const lines = createInterface({ input: child.stdout });
+    lines.on("line", (line) => {
+      try {
+        const value = (JSON.parse(line) as Record<string, unknown>)[field];
+        if (typeof value === "string") resolve(value);
+      } catch {
+        // A log line that is not JSON.
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`exited with ${code} before printing ${field}`)));
+  });
+}
+
+async function waitReady(url: string): Promise<void> {
+  // Bounded: 1200 polls of 100 ms.
+  for (let i = 0; i < 1200; i++) {
+    const res = await fetch(`${url}/api/mcp/clients`).catch(() => undefined);
+    const body = res?.ok ? ((await res.json()) as { clients?: { name: string; state: string }[] }) : undefined;
+    if (body?.clients?.some((c) => c.name === "up" && c.state === "healthy")) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error("the gateway's MCP client never became healthy");
+}
+
+/** Calls the tool from `SESSIONS` sessions for `ms`; the latencies of the calls made after the warm-up. */
+async function load(url: string, ms: number): Promise<number[]> {
+  const clients = await Promise.all(
+    Array.from({ length: SESSIONS }, async () => {
+      const client = new Client({ name: "bench", version: "1.0.0" });
+      await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+      return client;
+    }),
+  );
+  const times: number[] = [];
+  const countFrom = Date.now() + WARM_UP_MS;
+  const end = countFrom + ms;
+  await Promise.all(
+    clients.map(async (client) => {
+      while (Date.now() < end) {
+        const sent = performance.now();
+        const result = await client.callTool({ name: "test_simple_text", arguments: {} });
+        if (result.isError === true) throw new Error(`the call failed: ${JSON.stringify(result.content)}`);
+        if (Date.now() >= countFrom) times.push(performance.now() - sent);
+      }
+    }),
+  );
+  await Promise.all(clients.map((client) => client.close()));
+  return times;
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+const upstream = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/fixtures/conformance-upstream.ts"), "--transport", "http"], { stdio: ["ignore", "pipe", "inherit"] });
+const dir = await mkdtemp(join(tmpdir(), "gw-bench-mcp-"));
+let gateway: ChildProcess | undefined;
+try {
+  const direct = await firstJson(upstream, "url");
+  const config = join(dir, "gw.json");
+  await writeFile(config, JSON.stringify({ mcp: { client_configs: [{ name: "up", connection_type: "http", connection_string: direct, tools_to_execute: ["*"] }] } }));
+  gateway = spawn(process.execPath, [...SERVING_NODE_FLAGS, join(ROOT, "dist/main.js"), "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+    env: { ...process.env, ...SERVING_ENVIRONMENT, GW_DATABASE_URL: "" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const gatewayUrl = await new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: gateway?.stdout ?? process.stdin });
+    lines.on("line", (line) => {
+      const url = /"url":"([^"]+)","msg":"port bound/.exec(line)?.[1];
+      if (url !== undefined) resolve(url);
+    });
+    gateway?.once("exit", (code) => reject(new Error(`the gateway exited with ${code}`)));
+  });
+  await waitReady(gatewayUrl);
+  const relayed = `${gatewayUrl}/mcp/up`;
+  const runs = { direct: [] as number[], relayed: [] as number[] };
+  for (let round = 0; round < 2; round++) {
+    runs.direct.push(...(await load(direct, (SECONDS * 1000) / 2)));
+    runs.relayed.push(...(await load(relayed, (SECONDS * 1000) / 2)));
+  }
+  const figures = Object.fromEntries(
+    Object.entries(runs).map(([name, times]) => {
+      const sorted = [...times].sort((a, b) => a - b);
+      return [name, { calls: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }];
+    }),
+  );
+  const d = figures["direct"];
+  const r = figures["relayed"];
+  console.log(`tools/call from ${SESSIONS} sessions, ${SECONDS} s each way in two rounds:`);
+  console.log(`  direct:          ${d?.calls} calls, p50 ${d?.p50.toFixed(3)} ms, p99 ${d?.p99.toFixed(3)} ms`);
+  console.log(`  /mcp/<client>:   ${r?.calls} calls, p50 ${r?.p50.toFixed(3)} ms, p99 ${r?.p99.toFixed(3)} ms`);
+  console.log(`  added by the gateway: p50 ${((r?.p50 ?? NaN) - (d?.p50 ?? NaN)).toFixed(3)} ms, p99 ${((r?.p99 ?? NaN) - (d?.p99 ?? NaN)).toFixed(3)} ms`);
+} finally {
+  gateway?.kill("SIGTERM");
+  upstream.kill("SIGTERM");
+  await rm(dir, { recursive: true, force: true });
+}
