@@ -591,8 +591,8 @@ export class McpRuntime implements RuntimeStateSource {
       requestTimeoutMs: () => this.deps.settings.toolManager.toolExecutionTimeoutMs,
       open: async (caller, capabilities) => client.openFor(await this.callerCredential(client, caller), capabilities, opts()),
       shared: () => client.sharedSession(opts()),
-      toolCallDone: (tool, durationS, errorType, governance) =>
-        this.deps.metrics?.recordMcpToolCall({ mcpClient: client.spec.name, toolName: tool, durationS, errorType, ...(governance ? { governance } : {}) }),
+      operationDone: (method, tool, durationS, errorType, governance) =>
+        this.deps.metrics?.recordMcpToolCall({ mcpClient: client.spec.name, toolName: tool, mcpMethod: method, durationS, errorType, ...(governance ? { governance } : {}) }),
     };
   }
 

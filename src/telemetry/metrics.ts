@@ -66,7 +66,10 @@ export interface HttpRequestSample {
 export interface McpToolCallSample {
   mcpClient: string;
   toolName: string;
+  /** The tool of a tools/call; "" for other methods. */
   durationS: number;
+  /** The JSON-RPC method; absent: tools/call. One the MCP protocol does not define is labelled "other". */
+  mcpMethod?: string;
   errorType: McpErrorType;
   governance?: GovernanceLabels;
   custom?: CustomLabelValues;
@@ -113,6 +116,17 @@ function finite(value: number): boolean {
 }
 
 /** The gateway's metrics and the typed API that records them. */
+/** The client-to-server requests of the MCP protocol: a relayed method outside them is labelled "other", so a caller cannot grow the label set. */
+const MCP_METHODS: ReadonlySet<string> = new Set([
+  "tools/call", "tools/list", "resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
+  "prompts/list", "prompts/get", "completion/complete", "logging/setLevel", "ping",
+]);
+
+function methodLabel(method: string | undefined): string {
+  if (method === undefined) return "tools/call";
+  return MCP_METHODS.has(method) ? method : "other";
+}
+
 export class Metrics {
   private set: MetricSet;
   private cap: LabelCap;
@@ -245,11 +259,11 @@ export class Metrics {
     });
   }
 
-  /** gw_mcp_client_operation_duration_seconds for one tool execution (mcp_method "tools/call"). */
+  /** gw_mcp_client_operation_duration_seconds for one MCP request (a tool execution unless it names another method). */
   recordMcpToolCall(s: McpToolCallSample): void {
     const custom = s.custom ?? NO_CUSTOM;
     this.enqueue((m, l) => {
-      const labels = l.own({ mcp_client: s.mcpClient, mcp_tool_name: s.toolName, mcp_method: "tools/call", error_type: s.errorType, ...governanceValues(s.governance) }, custom);
+      const labels = l.own({ mcp_client: s.mcpClient, mcp_tool_name: s.toolName, mcp_method: methodLabel(s.mcpMethod), error_type: s.errorType, ...governanceValues(s.governance) }, custom);
       m.mcpDuration.observe(labels, finite(s.durationS) ? s.durationS : 0);
     });
   }

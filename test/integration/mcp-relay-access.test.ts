@@ -180,6 +180,16 @@ test("a relayed tool call is measured in gw_mcp_client_operation_duration_second
   assert.ok(line, "a sample for up's echo called with alice's key");
 });
 
+test("every relayed method is measured under its own mcp_method", async () => {
+  const client = await connect("up", { headers: { "x-gw-vk": ALICE } });
+  await client.listResources();
+  const metrics = await (await fetch(`${app.url}/metrics`)).text();
+  const line = metrics
+    .split("\n")
+    .find((l) => l.startsWith("gw_mcp_client_operation_duration_seconds_count{") && l.includes('mcp_client="up"') && l.includes('mcp_method="resources/list"') && l.includes('mcp_tool_name=""'));
+  assert.ok(line, "a sample for up's resources/list");
+});
+
 test("a per-user client answers tools/call with mcp_auth_required and a URL elicitation, and relays once the caller has a credential", async () => {
   const elicited: { mode?: string; url?: string }[] = [];
   const client = await connect("crm", {

@@ -39,8 +39,8 @@ import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-lin
 export interface RelayCaller {
   /** Whether the caller may see and call the tool (tools_to_execute, the key's mcp_configs, the include headers). */
   toolVisible(tool: string): boolean;
-  /** Measures one relayed tool call. */
-  toolCallDone(tool: string, durationS: number, errorType: McpErrorType): void;
+  /** Measures one relayed request: its JSON-RPC method and, for tools/call, the tool ("" otherwise). */
+  operationDone(method: string, tool: string, durationS: number, errorType: McpErrorType): void;
 }
 
 /** What a session needs from the gateway. */
@@ -187,7 +187,20 @@ export class RelaySession implements DownstreamSink {
         if (this.link === undefined) return Promise.resolve({});
         return this.relay(request, extra);
       default:
-        return this.relay(request, extra);
+        return this.measured(request, extra);
+    }
+  }
+
+  /** Relays a request and measures it under its method. */
+  private async measured(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+    const started = performance.now();
+    let errorType: McpErrorType = "_OTHER";
+    try {
+      const result = await this.relay(request, extra);
+      errorType = "";
+      return result;
+    } finally {
+      this.deps.callerOf(extra.requestId).operationDone(request.method, "", (performance.now() - started) / 1000, errorType);
     }
   }
 
@@ -284,7 +297,7 @@ export class RelaySession implements DownstreamSink {
       if ((result as { isError?: unknown }).isError !== true) errorType = "";
       return result;
     } finally {
-      caller.toolCallDone(name, (performance.now() - started) / 1000, errorType);
+      caller.operationDone("tools/call", name, (performance.now() - started) / 1000, errorType);
     }
   }
 

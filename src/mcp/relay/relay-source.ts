@@ -36,6 +36,6 @@ export interface RelaySource {
   open(caller: RelayCredentialContext, capabilities: ClientCapabilities): Promise<UpstreamSession>;
   /** stdio: the client's one connection, shared by every session. */
   shared(): Promise<UpstreamSession>;
-  /** Records one relayed tool call in gw_mcp_client_operation_duration_seconds. */
-  toolCallDone(tool: string, durationS: number, errorType: McpErrorType, governance: GovernanceLabels | undefined): void;
+  /** Records one relayed request in gw_mcp_client_operation_duration_seconds under its method. */
+  operationDone(method: string, tool: string, durationS: number, errorType: McpErrorType, governance: GovernanceLabels | undefined): void;
 }

@@ -79,7 +79,7 @@ function relayCaller(caller: McpCaller, source: RelaySource): RelayCaller {
       const spec = source.spec;
       return toolAllowed(spec.toolsToExecute, tool) && toolVisible(scope, { clientName: spec.name, toolName: tool, allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys });
     },
-    toolCallDone: (tool, durationS, errorType) => source.toolCallDone(tool, durationS, errorType, governance),
+    operationDone: (method, tool, durationS, errorType) => source.operationDone(method, tool, durationS, errorType, governance),
   };
 }
 
