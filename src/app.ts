@@ -65,6 +65,7 @@ import { Metrics } from "./telemetry/metrics.js";
 import { startOtlpTracing, type OtlpTracingOptions } from "./telemetry/otlp-tracing.js";
 import type { Tracing } from "./telemetry/tracing.js";
 
+import { GuardrailTelemetry } from "./telemetry/guardrail-metrics.js";
 /** The gateway's version, reported by /openapi.json. */
 export const VERSION = "0.1.0";
 
@@ -260,6 +261,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const ssoLogin = new SsoLogin(idp, store);
     await ssoLogin.load();
     const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
+    guardrails.observe(new GuardrailTelemetry(metrics, logger));
     const mcpRuntime = new McpRuntime({
       store,
       logger,

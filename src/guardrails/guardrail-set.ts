@@ -6,6 +6,7 @@
  */
 import { boundedCache } from "../bounded-cache.js";
 import { GUARDRAIL_SCOPE_ORDER, type GuardrailDefinition, type GuardrailScope, type GuardrailStage } from "./definition.js";
+import type { GuardrailObserver } from "./guardrail-observer.js";
 
 /** Who a request (or tool call) is for: the owners whose guardrails apply. "" where there is none. */
 export interface GuardrailSubject {
@@ -100,11 +101,22 @@ export class GuardrailSnapshot {
   }
 }
 
-/** Every guardrail, enabled or not, with the snapshot the request path reads. */
+/** Every guardrail, enabled or not, with the snapshot the request path reads and who hears its checks. */
 export class GuardrailSet {
   readonly #byId = new Map<string, GuardrailDefinition>();
   #snapshot = new GuardrailSnapshot([]);
   readonly #listeners = new Set<(snapshot: GuardrailSnapshot) => void>();
+  #observer: GuardrailObserver | undefined;
+
+  /** Hears every check a stage runs (metrics, log lines); none until telemetry is wired. */
+  get observer(): GuardrailObserver | undefined {
+    return this.#observer;
+  }
+
+  /** Sets who hears the checks from now on. */
+  observe(observer: GuardrailObserver): void {
+    this.#observer = observer;
+  }
 
   /** The guardrails as they are now; replaced, never changed, by a write. */
   get snapshot(): GuardrailSnapshot {

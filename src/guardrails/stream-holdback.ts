@@ -71,6 +71,8 @@ export class StreamHoldback {
   readonly #batch: number;
   readonly #maxHold: number;
   readonly #outcomes = new Map<string, StreamOutcome>();
+  /** Milliseconds each guard's check has spent scanning, by guard. */
+  readonly #spentMs: number[];
   #context = "";
   #pending = "";
   /** Length of the pending text at the last scan that released nothing, so an open finding is not rescanned per chunk. */
@@ -87,6 +89,7 @@ export class StreamHoldback {
       this.#outcomes.set(g.name, "pass");
     });
     this.#guards = guards;
+    this.#spentMs = guards.map(() => 0);
     this.#window = positive(options.window ?? 256, "window");
     this.#batch = positive(options.batch ?? 32, "batch");
     this.#maxHold = positive(options.maxHold ?? 65_536, "maxHold");
@@ -115,6 +118,11 @@ export class StreamHoldback {
     return this.#outcomes;
   }
 
+  /** The seconds each guardrail's check has spent scanning so far, by name. */
+  secondsSpent(): ReadonlyMap<string, number> {
+    return new Map(this.#guards.map((guard, i) => [guard.name, (this.#spentMs[i] ?? 0) / 1000]));
+  }
+
   #afterEnd(): StreamRelease {
     return this.#block === null ? NOTHING : { text: "", block: this.#block };
   }
@@ -124,12 +132,12 @@ export class StreamHoldback {
     const offset = this.#context.length;
     const scanned = this.#context + pending;
     // Each guard's findings, in the coordinates of the pending text; those wholly in the context were dealt with.
-    const found = this.#guards.map((guard) =>
-      guard.check
-        .scan(scanned)
-        .filter((f) => f.end > offset)
-        .map((f) => ({ kind: f.kind, start: f.start - offset, end: f.end - offset })),
-    );
+    const found = this.#guards.map((guard, i) => {
+      const started = performance.now();
+      const findings = guard.check.scan(scanned);
+      this.#spentMs[i] = (this.#spentMs[i] ?? 0) + performance.now() - started;
+      return findings.filter((f) => f.end > offset).map((f) => ({ kind: f.kind, start: f.start - offset, end: f.end - offset }));
+    });
     const cut = final ? pending.length : this.#settledEnd(found, pending.length);
     if (cut <= 0) {
       this.#scannedAt = pending.length;

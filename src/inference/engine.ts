@@ -47,7 +47,9 @@ async function complete(engine: Engine, call: ChatCall): Promise<ChatOutcome> {
   try {
     readCacheHeaders(req);
     admit(engine, req);
-    guardInput(engine, req);
+    // Awaited only when an input guardrail calls out to a service: the in-process checks answer at once.
+    const guarding = guardInput(engine, req);
+    if (guarding !== undefined) await guarding;
     // Awaited only when a rule needs a tier: most requests need none, and an await is a turn of the microtask queue.
     const classifying = classify(engine, req);
     req.complexity = classifying instanceof Promise ? await classifying : classifying;

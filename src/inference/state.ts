@@ -57,6 +57,8 @@ export interface InferenceProvider {
   maxResponseBytes: number;
   /** Its concurrency_and_buffer_size slots, or null when its calls are not limited. */
   limiter: CallLimiter | null;
+  /** network_config.base_url, or null for the adapter's default: calls no adapter makes (a moderation check) go there. */
+  baseUrl?: string | null;
 }
 
 /** What the hot path reads. */
@@ -164,7 +166,7 @@ export class InferenceState implements Inference {
     const old = this.#providers.get(name);
     const adapter = createProviderAdapter(parsed.setup);
     const limiter = parsed.limit === null ? null : new CallLimiter(name, parsed.limit.concurrency, parsed.limit.bufferSize);
-    this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, idleTimeoutMs: parsed.idleTimeoutMs, maxResponseBytes: parsed.maxResponseBytes, limiter });
+    this.#providers.set(name, { adapter, keys: parsed.setup.keys, timeoutMs: parsed.timeoutMs, idleTimeoutMs: parsed.idleTimeoutMs, maxResponseBytes: parsed.maxResponseBytes, limiter, baseUrl: parsed.setup.baseUrl });
     this.#rebuildCatalog();
     if (old) void old.adapter.close();
     const connections = this.#settings?.client.initialPoolSize ?? 0;

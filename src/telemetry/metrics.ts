@@ -16,6 +16,7 @@ import { createProcessRegistry } from "./process-metrics.js";
 import type { Logger } from "./logger.js";
 import { customLabelProblem } from "./label-names.js";
 import { DEFAULT_MAX_LABEL_VALUES, LabelCap } from "./label-cap.js";
+import type { FamilyGroup } from "./family-group.js";
 import { LabelMaker } from "./label-maker.js";
 import { appendKey, type Labels } from "./metric-families.js";
 import {
@@ -65,11 +66,11 @@ export interface HttpRequestSample {
 /** One MCP tool execution. */
 export interface McpToolCallSample {
   mcpClient: string;
-  toolName: string;
   /** The tool of a tools/call; "" for other methods. */
-  durationS: number;
+  toolName: string;
   /** The JSON-RPC method; absent: tools/call. One the MCP protocol does not define is labelled "other". */
   mcpMethod?: string;
+  durationS: number;
   errorType: McpErrorType;
   governance?: GovernanceLabels;
   custom?: CustomLabelValues;
@@ -115,7 +116,6 @@ function finite(value: number): boolean {
   return Number.isFinite(value) && value >= 0;
 }
 
-/** The gateway's metrics and the typed API that records them. */
 /** The client-to-server requests of the MCP protocol: a relayed method outside them is labelled "other", so a caller cannot grow the label set. */
 const MCP_METHODS: ReadonlySet<string> = new Set([
   "tools/call", "tools/list", "resources/list", "resources/templates/list", "resources/read", "resources/subscribe", "resources/unsubscribe",
@@ -127,6 +127,7 @@ function methodLabel(method: string | undefined): string {
   return MCP_METHODS.has(method) ? method : "other";
 }
 
+/** The gateway's metrics and the typed API that records them. */
 export class Metrics {
   private set: MetricSet;
   private cap: LabelCap;
@@ -145,6 +146,7 @@ export class Metrics {
   private readonly logger: Logger | undefined;
   private readonly recording: boolean;
   private readonly process: Registry | undefined;
+  private readonly groups: FamilyGroup[] = [];
 
   constructor(options: MetricsOptions = {}) {
     this.recording = options.recording ?? true;
@@ -185,7 +187,19 @@ export class Metrics {
     this.cap = new LabelCap(this.maxLabelValues);
     this.set = new MetricSet(next, this.userLabels, this.state);
     this.labels = new LabelMaker(this.set, this.cap);
+    for (const group of this.groups) group.install(this.set.registry, this.set.custom, this.cap);
     this.logger?.info({ prometheus_labels: next }, "custom metric labels changed: metrics re-created, counters restart from zero");
+  }
+
+  /** Adds a feature's own families to the exposition, now and in every registry a change of the custom labels makes. */
+  addGroup(group: FamilyGroup): void {
+    this.groups.push(group);
+    group.install(this.set.registry, this.set.custom, this.cap);
+  }
+
+  /** Runs `record` off the request path, in the batch a scrape applies first; dropped while recording is off. */
+  defer(record: () => void): void {
+    this.enqueue(record);
   }
 
   /** Applies every queued record now (a scrape calls this first). */

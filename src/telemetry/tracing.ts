@@ -140,6 +140,36 @@ export class AttemptSpan {
   }
 }
 
+/** What a guardrail check's span records: which guardrail looked at which stage, never the content. */
+export interface GuardrailCheckFacts {
+  id: string;
+  name: string;
+  /** The check type (pii, webhook, ...). */
+  type: string;
+  stage: string;
+  /** The check calls a service (a CLIENT span) rather than scanning in-process (INTERNAL). */
+  callsOut: boolean;
+}
+
+/** A guardrail check's span; `end` records its result once. */
+export class GuardrailSpan {
+  private ended = false;
+
+  constructor(private readonly span: Span) {}
+
+  /** Ends the span with the check's result (pass, block, redact, warn, error) and, for a failed check, why. */
+  end(result: string, errorType?: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.span.setAttribute("gw.guardrail.result", result);
+    if (errorType !== undefined) {
+      this.span.setAttribute("error.type", errorType);
+      this.span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
+    }
+    this.span.end();
+  }
+}
+
 /**
  * A span that can parent others: the request's SERVER span, or an agent-mode iteration. Each node knows
  * the request's root, where request-wide facts (the virtual key) go.
@@ -234,6 +264,17 @@ export class TraceNode {
     };
     if (this.tracing.captureContent && facts.prompt !== undefined) attributes["gen_ai.input.messages"] = contentText(facts.prompt);
     return new AttemptSpan(this.start(`${facts.operation} ${facts.requestModel}`, SpanKind.CLIENT, attributes), this.tracing.captureContent);
+  }
+
+  /** One guardrail check of one stage. */
+  guardrailCheck(facts: GuardrailCheckFacts): GuardrailSpan {
+    const attributes: Attributes = {
+      "gw.guardrail.id": facts.id,
+      "gw.guardrail.name": facts.name,
+      "gw.guardrail.type": facts.type,
+      "gw.guardrail.stage": facts.stage,
+    };
+    return new GuardrailSpan(this.start(`guardrail ${facts.name}`, facts.callsOut ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes));
   }
 
   /** One agent-mode iteration: the model call and the tool calls it asked for. */
