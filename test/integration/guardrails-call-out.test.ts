@@ -339,7 +339,10 @@ describe("guardrail spans", { timeout: TEST_TIMEOUT_MS }, () => {
     });
     assert.equal(res.status, 200);
     const names = ["guardrail both-hook", "guardrail both-mod"];
-    const spans = (await receiver.waitFor((all) => names.every((name) => all.some((span) => span.traceId === traceId && span.name === name)))).filter((span) => span.traceId === traceId);
+    // The request's own span may come in a later export than its checks' spans: wait for all of them.
+    const complete = (all: readonly { traceId: string; name: string; kind: number }[]): boolean =>
+      all.some((span) => span.traceId === traceId && span.kind === 2) && names.every((name) => all.some((span) => span.traceId === traceId && span.name === name));
+    const spans = (await receiver.waitFor(complete)).filter((span) => span.traceId === traceId);
     const server = spans.find((span) => span.kind === 2);
     for (const name of names) {
       const span = spans.find((candidate) => candidate.name === name);
