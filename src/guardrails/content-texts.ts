@@ -89,3 +89,50 @@ export function writeTexts(walk: (visit: Visit) => void, texts: readonly string[
   let index = 0;
   walk(() => texts[index++]);
 }
+
+/** Where a Responses stream event's text belongs: `<output_index>:<content_index>`; "0:0" when it does not say. */
+export function textKey(event: Json): string {
+  const output = typeof event["output_index"] === "number" ? event["output_index"] : 0;
+  const content = typeof event["content_index"] === "number" ? event["content_index"] : 0;
+  return `${output}:${content}`;
+}
+
+/**
+ * Rewrites the whole texts a finishing event repeats (the Responses API's `output_text.done`,
+ * `content_part.done`, `output_item.done` and `completed`) with `textAt(key)`, so text a guardrail redacted in
+ * the deltas is not sent again whole at the end. True when the event carried any.
+ */
+export function rewriteFinalTexts(api: ContentApi, event: Json, textAt: (key: string) => string): boolean {
+  if (api !== "responses") return false;
+  const type = event["type"];
+  const output = typeof event["output_index"] === "number" ? event["output_index"] : 0;
+  if (type === "response.output_text.done" && typeof event["text"] === "string") {
+    event["text"] = textAt(textKey(event));
+    return true;
+  }
+  if (type === "response.content_part.done" && isObject(event["part"]) && typeof event["part"]["text"] === "string") {
+    event["part"]["text"] = textAt(textKey(event));
+    return true;
+  }
+  if (type === "response.output_item.done" && isObject(event["item"])) return rewriteItem(event["item"], output, textAt);
+  if ((type === "response.completed" || type === "response.incomplete" || type === "response.failed") && isObject(event["response"])) {
+    const items = event["response"]["output"];
+    let any = false;
+    if (Array.isArray(items)) items.forEach((item, index) => isObject(item) && rewriteItem(item, index, textAt) && (any = true));
+    return any;
+  }
+  return false;
+}
+
+function rewriteItem(item: Json, output: number, textAt: (key: string) => string): boolean {
+  const parts = item["content"];
+  if (!Array.isArray(parts)) return false;
+  let any = false;
+  parts.forEach((part, index) => {
+    if (isObject(part) && typeof part["text"] === "string") {
+      part["text"] = textAt(`${output}:${index}`);
+      any = true;
+    }
+  });
+  return any;
+}

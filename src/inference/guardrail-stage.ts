@@ -10,7 +10,7 @@ import { chunkFields, forgetRawText } from "../providers/raw-event.js";
 import type { JsonObject } from "../providers/types.js";
 import type { CallOut } from "../guardrails/call-out.js";
 import { callOutChecks } from "../guardrails/call-out-checks.js";
-import { textsOf, walkAnswer, walkDelta, walkRequest, writeTexts, type ContentApi } from "../guardrails/content-texts.js";
+import { rewriteFinalTexts, textKey, textsOf, walkAnswer, walkDelta, walkRequest, writeTexts, type ContentApi } from "../guardrails/content-texts.js";
 import type { GuardrailDefinition, GuardrailStage, GuardrailVariables } from "../guardrails/definition.js";
 import { GuardrailBlockedError } from "../guardrails/guardrail-blocked.js";
 import { blockDetail, callsOut, runGuardrails, runSelected, selectGuardrails, spanFacts, verdictHeader, type GuardrailPass, type RunContext, type SelectedGuardrail, type VerdictEntry } from "../guardrails/guardrail-run.js";
@@ -167,17 +167,28 @@ async function* heldStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, s
   }
   const text = pass.texts[0] ?? "";
   let first = true;
+  let firstKey: string | null = null;
   for (const event of events) {
     if (carrying.has(event)) {
       forgetRawText(event);
+      firstKey ??= textKey(event);
       walkDelta(api, event, () => {
         const out = first ? text : "";
         first = false;
         return out;
       });
-    }
-    yield event;
+      yield event;
+    } else yield finalRewritten(api, event, (key) => (key === firstKey ? text : ""));
   }
+}
+
+/** The event with the whole texts it repeats at the end replaced (Responses streams); any other event as it is. */
+function finalRewritten(api: ContentApi, chunk: JsonObject, textAt: (key: string) => string): JsonObject {
+  if (api !== "responses") return chunk;
+  const fields = chunkFields(chunk);
+  if (fields === null) return chunk;
+  const copy = structuredClone(fields);
+  return rewriteFinalTexts(api, copy, textAt) ? copy : chunk;
 }
 
 /** The stream guard of an in-process guardrail. */
@@ -210,6 +221,11 @@ async function* guardStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, 
   };
   let last: JsonObject | null = null;
   const waiting: JsonObject[] = [];
+  // What went out of each text (Responses: by output and content index), for the finishing events that repeat it.
+  const released = new Map<string, string>();
+  const sent = (key: string, text: string): void => {
+    released.set(key, (released.get(key) ?? "") + text);
+  };
   try {
     for await (const chunk of chunks) {
       const fields = chunkFields(chunk);
@@ -219,6 +235,7 @@ async function* guardStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, 
           carried = true;
           const release = holdback.push(text);
           if (release.block !== null) throw stop(release.block.guardrail, release.block.kind);
+          sent(textKey(fields), release.text);
           return release.text;
         });
       }
@@ -242,9 +259,10 @@ async function* guardStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, 
         first = false;
         return text;
       });
+      sent(textKey(copy), rest.text);
       yield copy;
     }
-    yield* waiting;
+    for (const chunk of waiting) yield finalRewritten(api, chunk, (key) => released.get(key) ?? "");
   } finally {
     // A stream its client left, or whose upstream failed, was never judged whole: its spans end without a result.
     if (!reported) for (const span of spans) span?.end("incomplete");

@@ -101,6 +101,21 @@ describe("output guardrails", () => {
     assert.equal(response.headers.get("x-gw-guardrails"), "hide-cards=redact");
   });
 
+  test("redacts a card number in a streamed Responses answer, its final events included", async () => {
+    const stream = await sdk(app, "sk-gw-out").responses.create({ model: "openai/gpt-4o-mini", input: `repeat ${CARD} now`, stream: true });
+    const events: unknown[] = [];
+    let text = "";
+    let final = "";
+    for await (const event of stream) {
+      events.push(event);
+      if (event.type === "response.output_text.delta") text += event.delta;
+      if (event.type === "response.completed") final = event.response.output_text ?? JSON.stringify(event.response.output);
+    }
+    assert.equal(text, "echo: repeat [REDACTED:credit_card] now");
+    assert.match(final, /\[REDACTED:credit_card\]/);
+    assert.doesNotMatch(JSON.stringify(events), /4111/);
+  });
+
   test("redacts a card number that arrives split over stream chunks", async () => {
     const stream = await sdk(app, "sk-gw-out").chat.completions.create({ model: "openai/gpt-4o-mini", messages: [{ role: "user", content: `repeat ${CARD} now` }], stream: true });
     let text = "";
