@@ -24,7 +24,7 @@ interface InjectionRule {
 
 const VERBS_OF_DISCLOSURE = String.raw`(?:reveal|print|output|display|repeat|leak|dump|disclose|expose|recite|show(?:\s+me)?|tell\s+me|give\s+me|write\s+out)`;
 const SECRET_PROMPT = String.raw`(?:system\s+(?:prompt|message|instructions?)|(?:initial|original|hidden|secret|developer)\s+(?:prompt|instructions?))`;
-const NEGATION = String.raw`(?:do\s+not|don['’]?t|never|must\s+not)`;
+const NEGATION = String.raw`(?:do\s+not|don['\u2019]?t|never|must\s+not)`;
 
 const RULES: readonly InjectionRule[] = [
   {
@@ -32,7 +32,7 @@ const RULES: readonly InjectionRule[] = [
     description: "an order to ignore, disregard or forget the instructions given before",
     source: [
       String.raw`\b(?:ignore|disregard|forget|skip|override|bypass|neglect)\s+(?:(?:all|any|every|each|of|the|your|my|these|those)\s+){0,3}(?:previous|prior|above|earlier|preceding|foregoing|former|initial|original|system|developer|existing)\s+(?:instructions?|prompts?|directions?|directives?|rules|guidelines|commands|orders|programming)\b`,
-      String.raw`\b(?:ignore|disregard|forget)\s+(?:everything|all)\s+(?:that\s+)?you(?:['’]ve|\s+have)?\s+(?:been\s+|were\s+)?(?:told|taught|instructed)\b`,
+      String.raw`\b(?:ignore|disregard|forget)\s+(?:everything|all)\s+(?:that\s+)?you(?:['\u2019]ve|\s+have)?\s+(?:been\s+|were\s+)?(?:told|taught|instructed)\b`,
       String.raw`\bforget\s+(?:everything|all)\s+(?:written\s+)?above\b`,
     ].join("|"),
   },
@@ -82,9 +82,9 @@ const RULES: readonly InjectionRule[] = [
     id: "conceal_from_user",
     description: "an order to keep something from the user (\"do not tell the user\"), typical of a poisoned tool description",
     source: [
-      String.raw`\b${NEGATION}\s+(?:tell|inform|notify|alert)\s+(?:the\s+)?user(?!['’]s)\b`,
+      String.raw`\b${NEGATION}\s+(?:tell|inform|notify|alert)\s+(?:the\s+)?user(?!['\u2019]s)\b`,
       String.raw`\b${NEGATION}\s+(?:mention|reveal|disclose|show|say)\s+(?:this|it|that|anything)\s+to\s+the\s+user\b`,
-      String.raw`\b(?:do\s+not|don['’]?t|never)\s+let\s+the\s+user\s+know\b`,
+      String.raw`\b(?:do\s+not|don['\u2019]?t|never)\s+let\s+the\s+user\s+know\b`,
       String.raw`\bwithout\s+(?:telling|informing|notifying|alerting)\s+the\s+user\b`,
       String.raw`\b(?:keep|hide)\s+(?:this|it)\s+(?:secret\s+)?from\s+the\s+user\b`,
       String.raw`\bthe\s+user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|be\s+told|find\s+out)\b`,
