@@ -55,6 +55,9 @@ import { reloadSeededConfig } from "./services/config-reload.js";
 import { guardrailsFromFile } from "./services/guardrails/guardrail-file.js";
 import { loadGuardrails } from "./services/guardrails/guardrail-records.js";
 import { GuardrailSet } from "./guardrails/guardrail-set.js";
+import { VirtualServers } from "./mcp/relay/virtual-servers.js";
+import { virtualServersFromFile } from "./services/virtual-mcp-servers/virtual-server-file.js";
+import { loadVirtualServers } from "./services/virtual-mcp-servers/virtual-server-records.js";
 import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { PricingSync, type PricingSettings } from "./routing/pricing-sync.js";
@@ -62,10 +65,12 @@ import { ensureVectorExtension, openStore, ResponseCacheTable, type Store } from
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { InferenceTelemetry } from "./telemetry/inference-telemetry.js";
 import { Metrics } from "./telemetry/metrics.js";
+import { GuardrailTelemetry } from "./telemetry/guardrail-metrics.js";
+import { callOutChecks } from "./guardrails/call-out-checks.js";
+import { guardrailCallers } from "./inference/guardrail-callers.js";
 import { startOtlpTracing, type OtlpTracingOptions } from "./telemetry/otlp-tracing.js";
 import type { Tracing } from "./telemetry/tracing.js";
 
-import { GuardrailTelemetry } from "./telemetry/guardrail-metrics.js";
 /** The gateway's version, reported by /openapi.json. */
 export const VERSION = "0.1.0";
 
@@ -121,6 +126,8 @@ export interface AppOptions {
   sso?: SsoSettings;
   /** Guardrails declared in the config file (`guardrails`), REST JSON, already checked as far as the store is not needed. */
   guardrails?: Record<string, unknown>[];
+  /** Virtual MCP servers declared in the config file (`mcp.virtual_servers`), REST JSON, already checked as far as the store is not needed. */
+  virtualMcpServers?: Record<string, unknown>[];
 }
 
 /** A running gateway. */
@@ -231,6 +238,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     await loadInference(store, state, logger);
     const guardrails = new GuardrailSet();
     await loadGuardrails(store, guardrails, logger);
+    const virtualServers = new VirtualServers();
+    await loadVirtualServers(store, virtualServers, logger);
     // Created before it registers, so the pricing sync can ask whether this node is the oldest live one.
     const cluster = new NodeRegistry({ store, logger, address: url, version: VERSION });
     nodes = cluster;
@@ -254,6 +263,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     usageFlusher = flusher;
     flusher.start();
     const metrics = new Metrics({ customLabels: settings.client.prometheusLabels, logger, processMetrics: true, ...options.telemetry });
+    guardrails.observe(new GuardrailTelemetry(metrics, logger));
     const unwatchLabels = settings.onChange((s) => metrics.setCustomLabels(s.client.prometheusLabels));
     metrics.watchRouteStates(() => state.routeStates());
     const auth = new AdminAuth(options.auth ?? AUTH_OFF, store);
@@ -261,7 +271,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     const ssoLogin = new SsoLogin(idp, store);
     await ssoLogin.load();
     const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
-    guardrails.observe(new GuardrailTelemetry(metrics, logger));
     const mcpRuntime = new McpRuntime({
       store,
       logger,
@@ -271,6 +280,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
       defaultTokenEndpoint: async () => (idp.enabled ? (await idp.metadata()).tokenEndpoint : null),
       ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
+      guardrails: { guardrails, callerOf: guardrailCallers(state), callOut: callOutChecks(state), random: state.random },
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
@@ -278,7 +288,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     await oauth2Store.load();
     await cluster.start();
     // Other nodes' admin writes and reloads reach this node's caches through the database.
-    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, guardrails, pricing, ssoLogin, auth }) });
+    const changeListener = new ChangeListener({ store, logger, handlers: configChangeHandlers({ store, logger, settings, inference: state, runtime: mcpRuntime, guardrails, virtualServers, pricing, ssoLogin, auth }) });
     changes = changeListener;
     const sharedLimits = (shared = startSharedLimits({
       store,
@@ -293,7 +303,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const publisher = new NodeStatePublisher({ store, runtime: mcpRuntime, logger });
     nodeStates = publisher;
     publisher.start();
-    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, guardrails, ...(options.tracing ? { tracing: options.tracing } : {}) };
+    const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, guardrails, virtualServers, ...(options.tracing ? { tracing: options.tracing } : {}) };
     const services = implementedServices(deps);
     const routes = (router: ConnectRouter) => {
       registerServices(router, deps);
@@ -312,6 +322,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     const mcpEndpoint = createMcpEndpoint({
       tools: new McpServerTools({ runtime: mcpRuntime, inference: state, settings, auth, idp, ssoSession }),
       runtime: mcpRuntime,
+      virtualServers,
       oauth: { server: oauth2, mode: () => settings.client.mcpServerAuthMode },
       logger,
       version: VERSION,
@@ -360,7 +371,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       checkExposure(host, nextAuth, options.requireAuth ?? false, logger);
       // Judged by the policy read at start: a changed network.egress applies only at the next start.
       checkConfiguredDestinations(egress, next);
-      const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime, guardrails });
+      const changes = await reloadSeededConfig(seedInputOf(next), { store, logger, settings, inference: state, runtime: mcpRuntime, guardrails, virtualServers });
       for (const name of changes.providers) void modelLists.refetch(name).catch((err: unknown) => logger.warn({ provider: name, err }, "could not store the provider's model list"));
       const authChanged = auth.reconfigure(nextAuth);
       pricing.reconfigure(next.pricing ?? NO_PRICING_URL);
@@ -500,6 +511,7 @@ function seedInputOf(options: Partial<AppOptions>): SeedInput {
     routingRules: inference.routingRules ?? [],
     groups: inference.groups ?? { business_unit: [], customer: [], team: [] },
     guardrails: options.guardrails ?? [],
+    virtualMcpServers: options.virtualMcpServers ?? [],
   };
 }
 
@@ -515,6 +527,7 @@ function describeChanges(changes: SeedChanges, authChanged: boolean): Record<str
   if (changes.routingRuleIds.length > 0) out["routing_rules"] = changes.routingRuleIds;
   if (changes.groupIds.length > 0) out["groups"] = changes.groupIds;
   if (changes.guardrailIds.length > 0) out["guardrails"] = changes.guardrailIds;
+  if (changes.virtualMcpServerNames.length > 0) out["virtual_mcp_servers"] = changes.virtualMcpServerNames;
   if (authChanged) out["auth_config"] = true;
   return out;
 }
@@ -542,6 +555,7 @@ export function appOptionsFromConfig(file: GatewayFileConfig): Partial<AppOption
     ...(file.routing.complexity ? { complexity: file.routing.complexity } : {}),
     cache: { embedding: file.cache.embedding },
     guardrails: guardrailsFromFile(file.guardrails),
+    virtualMcpServers: virtualServersFromFile(file.mcp.virtualServers, file.mcp.clientConfigs.map((client) => client.name)),
     inference: inferenceOptionsFromFile(file.providers, file.governance.virtualKeys, file.governance.routingRules, {
       business_unit: file.governance.businessUnits,
       customer: file.governance.customers,

@@ -38,6 +38,7 @@ function servedServices(): ReturnType<typeof implementedServices> {
     modelLists: unused("modelLists"),
     cluster: unused("cluster"),
     guardrails: unused("guardrails"),
+    virtualServers: unused("virtualServers"),
   };
   return implementedServices(deps);
 }

@@ -11,7 +11,7 @@ import type { Logger } from "../telemetry/logger.js";
 
 /** One committed change to a configuration row. */
 export interface ConfigChange {
-  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group, guardrail, setting, mcp_user_credential, pricing_snapshot, sso_session, admin_session or provider_key_backoff. */
+  /** The table: mcp_client, provider, virtual_key, routing_rule, governance_group, guardrail, virtual_mcp_server, setting, mcp_user_credential, pricing_snapshot, sso_session, admin_session or provider_key_backoff. */
   entity: string;
   /** The row's key (a provider's name, a setting's key, otherwise its id). */
   id: string;

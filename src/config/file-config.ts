@@ -12,6 +12,7 @@ import { GatewayError } from "../errors.js";
 import { fieldPathSegments, readEntityJson } from "../proto-json/entity-json.js";
 import { GuardrailSchema } from "../../gen/gw/admin/v1/guardrail_pb.js";
 import { McpClientSchema } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import { VirtualMcpServerSchema } from "../../gen/gw/admin/v1/virtual_mcp_server_pb.js";
 import { ProviderSchema } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { BusinessUnitSchema, CustomerSchema, RoutingRuleSchema, TeamSchema, VirtualKeySchema } from "../../gen/gw/routing/v1/governance_pb.js";
 import { allowedHeaderProblem } from "./allowed-headers.js";
@@ -61,6 +62,8 @@ export interface McpClientFileConfig {
     scopes: string[];
     grantStyle: "rfc8693" | "entra_obo";
   } | null;
+  /** tool_pinning, present only when the entry sets it. */
+  toolPinning?: boolean;
 }
 
 /** Agent-mode tool manager settings (`mcp.tool_manager_config`), every default filled in. */
@@ -93,6 +96,9 @@ export type RoutingRuleFileConfig = { id: string; name: string } & EntityFileCon
 
 /** A guardrail: the API's JSON, with `id` and `name` required (the file has no generated ids). */
 export type GuardrailFileConfig = { id: string; name: string } & EntityFileConfig;
+
+/** A virtual MCP server: the API's JSON, with `name` required. */
+export type VirtualMcpServerFileConfig = { name: string } & EntityFileConfig;
 
 /** The `governance` section. */
 export type GovernanceFileConfig = z.output<typeof governanceSchema>;
@@ -285,6 +291,7 @@ const mcpClientSchema = z.looseObject({
       oauthConfig: oauthConfigOf(raw["oauth_config"], raw["auth_type"] === "oauth" || raw["auth_type"] === "per_user_oauth"),
       isCodeModeClient: (raw["is_code_mode_client"] as boolean | null | undefined) ?? false,
       tokenExchange: tokenExchangeOf(raw["token_exchange"]),
+      ...(typeof raw["tool_pinning"] === "boolean" ? { toolPinning: raw["tool_pinning"] } : {}),
     };
   });
 
@@ -377,8 +384,11 @@ export const mcpSchema = strict({
   client_configs: mcpClientListSchema.nullish(),
   tool_manager_config: section(toolManagerSchema),
   tool_sync_interval: syncInterval(DEFAULT_TOOL_SYNC_MINUTES),
+  // Read as the API reads a virtual server; its own checks (members, names) run when the file is loaded and seeded.
+  virtual_servers: z.array(withName(VirtualMcpServerSchema)).nullish(),
 }).transform((m) => ({
   clientConfigs: m.client_configs ?? [],
+  virtualServers: m.virtual_servers ?? [],
   toolManagerConfig: m.tool_manager_config,
   /** Global tool-list sync interval in whole minutes (same encoding as a client's toolSyncInterval). */
   toolSyncIntervalMinutes: m.tool_sync_interval,
@@ -524,6 +534,13 @@ function withIdAndName(desc: DescMessage): z.ZodType<RoutingRuleFileConfig> {
       if (typeof entry[field] !== "string" || entry[field] === "") ctx.addIssue({ code: "custom", path: [field], message: "is required" });
     }
   }) as unknown as z.ZodType<RoutingRuleFileConfig>;
+}
+
+/** An entity the API names by its name alone. */
+function withName(desc: DescMessage): z.ZodType<VirtualMcpServerFileConfig> {
+  return apiEntity(desc).superRefine((entry, ctx) => {
+    if (typeof entry["name"] !== "string" || entry["name"] === "") ctx.addIssue({ code: "custom", path: ["name"], message: "is required" });
+  }) as unknown as z.ZodType<VirtualMcpServerFileConfig>;
 }
 
 const routingRuleSchema = withIdAndName(RoutingRuleSchema);

@@ -13,8 +13,10 @@ import type { GuardrailDefinition, GuardrailStage } from "./definition.js";
 export interface CallOutMetadata {
   /** The caller's virtual key id; "" without one. */
   virtualKeyId: string;
-  /** The model the request named. */
+  /** The model the request named ("" at a tool stage). */
   model: string;
+  /** At a tool stage: the MCP client's name and the tool's (without the client prefix). */
+  tool?: { mcpClient: string; name: string };
 }
 
 /** One check of one stage's content. */

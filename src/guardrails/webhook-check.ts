@@ -18,10 +18,17 @@ const MAX_REASON = 200;
 
 /** The body a webhook receives. */
 export function webhookBody(guardrail: GuardrailDefinition, request: CallOutRequest): JsonObject {
+  const { tool } = request.metadata;
   return {
     stage: request.stage,
     content: request.texts,
-    metadata: { guardrail_id: guardrail.id, guardrail_name: guardrail.name, virtual_key_id: request.metadata.virtualKeyId, model: request.metadata.model },
+    metadata: {
+      guardrail_id: guardrail.id,
+      guardrail_name: guardrail.name,
+      virtual_key_id: request.metadata.virtualKeyId,
+      model: request.metadata.model,
+      ...(tool !== undefined ? { mcp_client: tool.mcpClient, tool: tool.name } : {}),
+    },
   };
 }
 

@@ -1,11 +1,12 @@
 /**
  * Persistence of MCP clients: the domain spec <-> McpClientRecord, lookups that turn "no such row" and
- * malformed ids into a clear not_found, and name uniqueness as a 409 before the database has to say so.
+ * malformed ids into a clear not_found, and name uniqueness as a 409 before the database has to say so
+ * (a 400 when a virtual MCP server has the name).
  */
 import { randomUUID } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { GatewayError } from "../errors.js";
-import { McpClientRecord, type McpOauthConfig, type McpTokenExchangeConfig } from "../store/index.js";
+import { GatewayError, invalidField } from "../errors.js";
+import { McpClientRecord, VirtualMcpServerRecord, type McpOauthConfig, type McpTokenExchangeConfig } from "../store/index.js";
 import type { OauthConfigSpec } from "./oauth/oauth-config.js";
 import type { TokenExchangeSpec } from "./token-exchange/token-exchange-config.js";
 import type { McpClientSpec } from "./client-spec.js";
@@ -32,6 +33,7 @@ export function recordToSpec(rec: McpClientRecord): McpClientSpec {
     oauthConfig: rec.oauthConfig ? { ...rec.oauthConfig, scopes: [...rec.oauthConfig.scopes], clientSecret: rec.oauthClientSecret ?? "" } : null,
     isCodeModeClient: rec.isCodeModeClient,
     tokenExchange: rec.tokenExchange ? { ...rec.tokenExchange, scopes: [...rec.tokenExchange.scopes], clientSecret: rec.tokenExchangeClientSecret ?? "" } : null,
+    toolPinning: rec.toolPinning,
   };
 }
 
@@ -55,6 +57,9 @@ export function assignSpec(rec: McpClientRecord, spec: McpClientSpec): void {
   rec.isCodeModeClient = spec.isCodeModeClient;
   rec.tokenExchange = spec.tokenExchange ? tokenExchangeColumns(spec.tokenExchange) : null;
   rec.tokenExchangeClientSecret = spec.tokenExchange && spec.tokenExchange.clientSecret !== "" ? spec.tokenExchange.clientSecret : null;
+  rec.toolPinning = spec.toolPinning ?? false;
+  // Pins outlive nothing: pinning turned on again starts from the definitions discovered then.
+  if (!rec.toolPinning) rec.toolPins = {};
   rec.updatedAt = new Date();
 }
 
@@ -70,11 +75,15 @@ function tokenExchangeColumns(cfg: TokenExchangeSpec): McpTokenExchangeConfig {
   return { ...rest, scopes: [...cfg.scopes] };
 }
 
-/** Throws a 409 when another client already has this name. */
+/** Throws a 409 when another client already has this name, and a 400 when a virtual MCP server has it. */
 export async function assertNameFree(em: EntityManager, name: string, exceptId?: string): Promise<void> {
   const other = await em.findOne(McpClientRecord, { name });
   if (other && other.id !== exceptId) {
     throw new GatewayError("already_exists", `an MCP client named "${name}" already exists`, { field: "name" });
+  }
+  // Both are served at /mcp/<name>.
+  if (await em.findOne(VirtualMcpServerRecord, { name })) {
+    throw invalidField("name", `"${name}" is the name of a virtual MCP server; MCP clients and virtual servers share /mcp/<name>, so pick another name`);
   }
 }
 
@@ -86,10 +95,11 @@ export async function insertClient(
 ): Promise<McpClientRecord> {
   await assertNameFree(em, spec.name);
   const now = new Date();
-  const { oauthConfig, tokenExchange, ...columns } = spec;
+  const { oauthConfig, tokenExchange, toolPinning, ...columns } = spec;
   const rec = em.create(McpClientRecord, {
     id: randomUUID(),
     ...columns,
+    toolPinning: toolPinning ?? false,
     oauthConfig: oauthConfig ? oauthColumns(oauthConfig) : null,
     oauthClientSecret: oauthConfig && oauthConfig.clientSecret !== "" ? oauthConfig.clientSecret : null,
     tokenExchange: tokenExchange ? tokenExchangeColumns(tokenExchange) : null,

@@ -50,6 +50,8 @@ export interface ClientSnapshot {
   tools: DiscoveredTool[];
   discoveryHeaders: Record<string, string> | null;
   discoveryStatus: "active" | "needs_update" | null;
+  /** Tool name -> the hash of its pinned definition (tool_pinning). */
+  toolPins: Record<string, string>;
 }
 
 /** Services a ClientRuntime uses. */
@@ -62,6 +64,8 @@ export interface ClientRuntimeDeps {
   globalSyncMinutes: () => number;
   /** Stores a changed tool list. */
   persistTools: (clientId: string, tools: DiscoveredTool[]) => Promise<void>;
+  /** Decides what callers may see of a discovered tool list, before it is adopted; never rejects. */
+  screenTools?: (clientId: string, tools: DiscoveredTool[]) => Promise<void>;
   /** Records that the upstream rejected a per-user client's admin discovery credential (it needs an update). */
   discoveryRejected?: (clientId: string) => Promise<void>;
   /** The OAuth token source of an oauth client's requests. */
@@ -210,6 +214,8 @@ export class ClientRuntime {
 
   private async adoptTools(tools: DiscoveredTool[]): Promise<void> {
     this.lastSync = Date.now();
+    // Before the list replaces the old one, so no caller sees a tool its guardrails and pins have not judged.
+    await this.deps.screenTools?.(this.id, tools);
     if (sameTools(tools, this.snap.tools)) return;
     this.snap = { ...this.snap, tools };
     await this.deps.persistTools(this.id, tools).catch((err: unknown) => {

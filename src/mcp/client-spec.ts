@@ -59,6 +59,8 @@ export interface McpClientSpec {
   isCodeModeClient: boolean;
   /** How a token_exchange client exchanges callers' IdP tokens; null or absent for other auth types. */
   tokenExchange?: TokenExchangeSpec | null;
+  /** Each tool's first discovered definition is pinned; a later change quarantines the tool until approved. Absent: false. */
+  toolPinning?: boolean;
 }
 
 /** Fields fixed at creation (the API declares them IMMUTABLE); the config file's edits to them are ignored with a warning. */
@@ -230,7 +232,7 @@ export function validateUserHeaders(declared: readonly string[], userHeaders: Re
 export type McpClientPatch = Partial<
   Pick<
     McpClientSpec,
-    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient" | "tokenExchange"
+    "name" | "headers" | "perUserHeaderKeys" | "toolsToExecute" | "toolsToAutoExecute" | "toolSyncInterval" | "needsSessionStickiness" | "disabled" | "allowOnAllVirtualKeys" | "oauthConfig" | "isCodeModeClient" | "tokenExchange" | "toolPinning"
   >
 >;
 
@@ -277,6 +279,7 @@ export function applyPatch(current: McpClientSpec, patch: McpClientPatch): McpCl
   if (patch.oauthConfig !== undefined) next.oauthConfig = applyOauthPatch(current.oauthConfig, patch.oauthConfig, REDACTED);
   if (patch.isCodeModeClient !== undefined) next.isCodeModeClient = patch.isCodeModeClient;
   if (patch.tokenExchange !== undefined) next.tokenExchange = applyTokenExchangePatch(current.tokenExchange ?? null, patch.tokenExchange ?? null, REDACTED);
+  if (patch.toolPinning !== undefined) next.toolPinning = patch.toolPinning;
   validateSpec(next);
   return next;
 }

@@ -2,6 +2,9 @@
  * The runtime manager: every client's live side, found by id or by name, and tool execution by
  * prefixed name. The admin services tell it about configuration changes; the request path asks it to
  * run tools and never touches the database (tool lists are kept here and persisted in the background).
+ * Every tool call goes through here (execute() for /v1, agent and code mode and /mcp; the relay's links
+ * for /mcp/<name>), so this is where the tool_input and tool_output guardrails run, and every tool list
+ * is screened (tool_definition guardrails, tool pinning) before callers see it.
  */
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { GatewayError } from "../errors.js";
@@ -23,6 +26,11 @@ import { prefixedToolName, splitToolName, toolAllowed, toolAutoExecutable } from
 import type { SessionFactory, ToolCallResult } from "./upstream-session.js";
 import type { TraceNode } from "../telemetry/tracing.js";
 import type { RelayCredentialContext, RelaySource } from "./relay/relay-source.js";
+import { guardedCall } from "./tool-guardrails/guarded-call.js";
+import { guardedLink } from "./tool-guardrails/guarded-link.js";
+import { toolCallGuard, type ToolCallFacts, type ToolGuardrailDeps } from "./tool-guardrails/tool-call-guard.js";
+import { storePins } from "./tool-guardrails/stored-pins.js";
+import { pinsOf, ToolScreens, visibleTools } from "./tool-guardrails/tool-screens.js";
 
 /** What the runtime needs. */
 export interface McpRuntimeDeps {
@@ -36,6 +44,8 @@ export interface McpRuntimeDeps {
   metrics?: Metrics;
   /** The SSO issuer's token endpoint, where token_exchange clients exchange by default (absent: none). */
   defaultTokenEndpoint?: () => Promise<string | null>;
+  /** The guardrails of the tool stages (absent: none run; tool pinning still does). */
+  guardrails?: ToolGuardrailDeps;
 }
 
 /** A tool as offered to models. */
@@ -81,6 +91,7 @@ export function snapshotOf(rec: McpClientRecord): ClientSnapshot {
     tools: rec.tools.map((t) => ({ ...t })),
     discoveryHeaders: rec.discoveryHeaders ? { ...rec.discoveryHeaders } : null,
     discoveryStatus: rec.discoveryStatus,
+    toolPins: pinsOf(rec.toolPins),
   };
 }
 
@@ -131,6 +142,9 @@ export class McpRuntime implements RuntimeStateSource {
   readonly oauth: OauthTokens;
   /** Exchanged upstream tokens of the token_exchange clients, cached in memory for the call path. */
   readonly exchanger: TokenExchanger;
+  /** What callers may see of each client's tools (quarantine, redacted descriptions). */
+  private readonly screens: ToolScreens;
+  private readonly unwatchGuardrails: () => void;
 
   constructor(private readonly deps: McpRuntimeDeps) {
     this.timing = { ...DEFAULT_TIMING, ...deps.timing };
@@ -155,6 +169,18 @@ export class McpRuntime implements RuntimeStateSource {
       now: this.timing.now,
       onDead: (id, message) => this.clients.get(id)?.credentialDied(message),
     });
+    this.screens = new ToolScreens({
+      ...(deps.guardrails ? { guardrails: deps.guardrails } : {}),
+      logger: deps.logger,
+      storePins: (id, pins, replace) => storePins(deps.store, id, pins, replace),
+      definitionChanged: (client, tool) => {
+        deps.logger.warn({ client_id: client.id, client: client.name, tool }, `MCP tool definition changed since it was pinned; the tool is quarantined until POST /api/mcp/client/${client.id}/tools/{tool}/approve`);
+        deps.metrics?.recordMcpToolDefinitionChange(client.name);
+      },
+      changed: () => this.toolsMayHaveChanged(),
+    });
+    // A tool_definition guardrail added, changed or removed may hide or release tools already discovered.
+    this.unwatchGuardrails = deps.guardrails?.guardrails.onChange(() => void this.screenAll()) ?? (() => undefined);
   }
 
   /** The clock flows and tokens expire by (tests move it). */
@@ -251,12 +277,16 @@ export class McpRuntime implements RuntimeStateSource {
   /** Starts a new client and resolves once its first connect or discovery is recorded. */
   async add(snapshot: ClientSnapshot): Promise<ClientRuntime> {
     if (this.closed) throw new GatewayError("unavailable", "the gateway is shutting down");
+    // Screened before anything can list or call them.
+    this.screens.setPins(snapshot.id, snapshot.toolPins);
+    await this.screens.screen(this.screenTarget(snapshot.id, snapshot.spec, snapshot.tools));
     const existing = this.clients.get(snapshot.id);
     if (existing) {
       await existing.update(snapshot);
       return existing;
     }
     const client = new ClientRuntime(snapshot, {
+      screenTools: (id, tools) => this.screens.screen(this.screenTarget(id, this.clients.get(id)?.spec ?? snapshot.spec, tools)),
       sessions: this.deps.sessions,
       states: this.deps.states,
       logger: this.deps.logger,
@@ -286,6 +316,8 @@ export class McpRuntime implements RuntimeStateSource {
       return;
     }
     this.exchanger.forgetClient(snapshot.id);
+    this.screens.setPins(snapshot.id, snapshot.toolPins);
+    await this.screens.screen(this.screenTarget(snapshot.id, snapshot.spec, snapshot.tools.length > 0 ? snapshot.tools : client.tools));
     if (client.spec.name !== snapshot.spec.name) this.idsByName.delete(client.spec.name);
     this.idsByName.set(snapshot.spec.name, snapshot.id);
     try {
@@ -302,6 +334,7 @@ export class McpRuntime implements RuntimeStateSource {
     this.clients.delete(clientId);
     this.idsByName.delete(client.spec.name);
     this.exchanger.forgetClient(clientId);
+    this.screens.forget(clientId);
     await client.stop();
     this.deps.states.remove(clientId);
     this.toolsMayHaveChanged();
@@ -350,7 +383,7 @@ export class McpRuntime implements RuntimeStateSource {
     for (const client of this.clients.values()) {
       const state = this.deps.states.stateOf(client.id)?.state;
       if (client.spec.disabled || (state && REFUSING[state])) continue;
-      for (const tool of client.tools) {
+      for (const tool of visibleTools(client.tools, this.screens.of(client.id))) {
         if (!toolAllowed(client.spec.toolsToExecute, tool.name)) continue;
         out.push({
           name: prefixedToolName(client.spec.name, tool.name),
@@ -411,7 +444,7 @@ export class McpRuntime implements RuntimeStateSource {
     }
   }
 
-  /** The checks and the upstream call of one execution (execute() measures it). */
+  /** The checks, the guardrails and the upstream call of one execution (execute() measures it). */
   private async run(
     client: ClientRuntime,
     tool: string,
@@ -427,6 +460,34 @@ export class McpRuntime implements RuntimeStateSource {
     if (needsVerification(client.spec.authType) && !client.verified) throw this.refusal(client.spec.name, "pending_verification");
     const state = this.deps.states.stateOf(client.id)?.state ?? "error";
     if (REFUSING[state]) throw this.refusal(client.spec.name, state);
+    this.screens.refuseQuarantined({ id: client.id, name: client.spec.name }, tool);
+    const guard = this.deps.guardrails ? toolCallGuard(this.deps.guardrails, this.callFacts(client, tool, options)) : null;
+    return guardedCall(guard, args, (sent) => this.callUpstream(client, tool, prefixedName, sent, options, traceparent));
+  }
+
+  /** The guardrails' view of one call by the caller of `options`. */
+  private callFacts(client: ClientRuntime, tool: string, options: ExecuteOptions): ToolCallFacts {
+    return {
+      clientId: client.id,
+      clientName: client.spec.name,
+      tool,
+      // The metric's key labels are the caller's key: the same key whose guardrails cover the call.
+      virtualKeyId: options.governance?.virtualKeyId ?? "",
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.trace ? { trace: options.trace } : {}),
+      ...(options.custom ? { custom: options.custom } : {}),
+    };
+  }
+
+  /** The upstream call of one execution, with the caller's credential where the client needs one. */
+  private async callUpstream(
+    client: ClientRuntime,
+    tool: string,
+    prefixedName: string,
+    args: Record<string, unknown>,
+    options: ExecuteOptions,
+    traceparent: string | undefined,
+  ): Promise<ToolCallResult> {
     const timeoutMs = options.timeoutMs ?? this.deps.settings.toolManager.toolExecutionTimeoutMs;
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = options.signal ? AbortSignal.any([deadline, options.signal]) : deadline;
@@ -587,7 +648,12 @@ export class McpRuntime implements RuntimeStateSource {
         return client.spec;
       },
       refusal: () => this.refusalOf(client),
-      tools: () => client.tools,
+      tools: () => visibleTools(client.tools, this.screens.of(client.id)),
+      guard: (link, caller) =>
+        guardedLink(link, {
+          screened: () => this.screens.of(client.id),
+          guard: (tool, signal) => (this.deps.guardrails ? toolCallGuard(this.deps.guardrails, { clientId: client.id, clientName: client.spec.name, tool, virtualKeyId: caller.virtualKeyId ?? "", signal }) : null),
+        }),
       requestTimeoutMs: () => this.deps.settings.toolManager.toolExecutionTimeoutMs,
       open: async (caller, capabilities) => client.openFor(await this.callerCredential(client, caller), capabilities, opts()),
       shared: () => client.sharedSession(opts()),
@@ -634,6 +700,36 @@ export class McpRuntime implements RuntimeStateSource {
     });
   }
 
+  /** What screening reads of a client. */
+  private screenTarget(id: string, spec: ClientRuntime["spec"], tools: readonly DiscoveredTool[]) {
+    return { id, name: spec.name, pinning: spec.toolPinning ?? false, tools };
+  }
+
+  /** Screens every client's tools again (the guardrails changed). */
+  private async screenAll(): Promise<void> {
+    await Promise.all([...this.clients.values()].map((client) => this.screens.screen(this.screenTarget(client.id, client.spec, client.tools))));
+  }
+
+  /** The client's discovered tool of this name, as the upstream listed it; undefined when there is none. */
+  toolOf(clientId: string, toolName: string): DiscoveredTool | undefined {
+    return this.clients.get(clientId)?.tools.find((tool) => tool.name === toolName);
+  }
+
+  /** Why each quarantined tool of the client is, by tool name (empty for a client this runtime does not hold). */
+  quarantined(clientId: string): ReadonlyMap<string, string> {
+    return this.screens.of(clientId).quarantined;
+  }
+
+  /**
+   * Pins the current definition of a tool its pin quarantined; answers why it is still quarantined (a
+   * tool_definition guardrail blocks it), or null. A tool the client lacks is a 404, one not quarantined
+   * by its pin a 400.
+   */
+  approveTool(clientId: string, toolName: string): Promise<string | null> {
+    const client = this.held(clientId);
+    return this.screens.approve(this.screenTarget(clientId, client.spec, client.tools), toolName);
+  }
+
   private async persistTools(clientId: string, tools: DiscoveredTool[]): Promise<void> {
     this.toolsMayHaveChanged();
     const em = this.deps.store.fork();
@@ -643,6 +739,7 @@ export class McpRuntime implements RuntimeStateSource {
   /** Closes every connection and kills every stdio child. */
   async shutdown(): Promise<void> {
     this.closed = true;
+    this.unwatchGuardrails();
     const all = [...this.clients.values()];
     this.clients.clear();
     this.idsByName.clear();

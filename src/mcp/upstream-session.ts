@@ -56,8 +56,10 @@ export interface ToolCallResult {
   /** Text parts joined with "\n"; other parts as compact JSON. */
   content: string;
   isError: boolean;
-  /** The SDK's CallToolResult as received. */
+  /** The SDK's CallToolResult as received (as a tool_output guardrail left it). */
   raw: unknown;
+  /** `<name>=<verdict>,...` of every guardrail that looked at the call (the x-gw-guardrails header); absent when none did. */
+  guardrails?: string;
 }
 
 /** Timeout and cancellation of one operation. */

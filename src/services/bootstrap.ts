@@ -20,7 +20,7 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { GovernanceGroupRecord, GuardrailRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { GovernanceGroupRecord, GuardrailRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, VirtualMcpServerRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
@@ -33,6 +33,9 @@ import { SETTING_CLIENT, SETTING_LOAD_BALANCER, SETTING_TOOL_MANAGER, saveSettin
 import { guardrailFilePath } from "./guardrails/guardrail-file.js";
 import { guardrailFromJson, parseGuardrail } from "./guardrails/guardrail-input.js";
 import { assignGuardrail, resolveGuardrailReferences } from "./guardrails/guardrail-records.js";
+import { virtualServerFilePath } from "./virtual-mcp-servers/virtual-server-file.js";
+import { parseVirtualServer, virtualServerFromJson } from "./virtual-mcp-servers/virtual-server-input.js";
+import { assignVirtualServer, checkMembers, checkNameFreeOfClients } from "./virtual-mcp-servers/virtual-server-records.js";
 
 /** What the config file declares that seeds the store; absent settings seed the defaults. */
 export interface SeedInput {
@@ -49,6 +52,8 @@ export interface SeedInput {
   groups: FileGroups;
   /** `guardrails` as REST JSON; seeded last, after every owner and provider they may name. */
   guardrails?: readonly Wire[];
+  /** `mcp.virtual_servers` as REST JSON; seeded after the MCP clients their members name. */
+  virtualMcpServers?: readonly Wire[];
 }
 
 /** What one seeding wrote: the sections whose file entry changed since it was last applied. */
@@ -62,6 +67,7 @@ export interface SeedChanges {
   routingRuleIds: string[];
   groupIds: string[];
   guardrailIds: string[];
+  virtualMcpServerNames: string[];
 }
 
 /** A log line held back until the transaction that it reports has committed. */
@@ -126,6 +132,7 @@ export async function seedStore(store: Store, input: SeedInput, logger: Logger):
     virtualKeyIds: await seedVirtualKeys(em, input.virtualKeys, notes),
     routingRuleIds: await seedRoutingRules(em, input.routingRules, notes),
     guardrailIds: await seedGuardrails(em, input.guardrails ?? [], notes),
+    virtualMcpServerNames: await seedVirtualMcpServers(em, input.virtualMcpServers ?? [], notes),
   }));
   // Without a file the defaults are written once, which is nothing to report.
   if (changes.toolManager && input.toolManager) notes.push({ fields: {}, msg: "tool manager settings applied from the config file" });
@@ -299,6 +306,29 @@ async function seedGuardrails(em: EntityManager, guardrails: readonly Wire[], no
     };
     const entry = { seedKey: `guardrail:${msg.id}`, fileValue: wire, existing, apply, what: "guardrail", fields: { guardrail_id: msg.id } };
     if (await seedEntity(em, notes, entry)) written.push(msg.id);
+  }
+  return written;
+}
+
+/**
+ * Creates or updates the virtual MCP servers the config file declares; returns the names written. The
+ * tools a member names are not checked against what its client listed: the file is applied before any
+ * client has connected, and a tool that does not exist is simply not offered.
+ */
+async function seedVirtualMcpServers(em: EntityManager, servers: readonly Wire[], notes: Note[]): Promise<string[]> {
+  const written: string[] = [];
+  for (const [index, wire] of servers.entries()) {
+    const path = virtualServerFilePath(index);
+    const at = (field: string): string => `${path}.${field}`;
+    const fields = parseVirtualServer(virtualServerFromJson(wire, path), at);
+    const existing = await em.findOne(VirtualMcpServerRecord, { name: fields.name });
+    const apply = async (): Promise<void> => {
+      await checkNameFreeOfClients(em, fields.name, at);
+      await checkMembers(em, fields.members, at, [], "none");
+      assignVirtualServer(em, existing, fields, "config");
+    };
+    const entry = { seedKey: `virtual_mcp_server:${fields.name}`, fileValue: wire, existing, apply, what: "virtual MCP server", fields: { virtual_server: fields.name } };
+    if (await seedEntity(em, notes, entry)) written.push(fields.name);
   }
   return written;
 }

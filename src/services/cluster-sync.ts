@@ -16,6 +16,7 @@ import { virtualKeyChangedHook } from "./credential-service.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
 import { loadGuardrails } from "./guardrails/guardrail-records.js";
+import { loadVirtualServers } from "./virtual-mcp-servers/virtual-server-records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
@@ -95,6 +96,9 @@ export async function applyConfigChange(change: ConfigChange, target: ClusterSyn
     case "guardrail":
       await loadGuardrails(store, target.guardrails, logger);
       break;
+    case "virtual_mcp_server":
+      await loadVirtualServers(store, target.virtualServers, logger);
+      break;
     case "governance_group":
       if (change.op === "delete") for (const level of GROUP_LEVELS) inference.hierarchy.remove(level, change.id);
       await loadGroups(store, inference, logger);
@@ -156,6 +160,7 @@ export async function reloadAllConfig(target: ClusterSyncTarget): Promise<void> 
   await reloadInference(store, inference, logger, { providers, virtualKeys: keys });
   await loadRoutingRules(store, inference, logger);
   await loadGuardrails(store, target.guardrails, logger);
+  await loadVirtualServers(store, target.virtualServers, logger);
   const clients = (await em.find(McpClientRecord, {}, { fields: ["id"] })).map((rec) => rec.id);
   for (const id of runtime.clientIds()) {
     if (!clients.includes(id)) await applyConfigChange({ entity: "mcp_client", id, op: "delete" }, target);

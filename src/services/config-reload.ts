@@ -10,6 +10,8 @@ import { readSettings, seedStore, type SeedChanges, type SeedInput } from "./boo
 import { virtualKeyChangedHook } from "./credential-service.js";
 import { loadGuardrails } from "./guardrails/guardrail-records.js";
 import type { GuardrailSet } from "../guardrails/guardrail-set.js";
+import type { VirtualServers } from "../mcp/relay/virtual-servers.js";
+import { loadVirtualServers } from "./virtual-mcp-servers/virtual-server-records.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
 import type { InferenceState } from "../inference/state.js";
@@ -23,6 +25,8 @@ export interface ReloadTarget {
   runtime: McpRuntime;
   /** The guardrails the request path reads. */
   guardrails: GuardrailSet;
+  /** The virtual MCP servers /mcp/<name> serves. */
+  virtualServers: VirtualServers;
 }
 
 /** Seeds the store from the re-read file and applies what changed to the running gateway; a bad entry throws before anything changes. */
@@ -38,6 +42,7 @@ export async function reloadSeededConfig(input: SeedInput, target: ReloadTarget)
   await reloadInference(store, inference, logger, { providers: changes.providers, virtualKeys: changes.virtualKeyIds });
   if (changes.routingRuleIds.length > 0) await loadRoutingRules(store, inference, logger);
   if (changes.guardrailIds.length > 0) await loadGuardrails(store, target.guardrails, logger);
+  if (changes.virtualMcpServerNames.length > 0) await loadVirtualServers(store, target.virtualServers, logger);
   // Clients before keys: a key's credentials are checked against the clients it names.
   await runtime.reload(changes.mcpClients.map((client) => client.id));
   const keyChanged = virtualKeyChangedHook({ runtime, inference });

@@ -49,6 +49,9 @@ import { createClusterService } from "./cluster-service.js";
 import { GuardrailService } from "../../gen/gw/admin/v1/guardrail_pb.js";
 import { createGuardrailService } from "./guardrail-service.js";
 import type { GuardrailSet } from "../guardrails/guardrail-set.js";
+import { VirtualMcpServerService } from "../../gen/gw/admin/v1/virtual_mcp_server_pb.js";
+import { createVirtualMcpServerService } from "./virtual-mcp-server-service.js";
+import type { VirtualServers } from "../mcp/relay/virtual-servers.js";
 
 /** Everything the services need. */
 export interface ServiceDeps {
@@ -79,6 +82,8 @@ export interface ServiceDeps {
   tracing?: OtlpTracingOptions;
   /** The guardrails in memory, which the request path reads. */
   guardrails: GuardrailSet;
+  /** The virtual MCP servers in memory, which /mcp/<name> reads. */
+  virtualServers: VirtualServers;
 }
 
 /** Registers the implemented services. */
@@ -96,6 +101,7 @@ export function registerServices(router: ConnectRouter, deps: ServiceDeps): void
   router.service(OAuth2SessionService, createOAuth2SessionService(deps));
   router.service(ClusterService, createClusterService(deps));
   router.service(GuardrailService, createGuardrailService(deps));
+  router.service(VirtualMcpServerService, createVirtualMcpServerService(deps));
 }
 
 /**

@@ -22,8 +22,12 @@ import {
   FailureStageSchema,
   McpClientSchema,
   TokenExchangeGrantStyle,
+  ToolSchema,
+  ToolState,
   type McpClient,
+  type Tool,
 } from "../../gen/gw/admin/v1/mcp_client_pb.js";
+import type { McpToolRecord } from "../store/index.js";
 import type { TokenExchangeSpec } from "../mcp/token-exchange/token-exchange-config.js";
 import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { recordToSpec } from "../mcp/client-repository.js";
@@ -71,6 +75,7 @@ export function configToSpec(cfg: McpClient): McpClientSpec {
     oauthConfig: oauthConfigOf(cfg),
     isCodeModeClient: cfg.isCodeModeClient,
     tokenExchange: tokenExchangeOf(cfg),
+    toolPinning: cfg.toolPinning,
   };
 }
 
@@ -114,8 +119,22 @@ export function lastFailureMessage(f: LastFailureView) {
   };
 }
 
-/** The read shape of a client: redacted headers, effective stickiness, runtime state. */
-export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): McpClient {
+/** A discovered tool as the API shows it: quarantined with its reason when `quarantined` names it. */
+export function toolMessage(tool: McpToolRecord, quarantined: ReadonlyMap<string, string>): Tool {
+  const reason = quarantined.get(tool.name);
+  return create(ToolSchema, {
+    name: tool.name,
+    description: tool.description,
+    inputSchema: tool.inputSchema as JsonObject,
+    state: reason === undefined ? ToolState.ACTIVE : ToolState.QUARANTINED,
+    quarantineReason: reason ?? "",
+  });
+}
+
+const NONE_QUARANTINED: ReadonlyMap<string, string> = new Map();
+
+/** The read shape of a client: redacted headers, effective stickiness, runtime state, each tool's state. */
+export function recordToProto(rec: McpClientRecord, view: RuntimeClientView, quarantined: ReadonlyMap<string, string> = NONE_QUARANTINED): McpClient {
   const spec = recordToSpec(rec);
   return create(McpClientSchema, {
     clientId: rec.id,
@@ -143,7 +162,8 @@ export function recordToProto(rec: McpClientRecord, view: RuntimeClientView): Mc
           },
         }
       : {}),
-    tools: rec.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema as JsonObject })),
+    toolPinning: spec.toolPinning ?? false,
+    tools: rec.tools.map((t) => toolMessage(t, quarantined)),
     state: enumInputNumber(ClientStateSchema, view.state) ?? 0,
     ...(view.lastFailure ? { lastFailure: lastFailureMessage(view.lastFailure) } : {}),
     createdAt: timestampFromDate(rec.createdAt),

@@ -20,7 +20,7 @@ import { McpOauthCredentialRecord } from "../store/index.js";
 import { virtualKeyAccess } from "./credential-service.js";
 import type { Inference } from "../inference/state.js";
 import { oauthPublicBase, pendingOauthPayload, type PendingOauthPayload } from "./oauth-payload.js";
-import { configToSpec, recordToProto } from "./mcp-client-mapping.js";
+import { configToSpec, recordToProto, toolMessage } from "./mcp-client-mapping.js";
 import { liveNodeViews, withNodeStates } from "./mcp-node-states.js";
 import type { NodeRegistry } from "../cluster/node-registry.js";
 
@@ -79,7 +79,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     const views = deps.cluster ? await liveNodeViews(store, deps.cluster, records.map((rec) => rec.id)) : new Map();
     return records.map((rec) => {
       const own = projectedState(rec, runtime);
-      return withNodeStates(recordToProto(rec, own), own, store.nodeId, views.get(rec.id), runtime.toolsCount(rec.id));
+      return withNodeStates(recordToProto(rec, own, runtime.quarantined(rec.id)), own, store.nodeId, views.get(rec.id), runtime.toolsCount(rec.id));
     });
   }
 
@@ -123,6 +123,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       oauthConfig: merged.oauthConfig,
       isCodeModeClient: merged.isCodeModeClient,
       tokenExchange: merged.tokenExchange ?? null,
+      toolPinning: merged.toolPinning ?? false,
     });
   }
 
@@ -220,7 +221,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       return {
         status: "success",
         message: `MCP client "${next.name}" updated`,
-        client: recordToProto(rec, projectedState(rec, runtime)),
+        client: recordToProto(rec, projectedState(rec, runtime), runtime.quarantined(rec.id)),
       };
     },
 
@@ -238,7 +239,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
 
     async getMcpClient(req, ctx) {
       const rec = await getClient(emOf(ctx, store), req.clientId);
-      return { client: (await readShapes([rec]))[0] ?? recordToProto(rec, projectedState(rec, runtime)) };
+      return { client: (await readShapes([rec]))[0] ?? recordToProto(rec, projectedState(rec, runtime), runtime.quarantined(rec.id)) };
     },
 
     async listMcpClients(req, ctx) {
@@ -358,6 +359,21 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         });
       }
       return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to grant "${rec.name}" access, then POST complete_url`);
+    },
+
+    async approveMcpTool(req, ctx) {
+      if (req.tool === "") throw invalidField("tool", "is required: the tool's name without the client prefix");
+      const rec = await getClient(emOf(ctx, store), req.clientId);
+      const stillQuarantined = await runtime.approveTool(rec.id, req.tool);
+      const tool = runtime.toolOf(rec.id, req.tool);
+      return {
+        status: "success",
+        message:
+          stillQuarantined === null
+            ? `tool "${req.tool}" of MCP client "${rec.name}" approved: its current definition is pinned and callers see it again`
+            : `tool "${req.tool}" of MCP client "${rec.name}" approved: its current definition is pinned, but it stays quarantined (${stillQuarantined})`,
+        ...(tool ? { tool: toolMessage(tool, runtime.quarantined(rec.id)) } : {}),
+      };
     },
 
     async completeOauth(req, ctx) {

@@ -91,6 +91,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
       }
       try {
         const result = await runtime.execute(req.function.name, args, options);
+        if (result.guardrails !== undefined) ctx.responseHeader.set("x-gw-guardrails", result.guardrails);
         return { role: "tool", toolCallId: req.id, content: result.content };
       } catch (err) {
         if (err instanceof McpAuthRequiredError) {

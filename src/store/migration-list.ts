@@ -27,6 +27,8 @@ import { Migration20261126190000_usage_minute } from "./migrations/Migration2026
 import { Migration20261126200000_provider_key_backoff } from "./migrations/Migration20261126200000_provider_key_backoff.js";
 import { Migration20261203100000_admin_session_notify } from "./migrations/Migration20261203100000_admin_session_notify.js";
 import { Migration20261203125555_guardrail } from "./migrations/Migration20261203125555_guardrail.js";
+import { Migration20261203140424_virtual_mcp_server } from "./migrations/Migration20261203140424_virtual_mcp_server.js";
+import { Migration20261203150000_mcp_tool_pinning } from "./migrations/Migration20261203150000_mcp_tool_pinning.js";
 
 /**
  * The migrations in the order they apply; each name is its file name without the extension, as stored in
@@ -56,4 +58,6 @@ export const MIGRATIONS: readonly MigrationObject[] = [
   { name: "Migration20261126200000_provider_key_backoff", class: Migration20261126200000_provider_key_backoff },
   { name: "Migration20261203100000_admin_session_notify", class: Migration20261203100000_admin_session_notify },
   { name: "Migration20261203125555_guardrail", class: Migration20261203125555_guardrail },
+  { name: "Migration20261203140424_virtual_mcp_server", class: Migration20261203140424_virtual_mcp_server },
+  { name: "Migration20261203150000_mcp_tool_pinning", class: Migration20261203150000_mcp_tool_pinning },
 ];

@@ -26,4 +26,6 @@ export const MIGRATION_NAMES: readonly string[] = [
   "Migration20261126200000_provider_key_backoff",
   "Migration20261203100000_admin_session_notify",
   "Migration20261203125555_guardrail",
+  "Migration20261203140424_virtual_mcp_server",
+  "Migration20261203150000_mcp_tool_pinning",
 ];

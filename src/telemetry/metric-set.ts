@@ -39,6 +39,7 @@ export class MetricSet {
   readonly firstToken: HistogramFamily;
   readonly interToken: HistogramFamily;
   readonly mcpDuration: HistogramFamily;
+  readonly mcpToolDefinitionChanges: CounterFamily;
   readonly routingEmbeddingRequests: CounterFamily;
   readonly routingEmbeddingCost: CounterFamily;
 
@@ -122,6 +123,11 @@ export class MetricSet {
       "MCP tool executions, in seconds; error_type is empty on success.",
       withCustom(["mcp_client", "mcp_tool_name", "mcp_method", "error_type", ...GOVERNANCE_LABELS]),
       SECONDS_BUCKETS,
+    );
+    this.mcpToolDefinitionChanges = counter(
+      "gw_mcp_tool_definition_changes_total",
+      "Pinned MCP tool definitions found changed at discovery (each quarantines its tool until approved).",
+      withCustom(["mcp_client"]),
     );
   }
 }

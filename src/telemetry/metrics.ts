@@ -282,6 +282,11 @@ export class Metrics {
     });
   }
 
+  /** gw_mcp_tool_definition_changes_total: a pinned tool's definition found changed at discovery. */
+  recordMcpToolDefinitionChange(mcpClient: string): void {
+    this.enqueue((m, l) => m.mcpToolDefinitionChanges.inc(l.own({ mcp_client: mcpClient }, NO_CUSTOM)));
+  }
+
   /** gw_upstream_requests_total: one inference request, policy refusals (no provider call) included. */
   recordUpstreamRequest(base: BaseLabels, custom?: CustomLabelValues): void {
     const c = custom ?? base.custom ?? NO_CUSTOM;

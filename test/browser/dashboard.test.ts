@@ -2,7 +2,8 @@
  * The web dashboard in headless Chromium against a real gateway with admin auth on, the mock OpenAI
  * upstream and mock MCP servers: serving and caching, the size budget, sign-in, an MCP client turning
  * healthy, a virtual key's value shown once, a routing rule refused for bad CEL then saved, a guardrail
- * refused for a bad pattern then saved and edited, a per-user credential flow finished and listed, the
+ * refused for a bad pattern then saved and edited, a virtual MCP server refused for an unknown tool then
+ * saved, a per-user credential flow finished and listed, the
  * overview moving with traffic, and every route checked with axe-core at desktop and phone widths
  * (screenshots in test-artifacts/dashboard).
  */
@@ -41,6 +42,7 @@ const ROUTES = [
   ["", "Overview"],
   ["mcp-clients", "MCP clients"],
   ["mcp-sessions", "MCP sessions"],
+  ["virtual-mcp-servers", "Virtual MCP servers"],
   ["virtual-keys", "Virtual keys"],
   ["providers", "Providers & models"],
   ["routing-rules", "Routing rules"],
@@ -275,6 +277,23 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     const [saved] = (await api(app, "GET", "/api/guardrails", undefined, await adminHeaders())).body.guardrails;
     assert.equal(saved.sampling_rate, 0.5);
     assert.deepEqual(saved.check.regex.patterns, ["ORD-\\d{6}"]);
+  });
+
+  test("a virtual MCP server naming a tool its client does not have is refused with the server's message, then saved", async () => {
+    await openRoute("Virtual MCP servers");
+    await page.getByRole("button", { name: "Add virtual server" }).click();
+    await page.getByLabel("Name", { exact: true }).fill("docs_echo");
+    await page.getByLabel("Client of member 1").selectOption({ label: "docs" });
+    await page.getByLabel("Tools of member 1").fill("echo, nosuch");
+    await page.getByRole("button", { name: "Save virtual server" }).click();
+    await page.getByRole("alert").waitFor(WAIT);
+    assert.match((await page.getByRole("alert").textContent()) ?? "", /members\[0\]\.tools\[1\]/);
+    assert.equal((await api(app, "GET", "/api/mcp/virtual-servers", undefined, await adminHeaders())).body.count, 0);
+    await page.getByLabel("Tools of member 1").fill("echo");
+    await page.getByRole("button", { name: "Save virtual server" }).click();
+    await page.getByRole("cell", { name: /docs_echo/ }).first().waitFor(WAIT);
+    const [saved] = (await api(app, "GET", "/api/mcp/virtual-servers", undefined, await adminHeaders())).body.virtual_servers;
+    assert.deepEqual(saved.members, [{ client: "docs", tools: ["echo"], resources: true, prompts: true }]);
   });
 
   test("a per-user credential flow finished on its page shows in MCP sessions", async () => {

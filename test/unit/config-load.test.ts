@@ -71,6 +71,7 @@ describe("defaults", () => {
         clientConfigs: [],
         toolManagerConfig: { maxAgentDepth: 10, toolExecutionTimeoutMs: 30_000, codeModeBindingLevel: "server" },
         toolSyncIntervalMinutes: 10,
+        virtualServers: [],
       },
       pricing: { pricingUrl: "", syncIntervalMs: 86_400_000 },
       routing: { complexity: null },

@@ -38,6 +38,7 @@ const TABLE: Record<string, [string, string[]]> = {
   gw_stream_first_token_latency_seconds: ["histogram", BASE],
   gw_stream_inter_token_latency_seconds: ["histogram", BASE],
   gw_mcp_client_operation_duration_seconds: ["histogram", ["mcp_client", "mcp_tool_name", "mcp_method", "error_type", ...GOVERNANCE]],
+  gw_mcp_tool_definition_changes_total: ["counter", ["mcp_client"]],
 };
 
 const BASE_VALUES: BaseLabels = { provider: "openai", model: "gpt-4o-mini", method: "chat" };
@@ -68,6 +69,7 @@ function recordEverything(m: Metrics): void {
   m.setProviderKeyUp("openai", "k1", "main", true);
   m.watchRouteStates(() => [{ provider: "openai", keyId: "k1", keyName: "main", state: "degraded" }]);
   m.recordMcpToolCall({ mcpClient: "docs", toolName: "search", durationS: 0.05, errorType: "" });
+  m.recordMcpToolDefinitionChange("docs");
   m.recordRoutingEmbedding("openai", "text-embedding-3-small", "warmup", 0.00001);
 }
 

@@ -9,6 +9,7 @@ export const PAGES = [
   { path: "/", label: "Overview", component: lazyRouteComponent(() => import("./routes/overview"), "OverviewPage") },
   { path: "/mcp-clients", label: "MCP clients", component: lazyRouteComponent(() => import("./routes/mcp-clients"), "McpClientsPage") },
   { path: "/mcp-sessions", label: "MCP sessions", component: lazyRouteComponent(() => import("./routes/mcp-sessions"), "McpSessionsPage") },
+  { path: "/virtual-mcp-servers", label: "Virtual MCP servers", component: lazyRouteComponent(() => import("./routes/virtual-mcp-servers"), "VirtualMcpServersPage") },
   { path: "/virtual-keys", label: "Virtual keys", component: lazyRouteComponent(() => import("./routes/virtual-keys"), "VirtualKeysPage") },
   { path: "/providers", label: "Providers & models", component: lazyRouteComponent(() => import("./routes/providers"), "ProvidersPage") },
   { path: "/routing-rules", label: "Routing rules", component: lazyRouteComponent(() => import("./routes/routing-rules"), "RoutingRulesPage") },

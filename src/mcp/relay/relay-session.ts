@@ -1,21 +1,18 @@
 /**
- * One downstream session of /mcp/<client>, relayed at the JSON-RPC level: the SDK's Protocol on each side
- * keeps its own request ids, so every request is sent on with the other side's id, its progress token
- * swapped for one of the upstream link's and swapped back here, and its cancellation carried by an abort
- * signal (the Protocol sends notifications/cancelled with the id of its side). Results,
- * content blocks, `_meta` and errors pass unchanged; only tools/list and tools/call are filtered by what
- * the caller may use. A server-to-client request goes to this session's client, tied to the request it
+ * One downstream session of /mcp/<client> (or of a virtual server with one member), relayed at the
+ * JSON-RPC level to one upstream (relay-member.ts): the SDK's Protocol on each side keeps its own request
+ * ids. Results, content blocks, `_meta` and errors pass unchanged; only tools/list and tools/call are
+ * filtered by what the caller may use, and a virtual server's member may leave out the upstream's
+ * resources or prompts. A server-to-client request goes to this session's client, tied to the request it
  * came during, bounded in number and in time.
  */
-import { randomUUID } from "node:crypto";
-import { Protocol, type RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
+import type { NotificationOptions, RequestHandlerExtra, RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import {
   LATEST_PROTOCOL_VERSION,
   McpError,
   ErrorCode,
   SUPPORTED_PROTOCOL_VERSIONS,
-  type CallToolResult,
   type ClientCapabilities,
   type InitializeResult,
   type JSONRPCRequest,
@@ -23,24 +20,29 @@ import {
   type Request,
   type RequestId,
   type Result,
+  type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
-import { GatewayError } from "../../errors.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpErrorType } from "../../telemetry/metrics.js";
-import { McpAuthRequiredError } from "../credentials/auth-required.js";
 import type { DiscoveredTool } from "../discover.js";
 import { ANY_RESULT } from "./any-result.js";
-import { relayedClientCapabilities, undeclaredCapability } from "./capabilities.js";
-import { clientGone, credentialRequired, openFailed, relayedError, relayTimeout, tooManyPending } from "./relay-errors.js";
-import { MAX_PENDING_SERVER_REQUESTS, SERVER_REQUEST_TIMEOUT_MS } from "./relay-limits.js";
+import { credentialResult } from "./credential-result.js";
+import { DownstreamProtocol, type DownstreamSession } from "./downstream-protocol.js";
+import { RelayMember, type DownstreamSide } from "./relay-member.js";
 import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-link.js";
 
 /** The caller of one tools/list or tools/call, as the relay needs it. */
 export interface RelayCaller {
-  /** Whether the caller may see and call the tool (tools_to_execute, the key's mcp_configs, the include headers). */
+  /** Whether the caller may see and call the tool (tools_to_execute, the key's mcp_configs, the include headers, a virtual server's member). */
   toolVisible(tool: string): boolean;
   /** Measures one relayed request: its JSON-RPC method and, for tools/call, the tool ("" otherwise). */
   operationDone(method: string, tool: string, durationS: number, errorType: McpErrorType): void;
+}
+
+/** Which of the upstream's resources and prompts the session offers (all of them on /mcp/<client>). */
+export interface RelayOffers {
+  resources: boolean;
+  prompts: boolean;
 }
 
 /** What a session needs from the gateway. */
@@ -57,99 +59,58 @@ export interface RelaySessionDeps {
   knownFacts(): UpstreamFacts | undefined;
   /** The bound of one relayed request, not counting time spent waiting on this session's client. */
   requestTimeoutMs(): number;
+  /** What a virtual server's member offers now; absent: everything. */
+  offers?: () => RelayOffers;
   /** Runs once when the session ends, whatever ended it. */
   onClose(): void;
 }
 
-/** The downstream side speaks through the SDK's Protocol alone: the relay judges nothing an end sends. */
-class DownstreamProtocol extends Protocol<Request, Notification, Result> {
-  protected assertCapabilityForMethod(): void {}
-  protected assertNotificationCapability(): void {}
-  protected assertRequestHandlerCapability(): void {}
-  protected assertTaskCapability(): void {}
-  protected assertTaskHandlerCapability(): void {}
-}
-
 type Extra = RequestHandlerExtra<Request, Notification>;
 
-/** Errors that leave the session without an upstream until the caller has a credential. */
-function isCredentialMissing(err: unknown): err is McpAuthRequiredError | GatewayError {
-  return err instanceof McpAuthRequiredError || (err instanceof GatewayError && err.type === "mcp_identity_required");
-}
+const EVERYTHING: RelayOffers = { resources: true, prompts: true };
+const OFFERS_EVERYTHING = (): RelayOffers => EVERYTHING;
 
 /** The request as sent on: its method and params, without the id of this side. */
 function outgoing(request: JSONRPCRequest): Request {
   return request.params === undefined ? { method: request.method } : { method: request.method, params: request.params };
 }
 
-function progressTokenOf(request: Request): string | number | undefined {
-  const token = (request.params?._meta as { progressToken?: unknown } | undefined)?.progressToken;
-  return typeof token === "string" || typeof token === "number" ? token : undefined;
+/** Which part of the surface a method or notification belongs to, when it is one a member may leave out. */
+function partOf(method: string, params: Record<string, unknown> | undefined): keyof RelayOffers | null {
+  if (method.startsWith("resources/") || method.startsWith("notifications/resources/")) return "resources";
+  if (method.startsWith("prompts/") || method.startsWith("notifications/prompts/")) return "prompts";
+  if (method === "completion/complete") {
+    const ref = (params?.["ref"] as { type?: unknown } | undefined)?.type;
+    return ref === "ref/prompt" ? "prompts" : ref === "ref/resource" ? "resources" : null;
+  }
+  return null;
 }
 
-/** A downstream request at the upstream: its cancellation, and a deadline that stops while this session's client is being asked something. */
-class InFlight {
-  readonly controller = new AbortController();
-  private timer: NodeJS.Timeout | undefined;
-  private waiting = 0;
-  private finished = false;
-
-  constructor(
-    readonly method: string,
-    private readonly timeoutMs: number,
-  ) {
-    this.arm();
-  }
-
-  private arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.controller.abort(relayTimeout(this.method, this.timeoutMs)), this.timeoutMs);
-    this.timer.unref();
-  }
-
-  /** Progress arrived: the deadline starts again. */
-  progressed(): void {
-    if (this.waiting === 0 && !this.finished) this.arm();
-  }
-
-  /** A server-to-client request tied to this one is waiting on the client. */
-  hold(): void {
-    this.waiting++;
-    clearTimeout(this.timer);
-  }
-
-  /** That request was answered. */
-  release(): void {
-    this.waiting--;
-    if (this.waiting === 0 && !this.finished) this.arm();
-  }
-
-  done(): void {
-    this.finished = true;
-    clearTimeout(this.timer);
-  }
-}
-
-/** The fallback server facts of a client never reached yet. */
-function unknownFacts(clientName: string): UpstreamFacts {
-  return { capabilities: { tools: { listChanged: true } }, serverInfo: { name: clientName, version: "unknown" }, instructions: undefined };
+/** The upstream's capabilities without the parts left out (completions go with the last of the two). */
+function offeredCapabilities(capabilities: ServerCapabilities, offers: RelayOffers): ServerCapabilities {
+  if (offers.resources && offers.prompts) return capabilities;
+  const { resources, prompts, completions, ...rest } = capabilities;
+  return {
+    ...rest,
+    ...(offers.resources && resources !== undefined ? { resources } : {}),
+    ...(offers.prompts && prompts !== undefined ? { prompts } : {}),
+    ...((offers.resources || offers.prompts) && completions !== undefined ? { completions } : {}),
+  };
 }
 
 /** One relayed session. */
-export class RelaySession implements DownstreamSink {
+export class RelaySession implements DownstreamSession, DownstreamSide {
   private readonly protocol = new DownstreamProtocol();
-  private link: UpstreamLink | undefined;
-  /** Why there is no link yet: the caller has no credential for the per-user client. */
-  private missing: McpAuthRequiredError | GatewayError | undefined;
-  private opening: Promise<void> | undefined;
-  private clientCapabilities: ClientCapabilities | undefined;
-  private readonly inFlight = new Map<RequestId, InFlight>();
-  private pending = 0;
+  private readonly member: RelayMember;
+  private readonly offers: () => RelayOffers;
+  clientCapabilities: ClientCapabilities | undefined;
+  pending = 0;
   private closed = false;
-  /** Set when initialize failed: the session is of no further use. */
   failedToInitialize = false;
 
   constructor(private readonly deps: RelaySessionDeps) {
+    this.offers = deps.offers ?? OFFERS_EVERYTHING;
+    this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs }, this);
     // ping is the upstream's to answer, like every other request.
     this.protocol.removeRequestHandler("ping");
     this.protocol.fallbackRequestHandler = (request, extra) => this.onRequest(request, extra);
@@ -158,24 +119,23 @@ export class RelaySession implements DownstreamSink {
     this.protocol.onerror = (err) => deps.logger.debug({ err, client: deps.clientName }, "MCP relay session: protocol error");
   }
 
-  /** Starts serving over a downstream transport. */
   connect(transport: Transport): Promise<void> {
     return this.protocol.connect(transport);
   }
 
   get requestsInFlight(): number {
-    return this.inFlight.size;
+    return this.member.requestsInFlight;
   }
 
-  /** Gives up the requests a closed response stream carried: the upstream is told they are cancelled. */
   abandon(requestIds: readonly RequestId[]): void {
-    for (const id of requestIds) {
-      const entry = this.inFlight.get(id);
-      entry?.controller.abort(clientGone(entry.method));
-    }
+    this.member.abandon(requestIds);
   }
 
   private onRequest(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+    const part = partOf(request.method, request.params);
+    if (part !== null && !this.offers()[part]) {
+      return Promise.reject(new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method} (this virtual MCP server does not offer the ${part} of MCP client "${this.deps.clientName}")`));
+    }
     switch (request.method) {
       case "initialize":
         return this.initialize(request);
@@ -184,8 +144,8 @@ export class RelaySession implements DownstreamSink {
       case "tools/call":
         return this.callTool(request, extra);
       case "ping":
-        if (this.link === undefined) return Promise.resolve({});
-        return this.relay(request, extra);
+        if (!this.member.linked) return Promise.resolve({});
+        return this.member.relay(outgoing(request), extra);
       default:
         return this.measured(request, extra);
     }
@@ -196,7 +156,7 @@ export class RelaySession implements DownstreamSink {
     const started = performance.now();
     let errorType: McpErrorType = "_OTHER";
     try {
-      const result = await this.relay(request, extra);
+      const result = await this.member.relay(outgoing(request), extra);
       errorType = "";
       return result;
     } finally {
@@ -206,73 +166,36 @@ export class RelaySession implements DownstreamSink {
 
   private async onNotification(notification: Notification): Promise<void> {
     if (notification.method === "notifications/initialized") return;
-    // A shared process is not told one session's roots or other news: the others did not say it.
-    if (this.link === undefined || this.link.shared) return;
-    await this.link.notify(notification).catch((err: unknown) => this.deps.logger.debug({ err, method: notification.method }, "MCP relay: a notification did not reach the upstream"));
+    await this.member.notify(notification);
   }
 
   private async initialize(request: JSONRPCRequest): Promise<InitializeResult> {
     const params = request.params ?? {};
     this.clientCapabilities = params["capabilities"] as ClientCapabilities | undefined;
     try {
-      await this.open();
+      await this.member.open();
     } catch (err) {
       this.failedToInitialize = true;
       throw err;
     }
-    const facts = this.link?.facts ?? this.deps.knownFacts() ?? unknownFacts(this.deps.clientName);
+    const facts = this.member.facts;
     const requested = params["protocolVersion"];
     return {
       protocolVersion: typeof requested === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION,
-      capabilities: facts.capabilities,
+      capabilities: offeredCapabilities(facts.capabilities, this.offers()),
       serverInfo: facts.serverInfo,
       ...(facts.instructions !== undefined ? { instructions: facts.instructions } : {}),
     };
   }
 
-  /** Opens the link once (concurrent requests wait for the same attempt); a missing credential leaves none. */
-  private open(): Promise<void> {
-    if (this.link !== undefined) return Promise.resolve();
-    this.opening ??= this.openNow().finally(() => {
-      this.opening = undefined;
-    });
-    return this.opening;
-  }
-
-  private async openNow(): Promise<void> {
-    let link: UpstreamLink;
-    try {
-      link = await this.deps.connect(this, relayedClientCapabilities(this.clientCapabilities));
-    } catch (err) {
-      if (isCredentialMissing(err)) {
-        this.missing = err;
-        return;
-      }
-      throw openFailed(err);
-    }
-    if (this.closed) {
-      await link.close().catch(() => undefined);
-      return;
-    }
-    this.link = link;
-    this.missing = undefined;
-  }
-
-  /** The link, opened now if the caller has since got a credential; else the credential error. */
-  private async upstream(): Promise<UpstreamLink> {
-    await this.open();
-    if (this.link !== undefined) return this.link;
-    throw credentialRequired(this.missing ?? new GatewayError("unavailable", "the upstream session is closed"));
-  }
-
   private async listTools(request: JSONRPCRequest, extra: Extra): Promise<Result> {
     const caller = this.deps.callerOf(extra.requestId);
-    if (this.link === undefined && this.missing !== undefined) {
+    if (this.member.credentialMissing !== undefined) {
       // Without a credential the tools are listed from the last discovery: the flow starts at the call.
       const tools = this.deps.cachedTools().filter((tool) => caller.toolVisible(tool.name));
       return { tools: tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: { type: "object", ...tool.inputSchema } })) };
     }
-    const result = await this.relay(request, extra);
+    const result = await this.member.relay(outgoing(request), extra);
     const tools = (result as { tools?: unknown }).tools;
     if (!Array.isArray(tools)) return result;
     return { ...result, tools: tools.filter((tool: { name?: unknown }) => typeof tool?.name === "string" && caller.toolVisible(tool.name)) };
@@ -288,12 +211,13 @@ export class RelaySession implements DownstreamSink {
     const started = performance.now();
     let errorType: McpErrorType = "_OTHER";
     try {
-      await this.open();
-      if (this.link === undefined && this.missing !== undefined) {
+      await this.member.open();
+      const missing = this.member.credentialMissing;
+      if (missing !== undefined) {
         errorType = "auth_required";
-        return this.credentialResult(this.missing, extra.requestId);
+        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger });
       }
-      const result = await this.relay(request, extra);
+      const result = await this.member.relay(outgoing(request), extra);
       if ((result as { isError?: unknown }).isError !== true) errorType = "";
       return result;
     } finally {
@@ -301,101 +225,18 @@ export class RelaySession implements DownstreamSink {
     }
   }
 
-  /** A tool call of a caller without a credential, answered as /mcp answers it. */
-  private credentialResult(missing: McpAuthRequiredError | GatewayError, requestId: RequestId): CallToolResult {
-    if (!(missing instanceof McpAuthRequiredError)) return { content: [{ type: "text", text: `Error: ${missing.message}` }], isError: true };
-    const payload = missing.payload;
-    if (payload.kind === "headers" && this.clientCapabilities?.elicitation?.url !== undefined) {
-      // Not awaited: the user finishes the flow in a browser, then calls the tool again.
-      this.protocol
-        .request({ method: "elicitation/create", params: { mode: "url", message: payload.message, url: payload.submit_url, elicitationId: randomUUID() } }, ANY_RESULT, {
-          relatedRequestId: requestId,
-          timeout: SERVER_REQUEST_TIMEOUT_MS,
-        })
-        .catch((err: unknown) => this.deps.logger.debug({ err }, "the MCP client did not answer the credential elicitation"));
-    }
-    return { content: [{ type: "text", text: missing.toolResult }], isError: true };
+  async ask(request: Request, options: RequestOptions): Promise<Result> {
+    return (await this.protocol.request(request, ANY_RESULT, options)) as Result;
   }
 
-  /** Sends a request on upstream and answers with what comes back. */
-  private async relay(request: JSONRPCRequest, extra: Extra): Promise<Result> {
-    const link = await this.upstream();
-    const timeoutMs = this.deps.requestTimeoutMs();
-    const entry = new InFlight(request.method, timeoutMs);
-    const id = extra.requestId;
-    this.inFlight.set(id, entry);
-    const cancelled = () => entry.controller.abort(extra.signal.reason);
-    extra.signal.addEventListener("abort", cancelled, { once: true });
-    const token = progressTokenOf(request);
-    try {
-      return await link.request(outgoing(request), {
-        signal: entry.controller.signal,
-        ...(token !== undefined
-          ? {
-              onprogress: (progress) => {
-                entry.progressed();
-                void extra.sendNotification({ method: "notifications/progress", params: { ...progress, progressToken: token } });
-              },
-            }
-          : {}),
-      });
-    } catch (err) {
-      throw relayedError(err, request.method, timeoutMs);
-    } finally {
-      entry.done();
-      if (this.inFlight.get(id) === entry) this.inFlight.delete(id);
-      extra.signal.removeEventListener("abort", cancelled);
-    }
-  }
-
-  /** The newest request of this session at the upstream: server-to-client traffic is sent on its stream. */
-  private newest(): [RequestId, InFlight] | undefined {
-    let last: [RequestId, InFlight] | undefined;
-    for (const entry of this.inFlight) last = entry;
-    return last;
-  }
-
-  async serverRequest(request: Request, upstreamSignal: AbortSignal): Promise<Result> {
-    const undeclared = undeclaredCapability(request.method, request.params, this.clientCapabilities);
-    if (undeclared !== null) throw undeclared;
-    if (this.pending >= MAX_PENDING_SERVER_REQUESTS) throw tooManyPending(request.method, MAX_PENDING_SERVER_REQUESTS);
-    const related = this.newest();
-    this.pending++;
-    related?.[1].hold();
-    const token = progressTokenOf(request);
-    try {
-      return (await this.protocol.request(request, ANY_RESULT, {
-        // The request it came during being cancelled or abandoned takes this one with it.
-        signal: related === undefined ? upstreamSignal : AbortSignal.any([upstreamSignal, related[1].controller.signal]),
-        timeout: SERVER_REQUEST_TIMEOUT_MS,
-        ...(related !== undefined ? { relatedRequestId: related[0] } : {}),
-        ...(token !== undefined
-          ? {
-              onprogress: (progress) =>
-                void this.link?.notify({ method: "notifications/progress", params: { ...progress, progressToken: token } }).catch(() => undefined),
-            }
-          : {}),
-      })) as Result;
-    } catch (err) {
-      throw relayedError(err, request.method, SERVER_REQUEST_TIMEOUT_MS);
-    } finally {
-      this.pending--;
-      related?.[1].release();
-    }
-  }
-
-  serverNotification(notification: Notification): void {
+  async tell(_member: RelayMember, notification: Notification, options: NotificationOptions | undefined): Promise<void> {
     if (this.closed) return;
-    const { method } = notification;
-    // News about the server goes on the session's own stream; anything else during a request, on that request's.
-    const standalone = method.endsWith("/list_changed") || method === "notifications/resources/updated" || method === "notifications/elicitation/complete";
-    const related = standalone ? undefined : this.newest();
-    this.protocol
-      .notification(notification, related !== undefined ? { relatedRequestId: related[0] } : undefined)
-      .catch((err: unknown) => this.deps.logger.debug({ err, method }, "MCP relay: a notification did not reach the client"));
+    const part = partOf(notification.method, notification.params);
+    if (part !== null && !this.offers()[part]) return;
+    await this.protocol.notification(notification, options);
   }
 
-  upstreamLost(err: Error): void {
+  lost(_member: RelayMember, err: Error): void {
     this.deps.logger.info({ client: this.deps.clientName, err: err.message }, "MCP relay: the upstream session ended; closing the client's session");
     void this.close();
   }
@@ -404,11 +245,9 @@ export class RelaySession implements DownstreamSink {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const entry of this.inFlight.values()) entry.controller.abort(new McpError(ErrorCode.ConnectionClosed, "the MCP client session ended"));
+    this.member.stop();
     await this.protocol.close().catch(() => undefined);
-    const link = this.link;
-    this.link = undefined;
-    await link?.close().catch((err: unknown) => this.deps.logger.debug({ err }, "closing a relayed upstream session failed"));
+    await this.member.close();
     this.deps.onClose();
   }
 }

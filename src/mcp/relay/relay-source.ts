@@ -8,6 +8,7 @@ import type { McpClientSpec } from "../client-spec.js";
 import type { CallerIdentity } from "../credentials/index.js";
 import type { DiscoveredTool } from "../discover.js";
 import type { UpstreamSession } from "../upstream-session.js";
+import type { UpstreamLink } from "./upstream-link.js";
 import type { GovernanceLabels, McpErrorType } from "../../telemetry/metrics.js";
 
 /** Who a relayed session acts for: what per-user auth types build the upstream credential from. */
@@ -17,6 +18,8 @@ export interface RelayCredentialContext {
   subjectToken: string | null;
   /** Where submission links point back to when mcp_external_client_url is unset. */
   origin: string | null;
+  /** The caller's virtual key id, whose guardrails cover its tool calls (absent or null: no key). */
+  virtualKeyId?: string | null;
 }
 
 /** One client as the relay reaches it. */
@@ -36,6 +39,8 @@ export interface RelaySource {
   open(caller: RelayCredentialContext, capabilities: ClientCapabilities): Promise<UpstreamSession>;
   /** stdio: the client's one connection, shared by every session. */
   shared(): Promise<UpstreamSession>;
+  /** One session's link with the client's tool guardrails and quarantine applied (absent: the link as it is). */
+  guard?(link: UpstreamLink, caller: RelayCredentialContext): UpstreamLink;
   /** Records one relayed request in gw_mcp_client_operation_duration_seconds under its method. */
   operationDone(method: string, tool: string, durationS: number, errorType: McpErrorType, governance: GovernanceLabels | undefined): void;
 }

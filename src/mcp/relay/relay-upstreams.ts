@@ -36,7 +36,7 @@ export class RelayUpstreams {
       link = new OwnedUpstream(await source.open(caller, capabilities), sink);
     }
     this.facts.set(id, link.facts);
-    return link;
+    return source.guard?.(link, caller) ?? link;
   }
 
   /** What the client's upstream last answered at initialize, if it was ever reached. */

@@ -3,13 +3,14 @@
  * sessions by Mcp-Session-Id) and the legacy HTTP+SSE transport at /mcp/sse + /mcp/messages. Bodies are
  * read here within the gateway's size limit and checked as JSON-RPC before the SDK transport sees them;
  * every request resolves its caller, and a session answers only the caller that opened it. The paths of
- * one upstream server, /mcp/<client>, go to the relay endpoint.
+ * one upstream server, /mcp/<client>, and of virtual servers, /mcp/<name>, go to the relay endpoint.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isInitializeRequest, isJSONRPCRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
+import type { VirtualServers } from "../../mcp/relay/virtual-servers.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Logger } from "../../telemetry/logger.js";
@@ -59,6 +60,8 @@ export interface McpEndpointOptions {
   oauth?: McpOAuth;
   /** The runtime /mcp/<client> reaches each client through. */
   runtime: McpRuntime;
+  /** The virtual MCP servers served at /mcp/<name>. */
+  virtualServers: VirtualServers;
 }
 
 /** The endpoint: `handle` serves every MCP path, `close` ends every session. */
@@ -76,7 +79,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   const callerOf = createCallerResolver(opts.tools, opts.oauth);
   // One budget of sessions for /mcp and the paths of every server.
   const hasRoom = () => sessions.size + relay.size < limits.maxSessions;
-  const relay = createRelayEndpoint({ runtime: opts.runtime, callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
+  const relay = createRelayEndpoint({ runtime: opts.runtime, virtualServers: opts.virtualServers, version: opts.version, callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
 
   /** The ids of the requests whose handlers read their caller (only those take the entry back out). */
   function requestIds(messages: readonly unknown[]): RequestId[] {

@@ -1,22 +1,18 @@
 /**
- * /mcp/<client>: one upstream MCP server's whole surface under its own names, Streamable HTTP at
- * /mcp/<client> (POST, GET stream, DELETE; sessions by Mcp-Session-Id) and the legacy HTTP+SSE transport
- * at /mcp/<client>/sse + /mcp/<client>/messages. Access is the /mcp rule: the caller's virtual key must let
- * it use the client and the include headers must not leave it out, else the path is as unknown as a
- * missing client (404); tools are narrowed to the caller's per request. Sessions answer only the caller
- * that opened them, on the client they were opened on.
+ * /mcp/<client>: one upstream MCP server's whole surface under its own names, and /mcp/<name> of a
+ * virtual MCP server (relay-targets.ts): Streamable HTTP at /mcp/<name> (POST, GET stream, DELETE;
+ * sessions by Mcp-Session-Id) and the legacy HTTP+SSE transport at /mcp/<name>/sse + /mcp/<name>/messages.
+ * What the caller may use is checked on every request (a name it may not use is as unknown as a missing
+ * one: 404); tools are narrowed to the caller's per request. Sessions answer only the caller that opened
+ * them, on the path they were opened on.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { isInitializeRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { headerValue } from "../../http-headers.js";
-import type { McpClientSpec } from "../../mcp/client-spec.js";
-import { RelaySession, type RelayCaller } from "../../mcp/relay/relay-session.js";
-import type { RelaySource } from "../../mcp/relay/relay-source.js";
 import { RelayUpstreams } from "../../mcp/relay/relay-upstreams.js";
+import type { VirtualServers } from "../../mcp/relay/virtual-servers.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
-import { toolAllowed } from "../../mcp/tool-names.js";
 import type { McpCaller } from "../../services/mcp-server-tools.js";
-import { toolVisible } from "../../services/inference/tool-visibility.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Req, Res } from "../node-http.js";
@@ -24,10 +20,15 @@ import { failMcpRequest, INVALID_REQUEST, methodRefused, readMessages, Refusal, 
 import { newSessionId, type McpSessionLimits } from "./mcp-sessions.js";
 import { RelayHttpTransport } from "./relay-http-transport.js";
 import { RelayEntry, RelaySessions } from "./relay-sessions.js";
+import { RelayTargets, type RelayTarget } from "./relay-targets.js";
 
 /** What the relay endpoint needs. */
 export interface RelayEndpointOptions {
   runtime: Pick<McpRuntime, "relaySource">;
+  /** The virtual MCP servers, served at /mcp/<name> like clients. */
+  virtualServers: Pick<VirtualServers, "get" | "member">;
+  /** The gateway's version, announced by virtual servers with several members. */
+  version: string;
   callerOf: (req: Req, trace: TraceNode | undefined) => Promise<McpCaller>;
   logger: Logger;
   maxBodyBytes: number;
@@ -62,27 +63,6 @@ export function relayPathOf(path: string): { client: string; leaf: RelayLeaf } |
   return leaf === "" || leaf === "sse" || leaf === "messages" ? { client, leaf } : null;
 }
 
-/** Whether the caller may use the client at all: the key names it (or has no mcp_configs, or the client is open to every key) and the include headers keep it. */
-function clientVisible(caller: McpCaller, spec: McpClientSpec): boolean {
-  const key = caller.key;
-  if (key !== null && key.mcpConfigs !== null && !spec.allowOnAllVirtualKeys && !key.mcpConfigs.some((entry) => entry.mcpClientName === spec.name)) return false;
-  const clients = caller.include.clients;
-  return clients === null || clients === "*" || clients.has(spec.name);
-}
-
-/** The caller of one tool request as the relay sees it. */
-function relayCaller(caller: McpCaller, source: RelaySource): RelayCaller {
-  const scope = { key: caller.key, ...caller.include };
-  const governance = caller.key === null ? undefined : { virtualKeyId: caller.key.id, virtualKeyName: caller.key.name };
-  return {
-    toolVisible: (tool) => {
-      const spec = source.spec;
-      return toolAllowed(spec.toolsToExecute, tool) && toolVisible(scope, { clientName: spec.name, toolName: tool, allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys });
-    },
-    operationDone: (method, tool, durationS, errorType) => source.operationDone(method, tool, durationS, errorType, governance),
-  };
-}
-
 /** The ids of the requests whose handlers read their caller (the messages are checked JSON-RPC already). */
 function toolRequestIds(messages: readonly unknown[]): RequestId[] {
   const ids: RequestId[] = [];
@@ -99,39 +79,24 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
   const upstreams = new RelayUpstreams(opts.logger);
 
   function unknownPath(path: string): Refusal {
-    return new Refusal(404, SERVER_ERROR, `no MCP endpoint at ${path}: the paths of one MCP server are /mcp/<client>, /mcp/<client>/sse and /mcp/<client>/messages`);
+    return new Refusal(404, SERVER_ERROR, `no MCP endpoint at ${path}: the paths of one MCP server are /mcp/<name>, /mcp/<name>/sse and /mcp/<name>/messages, where <name> is an MCP client or a virtual MCP server`);
   }
 
-  /** The client of the path, if the caller may use it; an unknown client and a forbidden one answer alike. */
-  function sourceFor(name: string, caller: McpCaller): RelaySource {
-    const source = opts.runtime.relaySource(name);
-    if (source === undefined || !clientVisible(caller, source.spec)) {
-      throw new Refusal(404, SERVER_ERROR, `no MCP server at /mcp/${name}: there is no MCP client "${name}", or your virtual key and include headers do not let you use it`);
-    }
-    return source;
-  }
+  const targets = new RelayTargets({ runtime: opts.runtime, virtualServers: opts.virtualServers, upstreams, logger: opts.logger, version: opts.version });
 
-  /** A new session's relay, bound to its table entry once that exists. */
-  function newRelay(source: RelaySource, caller: McpCaller, ref: { current?: RelayEntry }): RelaySession {
-    const credential = { identity: caller.identity, subjectToken: caller.subjectToken, origin: caller.origin };
-    return new RelaySession({
-      clientName: source.spec.name,
-      logger: opts.logger,
-      connect: (sink, capabilities) => upstreams.connect(source, credential, sink, capabilities),
-      callerOf: (id) => relayCaller(ref.current?.callerOf(id) ?? caller, source),
-      cachedTools: () => source.tools(),
-      knownFacts: () => upstreams.knownFacts(source.clientId),
-      requestTimeoutMs: () => source.requestTimeoutMs(),
+  /** A new session on `target`, bound to its table entry once that exists. */
+  function newRelay(target: RelayTarget, caller: McpCaller, ref: { current?: RelayEntry }) {
+    return target.open(caller, {
+      callerOf: (id) => ref.current?.callerOf(id) ?? caller,
       onClose: () => {
         if (ref.current !== undefined) sessions.remove(ref.current.id);
       },
     });
   }
 
-  /** Checks that a new session may open on the client. */
-  function admit(source: RelaySource): void {
-    const refusal = source.refusal();
-    if (refusal !== null) throw new Refusal(503, SERVER_ERROR, refusal);
+  /** Checks that a new session may open on the target. */
+  function admit(target: RelayTarget): void {
+    target.admit();
     if (!opts.hasRoom()) throw sessionsFull(opts.limits.maxSessions);
   }
 
@@ -140,7 +105,7 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     if (method !== "POST" && method !== "GET" && method !== "DELETE") throw methodRefused(method, `/mcp/${name}`, "POST, GET, DELETE");
     const parsed = method === "POST" ? await readMessages(req, opts.maxBodyBytes) : null;
     const caller = await opts.callerOf(req, undefined);
-    const source = sourceFor(name, caller);
+    const target = targets.resolve(name, caller);
     const sessionId = headerValue(req.headers, SESSION_HEADER);
     if (sessionId !== undefined) {
       const entry = sessions.find(sessionId, caller.owner, name);
@@ -162,9 +127,9 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
       throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
     }
-    admit(source);
+    admit(target);
     const ref: { current?: RelayEntry } = {};
-    const relay = newRelay(source, caller, ref);
+    const relay = newRelay(target, caller, ref);
     const transport = new RelayHttpTransport(newSessionId());
     // A client that drops a POST gives up what it asked there; the upstream is told.
     transport.onabandon = (ids) => relay.abandon(ids);
@@ -186,12 +151,12 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
   async function sseStream(req: Req, res: Res, name: string): Promise<void> {
     if (req.method !== "GET") throw methodRefused(req.method, `/mcp/${name}/sse`, "GET");
     const caller = await opts.callerOf(req, undefined);
-    const source = sourceFor(name, caller);
-    admit(source);
+    const target = targets.resolve(name, caller);
+    admit(target);
     const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js");
     const id = newSessionId();
     const ref: { current?: RelayEntry } = {};
-    const relay = newRelay(source, caller, ref);
+    const relay = newRelay(target, caller, ref);
     // The session travels in our own `sid` parameter (256 random bits); the SDK adds its own sessionId next to it.
     const transport = new SSEServerTransport(`/mcp/${name}/messages?sid=${id}`, res as ServerResponse);
     ref.current = new RelayEntry(id, name, { kind: "sse", transport }, caller.owner, relay, caller);
@@ -205,7 +170,7 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     const sid = new URL(req.url ?? "/", "http://gateway").searchParams.get("sid") ?? "";
     const parsed = await readMessages(req, opts.maxBodyBytes);
     const caller = await opts.callerOf(req, undefined);
-    sourceFor(name, caller);
+    targets.resolve(name, caller);
     const entry = sessions.find(sid, caller.owner, name);
     if (entry === undefined || entry.downstream.kind !== "sse") throw sessionNotFound();
     // The SSE transport takes one message per post.

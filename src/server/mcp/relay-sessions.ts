@@ -1,10 +1,10 @@
 /**
- * The live sessions of /mcp/<client>, both transports: each bound to the caller that opened it and to
- * its client, closed (with its upstream session) when it ends or idles.
+ * The live sessions of /mcp/<client> and of virtual servers, both transports: each bound to the caller
+ * that opened it and to the name of its path, closed (with its upstream sessions) when it ends or idles.
  */
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
-import type { RelaySession } from "../../mcp/relay/relay-session.js";
+import type { DownstreamSession } from "../../mcp/relay/downstream-protocol.js";
 import type { McpCaller } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { RelayHttpTransport } from "./relay-http-transport.js";
@@ -27,7 +27,7 @@ export class RelayEntry {
     readonly clientName: string,
     readonly downstream: RelayTransport,
     readonly owner: string,
-    readonly relay: RelaySession,
+    readonly relay: DownstreamSession,
     caller: McpCaller,
   ) {
     this.caller = caller;

@@ -63,7 +63,7 @@ export function createRestHandler(o: RestHandlerOptions): (req: Req, res: Res, t
       headers.delete(TRACE_REF_HEADER);
       if (ref !== undefined) headers.set(TRACE_REF_HEADER, ref);
       const response = await o.transport.unary(found.route.method, abort.signal, undefined, headers, input.message);
-      sendJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry));
+      sendJson(res, 200, messageToRestJson(found.route.method.output, response.message, registry), answerHeaders(response.header));
     } catch (err) {
       if (abort.signal.aborted || err instanceof ClientClosedError) return true;
       writeError(req, res, err);
@@ -157,6 +157,20 @@ function splitUrl(url: string): { path: string; query: string } {
   }
   const q = target.indexOf("?");
   return q === -1 ? { path: target, query: "" } : { path: target.slice(0, q), query: target.slice(q + 1) };
+}
+
+/** Response headers of an RPC that a REST answer carries too. */
+const PASSED_ON_HEADERS = ["x-gw-guardrails"] as const;
+
+const NO_ANSWER_HEADERS: Readonly<Record<string, string>> = Object.freeze({});
+
+function answerHeaders(header: Headers): Readonly<Record<string, string>> {
+  let out: Record<string, string> | null = null;
+  for (const name of PASSED_ON_HEADERS) {
+    const value = header.get(name);
+    if (value !== null) (out ??= {})[name] = value;
+  }
+  return out ?? NO_ANSWER_HEADERS;
 }
 
 function writeError(req: Req, res: Res, err: unknown, headers: Record<string, string> = {}): void {

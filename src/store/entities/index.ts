@@ -21,6 +21,7 @@ import { SharedCounterSchema } from "./shared-counter-record.js";
 import { UsageMinuteSchema } from "./usage-minute-record.js";
 import { UsageSchema } from "./usage-record.js";
 import { VirtualKeySchema } from "./virtual-key-record.js";
+import { VirtualMcpServerSchema } from "./virtual-mcp-server-record.js";
 
 export * from "./admin-session-record.js";
 export * from "./gateway-node-record.js";
@@ -44,6 +45,7 @@ export * from "./shared-counter-record.js";
 export * from "./usage-minute-record.js";
 export * from "./usage-record.js";
 export * from "./virtual-key-record.js";
+export * from "./virtual-mcp-server-record.js";
 
 /** The schemas passed to MikroORM's `entities` option. */
-export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema, UsageMinuteSchema, GuardrailSchema];
+export const ENTITY_SCHEMAS = [McpClientSchema, AdminSessionSchema, SettingSchema, ProviderSchema, VirtualKeySchema, UsageSchema, McpUserCredentialSchema, McpUserFlowSchema, McpOauthCredentialSchema, OAuth2ModelSchema, RoutingRuleSchema, GovernanceGroupSchema, PricingSnapshotSchema, ResponseCacheSchema, GatewayNodeSchema, McpClientNodeStateSchema, KeyCheckSchema, LevelUsageSchema, SsoLoginSchema, SsoSessionSchema, SharedCounterSchema, UsageMinuteSchema, GuardrailSchema, VirtualMcpServerSchema];

@@ -81,6 +81,8 @@ export class McpClientRecord {
     | "oauthClientSecret"
     | "tokenExchange"
     | "tokenExchangeClientSecret"
+    | "toolPinning"
+    | "toolPins"
     | "createdAt"
     | "updatedAt";
 
@@ -118,6 +120,10 @@ export class McpClientRecord {
   declare tokenExchange: McpTokenExchangeConfig | null;
   /** token_exchange.client_secret, encrypted; null when none is configured. */
   declare tokenExchangeClientSecret: string | null;
+  /** Each tool's first discovered definition is pinned, and a later change quarantines the tool until approved. */
+  declare toolPinning: boolean;
+  /** Tool name -> the hash of its pinned definition (tool_pinning only). */
+  declare toolPins: Record<string, string>;
   declare createdAt: Date;
   declare updatedAt: Date;
 }
@@ -151,6 +157,8 @@ export const McpClientSchema = new EntitySchema<McpClientRecord>({
     oauthClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
     tokenExchange: { type: "json", nullable: true, onCreate: () => null },
     tokenExchangeClientSecret: { type: new EncryptedJsonType<string>(), nullable: true, onCreate: () => null },
+    toolPinning: { type: "boolean", onCreate: () => false },
+    toolPins: { type: "json", onCreate: () => ({}) },
     createdAt: { type: "datetime", onCreate: () => new Date() },
     updatedAt: { type: "datetime", onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -1,4 +1,4 @@
-/** MCP clients: states, tools with per-tool switches, create and edit with every auth type, OAuth authorize, reconnect, delete. */
+/** MCP clients: states, tools with per-tool switches and quarantine, create and edit with every auth type, OAuth authorize, reconnect, delete. */
 import { useState, type FormEvent } from "react";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
@@ -8,8 +8,10 @@ import {
   ConnectionType,
   FailureStage,
   McpClientService,
+  ToolState,
   type CreateMcpClientResponse,
   type McpClient,
+  type Tool,
 } from "../../../gen/gw/admin/v1/mcp_client_pb";
 import { OauthService } from "../../../gen/gw/admin/v1/oauth_pb";
 import { enumWord } from "../ui/enums";
@@ -59,6 +61,7 @@ function ClientCard(props: { client: McpClient }) {
   const reauth = useMutation(McpClientService.method.reauthorize);
   const [editing, setEditing] = useState(false);
   const state = enumWord(ClientState, c.state);
+  const quarantined = c.tools.filter((t) => t.state === ToolState.QUARANTINED).length;
   const allTools = c.toolsToExecute.includes("*");
   const toolOn = (name: string) => allTools || c.toolsToExecute.includes(name);
   const setTool = (name: string, on: boolean) => {
@@ -103,21 +106,42 @@ function ClientCard(props: { client: McpClient }) {
       <ErrorBox error={reconnect.error ?? remove.error ?? update.error ?? reauth.error} />
       {editing && <EditForm client={c} onDone={() => setEditing(false)} />}
       <details className="mt-2">
-        <summary className="cursor-pointer text-sm font-medium">Tools ({c.tools.length})</summary>
+        <summary className="cursor-pointer text-sm font-medium">
+          Tools ({c.tools.length}){quarantined > 0 && `, ${quarantined} quarantined`}
+        </summary>
         {c.tools.length === 0 ? (
           <p className="text-sm text-slate-700">No tools listed yet: the list fills once the client connects.</p>
         ) : (
           <ul className="mt-2 space-y-1">
             {c.tools.map((t) => (
-              <li key={t.name} className="flex flex-wrap items-center gap-2 text-sm">
-                <Switch label={t.name} checked={toolOn(t.name)} onChange={(on) => setTool(t.name, on)} disabled={update.isPending} />
-                <span className="text-slate-700">{t.description}</span>
-              </li>
+              <ToolRow key={t.name} client={c} tool={t} on={toolOn(t.name)} onChange={(on) => setTool(t.name, on)} disabled={update.isPending} />
             ))}
           </ul>
         )}
       </details>
     </Card>
+  );
+}
+
+/** One tool: its switch, and when it is quarantined, why, with the approval of a changed pinned definition. */
+function ToolRow(props: { client: McpClient; tool: Tool; on: boolean; onChange: (on: boolean) => void; disabled: boolean }) {
+  const { client: c, tool: t } = props;
+  const qc = useQueryClient();
+  const approve = useMutation(McpClientService.method.approveMcpTool, { onSuccess: () => qc.invalidateQueries() });
+  const quarantined = t.state === ToolState.QUARANTINED;
+  return (
+    <li className="flex flex-wrap items-center gap-2 text-sm">
+      <Switch label={t.name} checked={props.on} onChange={props.onChange} disabled={props.disabled} />
+      {quarantined && <Badge state="quarantined" />}
+      <span className="text-slate-700">{t.description}</span>
+      {quarantined && <span className="w-full text-red-900">Hidden from callers: {t.quarantineReason}</span>}
+      {quarantined && c.toolPinning && t.quarantineReason.includes("definition changed since it was pinned") && (
+        <Button confirm={`Pin the current definition of ${t.name} and show it to callers again?`} onClick={() => approve.mutate({ clientId: c.clientId, tool: t.name })} disabled={approve.isPending}>
+          Approve new definition
+        </Button>
+      )}
+      <ErrorBox error={approve.error} />
+    </li>
   );
 }
 
@@ -262,6 +286,7 @@ function EditForm(props: { client: McpClient; onDone: () => void }) {
   const [userKeys, setUserKeys] = useState(c.perUserHeaderKeys.join(", "));
   const [autoTools, setAutoTools] = useState(c.toolsToAutoExecute.join(", "));
   const [sync, setSync] = useState(String(c.toolSyncInterval));
+  const [pinning, setPinning] = useState(c.toolPinning);
   const [formError, setFormError] = useState<Error | null>(null);
   const update = useMutation(McpClientService.method.updateMcpClient, {
     onSuccess: async () => {
@@ -279,7 +304,7 @@ function EditForm(props: { client: McpClient; onDone: () => void }) {
       setFormError(err as Error);
       return;
     }
-    const paths = ["name", "headers", "tools_to_auto_execute", "tool_sync_interval"];
+    const paths = ["name", "headers", "tools_to_auto_execute", "tool_sync_interval", "tool_pinning"];
     if (c.authType === AuthType.PER_USER_HEADERS) paths.push("per_user_header_keys");
     update.mutate({
       clientId: c.clientId,
@@ -289,6 +314,7 @@ function EditForm(props: { client: McpClient; onDone: () => void }) {
         perUserHeaderKeys: splitList(userKeys),
         toolsToAutoExecute: splitList(autoTools),
         toolSyncInterval: Number(sync),
+        toolPinning: pinning,
       },
       updateMask: { paths },
     });
@@ -300,6 +326,7 @@ function EditForm(props: { client: McpClient; onDone: () => void }) {
       <TextArea label="Headers" value={headers} onChange={setHeaders} hint='"Name: value" per line; a value left as <redacted> keeps the stored one.' />
       {c.authType === AuthType.PER_USER_HEADERS && <TextField label="Per-user header names" value={userKeys} onChange={setUserKeys} />}
       <TextField label="Auto-executed tools" value={autoTools} onChange={setAutoTools} hint='Comma-separated tool names, or "*".' />
+      <Switch label="Pin tool definitions (a changed definition is quarantined until approved)" checked={pinning} onChange={setPinning} />
       <div className="flex items-end gap-2 md:col-span-2">
         <Button type="submit" tone="primary" disabled={update.isPending}>
           Save changes

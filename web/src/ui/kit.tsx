@@ -66,6 +66,7 @@ const BADGES: Record<string, string> = {
   needs_reauth: "bg-amber-100 text-amber-900",
   error: "bg-red-100 text-red-900",
   orphaned: "bg-red-100 text-red-900",
+  quarantined: "bg-red-100 text-red-900",
   inactive: "bg-slate-200 text-slate-800",
   disabled: "bg-slate-200 text-slate-800",
 };
