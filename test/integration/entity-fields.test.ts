@@ -155,6 +155,7 @@ function mcpClientSamples(): Json[] {
       disabled: true,
       allow_on_all_virtual_keys: true,
       is_code_mode_client: true,
+      tool_pinning: true,
     },
     { name: "walk_pu", connection_type: "http", connection_string: fixture.httpUrl, auth_type: "per_user_headers", per_user_header_keys: ["X-User"], disabled: true },
     {
