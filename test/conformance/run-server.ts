@@ -7,7 +7,10 @@
  * `--url` runs the suite against that endpoint instead of starting the fixture. `--through-gateway
  * http|sse|stdio` starts the fixture over that transport, registers it with a gateway (embedded database,
  * port 0) as the MCP client `conformance`, and runs the suite against the gateway's `/mcp/conformance`: every
- * scenario passes there as it does direct. `--expected-failures` and any other arguments (`--scenario ping`,
+ * scenario passes there as it does direct. With `--aggregated` as well, the suite runs against the gateway's
+ * `/mcp` instead, where names are prefixed `conformance-`: the scenarios that call a tool or prompt by its own
+ * name fail there by design, and are listed in aggregated-expected-failures.yml (the suite fails the run when
+ * one of them passes, or anything else fails). `--expected-failures` and any other arguments (`--scenario ping`,
  * `--suite all`, `--verbose`) go to the suite unchanged. The suite needs Node >= 22, which `node@22` brings.
  */
 import { spawn } from "node:child_process";
@@ -39,6 +42,10 @@ const rest = process.argv.slice(2);
 const givenUrl = takeOption(rest, "--url");
 const expectedFailures = takeOption(rest, "--expected-failures");
 const through = takeOption(rest, "--through-gateway");
+const aggregatedAt = rest.indexOf("--aggregated");
+const aggregated = aggregatedAt >= 0;
+if (aggregated) rest.splice(aggregatedAt, 1);
+if (aggregated && through === undefined) throw new Error("--aggregated needs --through-gateway");
 if (through !== undefined && through !== "http" && through !== "sse" && through !== "stdio") throw new Error("--through-gateway takes http, sse or stdio");
 
 const FIXTURE = join(root, "test", "fixtures", "conformance-upstream.ts");
@@ -53,12 +60,13 @@ if (through !== undefined) {
   gateway = await startApp({ mcpClients: [client] });
   await waitHealthy(gateway, ["conformance"]);
 }
-const url = givenUrl ?? (gateway !== undefined ? `${gateway.url}/mcp/conformance` : (fixture?.url ?? ""));
+const url = givenUrl ?? (gateway !== undefined ? `${gateway.url}/mcp${aggregated ? "" : "/conformance"}` : (fixture?.url ?? ""));
+const failures = expectedFailures ?? (aggregated ? join(root, "test", "conformance", "aggregated-expected-failures.yml") : undefined);
 
 const args = [
   "-y", "-p", "node@22", "-p", "@modelcontextprotocol/conformance@0.1.16",
   "conformance", "server", "--url", url,
-  ...(expectedFailures === undefined ? [] : ["--expected-failures", resolve(expectedFailures)]),
+  ...(failures === undefined ? [] : ["--expected-failures", resolve(failures)]),
   ...rest,
 ];
 console.log(`conformance server suite against ${url}`);

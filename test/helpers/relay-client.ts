@@ -1,4 +1,4 @@
-/** Connects the MCP SDK's client to /mcp/<client> over either transport, and small waits the relay tests share. */
+/** Connects the MCP SDK's client to /mcp or /mcp/<client> over either transport, and small waits the relay tests share. */
 import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
@@ -21,14 +21,19 @@ export interface RelayConnectOptions {
 }
 
 /** A client connected to /mcp/<name>. */
-export async function connectRelay(app: { url: string }, name: string, options: RelayConnectOptions = {}): Promise<Client> {
+export function connectRelay(app: { url: string }, name: string, options: RelayConnectOptions = {}): Promise<Client> {
+  return connectMcpAt(app, `/mcp/${name}`, options);
+}
+
+/** A client connected to the MCP endpoint at `path` (/mcp or /mcp/<name>); its legacy SSE stream is `${path}/sse`. */
+export async function connectMcpAt(app: { url: string }, path: string, options: RelayConnectOptions = {}): Promise<Client> {
   const client = new Client({ name: "relay-test", version: "1.0.0" }, { capabilities: options.capabilities ?? {} });
   options.setup?.(client);
   const requestInit = { headers: options.headers ?? {} };
   const transport =
     (options.kind ?? "streamable") === "streamable"
-      ? new StreamableHTTPClientTransport(new URL(`${app.url}/mcp/${name}`), { requestInit })
-      : new SSEClientTransport(new URL(`${app.url}/mcp/${name}/sse`), { requestInit });
+      ? new StreamableHTTPClientTransport(new URL(`${app.url}${path}`), { requestInit })
+      : new SSEClientTransport(new URL(`${app.url}${path}/sse`), { requestInit });
   await client.connect(transport);
   return client;
 }

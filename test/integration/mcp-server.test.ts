@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { EmptyResultSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
@@ -131,7 +131,7 @@ for (const kind of MCP_TRANSPORTS) {
 
     test("an unknown method is a JSON-RPC method-not-found error", async () => {
       const client = await connect(kind);
-      await assert.rejects(client.listResources(), (err: { code?: number }) => err.code === -32601);
+      await assert.rejects(client.request({ method: "no/such_method" }, EmptyResultSchema), (err: { code?: number }) => err.code === -32601);
     });
 
     test("an unknown virtual key cannot open a session", async () => {

@@ -7,40 +7,32 @@
  */
 import assert from "node:assert/strict";
 import { after, afterEach, before, describe, test } from "node:test";
-import { fileURLToPath } from "node:url";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { DEFAULT_CLIENT } from "../../src/config/runtime-settings.js";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
-import { serveConformance, type ConformanceListener } from "../fixtures/conformance-upstream.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
-import { stdioClient } from "../helpers/mcp-specs.js";
-import { closeRelay, connectRelay, eventually, remoteClient, textOf, waitHealthy, type RelayConnectOptions } from "../helpers/relay-client.js";
-import { startRelayUpstream, TOOLS, UPSTREAM_INFO, type RelayUpstreamListener } from "../helpers/relay-upstream.js";
+import { connectRelay, eventually, textOf, waitHealthy, type RelayConnectOptions } from "../helpers/relay-client.js";
+import { firstText, OpenClients, startRelayUpstreams, type RelayUpstreams } from "../helpers/relay-fixture.js";
+import { TOOLS, UPSTREAM_INFO } from "../helpers/relay-upstream.js";
 
-const STDIO_UPSTREAM = fileURLToPath(new URL("../helpers/relay-upstream-stdio.ts", import.meta.url));
 /** Lets its caller use up's echo only, and nothing of conf. */
 const ECHO_ONLY = "sk-gw-virtual-echo";
 /** Names neither client. */
 const NEITHER = "sk-gw-virtual-neither";
 
-let up: RelayUpstreamListener;
-let conf: ConformanceListener;
+let upstreams: RelayUpstreams;
 let app: TestApp;
-let open: Client[] = [];
+const open = new OpenClients();
 
 before(async () => {
-  [up, conf] = await Promise.all([startRelayUpstream(), serveConformance("http")]);
+  upstreams = await startRelayUpstreams();
   app = await startApp({
     client: { ...DEFAULT_CLIENT },
     inference: inferenceOptionsFromFile({}, [
       { id: "vk-echo", name: "echo-only", value: ECHO_ONLY, mcp_configs: [{ mcp_client_name: "up", tools_to_execute: ["echo"] }] },
       { id: "vk-neither", name: "neither", value: NEITHER, mcp_configs: [{ mcp_client_name: "elsewhere", tools_to_execute: ["*"] }] },
     ]),
-    mcpClients: [
-      remoteClient("up", "http", up.httpUrl, TOOLS.map((tool) => tool.name).filter((name) => name !== "secret")),
-      remoteClient("conf", "http", conf.url, ["*"]),
-      stdioClient("up_stdio", process.execPath, ["--import", "tsx", STDIO_UPSTREAM]),
-    ],
+    mcpClients: upstreams.specs(TOOLS.map((tool) => tool.name).filter((name) => name !== "secret")),
   });
   await waitHealthy(app, ["up", "conf", "up_stdio"]);
   for (const server of [
@@ -55,25 +47,15 @@ before(async () => {
   }
 });
 
-afterEach(async () => {
-  await Promise.all(open.map((client) => closeRelay(client).catch(() => undefined)));
-  open = [];
-});
+afterEach(() => open.closeAll());
 
 after(async () => {
   await app?.stop();
-  await Promise.all([up?.close(), conf?.close()]);
+  await upstreams?.close();
 });
 
 async function connect(name: string, options: RelayConnectOptions = {}): Promise<Client> {
-  const client = await connectRelay(app, name, options);
-  open.push(client);
-  return client;
-}
-
-/** The text of the first content of a resources/read answer. */
-function firstText(read: { contents: readonly object[] }): string | undefined {
-  return (read.contents[0] as { text?: string } | undefined)?.text;
+  return open.track(await connectRelay(app, name, options));
 }
 
 async function toolNames(client: Client): Promise<string[]> {

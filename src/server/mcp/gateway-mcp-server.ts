@@ -1,14 +1,17 @@
 /**
  * The MCP server one /mcp session talks to (the SDK's Server class): tools/list answers the caller's
  * visible tools, tools/call runs one through the MCP runtime. Tool failures are `isError` results; a
- * missing per-user credential also sends a URL-mode elicitation when the client supports it.
+ * missing per-user credential also sends a URL-mode elicitation when the client supports it. Prompts,
+ * resources, completion and logging are relayed to the caller's clients (aggregate-relay.ts).
  */
 import { randomUUID } from "node:crypto";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError, type CallToolResult, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { CallOutcome, McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
+import type { MemberSetDeps } from "../../mcp/relay/member-set.js";
 import type { Logger } from "../../telemetry/logger.js";
+import { AGGREGATED_CAPABILITIES, AggregateRelay } from "./aggregate-relay.js";
 
 /** What a session's server needs. */
 export interface GatewayMcpServerDeps {
@@ -19,11 +22,13 @@ export interface GatewayMcpServerDeps {
   callerOf(requestId: RequestId): McpCaller;
   /** Called with the list a tools/list answered, so change notifications compare against what the client saw. */
   listed(tools: readonly unknown[]): void;
+  /** The clients behind the session's prompts, resources, completion and logging, read on first use. */
+  aggregate(): Pick<MemberSetDeps, "members" | "callerOf">;
 }
 
 /** Said to clients at initialize. */
 const INSTRUCTIONS =
-  "The gateway's MCP tools, named <client>-<tool>: the tools of its upstream MCP servers that your virtual key may use. Resources and prompts of upstream servers are not offered.";
+  "The gateway's MCP servers together, those your virtual key may use: tools and prompts named <client>-<name>, resources and resource templates under their own URIs (each with _meta[\"gw/client\"]). /mcp/<client> serves one server under its own names.";
 
 /**
  * A request schema that accepts any params of `method`: the SDK would answer params its own schema rejects
@@ -42,7 +47,10 @@ function paramsOf<T>(schema: { safeParse(value: unknown): { success: true; data:
 
 /** Builds the server of one session. */
 export function createGatewayMcpServer(deps: GatewayMcpServerDeps): Server {
-  const server = new Server({ name: "gw", version: deps.version }, { capabilities: { tools: { listChanged: true } }, instructions: INSTRUCTIONS });
+  const server = new Server({ name: "gw", version: deps.version }, { capabilities: { tools: { listChanged: true }, ...AGGREGATED_CAPABILITIES }, instructions: INSTRUCTIONS });
+  const relay = new AggregateRelay(server, deps.logger, deps.aggregate);
+  relay.install();
+  server.onclose = () => void relay.close();
 
   // callerOf comes first in each handler: it also forgets the request's entry, whatever happens next.
   server.setRequestHandler(anyParams("tools/list"), (raw, extra) => {

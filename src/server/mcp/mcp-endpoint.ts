@@ -99,6 +99,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
       listed: (tools) => {
         if (sessionRef.current) sessionRef.current.toolSignature = toolSignature(tools);
       },
+      aggregate: () => relay.aggregate(sessionRef.current?.caller ?? caller, (id) => sessionRef.current?.callerOf(id) ?? caller),
     });
   }
 

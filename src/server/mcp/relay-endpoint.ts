@@ -24,7 +24,7 @@ import { RelayTargets, type RelayTarget } from "./relay-targets.js";
 
 /** What the relay endpoint needs. */
 export interface RelayEndpointOptions {
-  runtime: Pick<McpRuntime, "relaySource">;
+  runtime: Pick<McpRuntime, "relaySource" | "everyRelaySource">;
   /** The virtual MCP servers, served at /mcp/<name> like clients. */
   virtualServers: Pick<VirtualServers, "get" | "member">;
   /** The gateway's version, announced by virtual servers with several members. */
@@ -43,6 +43,8 @@ export interface RelayEndpoint {
   handle(req: Req, res: Res, path: string): void;
   /** Live relayed sessions. */
   readonly size: number;
+  /** The clients behind /mcp's prompts, resources, completion and logging for a session's opener (relay-targets.ts). */
+  aggregate: RelayTargets["aggregate"];
   close(): Promise<void>;
 }
 
@@ -189,6 +191,7 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     get size() {
       return sessions.size;
     },
+    aggregate: (opener, callerOf) => targets.aggregate(opener, callerOf),
     close: () => sessions.closeAll(),
   };
 }

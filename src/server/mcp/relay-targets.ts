@@ -9,10 +9,11 @@ import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../../errors.js";
 import type { McpClientSpec } from "../../mcp/client-spec.js";
 import type { DownstreamSession } from "../../mcp/relay/downstream-protocol.js";
-import { RelaySession, type RelayCaller } from "../../mcp/relay/relay-session.js";
+import { RelaySession, type RelayCaller, type RelayOffers } from "../../mcp/relay/relay-session.js";
 import type { RelaySource } from "../../mcp/relay/relay-source.js";
 import type { RelayUpstreams } from "../../mcp/relay/relay-upstreams.js";
-import { VirtualRelaySession, type VirtualMemberDeps } from "../../mcp/relay/virtual-relay-session.js";
+import type { MemberSetDeps, SetMemberDeps } from "../../mcp/relay/member-set.js";
+import { VirtualRelaySession } from "../../mcp/relay/virtual-relay-session.js";
 import { memberOffersTool, type VirtualMember, type VirtualServerDefinition, type VirtualServers } from "../../mcp/relay/virtual-servers.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import { toolAllowed } from "../../mcp/tool-names.js";
@@ -23,7 +24,7 @@ import { Refusal, SERVER_ERROR } from "./mcp-http.js";
 
 /** What resolving and opening targets needs. */
 export interface RelayTargetDeps {
-  runtime: Pick<McpRuntime, "relaySource">;
+  runtime: Pick<McpRuntime, "relaySource" | "everyRelaySource">;
   virtualServers: Pick<VirtualServers, "get" | "member">;
   upstreams: RelayUpstreams;
   logger: Logger;
@@ -70,6 +71,8 @@ export function relayCaller(caller: McpCaller, source: RelaySource, member?: () 
     operationDone: (method, tool, durationS, errorType) => source.operationDone(method, tool, durationS, errorType, governance),
   };
 }
+
+const EVERYTHING: RelayOffers = { resources: true, prompts: true };
 
 /** Why /mcp/<name> answers 404: the same for a name that does not exist and one the caller may not use. */
 function unknownName(name: string): Refusal {
@@ -133,13 +136,43 @@ export class RelayTargets {
 
   /** A session on a virtual server with several members, of which the caller may use `members`. */
   private virtualSession(server: VirtualServerDefinition, members: readonly { member: VirtualMember; source: RelaySource }[], opener: McpCaller, hooks: SessionHooks): VirtualRelaySession {
+    const { virtualServers } = this.deps;
+    const parts = this.memberParts(
+      members.map(({ member, source }) => ({ source, offers: () => virtualServers.member(server.name, member.client) ?? { resources: false, prompts: false } })),
+      opener,
+      hooks.callerOf,
+      (client) => () => virtualServers.member(server.name, client),
+    );
+    return new VirtualRelaySession({ name: server.name, description: server.description, version: this.deps.version, logger: this.deps.logger, ...parts, onClose: hooks.onClose });
+  }
+
+  /**
+   * The clients behind the aggregated /mcp's prompts, resources, completion and logging for `opener`: every
+   * client it may use that takes calls now, each offering all of its surface. Tools are not among them:
+   * /mcp lists and runs those through the runtime's catalog.
+   */
+  aggregate(opener: McpCaller, callerOf: (requestId: RequestId) => McpCaller): Pick<MemberSetDeps, "members" | "callerOf"> {
+    const sources = this.deps.runtime.everyRelaySource().filter((source) => source.refusal() === null && clientVisible(opener, source.spec));
+    return this.memberParts(
+      sources.map((source) => ({ source, offers: () => EVERYTHING })),
+      opener,
+      callerOf,
+    );
+  }
+
+  /** The members of a session with several clients, and its caller per client; `narrow` is a virtual server's member choice. */
+  private memberParts(
+    members: readonly { source: RelaySource; offers: () => RelayOffers }[],
+    opener: McpCaller,
+    callerOf: (requestId: RequestId) => McpCaller,
+    narrow?: (client: string) => () => VirtualMember | undefined,
+  ): Pick<MemberSetDeps, "members" | "callerOf"> {
     const credential = { identity: opener.identity, subjectToken: opener.subjectToken, origin: opener.origin, virtualKeyId: opener.key?.id ?? null };
-    const { upstreams, virtualServers } = this.deps;
-    const sources = new Map(members.map(({ member, source }) => [member.client, source]));
-    const memberDeps = members.map(({ member, source }): VirtualMemberDeps => {
-      const live = () => virtualServers.member(server.name, member.client);
-      return {
-        clientName: member.client,
+    const { upstreams } = this.deps;
+    const sources = new Map(members.map(({ source }) => [source.spec.name, source]));
+    return {
+      members: members.map(({ source, offers }): SetMemberDeps => ({
+        clientName: source.spec.name,
         logger: this.deps.logger,
         connect: (sink, capabilities) => {
           // A member that refuses calls is left out of the session's lists, as one that is down.
@@ -150,25 +183,17 @@ export class RelayTargets {
         knownFacts: () => upstreams.knownFacts(source.clientId),
         requestTimeoutMs: () => source.requestTimeoutMs(),
         cachedTools: () => source.tools(),
-        offers: () => live() ?? { resources: false, prompts: false },
-      };
-    });
-    return new VirtualRelaySession({
-      name: server.name,
-      description: server.description,
-      version: this.deps.version,
-      logger: this.deps.logger,
-      members: memberDeps,
+        offers,
+      })),
       callerOf: (id) => {
-        const caller = hooks.callerOf(id);
+        const caller = callerOf(id);
         return (client) => {
           const source = sources.get(client);
           // Members come from `members`, so every client has its source; a stranger sees nothing.
           if (source === undefined) return { toolVisible: () => false, operationDone: () => undefined };
-          return relayCaller(caller, source, () => virtualServers.member(server.name, client));
+          return relayCaller(caller, source, narrow?.(client));
         };
       },
-      onClose: hooks.onClose,
-    });
+    };
   }
 }
