@@ -31,6 +31,7 @@ import { createResponsesHandler } from "./server/v1/responses.js";
 import { createCountTokensHandler, createMessagesHandler } from "./server/anthropic/messages.js";
 import { createAgentService } from "./services/inference/agent-loop.js";
 import { createChatService } from "./inference/engine.js";
+import { routedJudge } from "./inference/internal-calls.js";
 import { ComplexityClassifier } from "./inference/complexity-classifier.js";
 import type { ComplexitySettings } from "./routing/complexity.js";
 import { inferenceOptionsFromFile, type InferenceOptions } from "./services/inference/config.js";
@@ -271,6 +272,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     const ssoLogin = new SsoLogin(idp, store);
     await ssoLogin.load();
     const ssoSession = (cookie: string | null | undefined) => ssoLogin.caller(cookie);
+    const observer = new InferenceTelemetry(metrics, logger, state.routingLog, state.usageHistory);
+    const complexity = options.complexity ? new ComplexityClassifier(options.complexity, state, { embedding: (...a) => observer.routingEmbedding(...a), failed: (...a) => observer.complexityFailed(...a) }) : undefined;
+    // The examples are embedded in the background: a request that needs them before then waits for the same call.
+    void complexity?.warmup();
+    const chat = createChatService({ inference: state, observer, settings, cache, idp, guardrails, ...(complexity ? { complexity } : {}) });
+    // Before the MCP runtime starts: its first discoveries may already run tool_definition guardrails that ask a judge.
+    guardrails.judgeWith(routedJudge(chat));
     const mcpRuntime = new McpRuntime({
       store,
       logger,
@@ -280,7 +288,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       sessions: createSessionFactory({ logger, ...(options.env ? { env: options.env } : {}) }),
       defaultTokenEndpoint: async () => (idp.enabled ? (await idp.metadata()).tokenEndpoint : null),
       ...(options.mcpTiming ? { timing: options.mcpTiming } : {}),
-      guardrails: { guardrails, callerOf: guardrailCallers(state), callOut: callOutChecks(state), random: state.random },
+      guardrails: { guardrails, callerOf: guardrailCallers(state), callOut: callOutChecks(state, guardrails.judge), random: state.random },
     });
     runtime = mcpRuntime;
     await mcpRuntime.start();
@@ -311,11 +319,6 @@ export async function createApp(options: AppOptions): Promise<App> {
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-    const observer = new InferenceTelemetry(metrics, logger, state.routingLog, state.usageHistory);
-    const complexity = options.complexity ? new ComplexityClassifier(options.complexity, state, { embedding: (...a) => observer.routingEmbedding(...a), failed: (...a) => observer.complexityFailed(...a) }) : undefined;
-    // The examples are embedded in the background: a request that needs them before then waits for the same call.
-    void complexity?.warmup();
-    const chat = createChatService({ inference: state, observer, settings, cache, idp, guardrails, ...(complexity ? { complexity } : {}) });
     // Agent mode sits in front of the single-call service: it injects MCP tools and runs the tool loop.
     const agent = createAgentService({ chat, runtime: mcpRuntime, inference: state, settings, auth, observer, idp, ssoSession });
     const oauth2 = new OAuth2Server({ store: oauth2Store, secrets: await oauth2Store.secrets(), virtualKeys: state.virtualKeys, logger, maxBodyBytes, resourcePath: MCP_PATH });

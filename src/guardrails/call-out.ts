@@ -1,12 +1,11 @@
 /**
  * The contract of the checks that call out to a service (webhook, moderation, llm_judge): what one is
- * asked, what it may find, and the providers the moderation and judge checks reach. The runner gives each
- * call its own cancellation, aborted at the guardrail's timeout or when the caller goes away.
+ * asked, what it may find, the providers the moderation check reaches, and the way the judge check reaches
+ * its model (the inference engine, injected by the wiring: this module knows nothing of it). The runner
+ * gives each call its own cancellation, aborted at the guardrail's timeout or when the caller goes away.
  */
 import type { AbortSource } from "../cancellation.js";
-import type { ProviderAdapter, ProviderKey } from "../providers/types.js";
-import type { ModelCatalog } from "../routing/model-catalog.js";
-import type { Random } from "../routing/types.js";
+import type { ChatRequest, JsonObject, ProviderKey } from "../providers/types.js";
 import type { GuardrailDefinition, GuardrailStage } from "./definition.js";
 
 /** Who the content is for, as a service may be told: identifiers only, never a credential. */
@@ -44,19 +43,26 @@ export interface CallOutFinding {
 /** Runs a guardrail's check that calls out: null when the service found nothing; throws when it gave no usable answer. */
 export type CallOut = (guardrail: GuardrailDefinition, request: CallOutRequest) => Promise<CallOutFinding | null>;
 
-/** A configured provider, as the moderation and judge checks use it (the inference state's providers fit). */
+/** A configured provider, as the moderation check uses it (the inference state's providers fit). */
 export interface CheckProvider {
-  readonly adapter: ProviderAdapter;
   readonly keys: readonly ProviderKey[];
   /** network_config.base_url; null or absent: the adapter's default. */
   readonly baseUrl?: string | null;
   readonly maxResponseBytes: number;
-  readonly idleTimeoutMs: number;
 }
 
-/** The providers the moderation and judge checks call, read per call so a changed provider is used at once. */
+/**
+ * The configured providers, read per call so a changed provider is used at once: the moderation check calls
+ * one, the judge check makes sure its provider is still configured before asking the engine.
+ */
 export interface CheckProviders {
   readonly providers: ReadonlyMap<string, CheckProvider>;
-  readonly catalog: ModelCatalog;
-  readonly random: Random;
 }
+
+/**
+ * Sends a judge check's chat completion (`model` is `provider/model`) through the gateway's own routing, as
+ * the gateway's own call: no virtual key, and no guardrail stage (a judge checked by guardrails could recurse
+ * into itself). Answers the completion's JSON; rejects as the engine does (a routing or provider error).
+ * `signal` is the check's own cancellation: the call stops when it aborts.
+ */
+export type JudgeModel = (request: ChatRequest, signal: AbortSource) => Promise<JsonObject>;

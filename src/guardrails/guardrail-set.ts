@@ -5,6 +5,8 @@
  * `snapshot` once and keeps it, so a change in the middle of a request does not mix two configurations.
  */
 import { boundedCache } from "../bounded-cache.js";
+import type { JudgeModel } from "./call-out.js";
+import { GuardrailCheckError } from "./check-failure.js";
 import { GUARDRAIL_SCOPE_ORDER, type GuardrailDefinition, type GuardrailScope, type GuardrailStage } from "./definition.js";
 import type { GuardrailObserver } from "./guardrail-observer.js";
 
@@ -101,12 +103,30 @@ export class GuardrailSnapshot {
   }
 }
 
-/** Every guardrail, enabled or not, with the snapshot the request path reads and who hears its checks. */
+/** The judge of a set no engine was wired to: every judge check fails, and on_error decides. */
+const UNWIRED_JUDGE: JudgeModel = () => Promise.reject(new GuardrailCheckError("guardrail_check_unavailable", "no inference engine is wired to send judge checks through"));
+
+/**
+ * Every guardrail, enabled or not, with the snapshot the request path reads, who hears its checks, and how
+ * the judge checks reach their models.
+ */
 export class GuardrailSet {
   readonly #byId = new Map<string, GuardrailDefinition>();
   #snapshot = new GuardrailSnapshot([]);
   readonly #listeners = new Set<(snapshot: GuardrailSnapshot) => void>();
   #observer: GuardrailObserver | undefined;
+  #judge: JudgeModel = UNWIRED_JUDGE;
+
+  /**
+   * Sends a judge check's completion the way judgeWith() last said. One function for the set's lifetime, so
+   * the call-outs built before the engine (the MCP runtime's) reach it once it is wired.
+   */
+  readonly judge: JudgeModel = (request, signal) => this.#judge(request, signal);
+
+  /** Sets how the judge checks reach their models from now on: the inference engine, through routing. */
+  judgeWith(judge: JudgeModel): void {
+    this.#judge = judge;
+  }
 
   /** Hears every check a stage runs (metrics, log lines); none until telemetry is wired. */
   get observer(): GuardrailObserver | undefined {

@@ -1,15 +1,16 @@
 /**
- * The `llm_judge` check: a chat completion through the configured provider's adapter, with the guardrail's
+ * The `llm_judge` check: a chat completion to the check's `provider/model`, with the guardrail's
  * instructions as the system message and the content as the user message, asked for
- * `{"allow": bool, "reason": string}`; `allow: false` is a finding. It calls the adapter itself, never the
- * gateway's own /v1, so the judge's own request and answer meet no guardrail and no routing.
+ * `{"allow": bool, "reason": string}`; `allow: false` is a finding. The completion goes through the
+ * gateway's own routing (the injected JudgeModel: key order and health, key rotation, fallbacks, metrics and
+ * accounting), as the gateway's own call without a virtual key and without guardrail stages, so the judge's
+ * own request and answer are never judged again.
  */
 import type { ChatRequest, JsonObject } from "../providers/types.js";
 import { upstreamText } from "../providers/provider-error.js";
-import { orderKeys } from "../routing/key-selection.js";
 import { GuardrailCheckError, malformedAnswer } from "./check-failure.js";
-import type { CallOutFinding, CallOutRequest, CheckProviders } from "./call-out.js";
-import type { GuardrailCheck, GuardrailDefinition, GuardrailStage } from "./definition.js";
+import type { CallOutFinding, CallOutRequest, CheckProviders, JudgeModel } from "./call-out.js";
+import type { GuardrailCheck, GuardrailStage } from "./definition.js";
 
 type JudgeCheck = Extract<GuardrailCheck, { type: "llm_judge" }>;
 
@@ -35,30 +36,23 @@ export function judgePrompt(instructions: string, stage: GuardrailStage): string
   ].join("\n");
 }
 
-/** Asks the guardrail's judge model about the content. */
-export async function runJudgeCheck(providers: CheckProviders, guardrail: GuardrailDefinition, check: JudgeCheck, request: CallOutRequest): Promise<CallOutFinding | null> {
+/**
+ * Asks the guardrail's judge model about the content. The guardrail's timeout bounds the whole call, every
+ * attempt of it included: the runner aborts `request.signal` then, and the engine stops its attempts.
+ */
+export async function runJudgeCheck(providers: CheckProviders, judge: JudgeModel, check: JudgeCheck, request: CallOutRequest): Promise<CallOutFinding | null> {
   const service = `the judge model ${check.provider}/${check.model}`;
-  const provider = providers.providers.get(check.provider);
-  if (provider === undefined) throw new GuardrailCheckError("guardrail_check_unavailable", `provider "${check.provider}" of the llm_judge check is not configured`);
-  const [choice] = orderKeys({ provider: check.provider, model: check.model, keys: provider.keys, config: null, catalog: providers.catalog, random: providers.random });
-  // Routing hands back the key objects it was given; the lookup recovers the secret-bearing type.
-  const key = provider.keys.find((candidate) => candidate.id === choice?.key.id);
-  if (choice === undefined || key === undefined) throw new GuardrailCheckError("guardrail_check_unavailable", `no key of provider "${check.provider}" serves the judge model "${check.model}"`);
+  // Checked here, not left to routing: without its provider, `provider/model` would read as a bare model
+  // name that the catalog might route to some other provider.
+  if (!providers.providers.has(check.provider)) throw new GuardrailCheckError("guardrail_check_unavailable", `provider "${check.provider}" of the llm_judge check is not configured`);
   const body: ChatRequest = {
-    model: choice.upstreamModel,
+    model: `${check.provider}/${check.model}`,
     messages: [
       { role: "system", content: judgePrompt(check.instructions, request.stage) },
       { role: "user", content: request.texts.join("\n\n") },
     ],
   };
-  const result = await provider.adapter.chat(body, {
-    key,
-    signal: request.signal,
-    timeoutMs: guardrail.timeoutMs,
-    idleTimeoutMs: provider.idleTimeoutMs,
-    maxResponseBytes: provider.maxResponseBytes,
-  });
-  return readJudgement(answerText(result.body), service);
+  return readJudgement(answerText(await judge(body, request.signal)), service);
 }
 
 /** The text of a chat completion's first choice. */

@@ -4,20 +4,25 @@
  * 446, or ends a stream with an error event; a redaction rewrites it, a stream's through a hold-back
  * window). No guardrail configured for a stage: the stage returns at once. A stage answers a promise only
  * when a guardrail that applies calls out to a service (webhook, moderation, llm_judge); a streamed answer
- * with such an output guardrail is held whole until it ends, since the service can only judge it whole.
+ * with such an output guardrail is held whole until it ends, since the service can only judge it whole, up
+ * to the answering provider's max_response_bytes. The gateway's own calls that ask it (a judge's request to
+ * its model) skip both stages.
  */
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../providers/http/upstream-http.js";
 import { chunkFields, forgetRawText } from "../providers/raw-event.js";
 import type { JsonObject } from "../providers/types.js";
-import type { CallOut } from "../guardrails/call-out.js";
+import type { CallOut, JudgeModel } from "../guardrails/call-out.js";
 import { callOutChecks } from "../guardrails/call-out-checks.js";
 import { rewriteFinalTexts, textKey, textsOf, walkAnswer, walkDelta, walkRequest, writeTexts, type ContentApi } from "../guardrails/content-texts.js";
 import type { GuardrailDefinition, GuardrailStage, GuardrailVariables } from "../guardrails/definition.js";
 import { GuardrailBlockedError } from "../guardrails/guardrail-blocked.js";
+import { HeldBytes, heldTooLarge } from "../guardrails/held-answer.js";
 import { blockDetail, callsOut, runGuardrails, runSelected, selectGuardrails, spanFacts, verdictHeader, type GuardrailPass, type RunContext, type SelectedGuardrail, type VerdictEntry } from "../guardrails/guardrail-run.js";
 import { StreamHoldback, type StreamGuard } from "../guardrails/stream-holdback.js";
 import type { GuardrailSpan } from "../telemetry/tracing.js";
 import type { ChatOutcome } from "./calls.js";
 import type { Engine } from "./engine-deps.js";
+import { internalOptionsOf } from "./internal-calls.js";
 import type { InferenceRequest } from "./request-context.js";
 import { ruleVariables } from "./rule-variables.js";
 
@@ -25,10 +30,15 @@ function apiOf(req: InferenceRequest): ContentApi {
   return req.call.method ?? "chat";
 }
 
-/** The guardrails of `stage` that cover the request's key, team and customer; none when nothing is configured. */
+/**
+ * The guardrails of `stage` that cover the request's key, team and customer; none when nothing is configured,
+ * and none for a call of the gateway's own that skips them.
+ */
 function applicable(engine: Engine, req: InferenceRequest, stage: GuardrailStage): readonly GuardrailDefinition[] {
   const snapshot = engine.guardrails?.snapshot;
   if (snapshot === undefined || !snapshot.hasStage(stage)) return [];
+  // Read only once a guardrail could apply: a gateway without guardrails pays nothing for it.
+  if (internalOptionsOf(req.call)?.skipGuardrails === true) return [];
   const { virtualKey } = req;
   const members = virtualKey === null ? null : engine.inference.hierarchy.membership(virtualKey);
   return snapshot.applicable(stage, { virtualKeyId: virtualKey?.id ?? "", teamId: members?.team?.id ?? "", customerId: members?.customer?.id ?? "", mcpClientId: "" });
@@ -45,10 +55,13 @@ function variables(engine: Engine, req: InferenceRequest, stage: GuardrailStage)
 /** The call-out of each engine's providers, made once. */
 const callOuts = new WeakMap<Engine, CallOut>();
 
+/** A judge for an engine without guardrails, which never runs a check (contextOf is reached only when one applies). */
+const NO_JUDGE: JudgeModel = () => Promise.reject(new Error("no guardrails are configured on this engine"));
+
 /** What the runner needs of the request at `stage`. */
 function contextOf(engine: Engine, req: InferenceRequest, stage: GuardrailStage): RunContext {
   let callOut = callOuts.get(engine);
-  if (callOut === undefined) callOuts.set(engine, (callOut = callOutChecks(engine.inference)));
+  if (callOut === undefined) callOuts.set(engine, (callOut = callOutChecks(engine.inference, engine.guardrails?.judge ?? NO_JUDGE)));
   return {
     stage,
     variables: variables(engine, req, stage),
@@ -119,7 +132,7 @@ export function guardOutput(engine: Engine, req: InferenceRequest, outcome: Chat
   const checking = selected.filter((entry) => entry.fixed === null);
   if (checking.length === 0) return withVerdicts(req, outcome);
   const cache = outcome.cache ? { cache: outcome.cache } : {};
-  if (checking.some((entry) => callsOut(entry.guardrail))) return withVerdicts(req, { kind: "stream", chunks: heldStream(api, outcome.chunks, checking, context), ...cache });
+  if (checking.some((entry) => callsOut(entry.guardrail))) return withVerdicts(req, { kind: "stream", chunks: heldStream(api, outcome.chunks, checking, context, heldLimit(engine, req)), ...cache });
   return withVerdicts(req, { kind: "stream", chunks: guardStream(api, outcome.chunks, checking.map((entry) => entry.guardrail), context), ...cache });
 }
 
@@ -137,16 +150,29 @@ function withVerdicts(req: InferenceRequest, outcome: ChatOutcome): ChatOutcome 
 }
 
 /**
+ * The most bytes of events a held stream may keep: the max_response_bytes of the provider that answered (the
+ * primary target's for a cached answer), the gateway's default for a provider removed since.
+ */
+function heldLimit(engine: Engine, req: InferenceRequest): number {
+  const provider = req.lastLabels?.provider ?? req.decision?.primary.provider ?? "";
+  return engine.inference.providers.get(provider)?.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+}
+
+/**
  * A stream held whole: every event is kept until the end, the guardrails judge the whole text as one, and
  * then the events go out, their text rewritten when a guardrail redacted (the whole text in the first
  * event that carried text, the others' text emptied), or the stream ends with the block's error event.
+ * Events past `limit` bytes end it at once with the error event of a block made for the bound, nothing of
+ * it sent; leaving the loop closes the upstream call.
  */
-async function* heldStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, selected: readonly SelectedGuardrail[], context: RunContext): AsyncGenerator<JsonObject> {
+async function* heldStream(api: ContentApi, chunks: AsyncIterable<JsonObject>, selected: readonly SelectedGuardrail[], context: RunContext, limit: number): AsyncGenerator<JsonObject> {
   const events: JsonObject[] = [];
   const carrying = new Set<JsonObject>();
+  const held = new HeldBytes(limit);
   let whole = "";
   for await (const chunk of chunks) {
     const fields = chunkFields(chunk);
+    if (!held.add(fields ?? chunk)) throw heldTooLarge(selected.map((entry) => entry.guardrail), limit, context);
     if (fields === null) {
       events.push(chunk);
       continue;
