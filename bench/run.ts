@@ -1014,13 +1014,19 @@ function features(collectorUrl: string): Feature[] {
       config: { client: { prometheus_labels: ["team", "app"] } },
       headers: [{ "x-gw-dim-team": "platform", "x-gw-dim-app": "bench" }],
     },
-    {
-      name: "guardrails",
-      description: "a global pii guardrail on the input and output stages, action block",
-      config: { guardrails: [{ id: "gr-bench", name: "bench-pii", stages: ["input", "output"], check: { type: "pii", pii: {} }, action: "block" }] },
-      refused: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Write to me at jane.doe@example.com about it." }], max_tokens: 160 }),
-    },
+    piiGuardrail("guardrails", ["input", "output"]),
+    piiGuardrail("guardrail-pii-input", ["input"]),
   ];
+}
+
+/** A global `pii` guardrail on `stages`, action block; its check that it applies is a request with an e-mail address, refused. */
+function piiGuardrail(name: string, stages: string[]): Feature {
+  return {
+    name,
+    description: `a global pii guardrail on the ${stages.join(" and ")} stage${stages.length > 1 ? "s" : ""}, action block`,
+    config: { guardrails: [{ id: "gr-bench", name: "bench-pii", stages, check: { type: "pii", pii: {} }, action: "block" }] },
+    refused: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: "Write to me at jane.doe@example.com about it." }], max_tokens: 160 }),
+  };
 }
 
 /** The features BENCH_FEATURES picks (all by default); the collector's address does not change their names. */
