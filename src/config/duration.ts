@@ -142,6 +142,8 @@ export interface DurationRules {
   example: string;
   /** "positive" refuses 0 and below; "non-negative" refuses below 0; absent takes any sign. */
   sign?: "positive" | "non-negative";
+  /** The shortest the field takes, as a duration ("1s"). */
+  min?: string;
   /** The longest the field takes, as a duration ("30d"). */
   max?: string;
 }
@@ -156,6 +158,7 @@ export function checkedDuration(value: unknown, rules: DurationRules): number {
   const ms = parseDuration(value);
   if (rules.sign === "positive" && ms <= 0) throw new GatewayError("invalid_argument", `must be greater than 0 (got "${value}")`);
   if (rules.sign === "non-negative" && ms < 0) throw new GatewayError("invalid_argument", `must be 0 or more (got "${value}")`);
+  if (rules.min !== undefined && ms < parseDuration(rules.min)) throw new GatewayError("invalid_argument", `must be at least ${rules.min} (got "${value}")`);
   if (rules.max !== undefined && ms > parseDuration(rules.max)) throw new GatewayError("invalid_argument", `must be at most ${rules.max} (got "${value}")`);
   return ms;
 }

@@ -115,6 +115,11 @@ const DEFAULT_TOOL_EXECUTION_TIMEOUT_MS = 30_000;
 const DEFAULT_SESSION_TTL_MS = 24 * 60 * MINUTE_MS;
 const DEFAULT_PRICING_SYNC_MS = 24 * 60 * MINUTE_MS;
 const DEFAULT_MAX_REQUEST_BODY_BYTES = 16 * 1024 * 1024;
+/** A person may be answering an elicitation relayed to the downstream client. */
+const DEFAULT_MCP_RELAY_REQUEST_TIMEOUT_MS = 10 * MINUTE_MS;
+
+/** What client.mcp_relay_request_timeout takes, in the file and through the API. */
+export const MCP_RELAY_REQUEST_TIMEOUT_RULES: DurationRules = { example: "10m", min: "1s", max: "24h" };
 
 /** An object that rejects unknown keys and lists the allowed ones, so a typo is fixed without opening the docs. */
 function strict<S extends z.ZodRawShape>(shape: S) {
@@ -450,6 +455,7 @@ export const clientSchema = strict({
   allowed_origins: z.array(z.string().superRefine(problemCheck(allowedOriginProblem))).nullish(),
   mcp_server_auth_mode: z.string().superRefine(problemCheck(mcpServerAuthModeProblem)).nullish(),
   max_request_body_bytes: z.int().positive().nullish(),
+  mcp_relay_request_timeout: duration(DEFAULT_MCP_RELAY_REQUEST_TIMEOUT_MS, MCP_RELAY_REQUEST_TIMEOUT_RULES),
   // As GET /config shows it (minutes; negative disables), so the API's settings paste into the file.
   mcp_tool_sync_interval: z
     .int()
@@ -473,6 +479,8 @@ export const clientSchema = strict({
   allowedOrigins: c.allowed_origins ?? [],
   mcpServerAuthMode: mcpServerAuthModeOf(c.mcp_server_auth_mode ?? ""),
   maxRequestBodyBytes: c.max_request_body_bytes ?? DEFAULT_MAX_REQUEST_BODY_BYTES,
+  /** How long a server-to-client request relayed by the MCP relay waits for the downstream client's answer. */
+  mcpRelayRequestTimeoutMs: c.mcp_relay_request_timeout,
   /** `client.mcp_tool_sync_interval`, the API's name for the global sync interval (whole minutes); null when unset. */
   mcpToolSyncIntervalMinutes: c.mcp_tool_sync_interval ?? null,
 }));

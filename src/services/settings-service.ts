@@ -7,6 +7,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
 import { durationField, formatDuration } from "../config/duration.js";
+import { MCP_RELAY_REQUEST_TIMEOUT_RULES } from "../config/file-config.js";
 import type { ClientSettings, RuntimeSettings, ToolManagerSettings } from "../config/runtime-settings.js";
 import { invalidField } from "../errors.js";
 import { SettingRecord, type Store } from "../store/index.js";
@@ -65,6 +66,7 @@ function clientMessage(s: ClientSettings) {
     allowedHosts: s.allowedHosts,
     allowedOrigins: s.allowedOrigins,
     mcpServerAuthMode: s.mcpServerAuthMode,
+    mcpRelayRequestTimeout: formatDuration(s.mcpRelayRequestTimeoutMs),
   };
 }
 
@@ -112,7 +114,7 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
   const src = msg ?? create(ClientSettingsSchema);
   const expanded = paths.flatMap((p) =>
     p === "client"
-      ? ["prometheus_labels", "drop_excess_requests", "initial_pool_size", "allowed_headers", "mcp_enable_temp_token_auth", "mcp_external_client_url", "mcp_tool_sync_interval", "enforce_governance", "mcp_disable_auto_tool_inject", "allowed_hosts", "allowed_origins", "mcp_server_auth_mode"].map((f) => `client.${f}`)
+      ? ["prometheus_labels", "drop_excess_requests", "initial_pool_size", "allowed_headers", "mcp_enable_temp_token_auth", "mcp_external_client_url", "mcp_tool_sync_interval", "enforce_governance", "mcp_disable_auto_tool_inject", "allowed_hosts", "allowed_origins", "mcp_server_auth_mode", "mcp_relay_request_timeout"].map((f) => `client.${f}`)
       : [p],
   );
   for (const path of expanded) {
@@ -167,6 +169,9 @@ export function applyClientSettings(current: ClientSettings, paths: readonly str
         next.mcpServerAuthMode = mcpServerAuthModeOf(src.mcpServerAuthMode);
         break;
       }
+      case "client.mcp_relay_request_timeout":
+        next.mcpRelayRequestTimeoutMs = durationField(src.mcpRelayRequestTimeout, "client.mcp_relay_request_timeout", MCP_RELAY_REQUEST_TIMEOUT_RULES);
+        break;
       default:
         throw invalidField("update_mask", `unknown or read-only field "${path}"`);
     }

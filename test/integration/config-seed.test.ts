@@ -87,12 +87,13 @@ describe("config file seeding", () => {
   });
 
   test("settings from the file seed the tool manager and client settings", async () => {
-    const a = await startApp(fileOptions({ client: { prometheus_labels: ["team"] }, mcp: { tool_manager_config: { max_agent_depth: 7, tool_execution_timeout: "45s" } } }));
+    const a = await startApp(fileOptions({ client: { prometheus_labels: ["team"], mcp_relay_request_timeout: "2m" }, mcp: { tool_manager_config: { max_agent_depth: 7, tool_execution_timeout: "45s" } } }));
     try {
       const tm = await api(a, "GET", "/api/settings/mcp/tool-manager-config");
       assert.deepEqual(tm.body.config, { max_agent_depth: 7, tool_execution_timeout: "45s", code_mode_binding_level: "server" });
       const cfg = await api(a, "GET", "/config");
       assert.deepEqual(cfg.body.config.client.prometheus_labels, ["team"]);
+      assert.equal(cfg.body.config.client.mcp_relay_request_timeout, "2m");
     } finally {
       await a.stop();
     }

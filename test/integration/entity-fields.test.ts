@@ -209,6 +209,7 @@ const CLIENT_SETTINGS: Json = {
   allowed_hosts: ["gw.example.test"],
   allowed_origins: ["https://app.example.test"],
   mcp_server_auth_mode: "headers",
+  mcp_relay_request_timeout: "45s",
 };
 
 /** Fields accepted by neither the file nor the API until their feature exists, with a value that sets them. */

@@ -20,7 +20,7 @@ import {
   ToolListChangedNotificationSchema,
   type ProgressNotification,
 } from "@modelcontextprotocol/sdk/types.js";
-import { startApp, type TestApp } from "../helpers/app.js";
+import { api, startApp, type TestApp } from "../helpers/app.js";
 import { stdioClient } from "../helpers/mcp-specs.js";
 import { closeRelay, connectRelay, eventually, remoteClient, textOf, waitHealthy, type RelayConnectOptions } from "../helpers/relay-client.js";
 import { startRelayUpstream, TOOLS, UPSTREAM_INFO, UPSTREAM_INSTRUCTIONS, type RelayUpstreamListener, type UpstreamStats } from "../helpers/relay-upstream.js";
@@ -359,6 +359,58 @@ describe("the server-to-client request bound", () => {
     const outcome = JSON.parse(textOf(result)) as { ok: number; refused: string[] };
     assert.equal(outcome.ok, 16);
     assert.deepEqual(outcome.refused, Array(4).fill("sampling/createMessage -32603"));
+  });
+});
+
+describe("client.mcp_relay_request_timeout", () => {
+  async function setRelayTimeout(value: string): Promise<void> {
+    const res = await api(app, "PATCH", "/config", { client: { mcp_relay_request_timeout: value } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+  }
+
+  /** A client that declares sampling and never answers it. */
+  function silent(asked: string[]): RelayConnectOptions {
+    return {
+      capabilities: { sampling: {} },
+      setup: (c) => c.setRequestHandler(CreateMessageRequestSchema, (request) => (asked.push(request.method), new Promise<never>(() => undefined))),
+    };
+  }
+
+  /** Calls `tool` and checks that the upstream's sampling request failed with -32001 once the 1s setting ran out. */
+  async function assertTimesOut(client: Client, tool: string, asked: string[]): Promise<void> {
+    const started = performance.now();
+    const result = await client.callTool({ name: tool, arguments: { prompt: "anyone there?" } });
+    const elapsed = performance.now() - started;
+    assert.deepEqual(asked, ["sampling/createMessage"]);
+    assert.equal(result.isError, true);
+    assert.match(textOf(result), /^sampling failed: sampling\/createMessage -32001 /);
+    assert.ok(elapsed >= 990 && elapsed < 10_000, `the upstream got its error after ${Math.round(elapsed)} ms, not after about 1s`);
+  }
+
+  for (const { kind, client: name } of UPSTREAMS) {
+    test(`a sampling request of an ${kind} upstream that the client never answers fails upstream after the timeout a PATCH set, in a session opened before it`, async () => {
+      const asked: string[] = [];
+      const client = await connect(name, silent(asked));
+      await setRelayTimeout("1s");
+      try {
+        await assertTimesOut(client, "sample", asked);
+      } finally {
+        await setRelayTimeout("10m");
+      }
+    });
+  }
+
+  test("a virtual server with several members times out its members' server-to-client requests the same way", async () => {
+    const created = await api(app, "POST", "/api/mcp/virtual-servers", { name: "timeout_duo", members: [{ client: "up_http", tools: ["sample"] }, { client: "up_sse", tools: ["sample"] }] });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    await setRelayTimeout("1s");
+    try {
+      const asked: string[] = [];
+      await assertTimesOut(await connect("timeout_duo", silent(asked)), "up_sse-sample", asked);
+    } finally {
+      await setRelayTimeout("10m");
+      await api(app, "DELETE", "/api/mcp/virtual-servers/timeout_duo");
+    }
   });
 });
 

@@ -83,6 +83,39 @@ describe("settings API", () => {
     assert.match(res.body.error.message, /^client\.prometheus_labels\[0\]:/);
   });
 
+  test("client.mcp_relay_request_timeout defaults to 10m, and a PATCH applies at once and survives a restart", async () => {
+    assert.equal((await api(app, "GET", "/config")).body.config.client.mcp_relay_request_timeout, "10m");
+    const res = await api(app, "PATCH", "/config", { client: { mcp_relay_request_timeout: "90s" } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.body.config.client.mcp_relay_request_timeout, "1m30s");
+    assert.equal(app.settings.client.mcpRelayRequestTimeoutMs, 90_000);
+    await app.stop({ keepData: true });
+    app = await startApp(app.restartOptions);
+    assert.equal((await api(app, "GET", "/config")).body.config.client.mcp_relay_request_timeout, "1m30s");
+    assert.equal(app.settings.client.mcpRelayRequestTimeoutMs, 90_000);
+  });
+
+  for (const [value, problem] of [
+    ["999ms", "must be at least 1s"],
+    ["0", "must be at least 1s"],
+    ["-5m", "must be at least 1s"],
+    ["25h", "must be at most 24h"],
+    ["soon", 'invalid duration "soon"'],
+    ["", 'invalid duration ""'],
+    // A number is refused by the REST bridge's reader, which names the field under the request body's `config`.
+    [600, "expected a string, got 600"],
+  ] as const) {
+    test(`PATCH /config rejects client.mcp_relay_request_timeout ${JSON.stringify(value)}, naming the field`, async () => {
+      const before = app.settings.client.mcpRelayRequestTimeoutMs;
+      const res = await api(app, "PATCH", "/config", { client: { mcp_relay_request_timeout: value } });
+      assert.equal(res.status, 400, JSON.stringify(res.body));
+      const message = res.body.error.message as string;
+      assert.match(message, /^(config\.)?client\.mcp_relay_request_timeout: /);
+      assert.ok(message.includes(problem), message);
+      assert.equal(app.settings.client.mcpRelayRequestTimeoutMs, before, "the setting is unchanged");
+    });
+  }
+
   test("PATCH /config with nothing to change is a 400", async () => {
     const res = await api(app, "PATCH", "/config", {});
     assert.equal(res.status, 400);

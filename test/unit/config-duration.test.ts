@@ -101,6 +101,8 @@ describe("field readers", () => {
     refusedAs(() => checkedDuration("0s", { example: "30s", sign: "positive" }), 'must be greater than 0 (got "0s")');
     refusedAs(() => checkedDuration("-1s", { example: "5m", sign: "non-negative" }), 'must be 0 or more (got "-1s")');
     refusedAs(() => checkedDuration("31d", { example: "1h", max: "30d" }), 'must be at most 30d (got "31d")');
+    assert.equal(checkedDuration("1s", { example: "10m", min: "1s" }), 1_000);
+    refusedAs(() => checkedDuration("999ms", { example: "10m", min: "1s" }), 'must be at least 1s (got "999ms")');
     refusedAs(() => checkedDuration(30, { example: "30s" }), 'must be a duration string such as "30s", got 30');
     refusedAs(() => checkedDuration(null, { example: "30s" }), 'must be a duration string such as "30s", got null');
   });

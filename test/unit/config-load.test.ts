@@ -63,6 +63,7 @@ describe("defaults", () => {
         allowedOrigins: [],
         mcpServerAuthMode: "headers",
         maxRequestBodyBytes: 16 * 1024 * 1024,
+        mcpRelayRequestTimeoutMs: 600_000,
         mcpToolSyncIntervalMinutes: null,
       },
       providers: {},
@@ -329,6 +330,25 @@ describe("client", () => {
   test("refuses an unknown mcp_server_auth_mode", () => {
     assertRejected({ client: { mcp_server_auth_mode: "cookies" } }, "client.mcp_server_auth_mode", `must be "headers", "both" or "oauth"`);
   });
+
+  test("parses mcp_relay_request_timeout as a duration from 1s to 24h", () => {
+    for (const [text, ms] of [["1s", 1_000], ["90s", 90_000], ["24h", 86_400_000]] as const) {
+      assert.equal(parseConfig({ client: { mcp_relay_request_timeout: text } }, {}).client.mcpRelayRequestTimeoutMs, ms);
+    }
+  });
+
+  for (const [value, message] of [
+    ["999ms", 'must be at least 1s (got "999ms")'],
+    ["0", 'must be at least 1s (got "0")'],
+    ["-1m", 'must be at least 1s (got "-1m")'],
+    ["25h", 'must be at most 24h (got "25h")'],
+    ["soon", 'invalid duration "soon"'],
+    [600, 'must be a duration string such as "10m", got 600'],
+  ] as const) {
+    test(`rejects an mcp_relay_request_timeout of ${JSON.stringify(value)}`, () => {
+      assertRejected({ client: { mcp_relay_request_timeout: value } }, "client.mcp_relay_request_timeout", message);
+    });
+  }
 
   test("rejects an allowed_hosts entry with a port", () => {
     assertRejected({ client: { allowed_hosts: ["gw.test:8080"] } }, "client.allowed_hosts[0]", '"gw.test:8080" is not a host name');

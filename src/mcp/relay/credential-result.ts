@@ -10,13 +10,12 @@ import type { GatewayError } from "../../errors.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { McpAuthRequiredError } from "../credentials/auth-required.js";
 import { ANY_RESULT } from "./any-result.js";
-import { SERVER_REQUEST_TIMEOUT_MS } from "./relay-limits.js";
 
 /** The result of the call, after sending the elicitation (not awaited: the user finishes the flow in a browser, then calls again). */
 export function credentialResult(
   missing: McpAuthRequiredError | GatewayError,
   requestId: RequestId,
-  downstream: { protocol: Protocol<Request, Notification, Result>; capabilities: ClientCapabilities | undefined; logger: Logger },
+  downstream: { protocol: Protocol<Request, Notification, Result>; capabilities: ClientCapabilities | undefined; logger: Logger; timeoutMs: number },
 ): CallToolResult {
   if (!(missing instanceof McpAuthRequiredError)) return { content: [{ type: "text", text: `Error: ${missing.message}` }], isError: true };
   const payload = missing.payload;
@@ -24,7 +23,7 @@ export function credentialResult(
     downstream.protocol
       .request({ method: "elicitation/create", params: { mode: "url", message: payload.message, url: payload.submit_url, elicitationId: randomUUID() } }, ANY_RESULT, {
         relatedRequestId: requestId,
-        timeout: SERVER_REQUEST_TIMEOUT_MS,
+        timeout: downstream.timeoutMs,
       })
       .catch((err: unknown) => downstream.logger.debug({ err }, "the MCP client did not answer the credential elicitation"));
   }

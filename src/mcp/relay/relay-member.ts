@@ -13,7 +13,7 @@ import type { Logger } from "../../telemetry/logger.js";
 import { McpAuthRequiredError } from "../credentials/auth-required.js";
 import { relayedClientCapabilities, undeclaredCapability } from "./capabilities.js";
 import { clientGone, credentialRequired, openFailed, relayedError, relayTimeout, tooManyPending } from "./relay-errors.js";
-import { MAX_PENDING_SERVER_REQUESTS, SERVER_REQUEST_TIMEOUT_MS } from "./relay-limits.js";
+import { MAX_PENDING_SERVER_REQUESTS } from "./relay-limits.js";
 import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-link.js";
 
 /** What the members of one session share: the downstream client and its bound on pending requests. */
@@ -41,6 +41,8 @@ export interface RelayMemberDeps {
   knownFacts(): UpstreamFacts | undefined;
   /** The bound of one relayed request, not counting time spent waiting on the downstream client. */
   requestTimeoutMs(): number;
+  /** How long a server-to-client request waits for the downstream client's answer (client.mcp_relay_request_timeout), read per request. */
+  serverRequestTimeoutMs(): number;
 }
 
 /** The downstream request being relayed: its id, its cancellation, and where its progress goes. */
@@ -240,11 +242,12 @@ export class RelayMember implements DownstreamSink {
     this.downstream.pending++;
     related?.[1].hold();
     const token = progressTokenOf(request);
+    const timeoutMs = this.deps.serverRequestTimeoutMs();
     try {
       return await this.downstream.ask(request, {
         // The request it came during being cancelled or abandoned takes this one with it.
         signal: related === undefined ? upstreamSignal : AbortSignal.any([upstreamSignal, related[1].controller.signal]),
-        timeout: SERVER_REQUEST_TIMEOUT_MS,
+        timeout: timeoutMs,
         ...(related !== undefined ? { relatedRequestId: related[0] } : {}),
         ...(token !== undefined
           ? {
@@ -254,7 +257,7 @@ export class RelayMember implements DownstreamSink {
           : {}),
       });
     } catch (err) {
-      throw relayedError(err, request.method, SERVER_REQUEST_TIMEOUT_MS);
+      throw relayedError(err, request.method, timeoutMs);
     } finally {
       this.downstream.pending--;
       related?.[1].release();

@@ -59,6 +59,8 @@ export interface RelaySessionDeps {
   knownFacts(): UpstreamFacts | undefined;
   /** The bound of one relayed request, not counting time spent waiting on this session's client. */
   requestTimeoutMs(): number;
+  /** How long a server-to-client request waits for this session's client (client.mcp_relay_request_timeout). */
+  serverRequestTimeoutMs(): number;
   /** What a virtual server's member offers now; absent: everything. */
   offers?: () => RelayOffers;
   /** Runs once when the session ends, whatever ended it. */
@@ -110,7 +112,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
 
   constructor(private readonly deps: RelaySessionDeps) {
     this.offers = deps.offers ?? OFFERS_EVERYTHING;
-    this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs }, this);
+    this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs, serverRequestTimeoutMs: deps.serverRequestTimeoutMs }, this);
     // ping is the upstream's to answer, like every other request.
     this.protocol.removeRequestHandler("ping");
     this.protocol.fallbackRequestHandler = (request, extra) => this.onRequest(request, extra);
@@ -215,7 +217,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
       const missing = this.member.credentialMissing;
       if (missing !== undefined) {
         errorType = "auth_required";
-        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger });
+        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger, timeoutMs: this.deps.serverRequestTimeoutMs() });
       }
       const result = await this.member.relay(outgoing(request), extra);
       if ((result as { isError?: unknown }).isError !== true) errorType = "";

@@ -32,6 +32,8 @@ export interface RelaySource {
   tools(): readonly DiscoveredTool[];
   /** The bound of one relayed request (tool_execution_timeout). */
   requestTimeoutMs(): number;
+  /** How long a server-to-client request waits for the downstream client's answer (client.mcp_relay_request_timeout). */
+  serverRequestTimeoutMs(): number;
   /**
    * http and sse: a new upstream session with the caller's credential, declaring `capabilities`. Throws
    * McpAuthRequiredError, or the mcp_identity_required GatewayError, when a per-user credential is missing.

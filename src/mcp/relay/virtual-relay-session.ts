@@ -156,7 +156,7 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
       const missing = member.relay.credentialMissing;
       if (missing !== undefined) {
         errorType = "auth_required";
-        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger });
+        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger, timeoutMs: member.deps.serverRequestTimeoutMs() });
       }
       const result = await member.relay.relay({ method: request.method, params: { ...request.params, name: split.tool } }, extra);
       if ((result as { isError?: unknown }).isError !== true) errorType = "";

@@ -62,6 +62,7 @@ export class RelaySources {
           guard: (tool, signal) => (deps.guardrails ? toolCallGuard(deps.guardrails, { clientId: client.id, clientName: client.spec.name, tool, virtualKeyId: caller.virtualKeyId ?? "", signal }) : null),
         }),
       requestTimeoutMs: () => deps.settings.toolManager.toolExecutionTimeoutMs,
+      serverRequestTimeoutMs: () => deps.settings.client.mcpRelayRequestTimeoutMs,
       open: async (caller, capabilities) => client.openFor(await this.callerCredentials.of(client, caller), capabilities, opts()),
       shared: () => client.sharedSession(opts()),
       operationDone: (method, tool, durationS, errorType, governance) =>

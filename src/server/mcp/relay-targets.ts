@@ -129,6 +129,7 @@ export class RelayTargets {
       cachedTools: () => source.tools(),
       knownFacts: () => upstreams.knownFacts(source.clientId),
       requestTimeoutMs: () => source.requestTimeoutMs(),
+      serverRequestTimeoutMs: () => source.serverRequestTimeoutMs(),
       ...(member !== undefined ? { offers: () => member() ?? { resources: false, prompts: false } } : {}),
       onClose: hooks.onClose,
     });
@@ -182,6 +183,7 @@ export class RelayTargets {
         },
         knownFacts: () => upstreams.knownFacts(source.clientId),
         requestTimeoutMs: () => source.requestTimeoutMs(),
+        serverRequestTimeoutMs: () => source.serverRequestTimeoutMs(),
         cachedTools: () => source.tools(),
         offers,
       })),

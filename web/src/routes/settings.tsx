@@ -1,4 +1,4 @@
-/** Settings: the external URL, temp-token links, governance enforcement, agent-mode limits, and the cache and tracing status. */
+/** Settings: the external URL, temp-token links, governance enforcement, the MCP relay's wait for clients, agent-mode limits, and the cache and tracing status. */
 import { useEffect, useState, type FormEvent } from "react";
 import { useMutation, useQuery } from "@connectrpc/connect-query";
 import { useQueryClient } from "@tanstack/react-query";
@@ -16,6 +16,7 @@ export function SettingsPage() {
   const [url, setUrl] = useState("");
   const [temp, setTemp] = useState(false);
   const [enforce, setEnforce] = useState(false);
+  const [relayTimeout, setRelayTimeout] = useState("");
   const [depth, setDepth] = useState("");
   const [timeout, setTimeoutText] = useState("");
   useEffect(() => {
@@ -23,6 +24,7 @@ export function SettingsPage() {
     setUrl(client.mcpExternalClientUrl);
     setTemp(client.mcpEnableTempTokenAuth);
     setEnforce(client.enforceGovernance);
+    setRelayTimeout(client.mcpRelayRequestTimeout);
   }, [client]);
   useEffect(() => {
     if (!tools.data?.config) return;
@@ -32,8 +34,8 @@ export function SettingsPage() {
   const submitClient = (e: FormEvent) => {
     e.preventDefault();
     saveConfig.mutate({
-      config: { client: { mcpExternalClientUrl: url, mcpEnableTempTokenAuth: temp, enforceGovernance: enforce } },
-      updateMask: { paths: ["client.mcp_external_client_url", "client.mcp_enable_temp_token_auth", "client.enforce_governance"] },
+      config: { client: { mcpExternalClientUrl: url, mcpEnableTempTokenAuth: temp, enforceGovernance: enforce, mcpRelayRequestTimeout: relayTimeout } },
+      updateMask: { paths: ["client.mcp_external_client_url", "client.mcp_enable_temp_token_auth", "client.enforce_governance", "client.mcp_relay_request_timeout"] },
     });
   };
   const submitTools = (e: FormEvent) => {
@@ -51,6 +53,12 @@ export function SettingsPage() {
             <div>
               <Switch label="Refuse /v1 requests without a virtual key" checked={enforce} onChange={setEnforce} />
             </div>
+            <TextField
+              label="MCP client answer timeout"
+              value={relayTimeout}
+              onChange={setRelayTimeout}
+              hint='How long a relayed sampling, elicitation or roots request of an MCP server waits for the MCP client: a duration from "1s" to "24h", such as "10m".'
+            />
             <ErrorBox error={saveConfig.error} />
             {saveConfig.isSuccess && <p role="status" className="text-sm">Saved.</p>}
             <Button type="submit" tone="primary" disabled={saveConfig.isPending}>
