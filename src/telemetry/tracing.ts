@@ -282,6 +282,19 @@ export class TraceNode {
     return this.childNode(this.start("agent iteration", SpanKind.INTERNAL, { "gw.agent.iteration": depth }));
   }
 
+  /**
+   * One request the MCP relay (/mcp/<client>, virtual servers, /mcp's prompts and resources) sends to an
+   * upstream server, named by its method per the MCP conventions; a tools/call also names its tool.
+   */
+  relayedMcpRequest(facts: { method: string; tool: string; client: string }): AttemptSpan {
+    const attributes: Attributes = { "mcp.method.name": facts.method, "gw.mcp.client.name": facts.client };
+    if (facts.tool !== "") {
+      attributes["gen_ai.operation.name"] = "execute_tool";
+      attributes["gen_ai.tool.name"] = facts.tool;
+    }
+    return new AttemptSpan(this.start(facts.tool === "" ? facts.method : `${facts.method} ${facts.tool}`, SpanKind.CLIENT, attributes), false);
+  }
+
   /** One MCP tool call, per the MCP conventions. */
   toolCall(facts: ToolFacts): AttemptSpan {
     const attributes: Attributes = {

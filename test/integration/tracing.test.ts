@@ -19,6 +19,7 @@ import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { call, startScriptedModel, type ScriptedModel } from "../fixtures/scripted-model.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { closeMcp, connectMcp, resultText } from "../helpers/mcp-client.js";
+import { closeRelay, connectRelay } from "../helpers/relay-client.js";
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from "../helpers/otlp-receiver.js";
 
 const PLAIN_KEY = "sk-gw-trace-plain-secret";
@@ -380,6 +381,24 @@ test("a /mcp tool call is a tools/call span under the POST /mcp SERVER span, wit
   assert.equal(server.kind, SERVER);
   assert.equal(server.attributes["gw.virtual_key.id"], "vk-agent");
   assert.equal(tool.attributes["gw.mcp.auth_type"], "none");
+  assertNoSecret([server, tool]);
+});
+
+test("a tool call relayed by /mcp/<client> is a tools/call CLIENT span under the request's SERVER span", async () => {
+  const client = await connectRelay(app, "docs", { headers: { authorization: `Bearer ${AGENT_KEY}` } });
+  try {
+    assert.equal(resultText(await client.callTool({ name: "echo", arguments: { text: "relayed" } })), "relayed");
+  } finally {
+    await closeRelay(client);
+  }
+  const isRelayed = (s: ReceivedSpan) => s.name === "tools/call echo" && s.attributes["gw.mcp.tool.prefixed_name"] === undefined;
+  const spans = await receiver.waitFor((all) => all.some((s) => isRelayed(s) && all.some((p) => p.spanId === s.parentSpanId && p.name === "POST /mcp/{client}")));
+  const tool = spans.find((s) => isRelayed(s) && spans.some((p) => p.spanId === s.parentSpanId && p.name === "POST /mcp/{client}")) as ReceivedSpan;
+  const server = spans.find((s) => s.spanId === tool.parentSpanId) as ReceivedSpan;
+  assert.equal(tool.kind, CLIENT);
+  assert.equal(tool.attributes["mcp.method.name"], "tools/call");
+  assert.equal(tool.attributes["gw.mcp.client.name"], "docs");
+  assert.equal(server.attributes["gw.virtual_key.id"], "vk-agent");
   assertNoSecret([server, tool]);
 });
 

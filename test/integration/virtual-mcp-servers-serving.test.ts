@@ -140,6 +140,45 @@ describe("a virtual server with one member", () => {
   });
 });
 
+describe("telling open sessions what changed", () => {
+  /** A client that counts the list_changed notifications it gets, by method. */
+  async function counting(name: string, options: RelayConnectOptions = {}): Promise<{ client: Client; seen: string[] }> {
+    const seen: string[] = [];
+    const client = await connect(name, {
+      ...options,
+      setup: (c) => {
+        c.fallbackNotificationHandler = async (notification) => void seen.push(notification.method);
+      },
+    });
+    // The GET stream carries notifications no request is waiting for; a request makes sure it is up.
+    await client.ping();
+    return { client, seen };
+  }
+
+  test("a session on a virtual server is told its tools, prompts and resources changed when the server is edited", async () => {
+    const created = await api(app, "POST", "/api/mcp/virtual-servers", { name: "told_of_edits", members: [{ client: "up", tools: ["echo"] }] });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const { seen } = await counting("told_of_edits");
+    const updated = await api(app, "PUT", "/api/mcp/virtual-servers/told_of_edits", { members: [{ client: "up", tools: ["echo", "rich"] }] });
+    assert.equal(updated.status, 200, JSON.stringify(updated.body));
+    await eventually("the three list changes", () =>
+      ["notifications/tools/list_changed", "notifications/prompts/list_changed", "notifications/resources/list_changed"].every((method) => seen.includes(method)) ? true : undefined,
+    );
+  });
+
+  test("a session on a client is told tools/list_changed when its caller's virtual key changes", async () => {
+    const created = await api(app, "POST", "/api/governance/virtual-keys", { name: "told-of-key-edits", mcp_configs: [{ mcp_client_name: "up", tools_to_execute: ["echo"] }] });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const key = created.body.virtual_key as { id: string; value: string };
+    const { client, seen } = await counting("up", { headers: { "x-gw-vk": key.value } });
+    assert.deepEqual(await toolNames(client), ["echo"]);
+    const updated = await api(app, "PUT", `/api/governance/virtual-keys/${key.id}`, { mcp_configs: [{ mcp_client_name: "up", tools_to_execute: ["echo", "rich"] }] });
+    assert.equal(updated.status, 200, JSON.stringify(updated.body));
+    await eventually("the tool list change", () => (seen.includes("notifications/tools/list_changed") ? true : undefined));
+    assert.deepEqual(await toolNames(client), ["echo", "rich"]);
+  });
+});
+
 describe("a virtual server with several members", () => {
   test("answers initialize with its own name and every member's capabilities", async () => {
     const client = await connect("duo");

@@ -5,6 +5,7 @@
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Notification, Request, RequestId, Result } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../../telemetry/logger.js";
 
 /** The SDK's Protocol, answering whatever the relay's handlers answer. */
 export class DownstreamProtocol extends Protocol<Request, Notification, Result> {
@@ -25,6 +26,23 @@ export interface DownstreamSession {
   readonly failedToInitialize: boolean;
   /** Gives up the requests a closed response stream carried: the upstream is told they are cancelled. */
   abandon(requestIds: readonly RequestId[]): void;
+  /**
+   * Tells the client that what it may list may have changed (its key, the settings, a quarantine, a virtual
+   * server's edit): tools/list_changed, and with `all` the prompts and resources list_changed too.
+   */
+  listsChanged(all: boolean): void;
   /** Ends the session and its upstream sessions. */
   close(): Promise<void>;
+}
+
+/**
+ * Sends the list_changed notifications a session announced (`capabilities`, what its initialize answered):
+ * tools, and with `all` prompts and resources too. A client that is gone is not an error.
+ */
+export function announceListChanges(protocol: DownstreamProtocol, capabilities: { tools?: object; prompts?: object; resources?: object }, all: boolean, logger: Logger): void {
+  const parts = all ? (["tools", "prompts", "resources"] as const) : (["tools"] as const);
+  for (const part of parts) {
+    if (capabilities[part] === undefined) continue;
+    protocol.notification({ method: `notifications/${part}/list_changed` }).catch((err: unknown) => logger.debug({ err }, "MCP relay: a list change did not reach the client"));
+  }
 }

@@ -33,8 +33,11 @@ export interface MemberSetDeps {
   logger: Logger;
   members: readonly SetMemberDeps[];
   /** The caller of a request of the session, per member: whom the tools of that client are visible to. */
-  callerOf(requestId: RequestId): (client: string) => RelayCaller;
+  callerOf(requestId: RequestId): Callers;
 }
+
+/** The caller of one downstream request, per member client. */
+export type Callers = (client: string) => RelayCaller;
 
 /** What a relayed request handler is given: the downstream request's id, cancellation and progress. */
 export type RelayExtra = RequestHandlerExtra<Request, Notification>;
@@ -168,7 +171,7 @@ export class MemberSet {
   /** Every page of one list of one member, measured as one operation. */
   private async gather(member: Member, method: ListMethod, call: RelayCall, caller: RelayCaller): Promise<Record<string, unknown>[]> {
     const items: Record<string, unknown>[] = [];
-    const started = performance.now();
+    const operation = caller.begin(method, "");
     let errorType: McpErrorType = "_OTHER";
     try {
       let cursor: unknown;
@@ -182,7 +185,7 @@ export class MemberSet {
       errorType = "";
       return items;
     } finally {
-      caller.operationDone(method, "", (performance.now() - started) / 1000, errorType);
+      operation.end(errorType);
     }
   }
 
@@ -190,13 +193,13 @@ export class MemberSet {
   async fromEvery(
     request: Request,
     extra: RelayExtra,
+    callers: Callers,
     offersIt: (member: Member) => boolean,
     adapt: (member: Member, items: Record<string, unknown>[], caller: RelayCaller) => Record<string, unknown>[],
     uncredentialed: (member: Member, caller: RelayCaller) => Record<string, unknown>[] = () => [],
   ): Promise<Record<string, unknown>[]> {
     if (request.params?.["cursor"] !== undefined) throw new McpError(ErrorCode.InvalidParams, "Invalid params: unknown cursor (a session with several MCP clients lists everything on one page)");
     const method = request.method as ListMethod;
-    const callers = this.deps.callerOf(extra.requestId);
     const members = this.members.filter(offersIt);
     const lists = await Promise.all(
       members.map(async (member): Promise<Record<string, unknown>[] | Error> => {
@@ -222,13 +225,22 @@ export class MemberSet {
     return out;
   }
 
+  /** The caller of a request per client: read once per downstream request, since reading it forgets it. */
+  callers(extra: RelayExtra): Callers {
+    return this.deps.callerOf(extra.requestId);
+  }
+
   /** prompts/list, resources/list or resources/templates/list, gathered from every member that offers it. */
-  async listOthers(request: Request, extra: RelayExtra): Promise<Result> {
+  listOthers(request: Request, extra: RelayExtra): Promise<Result> {
+    return this.list(request, extra, this.callers(extra));
+  }
+
+  private async list(request: Request, extra: RelayExtra, callers: Callers): Promise<Result> {
     const method = request.method as Exclude<ListMethod, "tools/list">;
     const part = method === "prompts/list" ? "prompts" : "resources";
     const capable = (member: Member) => member.deps.offers()[part] && member.relay.facts.capabilities[part] !== undefined;
     if (method === "prompts/list") {
-      const prompts = await this.fromEvery(request, extra, capable, (member, items) =>
+      const prompts = await this.fromEvery(request, extra, callers, capable, (member, items) =>
         items.filter((prompt) => typeof prompt["name"] === "string").map((prompt) => ({ ...prompt, name: prefixedToolName(member.relay.clientName, String(prompt["name"])) })),
       );
       return { prompts };
@@ -236,7 +248,7 @@ export class MemberSet {
     const templates = method === "resources/templates/list";
     const key = templates ? "uriTemplate" : "uri";
     if (!templates) this.routes.release(this.members.filter(capable).map((member) => member.relay.clientName));
-    const listed = await this.fromEvery(request, extra, capable, (member, items) => {
+    const listed = await this.fromEvery(request, extra, callers, capable, (member, items) => {
       const client = member.relay.clientName;
       const kept = items.filter((item) => typeof item[key] === "string");
       if (templates) this.routes.setTemplates(client, kept.map((item) => String(item[key])));
@@ -252,16 +264,15 @@ export class MemberSet {
   }
 
   /** Relays a request to one member and measures it under its method. */
-  private async measured(member: Member, request: Request, extra: RelayExtra): Promise<Result> {
-    const caller = this.deps.callerOf(extra.requestId)(member.relay.clientName);
-    const started = performance.now();
+  private async measured(member: Member, request: Request, extra: RelayExtra, callers: Callers): Promise<Result> {
+    const operation = callers(member.relay.clientName).begin(request.method, "");
     let errorType: McpErrorType = "_OTHER";
     try {
       const result = await member.relay.relay(request, extra);
       errorType = "";
       return result;
     } finally {
-      caller.operationDone(request.method, "", (performance.now() - started) / 1000, errorType);
+      operation.end(errorType);
     }
   }
 
@@ -273,17 +284,17 @@ export class MemberSet {
     if (split === null || member === undefined || !member.deps.offers().prompts) {
       return Promise.reject(new McpError(ErrorCode.InvalidParams, `Invalid params: no prompt "${name}": prompts here are named <client>-<prompt> (prompts/list shows them)`));
     }
-    return this.measured(member, { method: request.method, params: { ...request.params, name: split.tool } }, extra);
+    return this.measured(member, { method: request.method, params: { ...request.params, name: split.tool } }, extra, this.callers(extra));
   }
 
   /** The member a resource URI belongs to; resources are listed first when no listing has said yet. */
-  private async ownerOf(uri: string, extra: RelayExtra): Promise<Member> {
+  private async ownerOf(uri: string, extra: RelayExtra, callers: Callers): Promise<Member> {
     const offering = this.members.filter((member) => member.deps.offers().resources && member.relay.facts.capabilities.resources !== undefined);
     let owner = this.routes.ownerOf(uri);
     if (owner === undefined && offering.length > 1) {
       // The client read a URI before listing (or one listed since): list both kinds once to learn who has it.
-      await this.listOthers({ method: "resources/list" }, extra).catch(() => undefined);
-      await this.listOthers({ method: "resources/templates/list" }, extra).catch(() => undefined);
+      await this.list({ method: "resources/list" }, extra, callers).catch(() => undefined);
+      await this.list({ method: "resources/templates/list" }, extra, callers).catch(() => undefined);
       owner = this.routes.ownerOf(uri);
     }
     const member = owner === undefined ? (offering.length === 1 ? offering[0] : undefined) : offering.find((candidate) => candidate.relay.clientName === owner);
@@ -294,29 +305,32 @@ export class MemberSet {
   /** resources/read, resources/subscribe and resources/unsubscribe: sent to the member that listed the URI. */
   async byUri(request: Request, extra: RelayExtra): Promise<Result> {
     const uri = stringParam(request.params, "uri");
-    return this.measured(await this.ownerOf(uri, extra), { method: request.method, params: { ...request.params } }, extra);
+    const callers = this.callers(extra);
+    return this.measured(await this.ownerOf(uri, extra, callers), { method: request.method, params: { ...request.params } }, extra, callers);
   }
 
   /** completion/complete: a prompt argument goes to the prompt's client, a template argument to the template's. */
   async complete(request: Request, extra: RelayExtra): Promise<Result> {
+    const callers = this.callers(extra);
     const ref = record(request.params?.["ref"]);
     if (ref["type"] === "ref/prompt") {
       const name = typeof ref["name"] === "string" ? ref["name"] : "";
       const split = splitToolName(name);
       const member = split === null ? undefined : this.member(split.client);
       if (split === null || member === undefined || !member.deps.offers().prompts) throw new McpError(ErrorCode.InvalidParams, `Invalid params: no prompt "${name}" to complete`);
-      return this.measured(member, { method: request.method, params: { ...request.params, ref: { ...ref, name: split.tool } } }, extra);
+      return this.measured(member, { method: request.method, params: { ...request.params, ref: { ...ref, name: split.tool } } }, extra, callers);
     }
     if (ref["type"] === "ref/resource" && typeof ref["uri"] === "string") {
-      return this.measured(await this.ownerOf(ref["uri"], extra), { method: request.method, params: { ...request.params } }, extra);
+      return this.measured(await this.ownerOf(ref["uri"], extra, callers), { method: request.method, params: { ...request.params } }, extra, callers);
     }
     throw new McpError(ErrorCode.InvalidParams, `Invalid params: params.ref must be {"type": "ref/prompt", "name"} or {"type": "ref/resource", "uri"}`);
   }
 
   /** logging/setLevel goes to every member that logs; it fails only when every one of them failed. */
   async setLevel(request: Request, extra: RelayExtra): Promise<Result> {
+    const callers = this.callers(extra);
     const logging = this.members.filter((member) => member.relay.facts.capabilities.logging !== undefined);
-    const outcomes = await Promise.allSettled(logging.map((member) => this.measured(member, { method: request.method, params: { ...request.params } }, extra)));
+    const outcomes = await Promise.allSettled(logging.map((member) => this.measured(member, { method: request.method, params: { ...request.params } }, extra, callers)));
     const failed = outcomes.filter((outcome): outcome is PromiseRejectedResult => outcome.status === "rejected");
     if (logging.length > 0 && failed.length === logging.length) throw failed[0]?.reason;
     return {};

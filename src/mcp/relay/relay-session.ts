@@ -27,7 +27,7 @@ import type { McpErrorType } from "../../telemetry/metrics.js";
 import type { DiscoveredTool } from "../discover.js";
 import { ANY_RESULT } from "./any-result.js";
 import { credentialResult } from "./credential-result.js";
-import { DownstreamProtocol, type DownstreamSession } from "./downstream-protocol.js";
+import { DownstreamProtocol, announceListChanges, type DownstreamSession } from "./downstream-protocol.js";
 import { RelayMember, type DownstreamSide } from "./relay-member.js";
 import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-link.js";
 
@@ -35,8 +35,14 @@ import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-lin
 export interface RelayCaller {
   /** Whether the caller may see and call the tool (tools_to_execute, the key's mcp_configs, the include headers, a virtual server's member). */
   toolVisible(tool: string): boolean;
-  /** Measures one relayed request: its JSON-RPC method and, for tools/call, the tool ("" otherwise). */
-  operationDone(method: string, tool: string, durationS: number, errorType: McpErrorType): void;
+  /** Starts measuring one relayed request, its JSON-RPC method and, for tools/call, the tool ("" otherwise): its metric sample and, when the request is traced, its span. */
+  begin(method: string, tool: string): RelayOperation;
+}
+
+/** One relayed request being measured. */
+export interface RelayOperation {
+  /** Records its end: "" for success, else why it failed. */
+  end(errorType: McpErrorType): void;
 }
 
 /** Which of the upstream's resources and prompts the session offers (all of them on /mcp/<client>). */
@@ -88,12 +94,15 @@ function partOf(method: string, params: Record<string, unknown> | undefined): ke
   return null;
 }
 
-/** The upstream's capabilities without the parts left out (completions go with the last of the two). */
+/**
+ * The upstream's capabilities without the parts left out (completions go with the last of the two). Tools
+ * always announce list changes: what a caller may list changes with its key and the gateway's settings too.
+ */
 function offeredCapabilities(capabilities: ServerCapabilities, offers: RelayOffers): ServerCapabilities {
-  if (offers.resources && offers.prompts) return capabilities;
-  const { resources, prompts, completions, ...rest } = capabilities;
+  const { resources, prompts, completions, tools, ...rest } = capabilities;
   return {
     ...rest,
+    ...(tools !== undefined ? { tools: { ...tools, listChanged: true } } : {}),
     ...(offers.resources && resources !== undefined ? { resources } : {}),
     ...(offers.prompts && prompts !== undefined ? { prompts } : {}),
     ...((offers.resources || offers.prompts) && completions !== undefined ? { completions } : {}),
@@ -109,6 +118,8 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
   pending = 0;
   private closed = false;
   failedToInitialize = false;
+  /** What initialize answered: the list_changed notifications the session may send. */
+  private announced: ServerCapabilities | undefined;
 
   constructor(private readonly deps: RelaySessionDeps) {
     this.offers = deps.offers ?? OFFERS_EVERYTHING;
@@ -155,14 +166,14 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
 
   /** Relays a request and measures it under its method. */
   private async measured(request: JSONRPCRequest, extra: Extra): Promise<Result> {
-    const started = performance.now();
+    const operation = this.deps.callerOf(extra.requestId).begin(request.method, "");
     let errorType: McpErrorType = "_OTHER";
     try {
       const result = await this.member.relay(outgoing(request), extra);
       errorType = "";
       return result;
     } finally {
-      this.deps.callerOf(extra.requestId).operationDone(request.method, "", (performance.now() - started) / 1000, errorType);
+      operation.end(errorType);
     }
   }
 
@@ -182,9 +193,10 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     }
     const facts = this.member.facts;
     const requested = params["protocolVersion"];
+    this.announced = offeredCapabilities(facts.capabilities, this.offers());
     return {
       protocolVersion: typeof requested === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION,
-      capabilities: offeredCapabilities(facts.capabilities, this.offers()),
+      capabilities: this.announced,
       serverInfo: facts.serverInfo,
       ...(facts.instructions !== undefined ? { instructions: facts.instructions } : {}),
     };
@@ -210,7 +222,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     if (!caller.toolVisible(name)) {
       return { content: [{ type: "text", text: `Error: tool "${name}" is not available: no tool of that name is visible to this caller (tools/list shows the ones that are)` }], isError: true };
     }
-    const started = performance.now();
+    const operation = caller.begin("tools/call", name);
     let errorType: McpErrorType = "_OTHER";
     try {
       await this.member.open();
@@ -223,7 +235,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
       if ((result as { isError?: unknown }).isError !== true) errorType = "";
       return result;
     } finally {
-      caller.operationDone("tools/call", name, (performance.now() - started) / 1000, errorType);
+      operation.end(errorType);
     }
   }
 
@@ -236,6 +248,11 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     const part = partOf(notification.method, notification.params);
     if (part !== null && !this.offers()[part]) return;
     await this.protocol.notification(notification, options);
+  }
+
+  listsChanged(all: boolean): void {
+    if (this.closed || this.announced === undefined) return;
+    announceListChanges(this.protocol, this.announced, all, this.deps.logger);
   }
 
   lost(_member: RelayMember, err: Error): void {

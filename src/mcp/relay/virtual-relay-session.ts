@@ -18,13 +18,14 @@ import {
   type Request,
   type RequestId,
   type Result,
+  type ServerCapabilities,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpErrorType } from "../../telemetry/metrics.js";
 import { prefixedToolName, splitToolName } from "../tool-names.js";
 import { ANY_RESULT } from "./any-result.js";
 import { credentialResult } from "./credential-result.js";
-import { DownstreamProtocol, type DownstreamSession } from "./downstream-protocol.js";
+import { DownstreamProtocol, announceListChanges, type DownstreamSession } from "./downstream-protocol.js";
 import { MemberSet, stringParam, type RelayExtra, type SetMemberDeps } from "./member-set.js";
 import type { DownstreamSide, RelayMember } from "./relay-member.js";
 import type { RelayCaller } from "./relay-session.js";
@@ -53,6 +54,8 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
   pending = 0;
   private closed = false;
   failedToInitialize = false;
+  /** What initialize answered: the list_changed notifications the session may send. */
+  private announced: ServerCapabilities | undefined;
 
   constructor(private readonly deps: VirtualRelayDeps) {
     this.set = new MemberSet({ logFields: { virtual_server: deps.name }, logger: deps.logger, members: deps.members, callerOf: deps.callerOf }, this);
@@ -100,6 +103,8 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
       case "logging/setLevel":
         return this.set.setLevel(request, extra);
       default:
+        // Reading the caller forgets the entry the endpoint kept for this request.
+        this.set.callers(extra);
         return Promise.reject(new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method} is not relayed by a virtual MCP server with several members`));
     }
   }
@@ -115,9 +120,10 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
     await this.set.openAll();
     const requested = params["protocolVersion"];
     const instructions = [this.deps.description, ...this.set.instructions()].filter((text) => text !== "");
+    this.announced = this.set.capabilities();
     return {
       protocolVersion: typeof requested === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION,
-      capabilities: this.set.capabilities(),
+      capabilities: this.announced,
       serverInfo: { name: this.deps.name, version: this.deps.version },
       ...(instructions.length > 0 ? { instructions: instructions.join("\n\n") } : {}),
     };
@@ -127,6 +133,7 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
     const tools = await this.set.fromEvery(
       request,
       extra,
+      this.set.callers(extra),
       () => true,
       (member, items, caller) =>
         items.filter((tool) => typeof tool["name"] === "string" && caller.toolVisible(tool["name"])).map((tool) => ({ ...tool, name: prefixedToolName(member.relay.clientName, String(tool["name"])) })),
@@ -141,7 +148,7 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
   }
 
   private async callTool(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
-    const callers = this.deps.callerOf(extra.requestId);
+    const callers = this.set.callers(extra);
     const name = stringParam(request.params, "name");
     const split = splitToolName(name);
     const member = split === null ? undefined : this.set.member(split.client);
@@ -149,7 +156,7 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
     if (member === undefined || split === null || caller === undefined || !caller.toolVisible(split.tool)) {
       return { content: [{ type: "text", text: `Error: tool "${name}" is not available: no tool of that name is visible to this caller (tools/list shows the ones that are)` }], isError: true };
     }
-    const started = performance.now();
+    const operation = caller.begin("tools/call", split.tool);
     let errorType: McpErrorType = "_OTHER";
     try {
       await member.relay.open();
@@ -162,7 +169,7 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
       if ((result as { isError?: unknown }).isError !== true) errorType = "";
       return result;
     } finally {
-      caller.operationDone("tools/call", split.tool, (performance.now() - started) / 1000, errorType);
+      operation.end(errorType);
     }
   }
 
@@ -173,6 +180,11 @@ export class VirtualRelaySession implements DownstreamSession, DownstreamSide {
   async tell(member: RelayMember, notification: Notification, options: NotificationOptions | undefined): Promise<void> {
     if (this.closed || !this.set.admits(member, notification)) return;
     await this.protocol.notification(notification, options);
+  }
+
+  listsChanged(all: boolean): void {
+    if (this.closed || this.announced === undefined) return;
+    announceListChanges(this.protocol, this.announced, all, this.deps.logger);
   }
 
   lost(member: RelayMember, err: Error): void {

@@ -31,6 +31,17 @@ export function memberOffersTool(member: VirtualMember, tool: string): boolean {
 /** Every virtual server, by name. */
 export class VirtualServers {
   private readonly byName = new Map<string, VirtualServerDefinition>();
+  private readonly listeners = new Set<(name: string | null) => void>();
+
+  /** Calls `listener` after a server is put or removed (its name), or all are replaced (null); returns the unsubscribe. */
+  onChange(listener: (name: string | null) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(name: string | null): void {
+    for (const listener of this.listeners) listener(name);
+  }
 
   /** The server served at /mcp/<name>, if there is one. */
   get(name: string): VirtualServerDefinition | undefined {
@@ -44,16 +55,19 @@ export class VirtualServers {
 
   put(definition: VirtualServerDefinition): void {
     this.byName.set(definition.name, definition);
+    this.changed(definition.name);
   }
 
   remove(name: string): void {
     this.byName.delete(name);
+    this.changed(name);
   }
 
   /** Replaces every entry (boot, reload, another node's change). */
   replaceAll(definitions: readonly VirtualServerDefinition[]): void {
     this.byName.clear();
     for (const definition of definitions) this.byName.set(definition.name, definition);
+    this.changed(null);
   }
 
   get size(): number {

@@ -35,6 +35,9 @@ const METHODS = {
   "logging/setLevel": (set: MemberSet, request: Request, extra: RelayExtra) => set.setLevel(request, extra),
 } as const;
 
+/** The methods /mcp relays to its clients (each handler reads its request's caller once). */
+export const AGGREGATED_METHODS: ReadonlySet<string> = new Set(Object.keys(METHODS));
+
 /** The relay of one /mcp session's non-tool methods. */
 export class AggregateRelay implements DownstreamSide {
   pending = 0;

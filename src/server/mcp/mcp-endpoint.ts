@@ -15,6 +15,7 @@ import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { Req, Res } from "../node-http.js";
+import { AGGREGATED_METHODS } from "./aggregate-relay.js";
 import { createGatewayMcpServer } from "./gateway-mcp-server.js";
 import { DEFAULT_SESSION_LIMITS, McpSession, McpSessions, newSessionId, toolSignature, type McpSessionLimits } from "./mcp-sessions.js";
 import { headerValue } from "../../http-headers.js";
@@ -79,11 +80,21 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
   const callerOf = createCallerResolver(opts.tools, opts.oauth);
   // One budget of sessions for /mcp and the paths of every server.
   const hasRoom = () => sessions.size + relay.size < limits.maxSessions;
-  const relay = createRelayEndpoint({ runtime: opts.runtime, virtualServers: opts.virtualServers, version: opts.version, callerOf, logger: opts.logger, maxBodyBytes: opts.maxBodyBytes, limits, hasRoom });
+  const relay = createRelayEndpoint({
+    runtime: opts.runtime,
+    virtualServers: opts.virtualServers,
+    version: opts.version,
+    callerOf,
+    logger: opts.logger,
+    maxBodyBytes: opts.maxBodyBytes,
+    limits,
+    hasRoom,
+    onAccessChanged: (listener) => opts.tools.onToolsChanged(listener),
+  });
 
   /** The ids of the requests whose handlers read their caller (only those take the entry back out). */
   function requestIds(messages: readonly unknown[]): RequestId[] {
-    return messages.filter(isJSONRPCRequest).filter((m) => m.method === "tools/list" || m.method === "tools/call").map((m) => m.id);
+    return messages.filter(isJSONRPCRequest).filter((m) => m.method === "tools/list" || m.method === "tools/call" || AGGREGATED_METHODS.has(m.method)).map((m) => m.id);
   }
 
   const notFound = sessionNotFound;
@@ -181,7 +192,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     handle(req, res, path, trace) {
       const run = path === MCP_PATH ? streamable : path === MCP_SSE_PATH ? sseStream : path === MCP_MESSAGES_PATH ? sseMessage : null;
       if (run === null) {
-        relay.handle(req, res, path);
+        relay.handle(req, res, path, trace);
         return;
       }
       run(req, res, trace).catch((err: unknown) => failMcpRequest(opts.logger, req, res, err));

@@ -26,7 +26,7 @@ import { RelayTargets, type RelayTarget } from "./relay-targets.js";
 export interface RelayEndpointOptions {
   runtime: Pick<McpRuntime, "relaySource" | "everyRelaySource">;
   /** The virtual MCP servers, served at /mcp/<name> like clients. */
-  virtualServers: Pick<VirtualServers, "get" | "member">;
+  virtualServers: Pick<VirtualServers, "get" | "member" | "onChange">;
   /** The gateway's version, announced by virtual servers with several members. */
   version: string;
   callerOf: (req: Req, trace: TraceNode | undefined) => Promise<McpCaller>;
@@ -35,12 +35,14 @@ export interface RelayEndpointOptions {
   limits: McpSessionLimits;
   /** Whether one more session fits in the gateway's budget of MCP sessions (shared with /mcp). */
   hasRoom: () => boolean;
+  /** Calls its listener after anything that may change what some caller may use (keys, settings, tools); returns the unsubscribe. */
+  onAccessChanged(listener: () => void): () => void;
 }
 
 /** The relay endpoint. */
 export interface RelayEndpoint {
-  /** Serves one request on a path under /mcp/ other than /mcp/sse and /mcp/messages. */
-  handle(req: Req, res: Res, path: string): void;
+  /** Serves one request on a path under /mcp/ other than /mcp/sse and /mcp/messages; `trace` is its SERVER span when the request is traced. */
+  handle(req: Req, res: Res, path: string, trace: TraceNode | undefined): void;
   /** Live relayed sessions. */
   readonly size: number;
   /** The clients behind /mcp's prompts, resources, completion and logging for a session's opener (relay-targets.ts). */
@@ -65,12 +67,16 @@ export function relayPathOf(path: string): { client: string; leaf: RelayLeaf } |
   return leaf === "" || leaf === "sse" || leaf === "messages" ? { client, leaf } : null;
 }
 
-/** The ids of the requests whose handlers read their caller (the messages are checked JSON-RPC already). */
-function toolRequestIds(messages: readonly unknown[]): RequestId[] {
+/**
+ * The ids of the requests whose handlers read their caller, which is every request but initialize and ping
+ * (the messages are checked JSON-RPC already): a tool list depends on its own request's headers, and a
+ * request's span hangs under its own HTTP request's.
+ */
+function callerRequestIds(messages: readonly unknown[]): RequestId[] {
   const ids: RequestId[] = [];
   for (const message of messages) {
     const { method, id } = message as { method?: unknown; id?: RequestId };
-    if ((method === "tools/list" || method === "tools/call") && id !== undefined) ids.push(id);
+    if (typeof method === "string" && method !== "initialize" && method !== "ping" && id !== undefined) ids.push(id);
   }
   return ids;
 }
@@ -79,6 +85,17 @@ function toolRequestIds(messages: readonly unknown[]): RequestId[] {
 export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
   const sessions = new RelaySessions(opts.logger, opts.limits.idleTimeoutMs);
   const upstreams = new RelayUpstreams(opts.logger);
+  // Changes come in bursts (a config reload touches many keys): one announcement per turn of the event loop.
+  let announcing = false;
+  const unwatchAccess = opts.onAccessChanged(() => {
+    if (announcing) return;
+    announcing = true;
+    setImmediate(() => {
+      announcing = false;
+      sessions.listsChanged(null);
+    });
+  });
+  const unwatchServers = opts.virtualServers.onChange((name) => sessions.listsChanged(name));
 
   function unknownPath(path: string): Refusal {
     return new Refusal(404, SERVER_ERROR, `no MCP endpoint at ${path}: the paths of one MCP server are /mcp/<name>, /mcp/<name>/sse and /mcp/<name>/messages, where <name> is an MCP client or a virtual MCP server`);
@@ -102,11 +119,11 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     if (!opts.hasRoom()) throw sessionsFull(opts.limits.maxSessions);
   }
 
-  async function streamable(req: Req, res: Res, name: string): Promise<void> {
+  async function streamable(req: Req, res: Res, name: string, trace: TraceNode | undefined): Promise<void> {
     const method = req.method ?? "GET";
     if (method !== "POST" && method !== "GET" && method !== "DELETE") throw methodRefused(method, `/mcp/${name}`, "POST, GET, DELETE");
     const parsed = method === "POST" ? await readMessages(req, opts.maxBodyBytes) : null;
-    const caller = await opts.callerOf(req, undefined);
+    const caller = await opts.callerOf(req, trace);
     const target = targets.resolve(name, caller);
     const sessionId = headerValue(req.headers, SESSION_HEADER);
     if (sessionId !== undefined) {
@@ -117,7 +134,7 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
         await transport.handleDelete(req.headers, res as ServerResponse);
         return;
       }
-      entry.seen(caller, parsed ? toolRequestIds(parsed.messages) : []);
+      entry.seen(caller, parsed ? callerRequestIds(parsed.messages) : []);
       if (parsed === null) {
         transport.handleGet(req.headers, res as ServerResponse);
         entry.holdStream(res);
@@ -150,9 +167,9 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     }
   }
 
-  async function sseStream(req: Req, res: Res, name: string): Promise<void> {
+  async function sseStream(req: Req, res: Res, name: string, trace: TraceNode | undefined): Promise<void> {
     if (req.method !== "GET") throw methodRefused(req.method, `/mcp/${name}/sse`, "GET");
-    const caller = await opts.callerOf(req, undefined);
+    const caller = await opts.callerOf(req, trace);
     const target = targets.resolve(name, caller);
     admit(target);
     const { SSEServerTransport } = await import("@modelcontextprotocol/sdk/server/sse.js");
@@ -167,31 +184,35 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     await relay.connect(transport);
   }
 
-  async function sseMessage(req: Req, res: Res, name: string): Promise<void> {
+  async function sseMessage(req: Req, res: Res, name: string, trace: TraceNode | undefined): Promise<void> {
     if (req.method !== "POST") throw methodRefused(req.method, `/mcp/${name}/messages`, "POST");
     const sid = new URL(req.url ?? "/", "http://gateway").searchParams.get("sid") ?? "";
     const parsed = await readMessages(req, opts.maxBodyBytes);
-    const caller = await opts.callerOf(req, undefined);
+    const caller = await opts.callerOf(req, trace);
     targets.resolve(name, caller);
     const entry = sessions.find(sid, caller.owner, name);
     if (entry === undefined || entry.downstream.kind !== "sse") throw sessionNotFound();
     // The SSE transport takes one message per post.
     if (parsed.messages.length !== 1) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: the SSE transport takes one message per POST, not a batch");
-    entry.seen(caller, toolRequestIds(parsed.messages));
+    entry.seen(caller, callerRequestIds(parsed.messages));
     await entry.downstream.transport.handlePostMessage(req as IncomingMessage, res as ServerResponse, parsed.messages[0]);
   }
 
   return {
-    handle(req, res, path) {
+    handle(req, res, path, trace) {
       const where = relayPathOf(path);
       const run = where === null ? null : where.leaf === "" ? streamable : where.leaf === "sse" ? sseStream : sseMessage;
-      const served = where === null || run === null ? Promise.reject(unknownPath(path)) : run(req, res, where.client);
+      const served = where === null || run === null ? Promise.reject(unknownPath(path)) : run(req, res, where.client, trace);
       served.catch((err: unknown) => failMcpRequest(opts.logger, req, res, err));
     },
     get size() {
       return sessions.size;
     },
     aggregate: (opener, callerOf) => targets.aggregate(opener, callerOf),
-    close: () => sessions.closeAll(),
+    close: () => {
+      unwatchAccess();
+      unwatchServers();
+      return sessions.closeAll();
+    },
   };
 }

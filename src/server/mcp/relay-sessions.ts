@@ -19,7 +19,7 @@ export class RelayEntry {
   openStreams = 0;
   /** The caller of the latest request, for requests whose own caller was not recorded. */
   private caller: McpCaller;
-  /** The caller of each tools/list and tools/call in flight: the tools a caller sees depend on its request's headers. */
+  /** The caller of each request in flight: the tools a caller sees depend on its request's headers, and its span hangs under its HTTP request's. */
   private readonly callers = new Map<RequestId, McpCaller>();
 
   constructor(
@@ -33,14 +33,14 @@ export class RelayEntry {
     this.caller = caller;
   }
 
-  /** Records a request's caller for the tool requests it carries. */
-  seen(caller: McpCaller, toolRequestIds: readonly RequestId[]): void {
+  /** Records a request's caller for the JSON-RPC requests it carries whose handlers read it. */
+  seen(caller: McpCaller, requestIds: readonly RequestId[]): void {
     this.caller = caller;
     this.lastSeen = Date.now();
-    for (const id of toolRequestIds) this.callers.set(id, caller);
+    for (const id of requestIds) this.callers.set(id, caller);
   }
 
-  /** The caller of a tool request in flight (forgotten once read), else the latest. */
+  /** The caller of a request in flight (forgotten once read), else the latest. */
   callerOf(requestId: RequestId): McpCaller {
     const caller = this.callers.get(requestId);
     if (caller === undefined) return this.caller;
@@ -101,6 +101,17 @@ export class RelaySessions {
       this.logger.info({ client: entry.clientName, transport: entry.downstream.kind }, "closing an idle MCP relay session");
       this.sessions.delete(entry.id);
       void entry.relay.close();
+    }
+  }
+
+  /**
+   * Tells sessions that what they may list may have changed: every session its tools, or with `name` only
+   * the sessions of /mcp/<name> and everything they list (a virtual server's edit changes its prompts and
+   * resources too).
+   */
+  listsChanged(name: string | null): void {
+    for (const entry of this.sessions.values()) {
+      if (name === null || entry.clientName === name) entry.relay.listsChanged(name !== null);
     }
   }
 

@@ -9,7 +9,7 @@ import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../../errors.js";
 import type { McpClientSpec } from "../../mcp/client-spec.js";
 import type { DownstreamSession } from "../../mcp/relay/downstream-protocol.js";
-import { RelaySession, type RelayCaller, type RelayOffers } from "../../mcp/relay/relay-session.js";
+import { RelaySession, type RelayCaller, type RelayOffers, type RelayOperation } from "../../mcp/relay/relay-session.js";
 import type { RelaySource } from "../../mcp/relay/relay-source.js";
 import type { RelayUpstreams } from "../../mcp/relay/relay-upstreams.js";
 import type { MemberSetDeps, SetMemberDeps } from "../../mcp/relay/member-set.js";
@@ -68,11 +68,22 @@ export function relayCaller(caller: McpCaller, source: RelaySource, member?: () 
       }
       return toolAllowed(spec.toolsToExecute, tool) && toolVisible(scope, { clientName: spec.name, toolName: tool, allowOnAllVirtualKeys: spec.allowOnAllVirtualKeys });
     },
-    operationDone: (method, tool, durationS, errorType) => source.operationDone(method, tool, durationS, errorType, governance),
+    begin: (method, tool) => {
+      const started = performance.now();
+      const span = caller.trace?.relayedMcpRequest({ method, tool, client: source.spec.name });
+      return {
+        end: (errorType) => {
+          source.operationDone(method, tool, (performance.now() - started) / 1000, errorType, governance);
+          span?.end({ status: null, ...(errorType !== "" ? { errorType: errorType === "_OTHER" ? "mcp_error" : errorType } : {}) });
+        },
+      };
+    },
   };
 }
 
 const EVERYTHING: RelayOffers = { resources: true, prompts: true };
+/** The operation of a caller the session has no client for (never reached: members come with their sources). */
+const NOT_MEASURED: RelayOperation = { end: () => undefined };
 
 /** Why /mcp/<name> answers 404: the same for a name that does not exist and one the caller may not use. */
 function unknownName(name: string): Refusal {
@@ -192,7 +203,7 @@ export class RelayTargets {
         return (client) => {
           const source = sources.get(client);
           // Members come from `members`, so every client has its source; a stranger sees nothing.
-          if (source === undefined) return { toolVisible: () => false, operationDone: () => undefined };
+          if (source === undefined) return { toolVisible: () => false, begin: () => NOT_MEASURED };
           return relayCaller(caller, source, narrow?.(client));
         };
       },
