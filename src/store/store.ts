@@ -17,6 +17,7 @@ import { withAdvisoryLock } from "./raw-connection.js";
 import { loadMigrator } from "./migrator.js";
 import { createOrmConfig, validateSchemaName } from "./orm-config.js";
 import { pendingMigrations } from "./pending-migrations.js";
+import { retryWhenOtherSchemaDropped } from "./schema-dropped-elsewhere.js";
 import { SecretBox } from "./secret-box.js";
 
 export interface StoreOptions {
@@ -88,7 +89,8 @@ export async function openStore(options: StoreOptions): Promise<Store> {
       if (schema !== undefined) {
         await ready.em.getConnection().execute(`create schema if not exists "${schema}"`);
       }
-      const applied = await (await loadMigrator(ready)).up();
+      const migrator = await loadMigrator(ready);
+      const applied = await retryWhenOtherSchemaDropped(schema ?? "public", () => migrator.up());
       if (applied.length > 0) logger.info({ migrations: applied.map((m) => m.name) }, "applied database migrations");
     };
     // A database with every migration applied needs neither the migrator nor the lock: nothing can un-apply one.

@@ -21,6 +21,7 @@ import {
   randomSchemaName,
   type Store,
 } from "../../src/store/index.js";
+import { MIGRATION_ATTEMPTS, isOtherSchemaDropped, retryWhenOtherSchemaDropped } from "../../src/store/schema-dropped-elsewhere.js";
 import { createLogger } from "../../src/telemetry/logger.js";
 
 const serverUrl = process.env["GW_TEST_DATABASE_URL"] || undefined;
@@ -303,6 +304,51 @@ describe(`store on ${serverUrl ? "a PostgreSQL server" : "embedded PGlite"}`, ()
     const rows = await second.fork().getConnection().execute<Array<{ n: number }>>("select count(*)::int as n from provider_key_backoff");
     assert.equal(rows[0]?.n, 0);
     assert.ok(lines().some((line) => line["msg"] === "applied database migrations" && JSON.stringify(line["migrations"]) === JSON.stringify([last])));
+  });
+
+  test("tries a migration again when a schema other than its own vanished under it, a few times at most", async () => {
+    const store = await open(await newPlace());
+    // The error the migrator's listing of every schema's tables meets when one is dropped meanwhile (the
+    // listing's own race cannot be timed from a test; naming a missing schema raises the same error).
+    const gone = await store
+      .fork()
+      .getConnection()
+      .execute(`create table "t_dropped_elsewhere"."x" (id int)`)
+      .then(
+        () => assert.fail("a table of a missing schema resolved"),
+        (err: unknown) => err,
+      );
+    assert.equal(isOtherSchemaDropped(gone, store.schema), true);
+    assert.equal(isOtherSchemaDropped(gone, "t_dropped_elsewhere"), false, "its own schema missing is not retried");
+    assert.equal(isOtherSchemaDropped(new Error('schema "x" does not exist'), store.schema), false, "only the SQLSTATE counts");
+
+    let calls = 0;
+    const answer = await retryWhenOtherSchemaDropped(store.schema, async () => {
+      calls++;
+      if (calls === 1) throw gone;
+      return "migrated";
+    });
+    assert.deepEqual([answer, calls], ["migrated", 2]);
+
+    calls = 0;
+    await assert.rejects(
+      retryWhenOtherSchemaDropped("t_dropped_elsewhere", async () => {
+        calls++;
+        throw gone;
+      }),
+      (err: unknown) => err === gone,
+    );
+    assert.equal(calls, 1);
+
+    calls = 0;
+    await assert.rejects(
+      retryWhenOtherSchemaDropped(store.schema, async () => {
+        calls++;
+        throw gone;
+      }),
+      (err: unknown) => err === gone,
+    );
+    assert.equal(calls, MIGRATION_ATTEMPTS);
   });
 
   test("close is idempotent", async () => {
