@@ -5,11 +5,15 @@
  * client `up`. Then MCP_SESSIONS (default 8) SDK clients each call `test_simple_text` one call after another
  * for BENCH_SECONDS (default 10, after 2 s of warm-up): first against the server directly, then through the
  * gateway, then directly again and through the gateway again (the machine's drift weighs on both alike).
- * Prints the p50 and p99 of each call's time from send to result, and the gateway's added p50. Not a test: it
- * asserts nothing, but every call must succeed.
+ * Prints the p50 and p99 of each call's time from send to result, the gateway's added p50, and the CPU time
+ * the gateway and the server each spent per call (from /proc/<pid>/stat over the measured part), which is
+ * steadier than latency when other work shares the machine. BENCH_PROFILE=1 starts the gateway with
+ * `--cpu-prof` (100 µs sampling) writing into bench/profiles/mcp-relay/ (read it with bench/profile-account.ts).
+ * Not a test: it asserts nothing, but every call must succeed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -21,6 +25,17 @@ const SESSIONS = Number(process.env["MCP_SESSIONS"] ?? 8);
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
 const WARM_UP_MS = 2_000;
 const ROOT = new URL("..", import.meta.url).pathname;
+const PROFILE = process.env["BENCH_PROFILE"] === "1";
+const PROFILE_DIR = join(ROOT, "bench/profiles/mcp-relay");
+
+/** CPU time (user + system) a live process has used so far, in ms; /proc counts in USER_HZ = 100 ticks/s on Linux. */
+function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
 
 /** The first stdout line of `child` that parses as JSON with `field`, or a failure when it exits first. */
 function firstJson(child: ChildProcess, field: string): Promise<string> {
@@ -50,8 +65,14 @@ async function waitReady(url: string): Promise<void> {
   throw new Error("the gateway's MCP client never became healthy");
 }
 
-/** Calls the tool from `SESSIONS` sessions for `ms`; the latencies of the calls made after the warm-up. */
-async function load(url: string, ms: number): Promise<number[]> {
+/** What one load measured after its warm-up: each call's latency, and the CPU ms each watched process spent meanwhile. */
+interface Measured {
+  times: number[];
+  cpu: number[];
+}
+
+/** Calls the tool from `SESSIONS` sessions for `ms` after the warm-up, reading the CPU time of `pids` over the measured part. */
+async function load(url: string, ms: number, pids: readonly (number | undefined)[]): Promise<Measured> {
   const clients = await Promise.all(
     Array.from({ length: SESSIONS }, async () => {
       const client = new Client({ name: "bench", version: "1.0.0" });
@@ -62,6 +83,9 @@ async function load(url: string, ms: number): Promise<number[]> {
   const times: number[] = [];
   const countFrom = Date.now() + WARM_UP_MS;
   const end = countFrom + ms;
+  let cpuFrom: number[] = [];
+  const cpuTo: number[] = [];
+  const started = setTimeout(() => (cpuFrom = pids.map(cpuMs)), WARM_UP_MS);
   await Promise.all(
     clients.map(async (client) => {
       while (Date.now() < end) {
@@ -72,8 +96,10 @@ async function load(url: string, ms: number): Promise<number[]> {
       }
     }),
   );
+  clearTimeout(started);
+  cpuTo.push(...pids.map(cpuMs));
   await Promise.all(clients.map((client) => client.close()));
-  return times;
+  return { times, cpu: cpuTo.map((to, i) => to - (cpuFrom[i] ?? NaN)) };
 }
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -87,7 +113,9 @@ try {
   const direct = await firstJson(upstream, "url");
   const config = join(dir, "gw.json");
   await writeFile(config, JSON.stringify({ mcp: { client_configs: [{ name: "up", connection_type: "http", connection_string: direct, tools_to_execute: ["*"] }] } }));
-  gateway = spawn(process.execPath, [...SERVING_NODE_FLAGS, join(ROOT, "dist/main.js"), "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+  if (PROFILE) await mkdir(PROFILE_DIR, { recursive: true });
+  const profileFlags = PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  gateway = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...profileFlags, join(ROOT, "dist/main.js"), "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
     env: { ...process.env, ...SERVING_ENVIRONMENT, GW_DATABASE_URL: "" },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -101,15 +129,20 @@ try {
   });
   await waitReady(gatewayUrl);
   const relayed = `${gatewayUrl}/mcp/up`;
-  const runs = { direct: [] as number[], relayed: [] as number[] };
+  const runs = { direct: { times: [] as number[], cpu: [0, 0] }, relayed: { times: [] as number[], cpu: [0, 0] } };
+  const pids = [upstream.pid, gateway.pid];
   for (let round = 0; round < 2; round++) {
-    runs.direct.push(...(await load(direct, (SECONDS * 1000) / 2)));
-    runs.relayed.push(...(await load(relayed, (SECONDS * 1000) / 2)));
+    for (const [name, url] of [["direct", direct], ["relayed", relayed]] as const) {
+      const measured = await load(url, (SECONDS * 1000) / 2, pids);
+      runs[name].times.push(...measured.times);
+      runs[name].cpu = runs[name].cpu.map((ms, i) => ms + (measured.cpu[i] ?? NaN));
+    }
   }
   const figures = Object.fromEntries(
-    Object.entries(runs).map(([name, times]) => {
+    Object.entries(runs).map(([name, { times, cpu }]) => {
       const sorted = [...times].sort((a, b) => a - b);
-      return [name, { calls: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99) }];
+      const perCallUs = cpu.map((ms) => (ms * 1000) / sorted.length);
+      return [name, { calls: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), upstreamUs: perCallUs[0] ?? NaN, gatewayUs: perCallUs[1] ?? NaN }];
     }),
   );
   const d = figures["direct"];
@@ -118,8 +151,12 @@ try {
   console.log(`  direct:          ${d?.calls} calls, p50 ${d?.p50.toFixed(3)} ms, p99 ${d?.p99.toFixed(3)} ms`);
   console.log(`  /mcp/<client>:   ${r?.calls} calls, p50 ${r?.p50.toFixed(3)} ms, p99 ${r?.p99.toFixed(3)} ms`);
   console.log(`  added by the gateway: p50 ${((r?.p50 ?? NaN) - (d?.p50 ?? NaN)).toFixed(3)} ms, p99 ${((r?.p99 ?? NaN) - (d?.p99 ?? NaN)).toFixed(3)} ms`);
+  console.log(`  CPU per call: server ${d?.upstreamUs.toFixed(0)} µs direct, ${r?.upstreamUs.toFixed(0)} µs relayed; gateway ${r?.gatewayUs.toFixed(0)} µs relayed`);
 } finally {
+  // The profile is written as the gateway exits.
+  const exited = gateway === undefined || gateway.exitCode !== null ? Promise.resolve() : new Promise((resolve) => gateway?.once("exit", resolve));
   gateway?.kill("SIGTERM");
+  await exited;
   upstream.kill("SIGTERM");
   await rm(dir, { recursive: true, force: true });
 }
