@@ -1,24 +1,20 @@
 /**
- * The streamable HTTP client transport of relayed upstream sessions, on undici's request API and Node
- * streams (the SDK's transport goes through fetch and web streams, which cost a relayed call more than
- * everything else the relay does). It sends each message as a POST with the session's headers (and OAuth
- * token, renewed once on a 401), reads a JSON or SSE answer, keeps the session id and protocol version,
- * and holds the session's own GET stream for what the server sends unasked.
+ * The streamable HTTP client transport of relayed upstream sessions, on undici's dispatcher
+ * (upstream-exchange.ts; the SDK's transport goes through fetch and web streams, which cost a relayed call
+ * more than everything else the relay does). It sends each message as a POST with the session's headers
+ * (and OAuth token, renewed once on a 401), reads a JSON or SSE answer, keeps the session id and protocol
+ * version, and holds the session's own GET stream for what the server sends unasked.
  */
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
-import { request, type Dispatcher } from "undici";
+import type { Dispatcher } from "undici";
 import type { BearerSource } from "../oauth/bearer-fetch.js";
 import { UpstreamHttpStatusError } from "../upstream-errors.js";
+import { UpstreamExchanges, type UpstreamAnswer } from "./upstream-exchange.js";
 
 /** How many times in a row the GET stream is opened again after it ends, before the session counts as lost. */
 const STREAM_RETRIES = 2;
 const STREAM_RETRY_DELAY_MS = 1_000;
-
-type Answer = Dispatcher.ResponseData;
-
-/** The blank line that ends an SSE event. */
-const EVENT_END = /\r?\n\r?\n/;
 
 /** Where and how to reach the upstream. */
 export interface UpstreamHttpOptions {
@@ -30,11 +26,6 @@ export interface UpstreamHttpOptions {
   bearer?: BearerSource;
 }
 
-function headerOf(answer: Answer, name: string): string | undefined {
-  const value = answer.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 /** A streamable HTTP client transport for one upstream session. */
 export class UpstreamHttpTransport implements Transport {
   onclose?: () => void;
@@ -42,10 +33,12 @@ export class UpstreamHttpTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   sessionId?: string;
   private protocolVersion: string | undefined;
-  private readonly abort = new AbortController();
+  private readonly exchanges: UpstreamExchanges;
   private closed = false;
 
-  constructor(private readonly options: UpstreamHttpOptions) {}
+  constructor(private readonly options: UpstreamHttpOptions) {
+    this.exchanges = new UpstreamExchanges(options.dispatcher, options.url);
+  }
 
   async start(): Promise<void> {}
 
@@ -61,21 +54,21 @@ export class UpstreamHttpTransport implements Transport {
   }
 
   /** One request with the current token; after a 401 the source renews it and the request is made once more. */
-  private async exchange(method: "POST" | "GET" | "DELETE", extra: Record<string, string>, body?: string): Promise<Answer> {
+  private async exchange(method: "POST" | "GET" | "DELETE", extra: Record<string, string>, body?: string): Promise<UpstreamAnswer> {
     const bearer = this.options.bearer;
     for (let attempt = 0; ; attempt++) {
       const token = bearer === undefined ? undefined : await bearer.token();
       const headers = this.headers(token === undefined ? extra : { ...extra, authorization: `Bearer ${token}` });
-      const answer = await request(this.options.url, { method, headers, dispatcher: this.options.dispatcher, signal: this.abort.signal, ...(body !== undefined ? { body } : {}) });
+      const answer = await this.exchanges.send(method, headers, body);
       if (answer.statusCode !== 401 || bearer === undefined || token === undefined || attempt > 0) return answer;
-      await answer.body.dump();
+      await answer.dump();
       await bearer.rejected(token);
     }
   }
 
   /** The error of an answer that is not a success, with its status for the runtime to act on. */
-  private async failure(answer: Answer, what: string): Promise<UpstreamHttpStatusError> {
-    const text = await answer.body.text().catch(() => "");
+  private async failure(answer: UpstreamAnswer, what: string): Promise<UpstreamHttpStatusError> {
+    const text = await answer.text().catch(() => "");
     const hint = answer.statusCode === 404 && this.sessionId !== undefined ? " (the upstream no longer knows the session)" : "";
     return new UpstreamHttpStatusError(answer.statusCode, `Error ${what} (HTTP ${answer.statusCode})${hint}: ${text}`);
   }
@@ -84,15 +77,15 @@ export class UpstreamHttpTransport implements Transport {
     if (this.closed) throw new Error("the upstream transport is closed");
     const answer = await this.exchange("POST", { "content-type": "application/json", accept: "application/json, text/event-stream" }, JSON.stringify(message));
     if (answer.statusCode >= 300) throw await this.failure(answer, "POSTing to endpoint");
-    this.sessionId = headerOf(answer, "mcp-session-id") ?? this.sessionId;
-    const type = headerOf(answer, "content-type") ?? "";
+    this.sessionId = answer.header("mcp-session-id") ?? this.sessionId;
+    const type = answer.header("content-type") ?? "";
     if (type.startsWith("text/event-stream")) {
       void this.readEvents(answer).catch((err: unknown) => this.fail(err));
     } else if (type.startsWith("application/json")) {
-      const data: unknown = await answer.body.json();
+      const data: unknown = JSON.parse(await answer.text());
       for (const item of Array.isArray(data) ? data : [data]) this.onmessage?.(item as JSONRPCMessage);
     } else {
-      await answer.body.dump();
+      await answer.dump();
     }
     if ((message as { method?: unknown }).method === "notifications/initialized") void this.holdStream(0);
   }
@@ -104,7 +97,7 @@ export class UpstreamHttpTransport implements Transport {
       const answer = await this.exchange("GET", { accept: "text/event-stream" });
       // A server with nothing to say unasked may offer no stream.
       if (answer.statusCode === 405) {
-        await answer.body.dump();
+        await answer.dump();
         return;
       }
       if (answer.statusCode >= 300) throw await this.failure(answer, "opening the session's stream");
@@ -125,22 +118,8 @@ export class UpstreamHttpTransport implements Transport {
   }
 
   /** Reads SSE events until the answer ends; each event's data is one JSON-RPC message. */
-  private async readEvents(answer: Answer): Promise<void> {
-    answer.body.setEncoding("utf8");
-    let pending = "";
-    for await (const chunk of answer.body as AsyncIterable<string>) {
-      pending += chunk;
-      for (let end = EVENT_END.exec(pending); end !== null; end = EVENT_END.exec(pending)) {
-        const block = pending.slice(0, end.index);
-        pending = pending.slice(end.index + end[0].length);
-        const data = block
-          .split(/\r?\n/)
-          .filter((line) => line.startsWith("data:"))
-          .map((line) => line.slice(line.startsWith("data: ") ? 6 : 5))
-          .join("\n");
-        if (data !== "") this.onmessage?.(JSON.parse(data) as JSONRPCMessage);
-      }
-    }
+  private readEvents(answer: UpstreamAnswer): Promise<void> {
+    return answer.events((data) => this.onmessage?.(JSON.parse(data) as JSONRPCMessage));
   }
 
   private fail(err: unknown): void {
@@ -151,7 +130,7 @@ export class UpstreamHttpTransport implements Transport {
   async terminateSession(): Promise<void> {
     if (this.sessionId === undefined) return;
     const answer = await this.exchange("DELETE", {});
-    await answer.body.dump();
+    await answer.dump();
     if (answer.statusCode >= 300 && answer.statusCode !== 405) throw new UpstreamHttpStatusError(answer.statusCode, `Error terminating the session (HTTP ${answer.statusCode})`);
     this.sessionId = undefined;
   }
@@ -159,7 +138,7 @@ export class UpstreamHttpTransport implements Transport {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    this.abort.abort();
+    this.exchanges.stop(new Error("the upstream transport is closed"));
     this.onclose?.();
   }
 }
