@@ -5,11 +5,11 @@
  * failure as a JSON-RPC error.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import { JSONRPCMessageSchema } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
 import { headerValue } from "../../http-headers.js";
 import { originOfHeaders } from "../../mcp/credentials/index.js";
+import { jsonRpcKind } from "../../mcp/json-rpc-kind.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
@@ -80,7 +80,7 @@ export async function readMessages(req: Req, maxBodyBytes: number): Promise<{ bo
   const messages = Array.isArray(body) ? body : [body];
   if (messages.length === 0) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: an empty batch");
   for (const message of messages) {
-    if (!JSONRPCMessageSchema.safeParse(message).success) {
+    if (jsonRpcKind(message) === null) {
       throw new Refusal(400, INVALID_REQUEST, 'Invalid Request: each message must be a JSON-RPC 2.0 request, notification or response ({"jsonrpc": "2.0", "method": ..., "id": ...})');
     }
   }
