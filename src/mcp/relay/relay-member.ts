@@ -184,7 +184,8 @@ export class RelayMember implements DownstreamSink {
 
   /** Sends a request on upstream and answers with what comes back. */
   async relay(request: Request, call: RelayCall): Promise<Result> {
-    const link = await this.upstream();
+    // An open link is used as it is: waiting on open() would cost every request a turn.
+    const link = this.link ?? (await this.upstream());
     const timeoutMs = this.deps.requestTimeoutMs();
     const entry = new InFlight(request.method, timeoutMs);
     const id = call.requestId;

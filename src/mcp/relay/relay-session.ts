@@ -225,7 +225,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     const operation = caller.begin("tools/call", name);
     let errorType: McpErrorType = "_OTHER";
     try {
-      await this.member.open();
+      if (!this.member.linked) await this.member.open();
       const missing = this.member.credentialMissing;
       if (missing !== undefined) {
         errorType = "auth_required";

@@ -53,14 +53,18 @@ export class UpstreamHttpTransport implements Transport {
     return headers;
   }
 
-  /** One request with the current token; after a 401 the source renews it and the request is made once more. */
-  private async exchange(method: "POST" | "GET" | "DELETE", extra: Record<string, string>, body?: string): Promise<UpstreamAnswer> {
+  /** One request, with the current token when the upstream takes OAuth. */
+  private exchange(method: "POST" | "GET" | "DELETE", extra: Record<string, string>, body?: string): Promise<UpstreamAnswer> {
     const bearer = this.options.bearer;
+    return bearer === undefined ? this.exchanges.send(method, this.headers(extra), body) : this.exchangeWithToken(bearer, method, extra, body);
+  }
+
+  /** One request with the current token; after a 401 the source renews it and the request is made once more. */
+  private async exchangeWithToken(bearer: BearerSource, method: "POST" | "GET" | "DELETE", extra: Record<string, string>, body?: string): Promise<UpstreamAnswer> {
     for (let attempt = 0; ; attempt++) {
-      const token = bearer === undefined ? undefined : await bearer.token();
-      const headers = this.headers(token === undefined ? extra : { ...extra, authorization: `Bearer ${token}` });
-      const answer = await this.exchanges.send(method, headers, body);
-      if (answer.statusCode !== 401 || bearer === undefined || token === undefined || attempt > 0) return answer;
+      const token = await bearer.token();
+      const answer = await this.exchanges.send(method, this.headers({ ...extra, authorization: `Bearer ${token}` }), body);
+      if (answer.statusCode !== 401 || attempt > 0) return answer;
       await answer.dump();
       await bearer.rejected(token);
     }

@@ -115,7 +115,8 @@ export function createCallerResolver(tools: McpServerTools, oauth: McpOAuth | un
   }
 
   return async (req, trace) => {
-    const headers = await authenticated(req);
+    // Without OAuth the headers are the caller's as they came: no turn spent waiting on them.
+    const headers = oauth === undefined || oauth.mode() === "headers" ? req.headers : await authenticated(req);
     try {
       const caller = await tools.caller(headers);
       if (trace === undefined) return caller;
