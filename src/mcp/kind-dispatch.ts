@@ -25,6 +25,8 @@ export async function connectByKind(protocol: Protocol<Request, Notification, Re
   const before = transport.onmessage;
   await connect();
   const handlers = protocol as unknown as KindHandlers;
+  // An SDK whose Protocol no longer has these handlers keeps its own dispatch.
+  if (typeof handlers._onresponse !== "function" || typeof handlers._onrequest !== "function" || typeof handlers._onnotification !== "function" || typeof handlers._onerror !== "function") return;
   transport.onmessage = (message, extra) => {
     before?.(message, extra);
     switch (jsonRpcKind(message)) {
