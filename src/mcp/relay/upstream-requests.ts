@@ -21,7 +21,7 @@ export class UpstreamRequests {
   private constructor(private readonly transport: Transport) {}
 
   /** Puts the requests on the transport of `client`, which must be connected: responses to them are taken off before the client sees them. */
-  static install(client: Client): UpstreamRequests {
+  static install(client: Pick<Client, "transport">): UpstreamRequests {
     const transport = client.transport;
     if (transport === undefined) throw new Error("the upstream client is not connected");
     const requests = new UpstreamRequests(transport);
