@@ -1,7 +1,7 @@
 /**
  * What kind of JSON-RPC message a value is, by the rules of the MCP SDK's JSONRPCMessageSchema, checked by
- * hand: the SDK's guards parse a message with zod once per kind they try, and the relay's every message
- * went through three or four of them. test/unit/mcp-json-rpc-kind.test.ts holds this to the SDK's schemas.
+ * hand: the schema parses a message with zod, which cost every message the MCP endpoints read more than the
+ * rest of reading it. test/unit/mcp-json-rpc-kind.test.ts holds this to the SDK's schemas.
  */
 
 /** A JSON-RPC message's kind; null for a value that is none of them. */

@@ -8,7 +8,6 @@ import { egressAgent, egressFetchVia } from "../config/egress-connections.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -19,7 +18,6 @@ import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
 import { toolResultText } from "./tool-result.js";
 import { upstreamError, upstreamMessage } from "./upstream-errors.js";
-import { connectByKind } from "./kind-dispatch.js";
 import { untiedRequest } from "./relay/relay-errors.js";
 import { UpstreamHttpTransport } from "./relay/upstream-http-transport.js";
 
@@ -121,13 +119,6 @@ const CLIENT_INFO = { name: "gw", version: "0.1.0" };
 
 type SessionState = "opening" | "open" | "lost" | "closed";
 
-/** The SDK's client, its messages after initialize told apart by the hand-written check (kind-dispatch.ts). */
-class UpstreamClient extends Client {
-  override connect(transport: Transport, options?: RequestOptions): Promise<void> {
-    return connectByKind(this, transport, () => super.connect(transport, options));
-  }
-}
-
 class McpUpstreamSession implements UpstreamSession {
   private readonly client: Client;
   private state: SessionState = "opening";
@@ -145,7 +136,7 @@ class McpUpstreamSession implements UpstreamSession {
     private readonly forget: (session: McpUpstreamSession) => void,
     capabilities: ClientCapabilities = {},
   ) {
-    this.client = new UpstreamClient(CLIENT_INFO, { capabilities });
+    this.client = new Client(CLIENT_INFO, { capabilities });
     if (Object.keys(capabilities).length > 0) {
       this.client.fallbackRequestHandler = async (request) => {
         throw untiedRequest(request.method);

@@ -1,20 +1,14 @@
 /**
  * The downstream side of a relayed session: the SDK's Protocol with no capability checks of its own (the
- * relay judges nothing an end sends), its messages told apart by the hand-written check (kind-dispatch.ts),
- * and what every kind of relayed session offers the endpoint.
+ * relay judges nothing an end sends), and what every kind of relayed session offers the endpoint.
  */
 import { Protocol } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { Notification, Request, RequestId, Result } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../telemetry/logger.js";
-import { connectByKind } from "../kind-dispatch.js";
 
 /** The SDK's Protocol, answering whatever the relay's handlers answer. */
 export class DownstreamProtocol extends Protocol<Request, Notification, Result> {
-  override connect(transport: Transport): Promise<void> {
-    return connectByKind(this, transport, () => super.connect(transport));
-  }
-
   protected assertCapabilityForMethod(): void {}
   protected assertNotificationCapability(): void {}
   protected assertRequestHandlerCapability(): void {}
