@@ -49,9 +49,12 @@
  *    the all-off gateway), then, one after another, a gateway with one feature configured in that file the way a
  *    user configures it (features(): routing rules that never match, one that does, a team and customer with limits,
  *    the direct response cache missing on every request, complexity tiers, session affinity, the load balancer,
- *    tracing at sample ratio 1 and 0.1, dimension headers, guardrails). Each takes turns with the all-off gateway
- *    as in 6 (the same POST, closed loop; what turns a feature on in a request, such as its headers, is sent to the
- *    feature's side only) and is stopped before the next starts, so at most two gateways are up. It prints
+ *    tracing at sample ratio 1 and 0.1, dimension headers, guardrails). Each takes turns with an all-off gateway
+ *    started beside it, as in 6 (the same POST, closed loop; what turns a feature on in a request, such as its
+ *    headers, is sent to the feature's side only), and both are stopped before the next pair starts, so at most two
+ *    gateways are up. The pair is of one age: a gateway kept up for the whole phase went on getting cheaper per
+ *    request for minutes, so every feature started after it looked dearer than it was. The first feature, `none`,
+ *    configures nothing: its figures are the measure's own spread, to read the others against. It prints
  *    `feature <name>: throughput <x>% of all-off, CPU per request <y>x`, or why a feature was not measured: a
  *    gateway that does not start with its configuration, or a feature that, configured, lets through a request
  *    it should refuse (not applied to this request path yet). A feature nobody configured must cost nothing; one
@@ -948,6 +951,7 @@ function features(collectorUrl: string): Feature[] {
     config: { telemetry: { otlp: { endpoint: collectorUrl, sample_ratio: ratio } } },
   });
   return [
+    { name: "none", description: "nothing: a second all-off gateway, the measure's own spread", config: {} },
     {
       name: "routing-rules",
       description: `${GUARD_RULES} enabled routing rules, half in the key's scope and half global, each needing a header the bench never sends`,
@@ -1038,11 +1042,23 @@ const SELECTED_FEATURES = subset(
 /** What one feature cost against the all-off gateway, from taking turns; or why it was not measured. */
 type FeatureOutcome =
   | { name: string; description: string; notMeasured: string }
-  | { name: string; description: string; allOff: Figures; feature: Figures; throughputRatio: number; cpuRatio: number; peakRssMiB: number | null; errors: number; errorSamples: string[] };
+  | {
+      name: string;
+      description: string;
+      allOff: Figures;
+      feature: Figures;
+      throughputRatio: number;
+      cpuRatio: number;
+      peakRssMiB: number | null;
+      /** The peak RSS of the all-off gateway it took turns with. */
+      allOffPeakRssMiB: number | null;
+      errors: number;
+      errorSamples: string[];
+    };
 
 /** The features phase's findings, as last-run.json keeps them. */
 interface FeaturesRun {
-  allOff: { description: string; peakRssMiB: number | null };
+  allOff: { description: string };
   features: FeatureOutcome[];
 }
 
@@ -1085,23 +1101,24 @@ async function measureFeature(feature: Feature, allOff: Child, child: Child): Pr
     throughputRatio: run.b.rps / run.a.rps,
     cpuRatio: run.b.cpuUsPerRequest / run.a.cpuUsPerRequest,
     peakRssMiB: null,
+    allOffPeakRssMiB: null,
     errors: run.errors,
     errorSamples: run.errorSamples,
   };
 }
 
 /**
- * Starts the all-off gateway, then one gateway per feature, each taking turns with it and stopped before the
- * next starts, so no more than two gateways are up at once.
+ * Per feature, starts an all-off gateway and one with the feature on, lets them take turns and stops both before
+ * the next pair starts, so no more than two gateways are up at once.
  */
 async function measureFeatures(gatewayEnv: Record<string, string>, collectorUrl: string): Promise<FeaturesRun> {
   const start = (name: string, feature: Feature | null): Promise<Child> =>
     startGateway(name, gatewayEnv, { appOptions: {}, config: { ...ALL_OFF_CONFIG, ...feature?.config }, virtualKey: feature?.virtualKey });
-  process.stderr.write("features: starting the all-off gateway...\n");
-  const allOff = await start("all-off", null);
   const outcomes: FeatureOutcome[] = [];
-  try {
-    for (const feature of features(collectorUrl).filter((candidate) => SELECTED_FEATURES.has(candidate.name))) {
+  for (const feature of features(collectorUrl).filter((candidate) => SELECTED_FEATURES.has(candidate.name))) {
+    process.stderr.write(`features: starting an all-off gateway and one with ${feature.name}...\n`);
+    const allOff = await start("all-off", null);
+    try {
       let child: Child;
       try {
         child = await start(`feature-${feature.name}`, feature);
@@ -1111,23 +1128,26 @@ async function measureFeatures(gatewayEnv: Record<string, string>, collectorUrl:
       }
       try {
         const outcome = await measureFeature(feature, allOff, child);
-        // Read before it stops: what it holds while closing is no part of serving.
-        if ("peakRssMiB" in outcome) outcome.peakRssMiB = peaks.peakOf(child.process.pid);
+        // Read before they stop: what a gateway holds while closing is no part of serving.
+        if ("peakRssMiB" in outcome) {
+          outcome.peakRssMiB = peaks.peakOf(child.process.pid);
+          outcome.allOffPeakRssMiB = peaks.peakOf(allOff.process.pid);
+        }
         outcomes.push(outcome);
       } finally {
         await stopChild(child.process);
       }
+    } finally {
+      await stopChild(allOff.process);
     }
-    return { allOff: { description: ALL_OFF, peakRssMiB: peaks.peakOf(allOff.process.pid) }, features: outcomes };
-  } finally {
-    await stopChild(allOff.process);
   }
+  return { allOff: { description: ALL_OFF }, features: outcomes };
 }
 
 /** Prints one line per feature; answers the phase's error count. */
 function reportFeatures(run: FeaturesRun, loadAtStart: number | null): number {
   if (loadAtStart !== null) console.log(`\nnode ${process.version}, ${CONNECTIONS} connections closed loop; ${conditions(loadAtStart)}`);
-  console.log(`\nfeatures, each alone against the all-off gateway (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature):`);
+  console.log(`\nfeatures, each alone against an all-off gateway of its own age (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature):`);
   let errors = 0;
   const samples: string[] = [];
   for (const outcome of run.features) {
@@ -1143,7 +1163,7 @@ function reportFeatures(run: FeaturesRun, loadAtStart: number | null): number {
   if (cached !== undefined && "peakRssMiB" in cached) {
     // Every miss is stored: whether memory stays bounded shows in the process tree's peak, not in req/s.
     console.log(
-      `cache-direct: ${cached.feature.requests} misses in the counted slices, each answer cached; peak RSS ${fmt(cached.peakRssMiB, 0)} MiB, the all-off gateway's ${fmt(run.allOff.peakRssMiB, 0)} MiB`,
+      `cache-direct: ${cached.feature.requests} misses in the counted slices, each answer cached; peak RSS ${fmt(cached.peakRssMiB, 0)} MiB, the all-off gateway's ${fmt(cached.allOffPeakRssMiB, 0)} MiB`,
     );
   }
   reportErrors("features", errors, samples);
