@@ -86,9 +86,19 @@ interface Outcome {
 
 const NO_METADATA: CallOutMetadata = { virtualKeyId: "", model: "" };
 
+/** Each guardrail's `name=verdict` strings, made once: most answers carry one guardrail's verdict alone. */
+const verdictTexts = new WeakMap<GuardrailDefinition, Partial<Record<GuardrailVerdict, string>>>();
+
+function verdictText(entry: VerdictEntry): string {
+  let texts = verdictTexts.get(entry.guardrail);
+  if (texts === undefined) verdictTexts.set(entry.guardrail, (texts = {}));
+  return (texts[entry.verdict] ??= `${entry.guardrail.name}=${entry.verdict}`);
+}
+
 /** The header value of a list of verdicts: `name=verdict,...`. */
 export function verdictHeader(verdicts: readonly VerdictEntry[]): string {
-  return verdicts.map((entry) => `${entry.guardrail.name}=${entry.verdict}`).join(",");
+  if (verdicts.length === 1 && verdicts[0] !== undefined) return verdictText(verdicts[0]);
+  return verdicts.map(verdictText).join(",");
 }
 
 /** What a block's message says happened (never the content). */
