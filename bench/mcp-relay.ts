@@ -17,7 +17,6 @@
  * Not a test: it asserts nothing, but every call must succeed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -25,6 +24,7 @@ import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { cpuMs } from "./process-cpu.js";
 
 const SESSIONS = Number(process.env["MCP_SESSIONS"] ?? 8);
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
@@ -33,15 +33,6 @@ const WARM_UP_MS = 2_000;
 const ROOT = new URL("..", import.meta.url).pathname;
 const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const PROFILE_DIR = join(ROOT, "bench/profiles/mcp-relay");
-
-/** CPU time (user + system) a live process has used so far, in ms; /proc counts in USER_HZ = 100 ticks/s on Linux. */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 /** The first stdout line of `child` that parses as JSON with `field`, or a failure when it exits first. */
 function firstJson(child: ChildProcess, field: string): Promise<string> {

@@ -91,6 +91,7 @@ import { buildServerBundle } from "../src/build-bundle.js";
 import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
 import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { cpuMs } from "./process-cpu.js";
 
 /**
  * A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions,
@@ -308,19 +309,6 @@ process.on("SIGINT", () => {
   process.stderr.write("\ninterrupted: stopping the children\n");
   void stopAll().finally(() => process.exit(130));
 });
-
-/** CPU time (user + system) a live process has used so far, in ms; /proc counts in USER_HZ = 100 ticks/s on Linux. */
-function cpuMs(pid: number | undefined): number {
-  if (pid === undefined) return Number.NaN;
-  try {
-    // Fields after the parenthesised command name: state is field 3, utime 14, stime 15.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) * 10;
-  } catch {
-    return Number.NaN;
-  }
-}
 
 /** A process and all its descendants, from /proc/<pid>/task/<tid>/children. */
 function processTree(pid: number): number[] {

@@ -6,6 +6,7 @@
  */
 import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
+import { headerValue } from "../../http-headers.js";
 import { SseParser } from "../../providers/http/sse.js";
 
 /** What reads an answer's body as it arrives. */
@@ -31,8 +32,7 @@ export class UpstreamAnswer {
 
   /** A response header (the first, when repeated). */
   header(name: string): string | undefined {
-    const value = this.headers[name];
-    return Array.isArray(value) ? value[0] : value;
+    return headerValue(this.headers, name);
   }
 
   /** @internal The exchange's handler delivers the body here. */

@@ -94,10 +94,8 @@ const CALLER_HEADERS = ["x-gw-vk", "authorization", "x-api-key", "x-goog-api-key
 
 /** Resolves the caller of an MCP request; refusals (bad key, missing token) are Refusals. */
 export function createCallerResolver(tools: McpServerTools, oauth: McpOAuth | undefined): (req: Req, trace: TraceNode | undefined) => Promise<McpCaller> {
-  /** The caller headers to resolve: a valid access token stands for its virtual key, as x-gw-vk would. */
-  async function authenticated(req: Req): Promise<IncomingHttpHeaders> {
-    const mode = oauth?.mode() ?? "headers";
-    if (oauth === undefined || mode === "headers") return req.headers;
+  /** The caller headers to resolve on an endpoint that takes OAuth: a valid access token stands for its virtual key, as x-gw-vk would. */
+  async function authenticated(req: Req, oauth: McpOAuth, mode: McpServerAuthMode): Promise<IncomingHttpHeaders> {
     const origin = originOfHeaders(req.headers) ?? "";
     const bearer = /^Bearer\s+(\S+)$/i.exec(headerValue(req.headers, "authorization") ?? "")?.[1];
     const challenge = (error?: string) => ({ "www-authenticate": oauth.server.challenge(origin, error) });
@@ -116,7 +114,8 @@ export function createCallerResolver(tools: McpServerTools, oauth: McpOAuth | un
 
   return async (req, trace) => {
     // Without OAuth the headers are the caller's as they came: no turn spent waiting on them.
-    const headers = oauth === undefined || oauth.mode() === "headers" ? req.headers : await authenticated(req);
+    const mode = oauth?.mode() ?? "headers";
+    const headers = oauth === undefined || mode === "headers" ? req.headers : await authenticated(req, oauth, mode);
     try {
       const caller = await tools.caller(headers);
       if (trace === undefined) return caller;
