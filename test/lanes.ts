@@ -2,14 +2,16 @@
  * Runs test lanes: `node --import tsx test/lanes.ts <lane>...` with the lanes `unit`, `integration` and
  * `slow`. The files of the named lanes run in parallel, as many at once as the machine has cores, each in a
  * process of its own (the runner's default); a file listed as exclusive runs alone, before them. Each run
- * prints its time. `GW_TEST_NODE` names the node binary to run the files with (default: this one), so one
- * lane can run on another Node version.
+ * prints its time. The files run compiled to JavaScript (compiled-tree.ts); `GW_TEST_TSX=1` runs the
+ * TypeScript sources through tsx instead. `GW_TEST_NODE` names the node binary to run the files with
+ * (default: this one), so one lane can run on another Node version.
  */
 import { spawn } from "node:child_process";
 import { readdirSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { compileTree } from "./compiled-tree.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
@@ -88,13 +90,18 @@ function laneFiles(lane: string): string[] {
   }
 }
 
-/** Runs `files` through node's test runner at `concurrency`; resolves with its exit code. */
-function runFiles(files: readonly string[], concurrency: number): Promise<number> {
+/**
+ * Runs `files` through node's test runner at `concurrency`, from `tree` (a compiled tree's directory, or
+ * undefined to run the sources through tsx); resolves with its exit code.
+ */
+function runFiles(files: readonly string[], concurrency: number, tree: string | undefined): Promise<number> {
   if (files.length === 0) return Promise.resolve(0);
   const node = process.env["GW_TEST_NODE"] || process.execPath;
+  const loader = tree === undefined ? ["--import", "tsx"] : ["--enable-source-maps"];
+  const paths = tree === undefined ? files : files.map((file) => join(tree, file.replace(/\.ts$/, ".js")));
   // As `npm start` runs the gateway: the embedded database's WebAssembly stays in V8's baseline compiler,
   // which the runner passes on to each file's process.
-  const args = ["--liftoff-only", "--import", "tsx", "--test", `--test-concurrency=${concurrency}`, ...files];
+  const args = ["--liftoff-only", ...loader, "--test", `--test-concurrency=${concurrency}`, ...paths];
   return new Promise((resolve) => {
     const child = spawn(node, args, { cwd: root, stdio: "inherit" });
     child.on("close", (code, signal) => resolve(code ?? (signal !== null ? 1 : 0)));
@@ -118,8 +125,16 @@ const files = [...new Set(lanes.flatMap(laneFiles))].sort((a, b) => rank(a) - ra
 const parallel = files.filter((f) => !EXCLUSIVE.has(f));
 const alone = files.filter((f) => EXCLUSIVE.has(f));
 const started = Date.now();
+const tree = process.env["GW_TEST_TSX"] === "1" ? undefined : await compileTree(root);
+if (tree !== undefined) process.stdout.write(`== compiled the sources into ${tree.dir} in ${Date.now() - started} ms\n`);
 // The files that run alone go first, so the runner's last summary is the lane's main one.
-const codes = [await runFiles(alone, 1), await runFiles(parallel, availableParallelism())];
+const codes: number[] = [];
+for (const [group, concurrency, what] of [[alone, 1, "alone"], [parallel, availableParallelism(), "in parallel"]] as const) {
+  const groupStarted = Date.now();
+  codes.push(await runFiles(group, concurrency, tree?.dir));
+  if (group.length > 0) process.stdout.write(`== ${group.length} files ${what} in ${Math.round((Date.now() - groupStarted) / 1000)} s\n`);
+}
+await tree?.remove();
 const seconds = Math.round((Date.now() - started) / 1000);
 const failed = codes.some((code) => code !== 0);
 process.stdout.write(`== lane ${lanes.join("+")}: ${files.length} files in ${seconds} s with ${process.env["GW_TEST_NODE"] || process.execPath}${failed ? ", FAILED" : ""}\n`);

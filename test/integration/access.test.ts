@@ -24,7 +24,8 @@ async function generatedServices(): Promise<DescService[]> {
   const files = (await readdir(GEN_GW, { recursive: true })).filter((name) => name.endsWith("_pb.ts")).sort();
   const services: DescService[] = [];
   for (const name of files) {
-    const exports = (await import(new URL(name, `file://${GEN_GW}`).href)) as Record<string, unknown>;
+    // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
+    const exports = (await import(new URL(name.replace(/\.ts$/, ".js"), `file://${GEN_GW}`).href)) as Record<string, unknown>;
     for (const value of Object.values(exports)) {
       if (isDescFile(value)) services.push(...value.services);
     }

@@ -273,7 +273,8 @@ async function generatedServices(): Promise<DescService[]> {
   await walk(root);
   const services: DescService[] = [];
   for (const file of files) {
-    const mod = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+    // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
+    const mod = (await import(pathToFileURL(file.replace(/\.ts$/, ".js")).href)) as Record<string, unknown>;
     for (const value of Object.values(mod)) {
       if (typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "service") services.push(value as DescService);
     }

@@ -90,8 +90,9 @@ test("every repository file a shell block names exists", () => {
 async function declaredServices(): Promise<DescService[]> {
   const services: DescService[] = [];
   for (const area of readdirSync(join(root, "gen/gw"))) {
-    for (const file of readdirSync(join(root, "gen/gw", area, "v1"))) {
-      const module = (await import(join(root, "gen/gw", area, "v1", file))) as Record<string, unknown>;
+    for (const file of readdirSync(join(root, "gen/gw", area, "v1")).filter((name) => name.endsWith(".ts"))) {
+      // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
+      const module = (await import(join(root, "gen/gw", area, "v1", file.replace(/\.ts$/, ".js")))) as Record<string, unknown>;
       for (const value of Object.values(module)) {
         if (typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "service") services.push(value as DescService);
       }
