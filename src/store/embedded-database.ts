@@ -22,11 +22,12 @@ const MAX_SOCKET_PATH = 103;
 
 /**
  * PostgreSQL settings for the embedded database, over PGlite's own defaults. Its shared_buffers default
- * of 128 MB lives in the WebAssembly heap, whose pages once touched stay resident: at 16 MB the
- * gateway's resident memory is much smaller, and the gateway's tables (a few hundred rows of
- * configuration) still fit in it many times over.
+ * of 128 MB lives in the WebAssembly heap, whose pages once touched stay resident, and PostgreSQL touches
+ * all of them at start: at 8 MB the gateway's resident memory is much smaller, the configuration tables (a
+ * few hundred rows) still fit in it many times over, and the tables that grow (the usage history, the
+ * response cache when configured) are written and read off the request path.
  */
-const SETTINGS = ["shared_buffers=16MB"];
+const SETTINGS = ["shared_buffers=8MB"];
 
 /** PGlite's start parameters with SETTINGS added, for the gateway and for initdb alike. */
 function startParams(): string[] {
