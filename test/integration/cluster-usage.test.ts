@@ -128,9 +128,15 @@ describe("usage counters of two nodes on one PostgreSQL", { skip: skip ?? false 
     const [first, second] = started as [ClusterNode, ClusterNode];
     await Promise.all([...Array.from({ length: FIRST_NODE_REQUESTS }, () => spend(first)), ...Array.from({ length: SECOND_NODE_REQUESTS }, () => spend(second))]);
     for (const node of [first, second]) {
+      let last: unknown;
       const usage = await eventually("the node's usage API to show both nodes' requests", async () => {
         const now = await usageOn(node);
+        last = now;
         return showsSpend(now, one, ALL_REQUESTS) ? now : undefined;
+      }).catch((err: Error) => {
+        // What the node showed last and what either node warned of, to tell a lost count from a slow one.
+        const warnings = started.flatMap((n, i) => n.gw.output().split("\n").filter((line) => /"level":(40|50|60)/.test(line)).map((line) => `node ${i + 1}: ${line}`));
+        throw new Error(`${err.message}; one request spends ${JSON.stringify(one)}; the node showed ${JSON.stringify(last)}\n${warnings.join("\n")}`);
       });
       assert.ok(showsSpend(usage, one, ALL_REQUESTS));
     }
