@@ -170,7 +170,7 @@ async function initialiseInChildProcess(dir: string, logger: Logger): Promise<vo
  * Copies the files and folders in `from` into the existing folder `to`, all at once: fs.cp, which copies
  * one entry after another with a stat of each, was many times slower on the template's many files.
  */
-async function copyContents(from: string, to: string): Promise<void> {
+export async function copyContents(from: string, to: string): Promise<void> {
   const entries = await readdir(from, { withFileTypes: true });
   // Settled, not all: a failure must wait for the copies still running, or the caller's clean-up races them.
   const copies = await Promise.allSettled(

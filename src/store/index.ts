@@ -12,5 +12,6 @@ export { dropSchema, randomSchemaName } from "./test-support.js";
 export { isUniqueViolation } from "./unique-violation.js";
 export { isDatabaseUnavailable } from "./database-unavailable.js";
 export { createEmbeddedTemplate } from "./embedded-template.js";
+export { copyContents } from "./embedded-database.js";
 export { KeyBackoffTable, keyBackoffRowId, type StoredKeyBackoff } from "./key-backoff-table.js";
 export { SharedCounterTable, type CounterBackend, type LeaseGrant, type LeaseRequest } from "./shared-counter-table.js";

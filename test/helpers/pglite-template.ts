@@ -4,10 +4,10 @@
  * the migrations, the PGlite version and the code that builds it, so a schema change builds a new one.
  */
 import { createHash, randomBytes } from "node:crypto";
-import { cp, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createEmbeddedTemplate } from "../../src/store/index.js";
+import { copyContents, createEmbeddedTemplate } from "../../src/store/index.js";
 import { createLogger } from "../../src/telemetry/logger.js";
 
 const MIGRATIONS = new URL("../../src/store/migrations/", import.meta.url);
@@ -38,8 +38,10 @@ async function buildTemplate(): Promise<string> {
   return dir;
 }
 
-/** Copies the migrated embedded database into `dataDir`. */
+/** Copies the migrated embedded database into `dataDir`, as a first start copies the build's template. */
 export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
   template ??= buildTemplate();
-  await cp(await template, join(dataDir, "pglite"), { recursive: true });
+  const target = join(dataDir, "pglite");
+  await mkdir(target, { mode: 0o700 });
+  await copyContents(await template, target);
 }
