@@ -161,8 +161,10 @@ export class UsageFlusher {
     let stored: Cells;
     try {
       stored = await this.#store.fork().transactional(async (em) => {
-        // Nodes take turns: each adds its deltas to the totals the one before it wrote.
-        if (cluster) await em.getConnection().execute("select pg_advisory_xact_lock(hashtext(?))", [`gw:${this.#store.schema}:${WRITE_LOCK}`]);
+        // Nodes take turns: each adds its deltas to the totals the one before it wrote. Through the entity
+        // manager, which runs it in this transaction; the connection's own execute would take the lock on
+        // another pooled connection, in a statement of its own, and let it go at once.
+        if (cluster) await em.execute("select pg_advisory_xact_lock(hashtext(?))", [`gw:${this.#store.schema}:${WRITE_LOCK}`]);
         // Counters of removed owners go, so an owner created again under the same id starts from zero.
         if (removed.length > 0) await em.nativeDelete(LevelUsageRecord, { ownerKey: { $in: removed } });
         const cells = await readCells(em);
