@@ -42,6 +42,6 @@ async function buildTemplate(): Promise<string> {
 export async function seedEmbeddedDatabase(dataDir: string): Promise<void> {
   template ??= buildTemplate();
   const target = join(dataDir, "pglite");
-  await mkdir(target, { mode: 0o700 });
+  await mkdir(target, { recursive: true, mode: 0o700 });
   await copyContents(await template, target);
 }
