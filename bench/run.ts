@@ -80,7 +80,7 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { availableParallelism, loadavg } from "node:os";
 import { performance } from "node:perf_hooks";
 import { createInterface } from "node:readline";
@@ -92,6 +92,8 @@ import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
 import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { cpuMs } from "./process-cpu.js";
+import { TreeRssPeaks } from "./process-tree.js";
+import { concurrentStreams, Errors, percentile, streamOnce, type StreamFigures, type StreamRequest } from "./stream-load.js";
 
 /**
  * A way of starting the gateway; `appOptions` (JSON) is merged over gateway.ts's base AppOptions,
@@ -170,6 +172,7 @@ const MESSAGES = [
 const CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160 });
 const STREAM_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160, stream: true });
 const PATH = "/v1/chat/completions";
+const STREAM_REQUEST: StreamRequest = { path: PATH, headers: HEADERS, body: STREAM_BODY };
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const REPO = here("..");
@@ -310,89 +313,11 @@ process.on("SIGINT", () => {
   void stopAll().finally(() => process.exit(130));
 });
 
-/** A process and all its descendants, from /proc/<pid>/task/<tid>/children. */
-function processTree(pid: number): number[] {
-  const tree = [pid];
-  for (let i = 0; i < tree.length; i++) {
-    const current = tree[i] as number;
-    let tasks: string[] = [];
-    try {
-      tasks = readdirSync(`/proc/${current}/task`);
-    } catch {
-      continue;
-    }
-    for (const tid of tasks) {
-      try {
-        for (const child of readFileSync(`/proc/${current}/task/${tid}/children`, "utf8").split(" ")) if (child.trim()) tree.push(Number(child));
-      } catch {
-        // The task ended while we read it.
-      }
-    }
-  }
-  return tree;
-}
-
-/** The summed resident set (VmRSS) of a process tree now, in MiB; null when the root is gone. */
-function treeRssMiB(pid: number): number | null {
-  let kib = 0;
-  let found = false;
-  for (const member of processTree(pid)) {
-    try {
-      const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${member}/status`, "utf8"));
-      if (match?.[1] !== undefined) {
-        kib += Number(match[1]);
-        found = true;
-      }
-    } catch {
-      // The process ended while we read it.
-    }
-  }
-  return found ? kib / 1024 : null;
-}
-
-/** Samples each watched process tree's RSS every RSS_SAMPLE_MS and keeps its peak. */
-class TreeRssPeaks {
-  private readonly peaks = new Map<number, number>();
-  private readonly timer = setInterval(() => this.sample(), RSS_SAMPLE_MS).unref();
-
-  watch(pid: number | undefined): void {
-    if (pid !== undefined && !this.peaks.has(pid)) this.peaks.set(pid, 0);
-    this.sample();
-  }
-
-  peakOf(pid: number | undefined): number | null {
-    const peak = pid === undefined ? undefined : this.peaks.get(pid);
-    return peak === undefined || peak === 0 ? null : peak;
-  }
-
-  stop(): void {
-    this.sample();
-    clearInterval(this.timer);
-  }
-
-  private sample(): void {
-    for (const [pid, peak] of this.peaks) {
-      const rss = treeRssMiB(pid);
-      if (rss !== null && rss > peak) this.peaks.set(pid, rss);
-    }
-  }
-}
-
 /** The process trees of every child, sampled for the whole run. */
-const peaks = new TreeRssPeaks();
+const peaks = new TreeRssPeaks(RSS_SAMPLE_MS);
 
 // ---------------------------------------------------------------------------------------------------
 // Measurements
-
-/** Non-200s and failures of one target, with a few distinct messages to show. */
-class Errors {
-  count = 0;
-  readonly samples = new Set<string>();
-  add(message: string): void {
-    this.count++;
-    if (this.samples.size < 5) this.samples.add(message.slice(0, 300));
-  }
-}
 
 /** How a request of a loop is sent and what its answer must show. */
 interface RequestShape {
@@ -421,11 +346,6 @@ async function chat(pool: Pool, errors: Errors, shape: RequestShape = PLAIN): Pr
     errors.add(String(err));
   }
   return false;
-}
-
-function percentile(sorted: Float64Array, q: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
 }
 
 /** CONNECTIONS workers sending one request after another on `pool` until `until`; the 200s counted. */
@@ -594,32 +514,13 @@ async function latency(url: string, errors: Errors): Promise<{ p50: number; p99:
   }
 }
 
-/** One streaming request; the time from send to its first body byte, or null when it failed. */
-async function streamOnce(pool: Pool, errors: Errors): Promise<number | null> {
-  try {
-    const sent = performance.now();
-    const res = await pool.request({ method: "POST", path: PATH, headers: HEADERS, body: STREAM_BODY });
-    let first: number | null = null;
-    let text = "";
-    for await (const part of res.body) {
-      first ??= performance.now();
-      text += (part as Buffer).toString("utf8");
-    }
-    if (res.statusCode === 200 && first !== null && text.includes("data: [DONE]")) return first - sent;
-    errors.add(`stream HTTP ${res.statusCode}: ${text.slice(0, 200)}`);
-  } catch (err) {
-    errors.add(`stream: ${String(err)}`);
-  }
-  return null;
-}
-
 async function streaming(url: string, errors: Errors): Promise<{ p50: number; p99: number; requests: number }> {
   const pool = new Pool(url, { connections: 1, pipelining: 1 });
   try {
-    for (let i = 0; i < STREAM_WARMUP; i++) await streamOnce(pool, errors);
+    for (let i = 0; i < STREAM_WARMUP; i++) await streamOnce(pool, STREAM_REQUEST, errors);
     const samples: number[] = [];
     for (let i = 0; i < STREAM_COUNT; i++) {
-      const ttfb = await streamOnce(pool, errors);
+      const ttfb = await streamOnce(pool, STREAM_REQUEST, errors);
       if (ttfb !== null) samples.push(ttfb);
     }
     const sorted = Float64Array.from(samples).sort();
@@ -630,29 +531,8 @@ async function streaming(url: string, errors: Errors): Promise<{ p50: number; p9
 }
 
 /** STREAM_CONNECTIONS workers streaming one answer after another: first-byte times and streams per second. */
-async function concurrentStreaming(url: string, errors: Errors): Promise<{ p50: number; p99: number; streamsPerSecond: number; requests: number }> {
-  const pool = new Pool(url, { connections: STREAM_CONNECTIONS, pipelining: 1 });
-  const loop = async (until: number, samples: number[] | null): Promise<void> => {
-    await Promise.all(
-      Array.from({ length: STREAM_CONNECTIONS }, async () => {
-        while (performance.now() < until) {
-          const ttfb = await streamOnce(pool, errors);
-          if (ttfb !== null) samples?.push(ttfb);
-        }
-      }),
-    );
-  };
-  try {
-    await loop(performance.now() + WARMUP_MS, null);
-    const samples: number[] = [];
-    const started = performance.now();
-    await loop(started + SECONDS * 1000, samples);
-    const elapsed = performance.now() - started;
-    const sorted = Float64Array.from(samples).sort();
-    return { p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), streamsPerSecond: (sorted.length * 1000) / elapsed, requests: sorted.length };
-  } finally {
-    await pool.close();
-  }
+function concurrentStreaming(url: string, errors: Errors): Promise<StreamFigures> {
+  return concurrentStreams(url, STREAM_REQUEST, STREAM_CONNECTIONS, WARMUP_MS, SECONDS, errors);
 }
 
 // ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,249 @@
+/**
+ * `npm run bench:outside`: the gateway measured from outside, the way a user compares it with a bare proxy.
+ * Not a test: it prints figures and asserts nothing but that every answer was a 200.
+ *
+ * On loopback: the bench's mock upstream (upstream.ts: a fixed chat completion of about 600 bytes, or 50 SSE
+ * chunks when asked to stream); the floor (floor.ts with BENCH_FLOOR_PARSE=1: a node:http server that reads the
+ * body, `JSON.parse`s it and forwards the bytes over an undici keep-alive Pool); and the gateway exactly as
+ * `npm start` runs it (`dist/main.js` with its node flags and environment, from a config file holding one
+ * provider with one key and one virtual key, at its default log level, its stdout going to a file). No routing
+ * rule, team, cache or tracing is configured.
+ *
+ * Each round starts the floor alone, measures it and stops it, then does the same with the gateway:
+ * autocannon with 32 connections, 3 s of warm-up then BENCH_SECONDS (default 10) counted, the same POST
+ * /v1/chat/completions; then 8 connections each streaming one 50-chunk answer after another (2 s of warm-up,
+ * then BENCH_SECONDS): time to the first byte and streams completed per second. The peak RSS of each target's
+ * process tree is sampled every 100 ms from its start, and its CPU time per request read from /proc. Three rounds
+ * (BENCH_ROUNDS); the figures judged are the medians of the rounds' ratios of gateway to floor.
+ * BENCH_DATABASE_URL adds, in each round, the gateway on that PostgreSQL server (in a schema of its own, dropped
+ * at the end). Build first (`npm run build`; the npm script does).
+ */
+import autocannon from "autocannon";
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, openSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { buildServerBundle } from "../src/build-bundle.js";
+import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { cpuMs } from "./process-cpu.js";
+import { TreeRssPeaks } from "./process-tree.js";
+import { concurrentStreams, Errors, type StreamFigures, type StreamRequest } from "./stream-load.js";
+
+const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
+const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 3);
+if (!(SECONDS > 0) || !Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("BENCH_SECONDS must be a positive number and BENCH_ROUNDS a positive integer");
+const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+const WARMUP_SECONDS = 3;
+const CONNECTIONS = 32;
+const STREAM_CONNECTIONS = 8;
+const STREAM_WARMUP_MS = 2_000;
+const START_TIMEOUT_MS = 120_000;
+
+const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
+const BUILD_DIR = here("../.tmp/bench-outside");
+const MAIN = here("../dist/main.js");
+const VIRTUAL_KEY = "sk-gw-outside";
+const PATH = "/v1/chat/completions";
+const HEADERS = { "content-type": "application/json", authorization: `Bearer ${VIRTUAL_KEY}` };
+const MESSAGES = [
+  { role: "system", content: "You are a concise assistant." },
+  { role: "user", content: "Explain in two sentences why connection pooling matters for an API gateway." },
+];
+const CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160 });
+const STREAM_REQUEST: StreamRequest = { path: PATH, headers: HEADERS, body: JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, stream: true }) };
+
+/** A started target: its URL and the process whose tree is measured. */
+interface Target {
+  url: string;
+  process: ChildProcess;
+  /** Stops the process and removes what it left. */
+  stop(): Promise<void>;
+}
+
+/** What one target showed in one round. */
+interface Figures {
+  rps: number;
+  cpuUsPerRequest: number;
+  streams: StreamFigures;
+  peakRssMiB: number | null;
+}
+
+const peaks = new TreeRssPeaks(100);
+const running = new Set<ChildProcess>();
+
+/** Resolves once `child` has exited (at once when it already has). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+async function stopProcess(child: ChildProcess): Promise<void> {
+  const done = exited(child);
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  await done;
+  clearTimeout(timer);
+  running.delete(child);
+}
+
+/** Spawns a bundled bench child and resolves with its URL from its first stdout line, `{"port": n}`. */
+async function startChild(file: string, env: Record<string, string>): Promise<Target> {
+  await buildServerBundle([here(file)], BUILD_DIR);
+  const child = spawn(process.execPath, [join(BUILD_DIR, file.replace(/\.ts$/, ".js"))], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+  running.add(child);
+  peaks.watch(child.pid);
+  const first = await new Promise<string>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${file} exited before reporting its port (code ${code})`)));
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", resolve);
+  });
+  const { port } = JSON.parse(first) as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: child,
+    stop: async () => {
+      const done = exited(child);
+      child.stdin?.end();
+      await done;
+      running.delete(child);
+    },
+  };
+}
+
+/** The config file the gateway starts from: one provider with one key, one virtual key, nothing else. */
+function configFile(upstreamUrl: string): string {
+  return JSON.stringify({
+    providers: { openai: { keys: [{ id: "oa-1", name: "oa-1", value: "sk-upstream-1" }], network_config: { base_url: upstreamUrl } } },
+    governance: {
+      virtual_keys: [{ id: "vk-outside", name: "outside", value: VIRTUAL_KEY, provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] }],
+    },
+  });
+}
+
+/** Starts `dist/main.js` as `npm start` does, on port 0, and resolves once it answers /ready. */
+async function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
+  const dir = await mkdtemp(join(tmpdir(), "gw-outside-"));
+  const config = join(dir, "config.json");
+  const logFile = join(dir, "stdout.log");
+  await writeFile(config, configFile(upstreamUrl));
+  const schema = databaseUrl === undefined ? undefined : randomSchemaName();
+  const out = openSync(logFile, "w");
+  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+    env: {
+      ...process.env,
+      ...SERVING_ENVIRONMENT,
+      GW_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      GW_DATABASE_URL: databaseUrl ?? "",
+      ...(schema ? { GW_DATABASE_SCHEMA: schema } : {}),
+    },
+    stdio: ["ignore", out, "inherit"],
+  });
+  closeSync(out);
+  running.add(child);
+  peaks.watch(child.pid);
+  const stop = async () => {
+    await stopProcess(child);
+    if (databaseUrl !== undefined && schema !== undefined) await dropSchema(databaseUrl, schema).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  // Bounded: polls every 20 ms until START_TIMEOUT_MS.
+  for (const until = Date.now() + START_TIMEOUT_MS; Date.now() < until && child.exitCode === null; await sleep(20)) {
+    const url = /"url":"([^"]+)","msg":"port bound/.exec(await readFile(logFile, "utf8"))?.[1];
+    if (url === undefined) continue;
+    const ready = await fetch(`${url}/ready`).then(
+      async (res) => (await res.arrayBuffer(), res.status === 200),
+      () => false,
+    );
+    if (ready) return { url, process: child, stop };
+  }
+  const log = await readFile(logFile, "utf8").catch(() => "");
+  await stop();
+  throw new Error(`the gateway did not become ready within ${START_TIMEOUT_MS / 1000} s:\n${log.slice(-2000)}`);
+}
+
+/** autocannon's closed loop on `url` for `seconds`; the requests per second, after checking every answer was a 200. */
+async function cannon(url: string, seconds: number, errors: Errors): Promise<{ rps: number; requests: number }> {
+  const result = await autocannon({ url: url + PATH, method: "POST", headers: HEADERS, body: CHAT_BODY, connections: CONNECTIONS, duration: seconds });
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0) errors.add(`${failed} of ${result.requests.total} answers were not 200s (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`);
+  return { rps: result.requests.total / result.duration, requests: result.requests.total };
+}
+
+/** One target's round: throughput, then streams, then stopped. */
+async function measure(target: Target, errors: Errors): Promise<Figures> {
+  try {
+    await cannon(target.url, WARMUP_SECONDS, errors);
+    const cpuBefore = cpuMs(target.process.pid);
+    const { rps, requests } = await cannon(target.url, SECONDS, errors);
+    const cpuUsPerRequest = ((cpuMs(target.process.pid) - cpuBefore) * 1000) / requests;
+    const streams = await concurrentStreams(target.url, STREAM_REQUEST, STREAM_CONNECTIONS, STREAM_WARMUP_MS, SECONDS, errors);
+    return { rps, cpuUsPerRequest, streams, peakRssMiB: peaks.peakOf(target.process.pid) };
+  } finally {
+    await target.stop();
+  }
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+const fixed = (value: number | null, digits: number): string => (value === null || !Number.isFinite(value) ? "-" : value.toFixed(digits));
+
+process.on("SIGINT", () => {
+  for (const child of running) child.kill("SIGTERM");
+  process.exit(130);
+});
+
+const errors = new Errors();
+const upstream = await startChild("upstream.ts", {});
+const gateways: { name: string; databaseUrl: string | undefined }[] = [
+  { name: "gateway", databaseUrl: undefined },
+  ...(DATABASE_URL ? [{ name: "gateway-pg", databaseUrl: DATABASE_URL }] : []),
+];
+const rounds: Record<string, Figures>[] = [];
+try {
+  for (let round = 1; round <= ROUNDS; round++) {
+    const figures: Record<string, Figures> = {};
+    process.stdout.write(`round ${round} of ${ROUNDS} (load average ${fixed(loadavg()[0] ?? NaN, 1)}): floor`);
+    figures["floor"] = await measure(await startChild("floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }), errors);
+    for (const gateway of gateways) {
+      process.stdout.write(`, ${gateway.name}`);
+      figures[gateway.name] = await measure(await startGateway(upstream.url, gateway.databaseUrl), errors);
+    }
+    process.stdout.write("\n");
+    rounds.push(figures);
+  }
+} finally {
+  await upstream.stop();
+  peaks.stop();
+}
+
+process.stdout.write(`\nnode ${process.version}, ${ROUNDS} rounds, ${WARMUP_SECONDS} s warm-up + ${SECONDS} s each, ${CONNECTIONS} connections; streams on ${STREAM_CONNECTIONS}\n`);
+for (const target of ["floor", ...gateways.map((g) => g.name)]) {
+  for (const [i, figures] of rounds.entries()) {
+    const f = figures[target];
+    if (f === undefined) continue;
+    process.stdout.write(
+      `${target.padEnd(10)} round ${i + 1}: ${fixed(f.rps, 0)} req/s, ${fixed(f.cpuUsPerRequest, 0)} µs CPU per request, streams: first byte p50 ${fixed(f.streams.p50, 3)} ms, ` +
+        `${fixed(f.streams.streamsPerSecond, 0)} streams/s; peak RSS ${fixed(f.peakRssMiB, 0)} MiB\n`,
+    );
+  }
+}
+for (const gateway of gateways) {
+  const ratio = (pick: (f: Figures) => number) => median(rounds.map((r) => pick(r[gateway.name] as Figures) / pick(r["floor"] as Figures)));
+  process.stdout.write(
+    `\n${gateway.name} against the floor, medians of ${ROUNDS} rounds: throughput ${fixed(ratio((f) => f.rps), 3)}x, CPU per request ${fixed(ratio((f) => f.cpuUsPerRequest), 2)}x, ` +
+      `stream first byte ${fixed(ratio((f) => f.streams.p50), 2)}x, streams/s ${fixed(ratio((f) => f.streams.streamsPerSecond), 3)}x; ` +
+      `peak RSS ${fixed(median(rounds.map((r) => r[gateway.name]?.peakRssMiB ?? NaN)), 0)} MiB\n`,
+  );
+}
+if (errors.count > 0) {
+  process.stdout.write(`\n${errors.count} failed requests: the figures are invalid\n${[...errors.samples].join("\n")}\n`);
+  process.exitCode = 1;
+}
