@@ -16,7 +16,9 @@
  * process tree is sampled every 100 ms from its start, and its CPU time per request read from /proc. Three rounds
  * (BENCH_ROUNDS); the figures judged are the medians of the rounds' ratios of gateway to floor.
  * BENCH_DATABASE_URL adds, in each round, the gateway on that PostgreSQL server (in a schema of its own, dropped
- * at the end). Build first (`npm run build`; the npm script does).
+ * at the end). BENCH_PROFILE=1 profiles each gateway (100 µs sampling) into bench/profiles/outside/: the first
+ * half of a profile is the throughput loop, most of the second the streams. Build first (`npm run build`; the npm
+ * script does).
  */
 import autocannon from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -39,6 +41,7 @@ const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
 const ROUNDS = Number(process.env["BENCH_ROUNDS"] ?? 3);
 if (!(SECONDS > 0) || !Number.isInteger(ROUNDS) || ROUNDS < 1) throw new Error("BENCH_SECONDS must be a positive number and BENCH_ROUNDS a positive integer");
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const WARMUP_SECONDS = 3;
 const CONNECTIONS = 32;
 const STREAM_CONNECTIONS = 8;
@@ -133,7 +136,8 @@ async function startGateway(upstreamUrl: string, databaseUrl: string | undefined
   await writeFile(config, configFile(upstreamUrl));
   const schema = databaseUrl === undefined ? undefined : randomSchemaName();
   const out = openSync(logFile, "w");
-  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+  const profile = PROFILE ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", here("./profiles/outside")] : [];
+  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...profile, MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
     env: {
       ...process.env,
       ...SERVING_ENVIRONMENT,
