@@ -3,7 +3,10 @@
  * slice of a counter from the shared backend (at most what remains divided by twice the live nodes, and at
  * least what the request in hand needs, capped at what remains) and spends it locally, so a request awaits
  * the backend only when its node's slice is used up. Since no lease grants past the limit, the cluster
- * overspends only by what requests cost beyond their reservation: about one in-flight request per node.
+ * overspends only by what requests cost beyond their reservation. A cost counter with some room left but less
+ * than a request's worst case admits it with the room there is, one such request per node at a time: without
+ * that, each reservation a running request gave back unspent would admit one more at a loss, and a busy node
+ * could overspend by several requests.
  */
 import type { CounterBackend, LeaseGrant } from "../store/index.js";
 import { currentWindowStart, windowEnd, type WindowSpec } from "./limit-window.js";
@@ -26,7 +29,8 @@ export interface LedgerItem<T> {
 
 /** What a request holds in each counter, until it settles. */
 export interface LedgerHold {
-  entries: { key: string; start: number; amount: number }[];
+  /** `partial`: the entry holds less than the request's worst case (the last room of its node's slice). */
+  entries: { key: string; start: number; amount: number; partial: boolean }[];
   settled: boolean;
 }
 
@@ -38,6 +42,8 @@ interface Slice {
   end: number;
   /** Leased and not yet spent; negative when requests cost more than they reserved (charged at the next lease). */
   available: number;
+  /** A request admitted with less than its worst case is running: no other may be until it settles. */
+  partialHeld: boolean;
 }
 
 /** Where the ledger reports trouble with its backend. */
@@ -89,7 +95,11 @@ export class SharedLedger {
     for (;;) {
       const now = this.#now();
       const index = items.findIndex((item, i) => this.#available(item.key, now) < (amounts[i] as number));
-      if (index < 0) return { hold: this.#take(items, amounts, now) };
+      if (index < 0) {
+        // Decided at the take, which nothing interleaves with: two requests may both have settled for less.
+        const crowded = items.find((item, i) => (amounts[i] as number) < item.amount && this.#slice(item.key, now)?.partialHeld === true);
+        return crowded === undefined ? { hold: this.#take(items, amounts, now) } : { refused: crowded.ref };
+      }
       const item = items[index] as LedgerItem<T>;
       const progressed = await this.#fill(item, (amounts[index] as number) - this.#available(item.key, now), now);
       if (progressed) continue;
@@ -107,8 +117,10 @@ export class SharedLedger {
     const entries = items.map((item, i) => {
       const slice = this.#slice(item.key, now) as Slice;
       const amount = amounts[i] as number;
+      const partial = amount < item.amount;
       slice.available -= amount;
-      return { key: item.key, start: slice.start, amount };
+      if (partial) slice.partialHeld = true;
+      return { key: item.key, start: slice.start, amount, partial };
     });
     return { entries, settled: false };
   }
@@ -127,7 +139,7 @@ export class SharedLedger {
         granted = grant.granted;
         const slice = this.#slices.get(item.key);
         if (slice !== undefined && slice.start === grant.start) slice.available += grant.granted;
-        else this.#slices.set(item.key, { start: grant.start, end: grant.end, available: grant.granted });
+        else this.#slices.set(item.key, { start: grant.start, end: grant.end, available: grant.granted, partialHeld: false });
       })
       .finally(() => this.#leasing.delete(item.key));
     this.#leasing.set(item.key, lease);
@@ -160,7 +172,9 @@ export class SharedLedger {
     const now = this.#now();
     for (const entry of hold.entries) {
       const slice = this.#slice(entry.key, now);
-      if (slice !== null && slice.start === entry.start) slice.available += entry.amount - actual(entry.key);
+      if (slice === null || slice.start !== entry.start) continue;
+      slice.available += entry.amount - actual(entry.key);
+      if (entry.partial) slice.partialHeld = false;
     }
   }
 

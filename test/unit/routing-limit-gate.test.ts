@@ -8,7 +8,7 @@ import { describe, test } from "node:test";
 import { Hierarchy, type LevelExceeded } from "../../src/routing/hierarchy.js";
 import { LimitGate, type ConfigExceeded, type LimitHold } from "../../src/routing/limit-gate.js";
 import { parseWindow } from "../../src/routing/limit-window.js";
-import { SharedLedger } from "../../src/routing/shared-ledger.js";
+import { SharedLedger, type LedgerHold } from "../../src/routing/shared-ledger.js";
 import type { ProviderConfig, VirtualKey } from "../../src/routing/types.js";
 import { UsageLimits } from "../../src/routing/usage-limits.js";
 import type { CounterBackend, LeaseGrant, LeaseRequest } from "../../src/store/index.js";
@@ -186,6 +186,37 @@ describe("reservations shared through a ledger", () => {
     gate.share(new SharedLedger({ backend: broken, liveNodes: () => 1, clock: () => NOW, warn: (_err, message) => warnings.push(message) }));
     assert.equal(await admitted(gate), true);
     assert.equal(warnings.length, 1);
+  });
+});
+
+describe("a shared budget's last room", () => {
+  /** A request for `worst` of a $1 budget; the hold, or null when refused. */
+  async function reserveBudget(ledger: SharedLedger, worst: number): Promise<LedgerHold | null> {
+    const result = await ledger.reserve([{ key: "virtual_key:vk-a:budget", max: 1, window: HOUR, calendarAligned: false, amount: worst, whole: false, ref: "budget" }]);
+    return "hold" in result ? result.hold : null;
+  }
+
+  test("admits one request with less room than its worst case at a time on a node", async () => {
+    const ledger = new SharedLedger({ backend: new MemoryCounters(), liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
+    const first = await reserveBudget(ledger, 0.6);
+    const second = await reserveBudget(ledger, 0.6);
+    assert.ok(first !== null && second !== null, "the budget refused a request while room remained");
+    assert.equal(second.entries[0]?.partial, true);
+    // The first spent less than it reserved: what it gives back is room, but only for a request that fits in it.
+    ledger.settle(first, () => 0.5);
+    assert.equal(await reserveBudget(ledger, 0.6), null);
+    assert.ok((await reserveBudget(ledger, 0.05)) !== null, "a request that fits in the room given back was refused");
+  });
+
+  test("admits the next request with less room than its worst case once the last one settled", async () => {
+    const ledger = new SharedLedger({ backend: new MemoryCounters(), liveNodes: () => 1, clock: () => NOW, warn: () => undefined });
+    const first = await reserveBudget(ledger, 0.5);
+    const second = await reserveBudget(ledger, 0.6);
+    assert.ok(first !== null && second !== null);
+    ledger.settle(second, () => 0.2);
+    ledger.settle(first, () => 0.5);
+    const third = await reserveBudget(ledger, 0.6);
+    assert.equal(third?.entries[0]?.amount, 0.3);
   });
 });
 
