@@ -10,8 +10,7 @@
  * from `import.meta.url` names the same file it names in the repository. Node follows a link to a program's
  * real path, so a test that starts `node --import tsx <file>.ts` runs the source as before.
  */
-import { mkdtemp, readdir, rm, symlink } from "node:fs/promises";
-import { mkdirSync } from "node:fs";
+import { mkdir, mkdtemp, readdir, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { build } from "esbuild";
@@ -54,7 +53,7 @@ export async function compileTree(root: string): Promise<CompiledTree> {
     });
     // Linked after the build, so that esbuild never writes through a link into the repository.
     for (const path of links) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      await mkdir(dirname(join(dir, path)), { recursive: true });
       await symlink(join(root, path), join(dir, path)).catch((err: NodeJS.ErrnoException) => {
         if (err.code !== "EEXIST") throw err;
       });

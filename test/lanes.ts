@@ -6,11 +6,12 @@
  * TypeScript sources through tsx instead. `GW_TEST_NODE` names the node binary to run the files with
  * (default: this one), so one lane can run on another Node version.
  */
-import { spawn } from "node:child_process";
-import { readdirSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { readdirSync, rmSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exitCodeOf } from "./child-exit.js";
 import { compileTree } from "./compiled-tree.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -90,6 +91,9 @@ function laneFiles(lane: string): string[] {
   }
 }
 
+/** The test runner child of the group running now, stopped with the lanes when they are interrupted. */
+let running: ChildProcess | undefined;
+
 /**
  * Runs `files` through node's test runner at `concurrency`, from `tree` (a compiled tree's directory, or
  * undefined to run the sources through tsx); resolves with its exit code.
@@ -102,14 +106,8 @@ function runFiles(files: readonly string[], concurrency: number, tree: string | 
   // As `npm start` runs the gateway: the embedded database's WebAssembly stays in V8's baseline compiler,
   // which the runner passes on to each file's process.
   const args = ["--liftoff-only", ...loader, "--test", `--test-concurrency=${concurrency}`, ...paths];
-  return new Promise((resolve) => {
-    const child = spawn(node, args, { cwd: root, stdio: "inherit" });
-    child.on("close", (code, signal) => resolve(code ?? (signal !== null ? 1 : 0)));
-    child.on("error", (err) => {
-      process.stderr.write(`could not start ${node}: ${err.message}\n`);
-      resolve(1);
-    });
-  });
+  running = spawn(node, args, { cwd: root, stdio: "inherit" });
+  return exitCodeOf(running, (message) => process.stderr.write(message));
 }
 
 const lanes = process.argv.slice(2);
@@ -126,7 +124,17 @@ const parallel = files.filter((f) => !EXCLUSIVE.has(f));
 const alone = files.filter((f) => EXCLUSIVE.has(f));
 const started = Date.now();
 const tree = process.env["GW_TEST_TSX"] === "1" ? undefined : await compileTree(root);
-if (tree !== undefined) process.stdout.write(`== compiled the sources into ${tree.dir} in ${Date.now() - started} ms\n`);
+if (tree !== undefined) {
+  process.stdout.write(`== compiled the sources into ${tree.dir} in ${Date.now() - started} ms\n`);
+  // An interrupted run (Ctrl-C, a CI timeout) stops its test runner and leaves no compiled tree behind.
+  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+    process.once(signal, () => {
+      running?.kill(signal);
+      rmSync(tree.dir, { recursive: true, force: true });
+      process.exit(130);
+    });
+  }
+}
 // The files that run alone go first, so the runner's last summary is the lane's main one.
 const codes: number[] = [];
 for (const [group, concurrency, what] of [[alone, 1, "alone"], [parallel, availableParallelism(), "in parallel"]] as const) {

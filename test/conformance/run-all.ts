@@ -8,6 +8,7 @@ import { spawn } from "node:child_process";
 import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { exitCodeOf } from "../child-exit.js";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..", "..");
@@ -24,14 +25,11 @@ const RUNS: readonly (readonly [string, readonly string[]])[] = [
 
 /** Runs one, its output kept; resolves with its exit code and output. */
 function run(args: readonly string[]): Promise<{ code: number; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.on("close", (code, signal) => resolve({ code: code ?? (signal !== null ? 1 : 0), output }));
-    child.on("error", (err) => resolve({ code: 1, output: `${output}could not start ${process.execPath}: ${err.message}\n` }));
-  });
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  return exitCodeOf(child, (message) => (output += message)).then((code) => ({ code, output }));
 }
 
 if (process.argv.length > 2) {

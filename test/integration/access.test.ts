@@ -6,36 +6,15 @@
  * themselves). Requests are empty, so an RPC that gets through has nothing to create or change.
  */
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import type { DescFile, DescMethod, DescMethodUnary, DescService } from "@bufbuild/protobuf";
+import type { DescMethod, DescMethodUnary } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Access } from "../../gen/gw/api/v1/access_pb.js";
 import { accessOf } from "../../src/services/access.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { transportFor } from "../helpers/clients.js";
-
-const GEN_GW = fileURLToPath(new URL("../../gen/gw/", import.meta.url));
-
-/** Every service of every generated file under gen/gw/. */
-async function generatedServices(): Promise<DescService[]> {
-  const files = (await readdir(GEN_GW, { recursive: true })).filter((name) => name.endsWith("_pb.ts")).sort();
-  const services: DescService[] = [];
-  for (const name of files) {
-    // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
-    const exports = (await import(new URL(name.replace(/\.ts$/, ".js"), `file://${GEN_GW}`).href)) as Record<string, unknown>;
-    for (const value of Object.values(exports)) {
-      if (isDescFile(value)) services.push(...value.services);
-    }
-  }
-  return services;
-}
-
-function isDescFile(value: unknown): value is DescFile {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "file";
-}
+import { generatedServices } from "../helpers/generated-services.js";
 
 function isUnary(method: DescMethod): method is DescMethodUnary {
   return method.methodKind === "unary";

@@ -9,14 +9,12 @@
  * scales the number of cases (default 1000 in all).
  */
 import assert from "node:assert/strict";
-import { readdir } from "node:fs/promises";
 import * as http2 from "node:http2";
-import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { pathToFileURL } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
 import fc from "fast-check";
 import { startApp, type TestApp } from "../helpers/app.js";
+import { generatedServices } from "../helpers/generated-services.js";
 import { rawRequest, requestHead, type RawAnswer } from "../helpers/raw-http.js";
 import { SKIP_IN_REPEATED_RUN } from "../helpers/repeated-run.js";
 
@@ -258,28 +256,6 @@ function assertEnvelope(family: Family | "parser", answer: RawAnswer, what: stri
 /** The path with each {param} replaced by `id`. */
 function fill(path: string, id: string): string {
   return path.replace(/\{[^}]+\}/g, id);
-}
-
-/** Connect and gRPC procedures of every service in gen/. */
-async function generatedServices(): Promise<DescService[]> {
-  const root = join(import.meta.dirname, "../../gen/gw");
-  const files: string[] = [];
-  const walk = async (dir: string): Promise<void> => {
-    for (const entry of await readdir(dir, { withFileTypes: true })) {
-      if (entry.isDirectory()) await walk(join(dir, entry.name));
-      else if (entry.name.endsWith("_pb.ts")) files.push(join(dir, entry.name));
-    }
-  };
-  await walk(root);
-  const services: DescService[] = [];
-  for (const file of files) {
-    // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
-    const mod = (await import(pathToFileURL(file.replace(/\.ts$/, ".js")).href)) as Record<string, unknown>;
-    for (const value of Object.values(mod)) {
-      if (typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "service") services.push(value as DescService);
-    }
-  }
-  return services;
 }
 
 // ---- the corpus -------------------------------------------------------------------------------------

@@ -10,13 +10,13 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import type { DescService } from "@bufbuild/protobuf";
 import { buildGatewayOpenApi } from "../../src/server/openapi/gateway-document.js";
 import { DASHBOARD_PREFIX } from "../../src/server/pages/dashboard.js";
 import { OAUTH_CALLBACK_PAGE_PATH } from "../../src/server/pages/oauth-callback.js";
 import { SSO_LOGOUT_PATH } from "../../src/server/pages/sso-routes.js";
 import { OAUTH2_PREFIX } from "../../src/server/oauth2/oauth2-server.js";
 import { SSO_CALLBACK_PATH, SSO_LOGIN_PATH } from "../../src/services/sso/sso-login.js";
+import { generatedServices } from "../helpers/generated-services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
@@ -86,21 +86,6 @@ test("every repository file a shell block names exists", () => {
   assert.deepEqual(missing, []);
 });
 
-/** Every service the protos declare, read from the generated code. */
-async function declaredServices(): Promise<DescService[]> {
-  const services: DescService[] = [];
-  for (const area of readdirSync(join(root, "gen/gw"))) {
-    for (const file of readdirSync(join(root, "gen/gw", area, "v1")).filter((name) => name.endsWith(".ts"))) {
-      // By its `.js` name, as the static imports name it, so that the compiled test tree loads its own copy.
-      const module = (await import(join(root, "gen/gw", area, "v1", file.replace(/\.ts$/, ".js")))) as Record<string, unknown>;
-      for (const value of Object.values(module)) {
-        if (typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "service") services.push(value as DescService);
-      }
-    }
-  }
-  return services;
-}
-
 /** The method of a curl command line: -X, else POST with a body, else GET. */
 function curlMethod(line: string): string {
   const explicit = /(?:^|\s)(?:-X|--request)\s*([A-Z]+)/.exec(line)?.[1];
@@ -109,7 +94,7 @@ function curlMethod(line: string): string {
 }
 
 test("every gateway call in a shell block uses a path and method the gateway serves", async () => {
-  const services = await declaredServices();
+  const services = await generatedServices();
   const doc = buildGatewayOpenApi(services, "docs") as { paths: Record<string, Record<string, unknown>> };
   // Connect and gRPC-Web calls POST to /<package.Service>/<Method>.
   const procedures = new Set(services.flatMap((s) => s.methods.map((m) => `/${s.typeName}/${m.name}`)));
