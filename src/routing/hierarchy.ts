@@ -4,6 +4,10 @@
  * checked before it runs (most specific first, so a refusal names the nearest exhausted level) and every
  * level is charged the same request, cost and tokens. The hot path reads and writes only this memory; the
  * owner persists `snapshot()` on an interval and feeds it back through `restore()` at start-up.
+ *
+ * A budget or token window with some room left but less than a request's worst case admits it with the
+ * room there is, one such request per window at a time: each reservation a running request gives back
+ * unspent would otherwise admit one more at a loss, and concurrent requests could overspend by several.
  */
 import { currentWindowStart, windowEnd, type WindowSpec } from "./limit-window.js";
 import type { Clock, VirtualKey } from "./types.js";
@@ -73,7 +77,8 @@ export interface Counters {
 /** What a request holds of the budget and token windows of its levels until it settles. */
 export interface HierarchyHold {
   virtualKey: VirtualKey;
-  entries: { owner: LevelOwner; which: "budget" | "tokens"; start: number; amount: number }[];
+  /** `partial`: the entry holds less than the request's worst case (the last room of the window). */
+  entries: { owner: LevelOwner; which: "budget" | "tokens"; start: number; amount: number; partial: boolean }[];
   /** The levels that counted the request, with their request window's start. */
   counted: { owner: LevelOwner; start: number }[];
   settled: boolean;
@@ -92,6 +97,13 @@ export interface HierarchySnapshot {
   entries: { ownerKey: string; counters: Counters }[];
 }
 
+/** What requests in flight hold of one window. */
+interface Pending {
+  start: number;
+  amount: number;
+  partial: boolean;
+}
+
 function key(level: Level, id: string): string {
   return `${level}:${id}`;
 }
@@ -100,8 +112,11 @@ function key(level: Level, id: string): string {
 export class Hierarchy {
   readonly #owners = new Map<string, LevelOwner>();
   readonly #counters = new Map<string, Counters>();
-  /** Reserved and not yet settled, per `<owner key>:<budget|tokens>`, in the window that starts at `start`. */
-  readonly #pending = new Map<string, { start: number; amount: number }>();
+  /**
+   * Reserved and not yet settled, per `<owner key>:<budget|tokens>`, in the window that starts at `start`;
+   * `partial` while a request admitted with less than its worst case runs.
+   */
+  readonly #pending = new Map<string, Pending>();
   readonly #now: Clock;
   /** Owners removed since the flusher last deleted their stored counters. */
   readonly #removed = new Set<string>();
@@ -203,10 +218,21 @@ export class Hierarchy {
     return last !== null && last.start === start ? last : { start, used: 0 };
   }
 
+  /** What requests in flight hold of a window, or null when none holds any. */
+  #pendingIn(owner: LevelOwner, which: "budget" | "tokens", start: number): Pending | null {
+    const pending = this.#pending.get(`${key(owner.level, owner.id)}:${which}`);
+    return pending !== undefined && pending.start === start ? pending : null;
+  }
+
   /** What requests in flight hold of a window. */
   #held(owner: LevelOwner, which: "budget" | "tokens", start: number): number {
-    const pending = this.#pending.get(`${key(owner.level, owner.id)}:${which}`);
-    return pending !== undefined && pending.start === start ? pending.amount : 0;
+    return this.#pendingIn(owner, which, start)?.amount ?? 0;
+  }
+
+  /** True when `amount` does not fit in what remains of a window and a request holding its last room runs. */
+  #crowded(owner: LevelOwner, which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number, now: number): boolean {
+    const { start, left } = this.#remaining(owner, which, limit, aligned, now);
+    return left < amount && this.#pendingIn(owner, which, start)?.partial === true;
   }
 
   /** What remains of a window once the requests in flight have their reservations. */
@@ -255,17 +281,26 @@ export class Hierarchy {
     const now = this.#now();
     const hold: HierarchyHold = { virtualKey, entries: [], counted: [], settled: false };
     if (this.#limitless(virtualKey)) return { hold };
-    for (const owner of this.chain(virtualKey)) {
+    const chain = this.chain(virtualKey);
+    // Decided before anything is counted, so a refusal leaves every level as it was.
+    for (const owner of chain) {
+      if (owner.budget !== null && this.#crowded(owner, "budget", owner.budget, owner.budget.calendarAligned, worst.costUsd, now)) return { owner, limit: "budget" };
+      const tokens = owner.rateLimit?.tokens ?? null;
+      if (tokens !== null && this.#crowded(owner, "tokens", tokens, false, worst.tokens, now)) return { owner, limit: "tokens" };
+    }
+    for (const owner of chain) {
       const requests = owner.rateLimit?.requests ?? null;
       if (requests !== null) hold.counted.push({ owner, start: this.#add(owner, "requests", requests.window, false, 1, now) });
       const holdIn = (which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number): void => {
         this.#open(owner, which, limit.window, aligned, now);
         const { start, left } = this.#remaining(owner, which, limit, aligned, now);
-        const held = Math.min(Math.max(0, amount), left);
+        const wanted = Math.max(0, amount);
+        const held = Math.min(wanted, left);
         if (held <= 0) return;
-        const id = `${key(owner.level, owner.id)}:${which}`;
-        this.#pending.set(id, { start, amount: this.#held(owner, which, start) + held });
-        hold.entries.push({ owner, which, start, amount: held });
+        const partial = held < wanted;
+        const pending = this.#pendingIn(owner, which, start);
+        this.#pending.set(`${key(owner.level, owner.id)}:${which}`, { start, amount: (pending?.amount ?? 0) + held, partial: partial || pending?.partial === true });
+        hold.entries.push({ owner, which, start, amount: held, partial });
       };
       if (owner.budget !== null) holdIn("budget", owner.budget, owner.budget.calendarAligned, worst.costUsd);
       const tokens = owner.rateLimit?.tokens ?? null;
@@ -296,7 +331,7 @@ export class Hierarchy {
       const pending = this.#pending.get(id);
       if (pending === undefined || pending.start !== entry.start) continue;
       const amount = pending.amount - entry.amount;
-      if (amount > 1e-12) this.#pending.set(id, { start: pending.start, amount });
+      if (amount > 1e-12) this.#pending.set(id, { start: pending.start, amount, partial: pending.partial && !entry.partial });
       else this.#pending.delete(id);
     }
     this.charge(hold.virtualKey, costUsd, tokens);

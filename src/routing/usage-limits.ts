@@ -2,9 +2,10 @@
  * In-memory budget and token counters per (virtual key, provider config), in fixed windows that restart
  * after their reset duration. A request routed to a config reserves its worst case in them before the
  * upstream call (capped at what remains) and releases it once its actual spend is recorded, so concurrent
- * requests cannot all pass the last unit of room. The hot path reads and writes only this memory; the owner
- * persists `snapshot()` on an interval and feeds it back through `restore()` at start-up, so a restart loses
- * at most one interval of counts.
+ * requests cannot all pass the last unit of room; a window with less room than a request's worst case admits
+ * one such request at a time, as the governance hierarchy does. The hot path reads and writes only this
+ * memory; the owner persists `snapshot()` on an interval and feeds it back through `restore()` at start-up,
+ * so a restart loses at most one interval of counts.
  */
 import { innerMap } from "../telemetry/nested-map.js";
 import type { Clock, ProviderConfig } from "./types.js";
@@ -50,14 +51,16 @@ export interface RequestUsage {
 export interface ConfigHold {
   virtualKeyId: string;
   provider: string;
-  entries: { slot: number | "tokens"; start: number; amount: number }[];
+  /** `partial`: the entry holds less than the request's worst case (the last room of the window). */
+  entries: { slot: number | "tokens"; start: number; amount: number; partial: boolean }[];
   released: boolean;
 }
 
-/** Reserved and not yet released in the window that starts at `start`. */
+/** Reserved and not yet released in the window that starts at `start`; `partial` while a request holding its last room runs. */
 interface Reserved {
   start: number;
   amount: number;
+  partial: boolean;
 }
 
 /** What requests in flight hold of one config's windows; `budgets[i]` belongs to the config's budgets[i]. */
@@ -84,10 +87,21 @@ function nonNegative(value: number): number {
   return Number.isFinite(value) && value > 0 ? value : 0;
 }
 
-/** What requests in flight hold of `window`: nothing once it has ended or when they hold another window. */
+/** What requests in flight hold of `window`, or null: nothing once it has ended or when they hold another window. */
+function reservedIn(reserved: Reserved | null | undefined, window: WindowUsage | null | undefined, durationMs: number, now: number): Reserved | null {
+  if (reserved === null || reserved === undefined || window === null || window === undefined || reserved.start !== window.windowStartMs) return null;
+  return !(durationMs > 0) || now < window.windowStartMs + durationMs ? reserved : null;
+}
+
+/** What requests in flight hold of `window`. */
 function heldIn(reserved: Reserved | null | undefined, window: WindowUsage | null | undefined, durationMs: number, now: number): number {
-  if (reserved === null || reserved === undefined || window === null || window === undefined || reserved.start !== window.windowStartMs) return 0;
-  return !(durationMs > 0) || now < window.windowStartMs + durationMs ? reserved.amount : 0;
+  return reservedIn(reserved, window, durationMs, now)?.amount ?? 0;
+}
+
+/** True when `amount` does not fit in what remains of `window` and a request holding its last room runs. */
+function crowded(window: WindowUsage | null | undefined, reserved: Reserved | null | undefined, maxLimit: number, durationMs: number, amount: number, now: number): boolean {
+  const running = reservedIn(reserved, window, durationMs, now);
+  return running !== null && running.partial && maxLimit - usedAt(window, durationMs, now) - running.amount < nonNegative(amount);
 }
 
 /** Budget and rate-limit state for every virtual key's provider configs. */
@@ -159,27 +173,35 @@ export class UsageLimits {
       byProvider.set(config.provider, reserved);
     }
     const now = this.#now();
+    // Decided before anything is reserved, so a refusal leaves every window as it was.
+    for (const [index, budget] of config.budgets.entries()) {
+      if (crowded(entry.budgets[index], reserved.budgets[index], budget.maxLimit, budget.resetDurationMs, worst.costUsd, now)) return "budget";
+    }
+    const rate = config.rateLimit;
+    if (rate !== null && crowded(entry.tokens, reserved.tokens, rate.tokenMaxLimit, rate.tokenResetDurationMs, worst.tokens, now)) return "rate_limit";
     // The window is kept from its first reservation on: one opened at each asker's own `now` would hide the
     // reservations made in it before the first request was recorded.
     for (const [index, budget] of config.budgets.entries()) {
       const window = current(entry.budgets[index] ?? null, budget.resetDurationMs, now);
       entry.budgets[index] = window;
-      const before = reserved.budgets[index];
-      const held = heldIn(before, window, budget.resetDurationMs, now);
-      const amount = Math.min(nonNegative(worst.costUsd), budget.maxLimit - window.used - held);
+      const before = reservedIn(reserved.budgets[index], window, budget.resetDurationMs, now);
+      const wanted = nonNegative(worst.costUsd);
+      const amount = Math.min(wanted, budget.maxLimit - window.used - (before?.amount ?? 0));
       if (amount <= 0) continue;
-      reserved.budgets[index] = { start: window.windowStartMs, amount: held + amount };
-      hold.entries.push({ slot: index, start: window.windowStartMs, amount });
+      const partial = amount < wanted;
+      reserved.budgets[index] = { start: window.windowStartMs, amount: (before?.amount ?? 0) + amount, partial: partial || before?.partial === true };
+      hold.entries.push({ slot: index, start: window.windowStartMs, amount, partial });
     }
-    const rate = config.rateLimit;
     if (rate !== null) {
       const window = current(entry.tokens, rate.tokenResetDurationMs, now);
       entry.tokens = window;
-      const held = heldIn(reserved.tokens, window, rate.tokenResetDurationMs, now);
-      const amount = Math.min(nonNegative(worst.tokens), rate.tokenMaxLimit - window.used - held);
+      const before = reservedIn(reserved.tokens, window, rate.tokenResetDurationMs, now);
+      const wanted = nonNegative(worst.tokens);
+      const amount = Math.min(wanted, rate.tokenMaxLimit - window.used - (before?.amount ?? 0));
       if (amount > 0) {
-        reserved.tokens = { start: window.windowStartMs, amount: held + amount };
-        hold.entries.push({ slot: "tokens", start: window.windowStartMs, amount });
+        const partial = amount < wanted;
+        reserved.tokens = { start: window.windowStartMs, amount: (before?.amount ?? 0) + amount, partial: partial || before?.partial === true };
+        hold.entries.push({ slot: "tokens", start: window.windowStartMs, amount, partial });
       }
     }
     return hold;
@@ -191,11 +213,11 @@ export class UsageLimits {
     hold.released = true;
     const reserved = this.#reserved.get(hold.virtualKeyId)?.get(hold.provider);
     if (reserved === undefined) return;
-    for (const { slot, start, amount } of hold.entries) {
+    for (const { slot, start, amount, partial } of hold.entries) {
       const before = slot === "tokens" ? reserved.tokens : reserved.budgets[slot];
       if (before === null || before === undefined || before.start !== start) continue;
       const left = before.amount - amount;
-      const after = left > 1e-12 ? { start, amount: left } : undefined;
+      const after = left > 1e-12 ? { start, amount: left, partial: before.partial && !partial } : undefined;
       if (slot === "tokens") reserved.tokens = after ?? null;
       else reserved.budgets[slot] = after;
     }

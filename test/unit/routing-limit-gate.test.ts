@@ -67,6 +67,45 @@ describe("reservations on one node", () => {
     assert.equal(third.limit, "budget");
   });
 
+  test("admits one request with less room than its worst case at a time", () => {
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
+    const first = sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }));
+    const second = sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }));
+    assert.ok(isHold(first) && isHold(second), "the budget refused a request while room remained");
+    assert.equal(second.local.entries[0]?.partial, true);
+    // The first spent less than it reserved: the room it gives back takes only a request that fits in it.
+    gate.settle(first, 0.5, 10);
+    const crowded = sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }));
+    assert.ok(!isHold(crowded) && "owner" in crowded);
+    assert.equal(crowded.limit, "budget");
+    assert.ok(isHold(sync(gate.reserve(vk, { costUsd: 0.05, tokens: 10 }))), "a request that fits in the room given back was refused");
+  });
+
+  test("refuses a crowded request without counting it against the request rate limit", () => {
+    const hierarchy = new Hierarchy(() => NOW);
+    const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false }, rateLimit: { requests: { maxLimit: 100, window: HOUR }, tokens: null } });
+    const first = sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }));
+    const second = sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }));
+    assert.ok(isHold(first) && isHold(second));
+    gate.settle(first, 0.5, 10);
+    assert.ok(!isHold(sync(gate.reserve(vk, { costUsd: 0.6, tokens: 10 }))));
+    assert.equal(hierarchy.usage(vk)[0]?.requests?.used, 2);
+  });
+
+  test("admits the next request with less room than its worst case once the last one settled", () => {
+    const gate = new LimitGate(new Hierarchy(() => NOW), new UsageLimits(() => NOW));
+    const vk = key({ budget: { maxLimit: 1, window: HOUR, calendarAligned: false } });
+    const first = sync(gate.reserve(vk, { costUsd: 0.5, tokens: 10 }));
+    const second = sync(gate.reserve(vk, { costUsd: 0.75, tokens: 10 }));
+    assert.ok(isHold(first) && isHold(second));
+    gate.settle(second, 0.25, 10);
+    const third = sync(gate.reserve(vk, { costUsd: 0.75, tokens: 10 }));
+    assert.ok(isHold(third));
+    assert.equal(third.local.entries[0]?.amount, 0.25);
+  });
+
   test("gives back what a settled request reserved beyond its actual cost", () => {
     const hierarchy = new Hierarchy(() => NOW);
     const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));

@@ -113,7 +113,7 @@ describe("UsageLimits reservations", () => {
     const first = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
     const second = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
     assert.ok(typeof first !== "string" && typeof second !== "string");
-    assert.deepEqual(second.entries, [{ slot: 0, start: 1_000_000, amount: 0.25 }]);
+    assert.deepEqual(second.entries, [{ slot: 0, start: 1_000_000, amount: 0.25, partial: true }]);
     assert.equal(limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 }), "budget");
   });
   test("requests reserving in a window nobody has spent in yet see each other's reservations", () => {
@@ -146,6 +146,28 @@ describe("UsageLimits reservations", () => {
     limits.reserve("vk-1", budgeted, { costUsd: 2, tokens: 0 });
     clock.advance(HOUR);
     assert.equal(limits.exceeded("vk-1", budgeted), null);
+  });
+  test("admits one request with less room than its worst case at a time", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    const first = limits.reserve("vk-1", budgeted, { costUsd: 0.6, tokens: 0 });
+    const second = limits.reserve("vk-1", budgeted, { costUsd: 0.6, tokens: 0 });
+    assert.ok(typeof first !== "string" && typeof second !== "string");
+    // The first spent less than it reserved: the room it gives back takes only a request that fits in it.
+    limits.record("vk-1", budgeted, { costUsd: 0.5, tokens: 0 });
+    limits.release(first);
+    assert.equal(limits.reserve("vk-1", budgeted, { costUsd: 0.6, tokens: 0 }), "budget");
+    assert.notEqual(typeof limits.reserve("vk-1", budgeted, { costUsd: 0.05, tokens: 0 }), "string");
+  });
+  test("admits the next request with less room than its worst case once the last one is released", () => {
+    const limits = new UsageLimits(fakeClock().now);
+    const first = limits.reserve("vk-1", budgeted, { costUsd: 0.5, tokens: 0 });
+    const second = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
+    assert.ok(typeof first !== "string" && typeof second !== "string");
+    limits.record("vk-1", budgeted, { costUsd: 0.25, tokens: 0 });
+    limits.release(second);
+    const third = limits.reserve("vk-1", budgeted, { costUsd: 0.75, tokens: 0 });
+    assert.ok(typeof third !== "string");
+    assert.deepEqual(third.entries, [{ slot: 0, start: 1_000_000, amount: 0.25, partial: true }]);
   });
   test("reservations are never part of a snapshot", () => {
     const limits = new UsageLimits(fakeClock().now);
