@@ -26,26 +26,43 @@ function addMonths(ms: number, months: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + months, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds(), d.getUTCMilliseconds());
 }
 
+/**
+ * The month-based window each spec met last, from its start, and the calendar-aligned one: a request reads
+ * its windows several times at every level, and working out a calendar boundary takes a Date and a dozen
+ * of its calls each time.
+ */
+const lastCalendarWindow = new WeakMap<WindowSpec, { start: number; end: number }>();
+const lastAlignedWindow = new WeakMap<WindowSpec, { start: number; end: number }>();
+
 /** The end of the window that starts at `start`. */
 export function windowEnd(spec: WindowSpec, start: number): number {
   const months = UNIT_MONTHS[spec.unit];
-  return months === undefined ? start + spec.count * (UNIT_MS[spec.unit] as number) : addMonths(start, spec.count * months);
+  if (months === undefined) return start + spec.count * (UNIT_MS[spec.unit] as number);
+  const last = lastCalendarWindow.get(spec);
+  if (last !== undefined && last.start === start) return last.end;
+  const end = addMonths(start, spec.count * months);
+  lastCalendarWindow.set(spec, { start, end });
+  return end;
 }
 
 /** The start of the calendar-aligned window containing `now` (UTC). */
 function alignedStart(spec: WindowSpec, now: number): number {
-  const d = new Date(now);
   const months = UNIT_MONTHS[spec.unit];
   if (months !== undefined) {
+    const last = lastAlignedWindow.get(spec);
+    if (last !== undefined && last.start <= now && now < last.end) return last.start;
+    const d = new Date(now);
     const span = spec.count * months;
     const index = d.getUTCFullYear() * 12 + d.getUTCMonth();
     const first = index - (index % span);
-    return Date.UTC(Math.floor(first / 12), first % 12, 1);
+    const start = Date.UTC(Math.floor(first / 12), first % 12, 1);
+    lastAlignedWindow.set(spec, { start, end: windowEnd(spec, start) });
+    return start;
   }
   if (spec.unit === "w") {
-    const midnight = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-    // getUTCDay: Sunday 0; weeks start on Monday.
-    return midnight - ((d.getUTCDay() + 6) % 7) * 86_400_000;
+    // Weeks start on Monday; 1970-01-01, day 0, was a Thursday (three days after a Monday).
+    const day = Math.floor(now / 86_400_000);
+    return (day - ((day + 3) % 7)) * 86_400_000;
   }
   const length = spec.count * (UNIT_MS[spec.unit] as number);
   return now - (now % length);

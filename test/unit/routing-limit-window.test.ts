@@ -46,4 +46,26 @@ describe("limit windows", () => {
     assert.equal(currentWindowStart(parseWindow("1Y", "w"), true, null, now), at("2026-01-01T00:00:00Z"));
     assert.equal(windowEnd(parseWindow("1Q", "w"), at("2026-07-01T00:00:00Z")), at("2026-10-01T00:00:00Z"));
   });
+
+  test("moves one spec's aligned window on when asked past its end, and back when asked before it", () => {
+    const spec = parseWindow("1M", "w");
+    assert.equal(currentWindowStart(spec, true, null, at("2026-08-17T15:42:00Z")), at("2026-08-01T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, true, null, at("2026-08-31T23:59:59.999Z")), at("2026-08-01T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, true, null, at("2026-09-01T00:00:00Z")), at("2026-09-01T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, true, null, at("2026-08-20T00:00:00Z")), at("2026-08-01T00:00:00Z"));
+  });
+
+  test("ends one spec's monthly windows from each start it is asked about", () => {
+    const spec = parseWindow("1M", "w");
+    assert.equal(windowEnd(spec, at("2026-01-15T00:00:00Z")), at("2026-02-15T00:00:00Z"));
+    assert.equal(windowEnd(spec, at("2026-02-15T00:00:00Z")), at("2026-03-15T00:00:00Z"));
+    assert.equal(windowEnd(spec, at("2026-01-15T00:00:00Z")), at("2026-02-15T00:00:00Z"));
+  });
+
+  test("aligns a weekly window from Sunday night and Monday morning alike", () => {
+    const spec = parseWindow("1w", "w");
+    assert.equal(currentWindowStart(spec, true, null, at("2026-01-11T23:59:59.999Z")), at("2026-01-05T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, true, null, at("2026-01-12T00:00:00Z")), at("2026-01-12T00:00:00Z"));
+    assert.equal(currentWindowStart(spec, true, null, at("1970-01-01T12:00:00Z")), at("1969-12-29T00:00:00Z"));
+  });
 });
