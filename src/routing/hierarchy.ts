@@ -108,6 +108,13 @@ function key(level: Level, id: string): string {
   return `${level}:${id}`;
 }
 
+/** An owner's map keys: of its counters, and of what requests in flight hold of its budget and token windows. */
+interface OwnerKeys {
+  owner: string;
+  budget: string;
+  tokens: string;
+}
+
 /** The hierarchy's owners and counters. */
 export class Hierarchy {
   readonly #owners = new Map<string, LevelOwner>();
@@ -123,6 +130,13 @@ export class Hierarchy {
   #revision = 0;
   /** Bumped whenever an owner is added, changed or removed, so what is derived from membership can be rebuilt. */
   #ownersVersion = 0;
+  /**
+   * Each key's levels, built once per key object and owners version (a key's update replaces its object):
+   * a request asks for them at every check, reservation and charge.
+   */
+  readonly #chains = new WeakMap<VirtualKey, { version: number; chain: readonly LevelOwner[] }>();
+  /** Each owner's map keys, made once rather than joined anew at every read of its windows. */
+  readonly #keys = new WeakMap<LevelOwner, OwnerKeys>();
 
   constructor(now: Clock = Date.now) {
     this.#now = now;
@@ -204,15 +218,29 @@ export class Hierarchy {
   }
 
   /** The levels of a key, most specific first: the key itself, its team, customer and business unit. */
-  chain(virtualKey: VirtualKey): LevelOwner[] {
+  chain(virtualKey: VirtualKey): readonly LevelOwner[] {
+    const known = this.#chains.get(virtualKey);
+    if (known !== undefined && known.version === this.#ownersVersion) return known.chain;
     const own: LevelOwner = { level: "virtual_key", id: virtualKey.id, name: virtualKey.name, parentId: "", budget: virtualKey.budget, rateLimit: virtualKey.rateLimit };
     const { team, customer } = this.membership(virtualKey);
     const unit = customer === null || customer.parentId === "" ? null : this.get("business_unit", customer.parentId);
-    return [own, team, customer, unit].filter((owner): owner is LevelOwner => owner !== null);
+    const chain = [own, team, customer, unit].filter((owner): owner is LevelOwner => owner !== null);
+    this.#chains.set(virtualKey, { version: this.#ownersVersion, chain });
+    return chain;
+  }
+
+  #keysOf(owner: LevelOwner): OwnerKeys {
+    let keys = this.#keys.get(owner);
+    if (keys === undefined) {
+      const id = key(owner.level, owner.id);
+      keys = { owner: id, budget: `${id}:budget`, tokens: `${id}:tokens` };
+      this.#keys.set(owner, keys);
+    }
+    return keys;
   }
 
   #window(owner: LevelOwner, which: keyof Counters, spec: WindowSpec, aligned: boolean, now: number): Counter {
-    const counters = this.#counters.get(key(owner.level, owner.id));
+    const counters = this.#counters.get(this.#keysOf(owner).owner);
     const last = counters?.[which] ?? null;
     const start = currentWindowStart(spec, aligned, last?.start ?? null, now);
     return last !== null && last.start === start ? last : { start, used: 0 };
@@ -220,7 +248,7 @@ export class Hierarchy {
 
   /** What requests in flight hold of a window, or null when none holds any. */
   #pendingIn(owner: LevelOwner, which: "budget" | "tokens", start: number): Pending | null {
-    const pending = this.#pending.get(`${key(owner.level, owner.id)}:${which}`);
+    const pending = this.#pending.get(this.#keysOf(owner)[which]);
     return pending !== undefined && pending.start === start ? pending : null;
   }
 
@@ -247,7 +275,7 @@ export class Hierarchy {
    * first request settles would never see each other.
    */
   #open(owner: LevelOwner, which: "budget" | "tokens", spec: WindowSpec, aligned: boolean, now: number): void {
-    const id = key(owner.level, owner.id);
+    const id = this.#keysOf(owner).owner;
     const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
     const window = this.#window(owner, which, spec, aligned, now);
     if (counters[which] === window) return;
@@ -299,7 +327,7 @@ export class Hierarchy {
         if (held <= 0) return;
         const partial = held < wanted;
         const pending = this.#pendingIn(owner, which, start);
-        this.#pending.set(`${key(owner.level, owner.id)}:${which}`, { start, amount: (pending?.amount ?? 0) + held, partial: partial || pending?.partial === true });
+        this.#pending.set(this.#keysOf(owner)[which], { start, amount: (pending?.amount ?? 0) + held, partial: partial || pending?.partial === true });
         hold.entries.push({ owner, which, start, amount: held, partial });
       };
       if (owner.budget !== null) holdIn("budget", owner.budget, owner.budget.calendarAligned, worst.costUsd);
@@ -313,7 +341,7 @@ export class Hierarchy {
   release(hold: HierarchyHold): void {
     if (hold.settled) return;
     for (const { owner, start } of hold.counted) {
-      const counter = this.#counters.get(key(owner.level, owner.id))?.requests;
+      const counter = this.#counters.get(this.#keysOf(owner).owner)?.requests;
       if (counter && counter.start === start && counter.used >= 1) {
         counter.used -= 1;
         this.#revision += 1;
@@ -327,7 +355,7 @@ export class Hierarchy {
     if (hold.settled) return;
     hold.settled = true;
     for (const entry of hold.entries) {
-      const id = `${key(entry.owner.level, entry.owner.id)}:${entry.which}`;
+      const id = this.#keysOf(entry.owner)[entry.which];
       const pending = this.#pending.get(id);
       if (pending === undefined || pending.start !== entry.start) continue;
       const amount = pending.amount - entry.amount;
@@ -339,7 +367,7 @@ export class Hierarchy {
 
   /** Adds to a window; returns the window's start. */
   #add(owner: LevelOwner, which: keyof Counters, spec: WindowSpec, aligned: boolean, amount: number, now: number): number {
-    const id = key(owner.level, owner.id);
+    const id = this.#keysOf(owner).owner;
     const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
     const window = this.#window(owner, which, spec, aligned, now);
     counters[which] = { start: window.start, used: window.used + amount };
