@@ -22,10 +22,11 @@ interface Profile {
   endTime: number;
 }
 
-/** The stack of every non-idle sample from `startFraction` of the profile on, innermost frame first. */
-export function* busyStacks(file: string, startFraction: number): Generator<ProfileNode[]> {
+/** The stack of every non-idle sample from `startFraction` of the profile up to `endFraction`, innermost frame first. */
+export function* busyStacks(file: string, startFraction: number, endFraction = 1): Generator<ProfileNode[]> {
   const profile = JSON.parse(readFileSync(file, "utf8")) as Profile;
   const from = profile.startTime + (profile.endTime - profile.startTime) * startFraction;
+  const to = profile.startTime + (profile.endTime - profile.startTime) * endFraction;
   const locators = new Map<string, ModuleLocator>();
   for (const node of profile.nodes) {
     const url = node.callFrame.url;
@@ -45,7 +46,7 @@ export function* busyStacks(file: string, startFraction: number): Generator<Prof
   for (const [i, id] of profile.samples.entries()) {
     at += profile.timeDeltas[i] ?? 0;
     const leaf = byId.get(id);
-    if (at < from || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
+    if (at < from || at > to || leaf === undefined || leaf.callFrame.functionName === "(idle)") continue;
     const stack: ProfileNode[] = [];
     for (let node: ProfileNode | undefined = leaf; node !== undefined; node = byId.get(parent.get(node.id) ?? -1)) stack.push(node);
     yield stack;

@@ -4,7 +4,9 @@
  * to the innermost frame on its stack that a category below claims, so each microsecond counts once.
  * With the target's CPU per request from the same run, the shares become microseconds per request.
  *
- *   node --import tsx bench/profile-account.ts bench/profiles/gateway/<file>.cpuprofile [cpu µs per request] [start fraction]
+ *   node --import tsx bench/profile-account.ts bench/profiles/gateway/<file>.cpuprofile [cpu µs per request] [start fraction] [end fraction]
+ *
+ * A profile of `bench/outside.ts` holds the throughput loop in its first half: pass 0.05 0.45.
  */
 import { busyStacks, type ProfileNode } from "./cpu-profile.js";
 
@@ -53,12 +55,12 @@ function byUrl(node: ProfileNode): string | null {
 }
 
 function main(): void {
-  const [file, cpuArg, startArg] = process.argv.slice(2);
-  if (file === undefined) throw new Error("usage: profile-account.ts <file.cpuprofile> [cpu µs per request] [start fraction, default 0.5]");
+  const [file, cpuArg, startArg, endArg] = process.argv.slice(2);
+  if (file === undefined) throw new Error("usage: profile-account.ts <file.cpuprofile> [cpu µs per request] [start fraction, default 0.5] [end fraction, default 1]");
   const cpuUs = cpuArg === undefined ? null : Number(cpuArg);
   const charged = new Map<string, number>();
   let busy = 0;
-  for (const stack of busyStacks(file, Number(startArg ?? "0.5"))) {
+  for (const stack of busyStacks(file, Number(startArg ?? "0.5"), Number(endArg ?? "1"))) {
     const leaf = stack[0];
     if (leaf === undefined) continue;
     busy++;
