@@ -32,10 +32,11 @@ const identity: ExportIdentity = {
   scopeVersion: "0.1.0",
 };
 const request = { method: "POST", headers: {} };
+const NO_DIMS = (): Readonly<Record<string, string>> => ({});
 
 /** The spans the gateway records for one plain, successful chat completion. */
 function traceOneRequest(): void {
-  const server = startServerTrace(tracing, request, "/v1/chat/completions", {});
+  const server = startServerTrace(tracing, request, "/v1/chat/completions", NO_DIMS);
   if (server === undefined) throw new Error("the always-on sampler dropped a request");
   server.node.virtualKey("vk-bench", "bench");
   server.node.route({ provider: "openai", model: "gpt-4o-mini", fallbacks: 0, engines: ["governance"] });

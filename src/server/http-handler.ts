@@ -163,12 +163,12 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
     try {
       dims = readDimensions(req.headers, opts.metrics.customLabels);
     } catch (err) {
-      observe(req, res, route, dims, opts, opts.tracing ? startServerTrace(opts.tracing, req, route, dims.logValues) : undefined);
+      observe(req, res, route, dims, opts, opts.tracing ? startServerTrace(opts.tracing, req, route, () => dims.logValues) : undefined);
       if (!(err instanceof GatewayError)) throw err;
       sendError(res, 400, err.type, err.message);
       return;
     }
-    const traced = opts.tracing ? startServerTrace(opts.tracing, req, route, dimensionAttributes(dims)) : undefined;
+    const traced = opts.tracing ? startServerTrace(opts.tracing, req, route, () => dimensionAttributes(dims)) : undefined;
     observe(req, res, route, dims, opts, traced);
     const refused = opts.hostGuard?.(req, path) ?? null;
     if (refused !== null) {

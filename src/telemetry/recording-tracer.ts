@@ -261,12 +261,24 @@ export class RecordingSpan implements Span {
   }
 }
 
+/** Which trace a new span joins, its caller's remote parent if any, and the sampler's answer. */
+interface Decision {
+  sampled: boolean;
+  identity: TraceIdentity;
+  remote: SpanContext | undefined;
+}
+
 /** Starts spans: what TraceNode needs of a tracer. */
 export interface SpanStarter {
   /** A span under the span in `context` (a caller's remote one for a request), or a new trace. */
   startSpan(name: string, options: SpanOptions, context: Context): Span;
   /** A span under `parent`, without building a context for it. */
   startChild(name: string, options: SpanOptions, parent: Span): Span;
+  /**
+   * A span under the span in `context`, or undefined when the sampler drops it: `describe` names the span
+   * and gives its options only once it is kept, so a dropped request builds neither.
+   */
+  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): Span | undefined;
 }
 
 /**
@@ -288,21 +300,40 @@ export class RecordingTracer implements SpanStarter {
     return this.startUnder(name, options, parent);
   }
 
+  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): Span | undefined {
+    const parentSpan = trace.getSpan(context);
+    const decided = this.decide(parentSpan);
+    if (!decided.sampled) return undefined;
+    const { name, options } = describe();
+    return this.startDecided(decided, parentSpan, name, options);
+  }
+
   private startUnder(name: string, options: SpanOptions, parentSpan: Span | undefined): Span {
+    const decided = this.decide(parentSpan);
+    if (decided.sampled) return this.startDecided(decided, parentSpan, name, options);
+    const { identity } = decided;
+    // The API's non-recording span carries the ids, so that traceparent still propagates; `|| 1`: an
+    // all-zero span id is invalid.
+    return trace.wrapSpanContext({ traceId: identity.hex, spanId: wordHex(randomWord() || 1) + wordHex(randomWord()), traceFlags: TraceFlags.NONE, ...(identity.state ? { traceState: identity.state } : {}) });
+  }
+
+  /** The trace a new span under `parentSpan` belongs to, and whether the sampler keeps it. */
+  private decide(parentSpan: Span | undefined): Decision {
+    // A recording span of this tracer is a valid, sampled parent: only a caller's remote context is checked.
+    if (parentSpan instanceof RecordingSpan) return { sampled: true, identity: parentSpan.trace, remote: undefined };
+    const parent = parentSpan?.spanContext();
+    const remote = parent !== undefined && trace.isSpanContextValid(parent) ? parent : undefined;
+    const identity = remote === undefined ? TraceIdentity.random() : TraceIdentity.of(remote);
+    return { sampled: this.sampler(identity.w3, remote), identity, remote };
+  }
+
+  private startDecided(decided: Decision, parentSpan: Span | undefined, name: string, options: SpanOptions): RecordingSpan {
     const kind = options.kind ?? SpanKind.INTERNAL;
     let idHigh = randomWord();
     const idLow = randomWord();
     if (idHigh === 0 && idLow === 0) idHigh = 1;
-    // A recording span of this tracer is a valid, sampled parent: only a caller's remote context is checked.
-    if (parentSpan instanceof RecordingSpan) {
-      return this.recording(parentSpan.trace, idHigh, idLow, true, parentSpan.idHigh, parentSpan.idLow, name, kind, options);
-    }
-    const parent = parentSpan?.spanContext();
-    const remote = parent !== undefined && trace.isSpanContextValid(parent) ? parent : undefined;
-    const identity = remote === undefined ? TraceIdentity.random() : TraceIdentity.of(remote);
-    if (!this.sampler(identity.w3, remote)) {
-      return trace.wrapSpanContext({ traceId: identity.hex, spanId: wordHex(idHigh) + wordHex(idLow), traceFlags: TraceFlags.NONE, ...(identity.state ? { traceState: identity.state } : {}) });
-    }
+    const { identity, remote } = decided;
+    if (parentSpan instanceof RecordingSpan) return this.recording(identity, idHigh, idLow, true, parentSpan.idHigh, parentSpan.idLow, name, kind, options);
     if (remote === undefined) return this.recording(identity, idHigh, idLow, false, 0, 0, name, kind, options);
     return this.recording(identity, idHigh, idLow, true, hexWords(remote.spanId, 0), hexWords(remote.spanId, 8), name, kind, options);
   }

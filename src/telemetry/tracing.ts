@@ -338,23 +338,21 @@ export class ServerTrace {
 
 /**
  * Starts the SERVER span of a request named `<METHOD> <route>`, continuing the caller's traceparent;
- * `dims` become `gw.dim.<label>` attributes. Returns undefined when the sampler drops the request, so
- * nothing below it builds attributes.
+ * `dims` (asked only for a kept span) become `gw.dim.<label>` attributes. Returns undefined when the
+ * sampler drops the request, so neither this nor anything below it builds a name or attributes.
  */
 export function startServerTrace(
   tracing: Tracing,
   req: { method?: string | undefined; headers: Readonly<Record<string, string | string[] | undefined>> },
   route: string,
-  dims: Readonly<Record<string, string>>,
+  dims: () => Readonly<Record<string, string>>,
 ): ServerTrace | undefined {
-  const parent = tracing.extract(req.headers);
-  const method = req.method ?? "GET";
-  const attributes: Attributes = { "http.request.method": method, "http.route": route };
-  for (const label in dims) attributes[`gw.dim.${label}`] = dims[label];
-  const span = tracing.tracer.startSpan(`${method} ${route}`, { kind: SpanKind.SERVER, attributes }, parent);
-  if (!span.isRecording()) {
-    span.end();
-    return undefined;
-  }
-  return new ServerTrace(tracing, span);
+  const span = tracing.tracer.startSampled(tracing.extract(req.headers), () => {
+    const method = req.method ?? "GET";
+    const attributes: Attributes = { "http.request.method": method, "http.route": route };
+    const values = dims();
+    for (const label in values) attributes[`gw.dim.${label}`] = values[label];
+    return { name: `${method} ${route}`, options: { kind: SpanKind.SERVER, attributes } };
+  });
+  return span === undefined ? undefined : new ServerTrace(tracing, span);
 }

@@ -181,4 +181,27 @@ describe("recorded spans", () => {
     child.end();
     assert.equal(ended.length, 0);
   });
+
+  test("build no name or attributes for a request span the sampler drops", () => {
+    const tracer = new RecordingTracer(() => undefined, () => false);
+    let described = 0;
+    const span = tracer.startSampled(ROOT_CONTEXT, () => {
+      described++;
+      return { name: "dropped", options: {} };
+    });
+    assert.equal(span, undefined);
+    assert.equal(described, 0);
+  });
+
+  test("continue a caller's sampled trace in a kept request span, named as described", () => {
+    const { tracer, ended } = recorder();
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId: "000102030a0b0c0d00f0ff0000000001", spanId: "00000000000000ff", traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const span = tracer.startSampled(parent, () => ({ name: "POST /v1/chat/completions", options: { attributes: { "http.route": "/v1/chat/completions" } } }));
+    assert.ok(span !== undefined);
+    span.end();
+    const [decoded] = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.equal(decoded?.traceId, "000102030a0b0c0d00f0ff0000000001");
+    assert.equal(decoded?.parentSpanId, "00000000000000ff");
+    assert.equal(decoded?.name, "POST /v1/chat/completions");
+  });
 });
