@@ -16,7 +16,7 @@ import { originOfHeaders } from "../mcp/credentials/index.js";
 import type { JsonObject } from "../providers/types.js";
 import type { RequestScope } from "../services/context.js";
 import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
-import type { Logger } from "../telemetry/logger.js";
+import { mayHoldRedacted, unredactedLogger, type Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
 import { startServerTrace, type ServerTrace, type TraceNode, type Tracing } from "../telemetry/tracing.js";
 import type { RequestHandler } from "./listener.js";
@@ -141,6 +141,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const oauthCallback = createOauthCallback({ transport: opts.restTransport, logger: opts.logger });
   const dashboard = createDashboard(opts.webDir);
   const routeOf = routeTemplates(opts.services, table);
+  const observing: Observing = { metrics: opts.metrics, logger: opts.logger, accessLog: unredactedLogger(opts.logger) };
   const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
   const serveAnthropicModels = opts.compatModelNames ? createAnthropicModelsHandler(opts.compatModelNames) : null;
   const inference = new Map<string, V1Handler>();
@@ -163,13 +164,13 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
     try {
       dims = readDimensions(req.headers, opts.metrics.customLabels);
     } catch (err) {
-      observe(req, res, route, dims, opts, opts.tracing ? startServerTrace(opts.tracing, req, route, () => dims.logValues) : undefined);
+      observe(req, res, route, dims, observing, opts.tracing ? startServerTrace(opts.tracing, req, route, () => dims.logValues) : undefined);
       if (!(err instanceof GatewayError)) throw err;
       sendError(res, 400, err.type, err.message);
       return;
     }
     const traced = opts.tracing ? startServerTrace(opts.tracing, req, route, () => dimensionAttributes(dims)) : undefined;
-    observe(req, res, route, dims, opts, traced);
+    observe(req, res, route, dims, observing, traced);
     const refused = opts.hostGuard?.(req, path) ?? null;
     if (refused !== null) {
       sendError(res, 403, "host_not_allowed", refused);
@@ -305,7 +306,15 @@ function dimensionAttributes(dims: RequestDimensions): Readonly<Record<string, s
 }
 
 /** Records the http_* metrics, the request's log line and the end of its span once the response is done. */
-function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: HttpHandlerOptions, traced: ServerTrace | undefined): void {
+/** Where a request's observation goes: its http_* sample, and its access line through either logger. */
+interface Observing {
+  metrics: Metrics;
+  logger: Logger;
+  /** `logger` without the redaction pass, for lines that cannot hold a redacted field. */
+  accessLog: Logger;
+}
+
+function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: Observing, traced: ServerTrace | undefined): void {
   const observation = new RequestObservation(req, res, route, dims, opts, traced);
   // on, not once: once wraps each listener per request, and the observation records only once.
   res.on("finish", observation.finish);
@@ -323,7 +332,7 @@ class RequestObservation {
     private readonly res: Res,
     private readonly route: string,
     private readonly dims: RequestDimensions,
-    private readonly opts: HttpHandlerOptions,
+    private readonly opts: Observing,
     private readonly traced: ServerTrace | undefined,
   ) {
     this.finish = this.record.bind(this);
@@ -358,7 +367,8 @@ class RequestObservation {
         ids === undefined
           ? { path: route, method, status, duration_ms: durationMs, dims: dims.logValues }
           : { path: route, method, status, duration_ms: durationMs, dims: dims.logValues, trace_id: ids.trace_id, span_id: ids.span_id };
-      opts.logger[level](line, "request");
+      // Only the dimensions can carry a field the redaction censors: a header x-gw-dim-value, say.
+      (mayHoldRedacted(dims.logValues) ? opts.logger : opts.accessLog)[level](line, "request");
     }
     this.traced?.end(status);
   }

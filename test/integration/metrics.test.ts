@@ -207,6 +207,16 @@ describe("custom labels and dimension headers", () => {
     assert.deepEqual(line?.dims, { team: "logged", env: "prod" });
   });
 
+  test("a dimension named like a censored field is redacted in the request's log line", async () => {
+    await fetch(`${app.url}/api/mcp/clients`, { headers: { "x-gw-dim-value": "a-secret", "x-gw-dim-team": "censored" } });
+    let line: { dims?: Record<string, string> } | undefined;
+    for (let i = 0; i < 100 && !line; i++) {
+      line = app.logLines.map((l) => JSON.parse(l) as { msg?: string; dims?: Record<string, string> }).find((l) => l.msg === "request" && l.dims?.["team"] === "censored");
+      if (!line) await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.deepEqual(line?.dims, { value: "[redacted]", team: "censored" });
+  });
+
   test("PATCH /config prometheus_labels adds a label at run time and restarts the counters", async () => {
     const res = await api(app, "PATCH", "/config", { client: { prometheus_labels: ["team", "env"] } });
     assert.equal(res.status, 200, JSON.stringify(res.body));

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { batchedDestination, createLogger } from "../../src/telemetry/logger.js";
+import { batchedDestination, createLogger, mayHoldRedacted, unredactedLogger } from "../../src/telemetry/logger.js";
 
 /** A logger whose lines are parsed into `lines`. */
 function capturing(): { lines: Array<Record<string, unknown>>; logger: ReturnType<typeof createLogger> } {
@@ -68,4 +68,21 @@ test("writes a lone line to the batched destination without waiting for a batch 
     });
     await rm(dir, { recursive: true, force: true });
   }
+});
+
+test("writes a line through the unredacted logger as its logger writes it", () => {
+  const { lines, logger } = capturing();
+  const line = { path: "/v1/chat/completions", method: "POST", status: 200, duration_ms: 1.5, dims: { team: "a" } };
+  logger.info(line, "request");
+  unredactedLogger(logger).info(line, "request");
+  const [redacting, unredacted] = lines.map(({ time: _time, ...rest }) => rest);
+  assert.deepEqual(unredacted, redacting);
+  assert.deepEqual(unredacted?.["dims"], { team: "a" });
+});
+
+test("names an object holding a field the redaction censors, and passes one that holds none", () => {
+  assert.equal(mayHoldRedacted({ team: "a", value: "x" }), true);
+  assert.equal(mayHoldRedacted({ authorization: "x" }), true);
+  assert.equal(mayHoldRedacted({ team: "a", env: "prod" }), false);
+  assert.equal(mayHoldRedacted({}), false);
 });
