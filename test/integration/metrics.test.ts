@@ -197,24 +197,24 @@ describe("custom labels and dimension headers", () => {
     assert.match(res.body.error.message, /x-gw-dim-method/);
   });
 
+  /** The dimensions of the access line whose `team` dimension is `team`, once it is written (bounded: 2 s). */
+  async function requestLineDims(team: string): Promise<Record<string, string> | undefined> {
+    for (let i = 0; i < 100; i++) {
+      const line = app.logLines.map((l) => JSON.parse(l) as { msg?: string; dims?: Record<string, string> }).find((l) => l.msg === "request" && l.dims?.["team"] === team);
+      if (line) return line.dims;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return undefined;
+  }
+
   test("dimension values go to the request's log line", async () => {
     await fetch(`${app.url}/api/mcp/clients`, { headers: { "x-gw-dim-team": "logged", "x-gw-dim-env": "prod" } });
-    let line: { dims?: Record<string, string> } | undefined;
-    for (let i = 0; i < 100 && !line; i++) {
-      line = app.logLines.map((l) => JSON.parse(l) as { msg?: string; dims?: Record<string, string> }).find((l) => l.msg === "request" && l.dims?.["team"] === "logged");
-      if (!line) await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.deepEqual(line?.dims, { team: "logged", env: "prod" });
+    assert.deepEqual(await requestLineDims("logged"), { team: "logged", env: "prod" });
   });
 
   test("a dimension named like a censored field is redacted in the request's log line", async () => {
     await fetch(`${app.url}/api/mcp/clients`, { headers: { "x-gw-dim-value": "a-secret", "x-gw-dim-team": "censored" } });
-    let line: { dims?: Record<string, string> } | undefined;
-    for (let i = 0; i < 100 && !line; i++) {
-      line = app.logLines.map((l) => JSON.parse(l) as { msg?: string; dims?: Record<string, string> }).find((l) => l.msg === "request" && l.dims?.["team"] === "censored");
-      if (!line) await new Promise((r) => setTimeout(r, 20));
-    }
-    assert.deepEqual(line?.dims, { value: "[redacted]", team: "censored" });
+    assert.deepEqual(await requestLineDims("censored"), { value: "[redacted]", team: "censored" });
   });
 
   test("PATCH /config prometheus_labels adds a label at run time and restarts the counters", async () => {
