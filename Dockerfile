@@ -34,4 +34,4 @@ ENV GW_REQUIRE_AUTH=1
 HEALTHCHECK --interval=15s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=8", "--no-allocation-site-pretenuring", "--heap-growing-percent=30", "--liftoff-only", "--no-maglev", "dist/main.js", "--config", "/etc/gw/gw.json", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/data"]
+CMD ["node", "--max-semi-space-size=4", "--no-allocation-site-pretenuring", "--heap-growing-percent=30", "--liftoff-only", "--no-maglev", "dist/main.js", "--config", "/etc/gw/gw.json", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/data"]
