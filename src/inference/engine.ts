@@ -64,7 +64,9 @@ async function complete(engine: Engine, call: ChatCall): Promise<ChatOutcome> {
     throw error;
   }
   traceRoute(req);
-  const hit = await lookUpCache(engine, req);
+  // Awaited only when the key's cache is asked: without a cache the lookup answers null at once.
+  const looking = lookUpCache(engine, req);
+  const hit = looking instanceof Promise ? await looking : looking;
   if (hit !== null) {
     // A hit calls no provider and spends nothing: only the hit itself is counted.
     const cacheType = hit.status === "hit-direct" ? "direct" : "semantic";
