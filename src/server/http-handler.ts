@@ -305,7 +305,6 @@ function dimensionAttributes(dims: RequestDimensions): Readonly<Record<string, s
   return { ...dims.metricValues, ...dims.logValues };
 }
 
-/** Records the http_* metrics, the request's log line and the end of its span once the response is done. */
 /** Where a request's observation goes: its http_* sample, and its access line through either logger. */
 interface Observing {
   metrics: Metrics;
@@ -314,6 +313,7 @@ interface Observing {
   accessLog: Logger;
 }
 
+/** Records the http_* metrics, the request's log line and the end of its span once the response is done. */
 function observe(req: Req, res: Res, route: string, dims: RequestDimensions, opts: Observing, traced: ServerTrace | undefined): void {
   const observation = new RequestObservation(req, res, route, dims, opts, traced);
   // on, not once: once wraps each listener per request, and the observation records only once.

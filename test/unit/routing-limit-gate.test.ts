@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { Hierarchy, type LevelExceeded } from "../../src/routing/hierarchy.js";
+import { Hierarchy, type LevelExceeded, type LevelOwner } from "../../src/routing/hierarchy.js";
 import { LimitGate, type ConfigExceeded, type LimitHold } from "../../src/routing/limit-gate.js";
 import { parseWindow } from "../../src/routing/limit-window.js";
 import { SharedLedger, type LedgerHold } from "../../src/routing/shared-ledger.js";
@@ -104,6 +104,21 @@ describe("reservations on one node", () => {
     const third = sync(gate.reserve(vk, { costUsd: 0.75, tokens: 10 }));
     assert.ok(isHold(third));
     assert.equal(third.local.entries[0]?.amount, 0.25);
+  });
+
+  test("applies a team's new budget to a key whose levels were read before the change", () => {
+    const hierarchy = new Hierarchy(() => NOW);
+    const team = (maxLimit: number): LevelOwner => ({ level: "team", id: "team-a", name: "a", parentId: "", budget: { maxLimit, window: HOUR, calendarAligned: false }, rateLimit: null });
+    hierarchy.put(team(1));
+    const vk = key({ teamId: "team-a" });
+    const gate = new LimitGate(hierarchy, new UsageLimits(() => NOW));
+    const first = sync(gate.reserve(vk, { costUsd: 0.5, tokens: 10 }));
+    assert.ok(isHold(first));
+    gate.settle(first, 0.5, 10);
+    hierarchy.put(team(0.5));
+    const refused = sync(gate.reserve(vk, { costUsd: 0.1, tokens: 10 }));
+    assert.ok(!isHold(refused) && "owner" in refused);
+    assert.equal(refused.owner.id, "team-a");
   });
 
   test("gives back what a settled request reserved beyond its actual cost", () => {
