@@ -16,7 +16,8 @@ import { originOfHeaders } from "../mcp/credentials/index.js";
 import type { JsonObject } from "../providers/types.js";
 import type { RequestScope } from "../services/context.js";
 import { NO_DIMENSIONS, readDimensions, type RequestDimensions } from "../telemetry/dimensions.js";
-import { mayHoldRedacted, unredactedLogger, type Logger } from "../telemetry/logger.js";
+import { accessLogOf, type AccessLog } from "../telemetry/access-line.js";
+import type { Logger } from "../telemetry/logger.js";
 import type { Metrics } from "../telemetry/metrics.js";
 import { startServerTrace, type ServerTrace, type TraceNode, type Tracing } from "../telemetry/tracing.js";
 import type { RequestHandler } from "./listener.js";
@@ -141,7 +142,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
   const oauthCallback = createOauthCallback({ transport: opts.restTransport, logger: opts.logger });
   const dashboard = createDashboard(opts.webDir);
   const routeOf = routeTemplates(opts.services, table);
-  const observing: Observing = { metrics: opts.metrics, logger: opts.logger, accessLog: unredactedLogger(opts.logger) };
+  const observing: Observing = { metrics: opts.metrics, logger: opts.logger, accessLog: accessLogOf(opts.logger) };
   const serveModel = opts.modelLookup ? createModelHandler(opts.modelLookup) : null;
   const serveAnthropicModels = opts.compatModelNames ? createAnthropicModelsHandler(opts.compatModelNames) : null;
   const inference = new Map<string, V1Handler>();
@@ -305,12 +306,12 @@ function dimensionAttributes(dims: RequestDimensions): Readonly<Record<string, s
   return { ...dims.metricValues, ...dims.logValues };
 }
 
-/** Where a request's observation goes: its http_* sample, and its access line through either logger. */
+/** Where a request's observation goes: its http_* sample, and its access line. */
 interface Observing {
   metrics: Metrics;
+  /** Says which levels are on. */
   logger: Logger;
-  /** `logger` without the redaction pass, for lines that cannot hold a redacted field. */
-  accessLog: Logger;
+  accessLog: AccessLog;
 }
 
 /** Records the http_* metrics, the request's log line and the end of its span once the response is done. */
@@ -367,8 +368,7 @@ class RequestObservation {
         ids === undefined
           ? { path: route, method, status, duration_ms: durationMs, dims: dims.logValues }
           : { path: route, method, status, duration_ms: durationMs, dims: dims.logValues, trace_id: ids.trace_id, span_id: ids.span_id };
-      // Only the dimensions can carry a field the redaction censors: a header x-gw-dim-value, say.
-      (mayHoldRedacted(dims.logValues) ? opts.logger : opts.accessLog)[level](line, "request");
+      opts.accessLog(level, line);
     }
     this.traced?.end(status);
   }

@@ -1,16 +1,18 @@
 /**
  * The structured logger: each line's ISO-8601 time (formatted once per millisecond) and the batched
  * destination that stdout is written through, which must still write a lone line without waiting for a
- * batch to fill.
+ * batch to fill, keep the order of many batches, and write what it holds when the process exits.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { batchedDestination, createLogger, mayHoldRedacted, unredactedLogger } from "../../src/telemetry/logger.js";
+import { batchedDestination, createLogger, mayHoldRedacted } from "../../src/telemetry/logger.js";
 
 /** A logger whose lines are parsed into `lines`. */
 function capturing(): { lines: Array<Record<string, unknown>>; logger: ReturnType<typeof createLogger> } {
@@ -61,23 +63,9 @@ test("writes a lone line to the batched destination without waiting for a batch 
     }
     assert.match(text, /"path":"\/v1\/models".*"msg":"request"/);
   } finally {
-    // sonic-boom's end takes no callback: it closes the file, then says so.
-    await new Promise<void>((resolve) => {
-      destination.once("close", () => resolve());
-      destination.end();
-    });
+    await new Promise<void>((resolve) => destination.end(resolve));
     await rm(dir, { recursive: true, force: true });
   }
-});
-
-test("writes a line through the unredacted logger as its logger writes it", () => {
-  const { lines, logger } = capturing();
-  const line = { path: "/v1/chat/completions", method: "POST", status: 200, duration_ms: 1.5, dims: { team: "a" } };
-  logger.info(line, "request");
-  unredactedLogger(logger).info(line, "request");
-  const [redacting, unredacted] = lines.map(({ time: _time, ...rest }) => rest);
-  assert.deepEqual(unredacted, redacting);
-  assert.deepEqual(unredacted?.["dims"], { team: "a" });
 });
 
 test("names an object holding a field the redaction censors, and passes one that holds none", () => {
@@ -85,4 +73,51 @@ test("names an object holding a field the redaction censors, and passes one that
   assert.equal(mayHoldRedacted({ authorization: "x" }), true);
   assert.equal(mayHoldRedacted({ team: "a", env: "prod" }), false);
   assert.equal(mayHoldRedacted({}), false);
+});
+
+test("writes every line of many batches, in order, before it closes", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
+  const file = join(dir, "gateway.log");
+  const destination = batchedDestination(file);
+  try {
+    const logger = createLogger({ level: "info", destination });
+    for (let n = 0; n < 2000; n++) logger.info({ n }, "line");
+    await new Promise<void>((resolve) => destination.end(resolve));
+    const numbers = (await readFile(file, "utf8"))
+      .split("\n")
+      .filter((text) => text !== "")
+      .map((text) => (JSON.parse(text) as { n: number }).n);
+    assert.deepEqual(numbers, Array.from({ length: 2000 }, (_, n) => n));
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test("writes the lines still gathered when the process exits", async () => {
+  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
+  const file = join(dir, "gateway.log");
+  try {
+    // A child that logs three lines and exits at once, long before a batch would be written.
+    const script = `
+      import { batchedDestination, createLogger } from ${JSON.stringify(new URL("../../src/telemetry/logger.ts", import.meta.url).href)};
+      const destination = batchedDestination(${JSON.stringify(file)});
+      destination.write("");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const logger = createLogger({ level: "info", destination });
+      for (const n of [1, 2, 3]) logger.info({ n }, "line");
+      process.exit(0);
+    `;
+    const child = spawn(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    const [code] = (await once(child, "exit")) as [number | null];
+    assert.equal(code, 0, stderr);
+    const lines = (await readFile(file, "utf8")).split("\n").filter((text) => text !== "");
+    assert.deepEqual(
+      lines.map((text) => (JSON.parse(text) as { n: number }).n),
+      [1, 2, 3],
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
 });

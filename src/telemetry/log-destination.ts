@@ -1,0 +1,78 @@
+/**
+ * The gateway's log destination: stdout (fd 1) or a file, written asynchronously by pino's destination
+ * (sonic-boom) in batches. The lines of a batch are kept in a list and handed over as one string: given
+ * them one by one, sonic-boom appends each to its pending text and measures that text's byte length, which
+ * copies all of it again for every line written. A stop loses no line: a batch's timer keeps the process
+ * up until it has been handed over, and process.exit() writes what is pending synchronously.
+ */
+import { pino } from "pino";
+
+/** Characters of lines gathered before they are written in one system call. */
+const BATCH_CHARS = 4096;
+
+/** The longest a line waits for its batch to fill before it is written anyway. */
+const FLUSH_MS = 100;
+
+/** Where a logger writes its lines (what pino needs of a destination stream). */
+export interface LogDestination {
+  write(line: string): unknown;
+}
+
+/** Lines gathered into batches in front of a sonic-boom writer. */
+export class BatchedLogDestination implements LogDestination {
+  readonly #sink: ReturnType<typeof pino.destination>;
+  #lines: string[] = [];
+  #chars = 0;
+  #timer: NodeJS.Timeout | undefined;
+  readonly #flushAtExit = (): void => {
+    try {
+      this.flushSync();
+    } catch {
+      // A file not open yet, or closed already, takes no more lines; exiting must not throw for it.
+    }
+  };
+
+  constructor(dest: number | string) {
+    // pino's destination stops writing once its reader has gone (EPIPE), and ends itself at exit.
+    this.#sink = pino.destination({ dest, sync: false, minLength: 0 });
+    process.once("exit", this.#flushAtExit);
+  }
+
+  write(line: string): boolean {
+    this.#lines.push(line);
+    this.#chars += line.length;
+    if (this.#chars >= BATCH_CHARS) this.#pass();
+    else this.#timer ??= setTimeout(BatchedLogDestination.#due, FLUSH_MS, this);
+    return true;
+  }
+
+  /** Writes everything pending before returning (pino calls it after a fatal line). */
+  flushSync(): void {
+    this.#pass();
+    this.#sink.flushSync();
+  }
+
+  /** Writes what is pending, then closes the file; `closed` runs once it is closed. */
+  end(closed?: () => void): void {
+    this.#pass();
+    process.removeListener("exit", this.#flushAtExit);
+    if (closed !== undefined) this.#sink.once("close", closed);
+    this.#sink.end();
+  }
+
+  /** Hands the gathered lines to sonic-boom as one string. */
+  #pass(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#lines.length === 0) return;
+    const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join("");
+    this.#lines = [];
+    this.#chars = 0;
+    this.#sink.write(text);
+  }
+
+  static #due(destination: BatchedLogDestination): void {
+    destination.#timer = undefined;
+    destination.#pass();
+  }
+}
