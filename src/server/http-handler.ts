@@ -260,8 +260,7 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     if (v1) {
-      // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
-      v1(req, res, { dims, origin: originOfHeaders(req.headers), ...(traced ? { trace: traced.node } : {}) }).catch((err: unknown) => {
+      v1(req, res, traced ? { dims, trace: traced.node } : { dims }).catch((err: unknown) => {
         opts.logger.error({ err, path }, "inference handler failed");
         if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
         else res.end();

@@ -13,6 +13,7 @@ import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import { autoRunnableCalls, EXECUTE_TOOL_CODE, isMetaTool, runMetaTool } from "../../mcp/code-mode/meta-tools.js";
+import { originOfHeaders } from "../../mcp/credentials/index.js";
 import type { McpRuntime, OfferedTool } from "../../mcp/runtime.js";
 import type { ChatRequest, JsonObject, MessagesRequest, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
@@ -392,7 +393,9 @@ export function createAgentService(deps: AgentDeps): ChatService {
       throw refusal;
     }
     const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
-    return loop(call, request, auto, { ...caller, origin: call.scope?.origin ?? null, custom: call.scope?.dims.metricValues, codeMode, metaTools });
+    // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
+    const origin = call.scope?.origin ?? originOfHeaders(call.headers);
+    return loop(call, request, auto, { ...caller, origin, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
 
   /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
