@@ -54,16 +54,19 @@ export class BatchedLogDestination implements LogDestination {
 
   /** Writes what is pending, then closes the file; `closed` runs once it is closed. */
   end(closed?: () => void): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#pass();
     process.removeListener("exit", this.#flushAtExit);
     if (closed !== undefined) this.#sink.once("close", closed);
     this.#sink.end();
   }
 
-  /** Hands the gathered lines to sonic-boom as one string. */
+  /**
+   * Hands the gathered lines to sonic-boom as one string. A batch that fills leaves its timer armed: the
+   * timer then finds the next batch, or nothing, instead of being cleared and set again for every batch.
+   */
   #pass(): void {
-    clearTimeout(this.#timer);
-    this.#timer = undefined;
     if (this.#lines.length === 0) return;
     const text = this.#lines.length === 1 ? (this.#lines[0] as string) : this.#lines.join("");
     this.#lines = [];
