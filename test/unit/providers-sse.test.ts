@@ -66,3 +66,23 @@ test("fails with the limit's error once the bytes read pass it", async () => {
   );
   assert.deepEqual(seen, ["0", "1"]);
 });
+
+test("reads a field without a colon as an empty value, and one space after the colon only", async () => {
+  assert.deepEqual(await parse(["data\n\n", "data:x\n\n", "data:  two\n\n", "event\ndata: named\n\n"]), [
+    { event: "message", data: "" },
+    { event: "message", data: "x" },
+    { event: "message", data: " two" },
+    { event: "message", data: "named" },
+  ]);
+});
+
+test("ignores fields other than event and data, and an event without data", async () => {
+  assert.deepEqual(await parse(["id: 7\nretry: 100\ndata: a\n\n", "event: ping\n\n", "data: b\nevents: x\ndatum: y\n\n"]), [
+    { event: "message", data: "a" },
+    { event: "message", data: "b" },
+  ]);
+});
+
+test("joins three data lines, the empty ones too", async () => {
+  assert.deepEqual(await parse(["data: a\ndata:\ndata: c\n\n"]), [{ event: "message", data: "a\n\nc" }]);
+});

@@ -31,7 +31,9 @@ export class SseParser {
   private first = true;
   private buffer = "";
   private event = "";
-  private data: string[] = [];
+  /** The event's data: its one line, or (more) all of its lines; null before its first `data:` line. */
+  private data: string | null = null;
+  private more: string[] | null = null;
   private bytes = 0;
 
   constructor(private readonly limit?: SseByteLimit) {}
@@ -67,27 +69,34 @@ export class SseParser {
         end = lf;
         next = lf + 1;
       } else break;
-      const line = buffer.slice(pos, end);
+      // The line is buffer[start, end); its field and value are read in place, so a line costs one slice.
+      const start = pos;
       pos = next;
-      if (line === "") {
-        const data = this.data;
-        if (data.length > 0) {
-          events.push({ event: this.event || "message", data: data.length === 1 ? (data[0] as string) : data.join("\n") });
-          this.data = [];
+      if (end === start) {
+        if (this.data !== null) {
+          events.push({ event: this.event || "message", data: this.more === null ? this.data : this.more.join("\n") });
+          this.data = null;
+          this.more = null;
         }
         this.event = "";
         continue;
       }
-      if (line.charCodeAt(0) === 58 /* ":" */) continue;
-      const colon = line.indexOf(":");
-      const field = colon === -1 ? line : line.slice(0, colon);
-      let value = colon === -1 ? "" : line.slice(colon + 1);
-      if (value.charCodeAt(0) === 32 /* " " */) value = value.slice(1);
-      if (field === "event") this.event = value;
-      else if (field === "data") this.data.push(value);
+      if (buffer.charCodeAt(start) === 58 /* ":" */) continue;
+      const colon = buffer.indexOf(":", start);
+      const fieldEnd = colon === -1 || colon > end ? end : colon;
+      let valueStart = fieldEnd === end ? end : fieldEnd + 1;
+      if (buffer.charCodeAt(valueStart) === 32 /* " " */ && valueStart < end) valueStart++;
+      const fieldLength = fieldEnd - start;
+      if (fieldLength === 4 && buffer.startsWith("data", start)) this.addData(buffer.slice(valueStart, end));
+      else if (fieldLength === 5 && buffer.startsWith("event", start)) this.event = buffer.slice(valueStart, end);
     }
     this.buffer = pos > 0 ? buffer.slice(pos) : buffer;
     return events;
+  }
+
+  private addData(value: string): void {
+    if (this.data === null) this.data = value;
+    else (this.more ??= [this.data]).push(value);
   }
 }
 
