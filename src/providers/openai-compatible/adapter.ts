@@ -146,12 +146,14 @@ const READ_KEY = /"(?:error|usage)"/g;
 function plainChunk(data: string): boolean {
   if (data.charCodeAt(0) !== 123 /* { */ || data.charCodeAt(data.length - 1) !== 125 /* } */) return false;
   if (data.indexOf("\n") !== -1) return false;
+  // test(), not exec(): it makes no match array, and both keys are seven characters long, so the one
+  // found ends where lastIndex stands.
   READ_KEY.lastIndex = 0;
-  const found = READ_KEY.exec(data);
-  if (found === null) return true;
-  if (found[0] !== '"usage"' || !isNullAfterColon(data, READ_KEY.lastIndex)) return false;
+  if (!READ_KEY.test(data)) return true;
+  const after = READ_KEY.lastIndex;
+  if (!data.startsWith('"usage"', after - 7) || !isNullAfterColon(data, after)) return false;
   // Past a null usage, nothing else may follow: a second usage or an error.
-  return READ_KEY.exec(data) === null;
+  return !READ_KEY.test(data);
 }
 
 /** True when `data` holds `: null` at `at` (whitespace allowed around the colon). */
