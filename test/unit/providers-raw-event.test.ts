@@ -49,6 +49,14 @@ describe("a text-only chunk", () => {
     assert.equal(rawTextOf(fields ?? {}), text);
   });
 
+  test("is not taken for a copy of it, nor shows its text in its JSON or keys", () => {
+    const chunk = textOnlyChunk(text);
+    assert.equal(rawTextOf({ ...chunk }), undefined);
+    assert.deepEqual(chunkFields({ ...chunk }), {});
+    assert.equal(JSON.stringify(chunk), "{}");
+    assert.deepEqual(Object.keys(chunk), []);
+  });
+
   test("gives no fields when its text is not a JSON object", () => {
     assert.equal(chunkFields(textOnlyChunk('{"id": oops}')), null);
   });
