@@ -38,10 +38,12 @@ interface TargetAttempt {
 export async function attemptAll(engine: Engine, req: InferenceRequest): Promise<ChatOutcome> {
   const { call, virtualKey, route, method, custom, trace } = req;
   const decision = req.routed();
-  const targets = [decision.primary, ...decision.fallbacks];
+  const { primary, fallbacks } = decision;
   let primaryError: GatewayError | null = null;
   const forwarded = engine.forwarding.pick(call.headers);
-  for (const [fallbackIndex, target] of targets.entries()) {
+  // Index loops: an entries() iterator and its [index, item] pairs would be made for every request.
+  for (let fallbackIndex = 0; fallbackIndex <= fallbacks.length; fallbackIndex++) {
+    const target = fallbackIndex === 0 ? primary : (fallbacks[fallbackIndex - 1] as RouteTarget);
     const config = virtualKey === null ? null : providerConfigOf(virtualKey, target.provider);
     let targetError: GatewayError;
     try {
@@ -50,7 +52,7 @@ export async function attemptAll(engine: Engine, req: InferenceRequest): Promise
     } catch (err) {
       if (call.signal.aborted) throw err;
       targetError = asGatewayError(err);
-      const next = targets[fallbackIndex + 1];
+      const next = fallbacks[fallbackIndex];
       req.lastLabels ??= labels(virtualKey, route, { method, custom, target, choice: null, fallbackIndex, retried: false, trace });
       engine.observer.targetFailed(req.lastLabels, targetError, err, next);
       if (next !== undefined) req.retries++;
@@ -124,7 +126,8 @@ async function attemptKeys(engine: Engine, req: InferenceRequest, at: TargetAtte
   const { call, method, virtualKey, route, custom, trace, started, sessionId, hold } = req;
   const { target, config, fallbackIndex, forwarded } = at;
   const choices = keyChoices(engine, req, at, provider);
-  for (const [index, choice] of choices.entries()) {
+  for (let index = 0; index < choices.length; index++) {
+    const choice = choices[index] as KeyChoice;
     const base = labels(virtualKey, route, { method, custom, target, choice, fallbackIndex, retried: index > 0, trace });
     req.lastLabels = base;
     const span = trace?.attempt({

@@ -21,6 +21,8 @@ export function bearerProfile(name: string, baseUrl: string | null, defaultBaseU
   const urls = base
     ? { chat: joinUrl(base, PATHS.chat), responses: joinUrl(base, PATHS.responses), embeddings: joinUrl(base, PATHS.embeddings), models: joinUrl(base, PATHS.models) }
     : null;
+  // A key's headers are the same on every call: made once per key object (a changed key is a new object).
+  const keyHeaders = new WeakMap<object, Record<string, string>>();
   return {
     name,
     origins: () => (base ? [base] : []),
@@ -31,7 +33,11 @@ export function bearerProfile(name: string, baseUrl: string | null, defaultBaseU
           field: `providers.${name}.network_config.base_url`,
         });
       }
-      const headers: Record<string, string> = key.value ? { authorization: `Bearer ${key.value}` } : {};
+      let headers = keyHeaders.get(key);
+      if (headers === undefined) {
+        headers = key.value ? { authorization: `Bearer ${key.value}` } : {};
+        keyHeaders.set(key, headers);
+      }
       return { url: urls[operation], headers };
     },
   };
