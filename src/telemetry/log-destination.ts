@@ -18,24 +18,40 @@ export interface LogDestination {
   write(line: string): unknown;
 }
 
-/** Lines gathered into batches in front of a sonic-boom writer. */
-export class BatchedLogDestination implements LogDestination {
-  readonly #sink: ReturnType<typeof pino.destination>;
-  #lines: string[] = [];
-  #chars = 0;
-  #timer: NodeJS.Timeout | undefined;
-  readonly #flushAtExit = (): void => {
+/**
+ * The destinations not yet ended, whose gathered lines exit writes; one exit listener serves them all. Held
+ * weakly, as pino holds its own destinations: one with lines pending is kept alive by its batch's timer.
+ */
+const open = new Set<WeakRef<BatchedLogDestination>>();
+let listening = false;
+
+function flushAtExit(): void {
+  for (const ref of open) {
     try {
-      this.flushSync();
+      ref.deref()?.flushSync();
     } catch {
       // A file not open yet, or closed already, takes no more lines; exiting must not throw for it.
     }
-  };
+  }
+}
+
+/** Lines gathered into batches in front of a sonic-boom writer. */
+export class BatchedLogDestination implements LogDestination {
+  readonly #sink: ReturnType<typeof pino.destination>;
+  readonly #ref = new WeakRef(this);
+  #lines: string[] = [];
+  #chars = 0;
+  #timer: NodeJS.Timeout | undefined;
 
   constructor(dest: number | string) {
     // pino's destination stops writing once its reader has gone (EPIPE), and ends itself at exit.
     this.#sink = pino.destination({ dest, sync: false, minLength: 0 });
-    process.once("exit", this.#flushAtExit);
+    for (const ref of open) if (ref.deref() === undefined) open.delete(ref);
+    open.add(this.#ref);
+    if (!listening) {
+      listening = true;
+      process.on("exit", flushAtExit);
+    }
   }
 
   write(line: string): boolean {
@@ -57,7 +73,7 @@ export class BatchedLogDestination implements LogDestination {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#pass();
-    process.removeListener("exit", this.#flushAtExit);
+    open.delete(this.#ref);
     if (closed !== undefined) this.#sink.once("close", closed);
     this.#sink.end();
   }

@@ -26,6 +26,21 @@ function capturing(): { lines: Array<Record<string, unknown>>; logger: ReturnTyp
   return { lines, logger: createLogger({ level: "info", destination }) };
 }
 
+/** Runs `body` with a fresh temporary folder, removed afterwards. */
+async function inTempDir(body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
+  try {
+    await body(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Ends a batched destination and resolves once its file is closed. */
+function closed(destination: ReturnType<typeof batchedDestination>): Promise<void> {
+  return new Promise((resolve) => destination.end(resolve));
+}
+
 test("stamps a line with the time it was logged, in ISO-8601", () => {
   const { lines, logger } = capturing();
   const before = Date.now();
@@ -48,25 +63,24 @@ test("stamps a line logged in a later millisecond with the later time", async ()
   assert.ok(a !== undefined && b !== undefined && b > a, `times ${String(a)} and ${String(b)}`);
 });
 
-test("writes a lone line to the batched destination without waiting for a batch to fill", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
-  const file = join(dir, "gateway.log");
-  const destination = batchedDestination(file);
-  try {
-    const logger = createLogger({ level: "info", destination });
-    logger.info({ path: "/v1/models" }, "request");
-    let text = "";
-    // Bounded: the flush interval is a tenth of a second; five seconds is a stuck line, not a slow one.
-    for (let tries = 0; tries < 100 && !text.includes('"msg":"request"'); tries++) {
-      await sleep(50);
-      text = await readFile(file, "utf8").catch(() => "");
+test("writes a lone line to the batched destination without waiting for a batch to fill", () =>
+  inTempDir(async (dir) => {
+    const file = join(dir, "gateway.log");
+    const destination = batchedDestination(file);
+    try {
+      const logger = createLogger({ level: "info", destination });
+      logger.info({ path: "/v1/models" }, "request");
+      let text = "";
+      // Bounded: the flush interval is a tenth of a second; five seconds is a stuck line, not a slow one.
+      for (let tries = 0; tries < 100 && !text.includes('"msg":"request"'); tries++) {
+        await sleep(50);
+        text = await readFile(file, "utf8").catch(() => "");
+      }
+      assert.match(text, /"path":"\/v1\/models".*"msg":"request"/);
+    } finally {
+      await closed(destination);
     }
-    assert.match(text, /"path":"\/v1\/models".*"msg":"request"/);
-  } finally {
-    await new Promise<void>((resolve) => destination.end(resolve));
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+  }));
 
 test("names an object holding a field the redaction censors, and passes one that holds none", () => {
   assert.equal(mayHoldRedacted({ team: "a", value: "x" }), true);
@@ -75,28 +89,19 @@ test("names an object holding a field the redaction censors, and passes one that
   assert.equal(mayHoldRedacted({}), false);
 });
 
-test("writes every line of many batches, in order, before it closes", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
-  const file = join(dir, "gateway.log");
-  const destination = batchedDestination(file);
-  try {
+test("writes every line of many batches, in order, before it closes", () =>
+  inTempDir(async (dir) => {
+    const file = join(dir, "gateway.log");
+    const destination = batchedDestination(file);
     const logger = createLogger({ level: "info", destination });
     for (let n = 0; n < 2000; n++) logger.info({ n }, "line");
-    await new Promise<void>((resolve) => destination.end(resolve));
-    const numbers = (await readFile(file, "utf8"))
-      .split("\n")
-      .filter((text) => text !== "")
-      .map((text) => (JSON.parse(text) as { n: number }).n);
-    assert.deepEqual(numbers, Array.from({ length: 2000 }, (_, n) => n));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+    await closed(destination);
+    assert.deepEqual(await numbersIn(file), Array.from({ length: 2000 }, (_, n) => n));
+  }));
 
-test("writes the lines still gathered when the process exits", async () => {
-  const dir = await mkdtemp(join(tmpdir(), "gw-logger-"));
-  const file = join(dir, "gateway.log");
-  try {
+test("writes the lines still gathered when the process exits", () =>
+  inTempDir(async (dir) => {
+    const file = join(dir, "gateway.log");
     // A child that logs three lines and exits at once, long before a batch would be written.
     const script = `
       import { batchedDestination, createLogger } from ${JSON.stringify(new URL("../../src/telemetry/logger.ts", import.meta.url).href)};
@@ -112,12 +117,24 @@ test("writes the lines still gathered when the process exits", async () => {
     child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const [code] = (await once(child, "exit")) as [number | null];
     assert.equal(code, 0, stderr);
-    const lines = (await readFile(file, "utf8")).split("\n").filter((text) => text !== "");
-    assert.deepEqual(
-      lines.map((text) => (JSON.parse(text) as { n: number }).n),
-      [1, 2, 3],
-    );
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-});
+    assert.deepEqual(await numbersIn(file), [1, 2, 3]);
+  }));
+
+test("serves any number of destinations with one exit listener", () =>
+  inTempDir(async (dir) => {
+    const before = process.listenerCount("exit");
+    const destinations = Array.from({ length: 12 }, (_, n) => batchedDestination(join(dir, `${n}.log`)));
+    try {
+      assert.ok(process.listenerCount("exit") <= before + 1, `${process.listenerCount("exit") - before} exit listeners added`);
+    } finally {
+      await Promise.all(destinations.map(closed));
+    }
+  }));
+
+/** The `n` field of each line in a log file, in order. */
+async function numbersIn(file: string): Promise<number[]> {
+  return (await readFile(file, "utf8"))
+    .split("\n")
+    .filter((text) => text !== "")
+    .map((text) => (JSON.parse(text) as { n: number }).n);
+}
