@@ -273,7 +273,8 @@ describe("in the browser", { skip: SKIP_IN_REPEATED_RUN }, () => {
     const bad = result.violations.filter((v) => v.impact === "serious" || v.impact === "critical");
     assert.deepEqual(bad.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`), []);
     await page.getByRole("button", { name: "Save guardrail" }).click();
-    await page.getByRole("button", { name: "Edit" }).waitFor(WAIT);
+    // Exact: by default a name matches as a substring, and "Close editor", shown until the save is done, holds "edit".
+    await page.getByRole("button", { name: "Edit", exact: true }).waitFor(WAIT);
     const [saved] = (await api(app, "GET", "/api/guardrails", undefined, await adminHeaders())).body.guardrails;
     assert.equal(saved.sampling_rate, 0.5);
     assert.deepEqual(saved.check.regex.patterns, ["ORD-\\d{6}"]);
