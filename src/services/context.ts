@@ -2,7 +2,7 @@
 import { createContextKey } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { NO_DIMENSIONS } from "../telemetry/dimensions.js";
-import type { RequestScope } from "../telemetry/request-scope.js";
+import type { RpcScope } from "../telemetry/request-scope.js";
 
 /** The unit of work of this call: a fresh EntityManager fork, set by the store interceptor. */
 export const kEntityManager = createContextKey<EntityManager | undefined>(undefined, { description: "entity manager" });
@@ -17,7 +17,7 @@ export interface AdminPrincipal {
 /** Set by the auth interceptor on every ACCESS_ADMIN call: the admin behind the call, or null (auth disabled). */
 export const kAdmin = createContextKey<AdminPrincipal | null>(null, { description: "admin principal" });
 
-export type { RequestScope } from "../telemetry/request-scope.js";
+export type { RequestScope, RpcScope } from "../telemetry/request-scope.js";
 
-/** The request scope of a call; calls that did not come through the HTTP handler get no dimensions and no origin. */
-export const kRequestScope = createContextKey<RequestScope>({ dims: NO_DIMENSIONS, origin: null }, { description: "request scope" });
+/** The scope of an RPC; calls that did not come through the HTTP handler get no dimensions and no origin. */
+export const kRequestScope = createContextKey<RpcScope>({ dims: NO_DIMENSIONS, origin: null }, { description: "request scope" });

@@ -165,7 +165,7 @@ export function createCredentialService(deps: CredentialServiceDeps): ServiceImp
     async startEditFlow(req, ctx) {
       const cred = (await credentials().list({ all: true })).find((v) => v.credentialId === req.credentialId);
       const name = cred ? identityName(cred.identityKind, cred.identityId) : "";
-      const started = await credentials().editFlow(req.credentialId, name, ctx.values.get(kRequestScope).origin ?? null);
+      const started = await credentials().editFlow(req.credentialId, name, ctx.values.get(kRequestScope).origin);
       return { flowUrl: started.url, kind: started.kind, expiresAt: timestampFromDate(started.expiresAt) };
     },
 

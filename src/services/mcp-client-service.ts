@@ -171,7 +171,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       }
       if (isOauth(spec.authType)) {
         // Discovery and registration first: an authorization server that is down or answers garbage stores nothing.
-        const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin ?? null, deps.settings));
+        const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin, deps.settings));
         const { rec, flow } = await em.transactional(async (tx) => {
           const created = await insertClient(tx, spec, { source: "api", verified: false, tools: [] });
           const attempt = flowRecord(tx, created.id, started, runtime.now());
@@ -299,7 +299,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const em = emOf(ctx, store);
       const rec = await getClient(em, req.clientId);
       if (!isOauth(rec.authType)) throw notApplicable("reauthorize", rec, ["oauth", "per_user_oauth"]);
-      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin ?? null, `open authorize_url to reauthorize "${rec.name}", then POST complete_url; the current connection serves until then`);
+      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to reauthorize "${rec.name}", then POST complete_url; the current connection serves until then`);
     },
 
     async verifyExchange(req, ctx) {
@@ -358,7 +358,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
           httpStatus: 409,
         });
       }
-      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin ?? null, `open authorize_url to grant "${rec.name}" access, then POST complete_url`);
+      return newAttempt(em, rec, ctx.values.get(kRequestScope).origin, `open authorize_url to grant "${rec.name}" access, then POST complete_url`);
     },
 
     async approveMcpTool(req, ctx) {

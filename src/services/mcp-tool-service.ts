@@ -69,7 +69,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
         signal: ctx.signal,
         identity,
         subjectToken,
-        origin: scope.origin ?? null,
+        origin: scope.origin,
         custom: scope.dims.metricValues,
         ...(scope.trace !== undefined ? { trace: scope.trace } : {}),
         ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),

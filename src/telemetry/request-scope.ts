@@ -1,4 +1,4 @@
-/** What the HTTP layer reads once from a request for everything after it: dimensions, origin and span. */
+/** What the HTTP layer reads once from a request for everything after it: dimensions and span; an RPC adds its origin. */
 import type { RequestDimensions } from "./dimensions.js";
 import type { TraceNode } from "./tracing.js";
 
@@ -6,11 +6,15 @@ import type { TraceNode } from "./tracing.js";
 export interface RequestScope {
   /** The request's dimension headers. */
   dims: RequestDimensions;
-  /**
-   * The origin (scheme://host) the request came in by, or null. Absent on an inference request: only an
-   * auto-executed tool call needs it, and reads it from the request's headers then.
-   */
-  origin?: string | null;
   /** The span the request's work hangs under; absent when tracing is off or the request is not sampled. */
   trace?: TraceNode;
+}
+
+/**
+ * An RPC's scope: its request scope and the origin (scheme://host) it came in by, or null, which links the
+ * RPC hands out point back at. An inference request has none: only an auto-executed tool call needs its
+ * origin, and reads it from the request's headers then.
+ */
+export interface RpcScope extends RequestScope {
+  origin: string | null;
 }

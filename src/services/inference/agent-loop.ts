@@ -394,7 +394,7 @@ export function createAgentService(deps: AgentDeps): ChatService {
     }
     const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
     // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
-    const origin = call.scope?.origin ?? originOfHeaders(call.headers);
+    const origin = originOfHeaders(call.headers);
     return loop(call, request, auto, { ...caller, origin, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
 
