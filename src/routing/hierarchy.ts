@@ -104,6 +104,15 @@ interface Pending {
   partial: boolean;
 }
 
+/** A budget or token window of a level as a request read it: its counter, what is held of it, and the room left. */
+interface Reading {
+  owner: LevelOwner;
+  which: "budget" | "tokens";
+  window: Counter;
+  pending: Pending | null;
+  left: number;
+}
+
 function key(level: Level, id: string): string {
   return `${level}:${id}`;
 }
@@ -252,50 +261,49 @@ export class Hierarchy {
     return pending !== undefined && pending.start === start ? pending : null;
   }
 
-  /** What requests in flight hold of a window. */
-  #held(owner: LevelOwner, which: "budget" | "tokens", start: number): number {
-    return this.#pendingIn(owner, which, start)?.amount ?? 0;
-  }
-
-  /** True when `amount` does not fit in what remains of a window and a request holding its last room runs. */
-  #crowded(owner: LevelOwner, which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number, now: number): boolean {
-    const { start, left } = this.#remaining(owner, which, limit, aligned, now);
-    return left < amount && this.#pendingIn(owner, which, start)?.partial === true;
-  }
-
-  /** What remains of a window once the requests in flight have their reservations. */
-  #remaining(owner: LevelOwner, which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, now: number): { start: number; left: number } {
+  /** A budget or token window as it stands at `now`, read once for every check and the hold a request makes of it. */
+  #read(owner: LevelOwner, which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, now: number): Reading {
     const window = this.#window(owner, which, limit.window, aligned, now);
-    return { start: window.start, left: limit.maxLimit - window.used - this.#held(owner, which, window.start) };
+    const pending = this.#pendingIn(owner, which, window.start);
+    return { owner, which, window, pending, left: limit.maxLimit - window.used - (pending?.amount ?? 0) };
   }
 
   /**
-   * Keeps the window containing `now` from the moment a request reserves in it. A window nobody has spent
-   * in yet would otherwise start at each asker's own `now`, and the reservations made in it before the
-   * first request settles would never see each other.
+   * Reads the key's limited windows, most specific level first, and stops at the first exhausted one
+   * (reservations included): that level refuses. The request windows are read for the check only.
    */
-  #open(owner: LevelOwner, which: "budget" | "tokens", spec: WindowSpec, aligned: boolean, now: number): void {
+  #readChain(chain: readonly LevelOwner[], now: number, readings: Reading[] | null): LevelExceeded | null {
+    for (const owner of chain) {
+      const { budget, rateLimit } = owner;
+      if (budget !== null) {
+        const reading = this.#read(owner, "budget", budget, budget.calendarAligned, now);
+        if (reading.left <= 0) return { owner, limit: "budget" };
+        readings?.push(reading);
+      }
+      const requests = rateLimit?.requests ?? null;
+      if (requests !== null && this.#window(owner, "requests", requests.window, false, now).used >= requests.maxLimit) return { owner, limit: "requests" };
+      const tokens = rateLimit?.tokens ?? null;
+      if (tokens !== null) {
+        const reading = this.#read(owner, "tokens", tokens, false, now);
+        if (reading.left <= 0) return { owner, limit: "tokens" };
+        readings?.push(reading);
+      }
+    }
+    return null;
+  }
+
+  /** Keeps a window's counter as the owner's current one (`counter` may be the one already kept). */
+  #keep(owner: LevelOwner, which: keyof Counters, counter: Counter): void {
     const id = this.#keysOf(owner).owner;
-    const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
-    const window = this.#window(owner, which, spec, aligned, now);
-    if (counters[which] === window) return;
-    counters[which] = window;
-    this.#counters.set(id, counters);
+    const counters = this.#counters.get(id);
+    if (counters === undefined) this.#counters.set(id, { budget: null, requests: null, tokens: null, [which]: counter });
+    else counters[which] = counter;
   }
 
   /** The first level (most specific) whose budget or rate limit is exhausted, reservations included, or null. */
   exceeded(virtualKey: VirtualKey): LevelExceeded | null {
     if (this.#limitless(virtualKey)) return null;
-    const now = this.#now();
-    for (const owner of this.chain(virtualKey)) {
-      const { budget, rateLimit } = owner;
-      if (budget !== null && this.#remaining(owner, "budget", budget, budget.calendarAligned, now).left <= 0) return { owner, limit: "budget" };
-      const requests = rateLimit?.requests ?? null;
-      if (requests !== null && this.#window(owner, "requests", requests.window, false, now).used >= requests.maxLimit) return { owner, limit: "requests" };
-      const tokens = rateLimit?.tokens ?? null;
-      if (tokens !== null && this.#remaining(owner, "tokens", tokens, false, now).left <= 0) return { owner, limit: "tokens" };
-    }
-    return null;
+    return this.#readChain(this.chain(virtualKey), this.#now(), null);
   }
 
   /**
@@ -304,35 +312,33 @@ export class Hierarchy {
    * level, when a window has nothing left.
    */
   reserve(virtualKey: VirtualKey, worst: WorstCase): { hold: HierarchyHold } | LevelExceeded {
-    const over = this.exceeded(virtualKey);
-    if (over !== null) return over;
-    const now = this.#now();
     const hold: HierarchyHold = { virtualKey, entries: [], counted: [], settled: false };
     if (this.#limitless(virtualKey)) return { hold };
+    const now = this.#now();
     const chain = this.chain(virtualKey);
+    const readings: Reading[] = [];
+    const over = this.#readChain(chain, now, readings);
+    if (over !== null) return over;
     // Decided before anything is counted, so a refusal leaves every level as it was.
-    for (const owner of chain) {
-      if (owner.budget !== null && this.#crowded(owner, "budget", owner.budget, owner.budget.calendarAligned, worst.costUsd, now)) return { owner, limit: "budget" };
-      const tokens = owner.rateLimit?.tokens ?? null;
-      if (tokens !== null && this.#crowded(owner, "tokens", tokens, false, worst.tokens, now)) return { owner, limit: "tokens" };
+    for (const { owner, which, left, pending } of readings) {
+      if (left < (which === "budget" ? worst.costUsd : worst.tokens) && pending?.partial === true) return { owner, limit: which };
     }
     for (const owner of chain) {
       const requests = owner.rateLimit?.requests ?? null;
       if (requests !== null) hold.counted.push({ owner, start: this.#add(owner, "requests", requests.window, false, 1, now) });
-      const holdIn = (which: "budget" | "tokens", limit: { maxLimit: number; window: WindowSpec }, aligned: boolean, amount: number): void => {
-        this.#open(owner, which, limit.window, aligned, now);
-        const { start, left } = this.#remaining(owner, which, limit, aligned, now);
-        const wanted = Math.max(0, amount);
-        const held = Math.min(wanted, left);
-        if (held <= 0) return;
-        const partial = held < wanted;
-        const pending = this.#pendingIn(owner, which, start);
-        this.#pending.set(this.#keysOf(owner)[which], { start, amount: (pending?.amount ?? 0) + held, partial: partial || pending?.partial === true });
-        hold.entries.push({ owner, which, start, amount: held, partial });
-      };
-      if (owner.budget !== null) holdIn("budget", owner.budget, owner.budget.calendarAligned, worst.costUsd);
-      const tokens = owner.rateLimit?.tokens ?? null;
-      if (tokens !== null) holdIn("tokens", tokens, false, worst.tokens);
+    }
+    // The windows read above are still as read: counting requests touched only the request windows.
+    for (const { owner, which, window, pending, left } of readings) {
+      // Kept from the moment a request reserves in it: a window nobody has spent in yet would otherwise start
+      // at each asker's own `now`, and the reservations made in it before the first request settles would
+      // never see each other.
+      this.#keep(owner, which, window);
+      const wanted = Math.max(0, which === "budget" ? worst.costUsd : worst.tokens);
+      const held = Math.min(wanted, left);
+      if (held <= 0) continue;
+      const partial = held < wanted;
+      this.#pending.set(this.#keysOf(owner)[which], { start: window.start, amount: (pending?.amount ?? 0) + held, partial: partial || pending?.partial === true });
+      hold.entries.push({ owner, which, start: window.start, amount: held, partial });
     }
     return { hold };
   }
@@ -367,11 +373,8 @@ export class Hierarchy {
 
   /** Adds to a window; returns the window's start. */
   #add(owner: LevelOwner, which: keyof Counters, spec: WindowSpec, aligned: boolean, amount: number, now: number): number {
-    const id = this.#keysOf(owner).owner;
-    const counters = this.#counters.get(id) ?? { budget: null, requests: null, tokens: null };
     const window = this.#window(owner, which, spec, aligned, now);
-    counters[which] = { start: window.start, used: window.used + amount };
-    this.#counters.set(id, counters);
+    this.#keep(owner, which, { start: window.start, used: window.used + amount });
     this.#revision += 1;
     return window.start;
   }
