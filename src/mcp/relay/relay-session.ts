@@ -6,13 +6,10 @@
  * resources or prompts. A server-to-client request goes to this session's client, tied to the request it
  * came during, bounded in number and in time.
  */
-import type { NotificationOptions, RequestHandlerExtra, RequestOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
+import type { NotificationOptions } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
-  LATEST_PROTOCOL_VERSION,
   McpError,
   ErrorCode,
-  SUPPORTED_PROTOCOL_VERSIONS,
   type ClientCapabilities,
   type InitializeResult,
   type JSONRPCRequest,
@@ -25,10 +22,8 @@ import {
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpErrorType } from "../../telemetry/metrics.js";
 import type { DiscoveredTool } from "../discover.js";
-import { ANY_RESULT } from "./any-result.js";
-import { credentialResult } from "./credential-result.js";
-import { DownstreamProtocol, announceListChanges, type DownstreamSession } from "./downstream-protocol.js";
-import { RelayMember, type DownstreamSide } from "./relay-member.js";
+import { RelayedDownstream, type DownstreamExtra, type RelayOperation } from "./downstream-session.js";
+import { RelayMember } from "./relay-member.js";
 import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-link.js";
 
 /** The caller of one tools/list or tools/call, as the relay needs it. */
@@ -37,12 +32,6 @@ export interface RelayCaller {
   toolVisible(tool: string): boolean;
   /** Starts measuring one relayed request, its JSON-RPC method and, for tools/call, the tool ("" otherwise): its metric sample and, when the request is traced, its span. */
   begin(method: string, tool: string): RelayOperation;
-}
-
-/** One relayed request being measured. */
-export interface RelayOperation {
-  /** Records its end: "" for success, else why it failed. */
-  end(errorType: McpErrorType): void;
 }
 
 /** Which of the upstream's resources and prompts the session offers (all of them on /mcp/<client>). */
@@ -72,8 +61,6 @@ export interface RelaySessionDeps {
   /** Runs once when the session ends, whatever ended it. */
   onClose(): void;
 }
-
-type Extra = RequestHandlerExtra<Request, Notification>;
 
 const EVERYTHING: RelayOffers = { resources: true, prompts: true };
 const OFFERS_EVERYTHING = (): RelayOffers => EVERYTHING;
@@ -110,30 +97,14 @@ function offeredCapabilities(capabilities: ServerCapabilities, offers: RelayOffe
 }
 
 /** One relayed session. */
-export class RelaySession implements DownstreamSession, DownstreamSide {
-  private readonly protocol = new DownstreamProtocol();
+export class RelaySession extends RelayedDownstream {
   private readonly member: RelayMember;
   private readonly offers: () => RelayOffers;
-  clientCapabilities: ClientCapabilities | undefined;
-  pending = 0;
-  private closed = false;
-  failedToInitialize = false;
-  /** What initialize answered: the list_changed notifications the session may send. */
-  private announced: ServerCapabilities | undefined;
 
   constructor(private readonly deps: RelaySessionDeps) {
+    super(deps.logger, { client: deps.clientName }, "MCP relay session");
     this.offers = deps.offers ?? OFFERS_EVERYTHING;
     this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs, serverRequestTimeoutMs: deps.serverRequestTimeoutMs }, this);
-    // ping is the upstream's to answer, like every other request.
-    this.protocol.removeRequestHandler("ping");
-    this.protocol.fallbackRequestHandler = (request, extra) => this.onRequest(request, extra);
-    this.protocol.fallbackNotificationHandler = (notification) => this.onNotification(notification);
-    this.protocol.onclose = () => void this.close();
-    this.protocol.onerror = (err) => deps.logger.debug({ err, client: deps.clientName }, "MCP relay session: protocol error");
-  }
-
-  connect(transport: Transport): Promise<void> {
-    return this.protocol.connect(transport);
   }
 
   get requestsInFlight(): number {
@@ -144,7 +115,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     this.member.abandon(requestIds);
   }
 
-  private onRequest(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+  protected onRequest(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
     const part = partOf(request.method, request.params);
     if (part !== null && !this.offers()[part]) {
       return Promise.reject(new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method} (this virtual MCP server does not offer the ${part} of MCP client "${this.deps.clientName}")`));
@@ -165,7 +136,7 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
   }
 
   /** Relays a request and measures it under its method. */
-  private async measured(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+  private async measured(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
     const operation = this.deps.callerOf(extra.requestId).begin(request.method, "");
     let errorType: McpErrorType = "_OTHER";
     try {
@@ -177,14 +148,13 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     }
   }
 
-  private async onNotification(notification: Notification): Promise<void> {
+  protected async onNotification(notification: Notification): Promise<void> {
     if (notification.method === "notifications/initialized") return;
     await this.member.notify(notification);
   }
 
   private async initialize(request: JSONRPCRequest): Promise<InitializeResult> {
-    const params = request.params ?? {};
-    this.clientCapabilities = params["capabilities"] as ClientCapabilities | undefined;
+    this.initializing(request);
     try {
       await this.member.open();
     } catch (err) {
@@ -192,17 +162,10 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
       throw err;
     }
     const facts = this.member.facts;
-    const requested = params["protocolVersion"];
-    this.announced = offeredCapabilities(facts.capabilities, this.offers());
-    return {
-      protocolVersion: typeof requested === "string" && SUPPORTED_PROTOCOL_VERSIONS.includes(requested) ? requested : LATEST_PROTOCOL_VERSION,
-      capabilities: this.announced,
-      serverInfo: facts.serverInfo,
-      ...(facts.instructions !== undefined ? { instructions: facts.instructions } : {}),
-    };
+    return this.initialized(request, offeredCapabilities(facts.capabilities, this.offers()), facts.serverInfo, facts.instructions);
   }
 
-  private async listTools(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+  private async listTools(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
     const caller = this.deps.callerOf(extra.requestId);
     if (this.member.credentialMissing !== undefined) {
       // Without a credential the tools are listed from the last discovery: the flow starts at the call.
@@ -215,32 +178,14 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     return { ...result, tools: tools.filter((tool: { name?: unknown }) => typeof tool?.name === "string" && caller.toolVisible(tool.name)) };
   }
 
-  private async callTool(request: JSONRPCRequest, extra: Extra): Promise<Result> {
+  private async callTool(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
     const caller = this.deps.callerOf(extra.requestId);
     const name = request.params?.["name"];
     if (typeof name !== "string") throw new McpError(ErrorCode.InvalidParams, "Invalid params: tools/call needs params.name, the name of a tool");
     if (!caller.toolVisible(name)) {
       return { content: [{ type: "text", text: `Error: tool "${name}" is not available: no tool of that name is visible to this caller (tools/list shows the ones that are)` }], isError: true };
     }
-    const operation = caller.begin("tools/call", name);
-    let errorType: McpErrorType = "_OTHER";
-    try {
-      if (!this.member.linked) await this.member.open();
-      const missing = this.member.credentialMissing;
-      if (missing !== undefined) {
-        errorType = "auth_required";
-        return credentialResult(missing, extra.requestId, { protocol: this.protocol, capabilities: this.clientCapabilities, logger: this.deps.logger, timeoutMs: this.deps.serverRequestTimeoutMs() });
-      }
-      const result = await this.member.relay(outgoing(request), extra);
-      if ((result as { isError?: unknown }).isError !== true) errorType = "";
-      return result;
-    } finally {
-      operation.end(errorType);
-    }
-  }
-
-  async ask(request: Request, options: RequestOptions): Promise<Result> {
-    return (await this.protocol.request(request, ANY_RESULT, options)) as Result;
+    return this.callAt(this.member, outgoing(request), extra, caller.begin("tools/call", name), this.deps.serverRequestTimeoutMs());
   }
 
   async tell(_member: RelayMember, notification: Notification, options: NotificationOptions | undefined): Promise<void> {
@@ -250,23 +195,15 @@ export class RelaySession implements DownstreamSession, DownstreamSide {
     await this.protocol.notification(notification, options);
   }
 
-  listsChanged(all: boolean): void {
-    if (this.closed || this.announced === undefined) return;
-    announceListChanges(this.protocol, this.announced, all, this.deps.logger);
-  }
-
-  lost(_member: RelayMember, err: Error): void {
-    this.deps.logger.info({ client: this.deps.clientName, err: err.message }, "MCP relay: the upstream session ended; closing the client's session");
-    void this.close();
-  }
-
-  /** Ends the session: requests in flight are cancelled upstream, the upstream session (or this session's share) is closed. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
+  protected stopMembers(): void {
     this.member.stop();
-    await this.protocol.close().catch(() => undefined);
-    await this.member.close();
+  }
+
+  protected closeMembers(): Promise<void> {
+    return this.member.close();
+  }
+
+  protected ended(): void {
     this.deps.onClose();
   }
 }
