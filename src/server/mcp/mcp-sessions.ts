@@ -4,9 +4,9 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
+import { LiveSession } from "./live-session.js";
 
 /** Limits of the session table. */
 export interface McpSessionLimits {
@@ -24,16 +24,9 @@ interface Closable {
 }
 
 /** One live session. */
-export class McpSession {
-  /** The caller of the latest request, used for notifications and for requests with no caller of their own. */
-  caller: McpCaller;
-  lastSeen = Date.now();
-  /** Long-lived response streams open now (the GET stream, the SSE stream). */
-  openStreams = 0;
+export class McpSession extends LiveSession {
   /** The tool list last shown or announced, to tell whether a change concerns this session. */
   toolSignature: string;
-  /** The caller of each JSON-RPC request in flight, so a handler answers with its own request's headers. */
-  private readonly callers = new Map<RequestId, McpCaller>();
 
   constructor(
     readonly id: string,
@@ -44,31 +37,8 @@ export class McpSession {
     caller: McpCaller,
     toolSignature: string,
   ) {
-    this.caller = caller;
+    super(caller);
     this.toolSignature = toolSignature;
-  }
-
-  /** Records a request's caller for the JSON-RPC requests it carries. */
-  seen(caller: McpCaller, requestIds: readonly RequestId[]): void {
-    this.caller = caller;
-    this.lastSeen = Date.now();
-    for (const id of requestIds) this.callers.set(id, caller);
-  }
-
-  /** The caller of a request in flight (forgotten once read), else the latest. */
-  callerOf(requestId: RequestId): McpCaller {
-    const caller = this.callers.get(requestId);
-    this.callers.delete(requestId);
-    return caller ?? this.caller;
-  }
-
-  /** Counts a long-lived stream until the response closes. */
-  holdStream(res: { once(event: "close", listener: () => void): unknown }): void {
-    this.openStreams++;
-    res.once("close", () => {
-      this.openStreams--;
-      this.lastSeen = Date.now();
-    });
   }
 }
 

@@ -3,25 +3,17 @@
  * that opened it and to the name of its path, closed (with its upstream sessions) when it ends or idles.
  */
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
-import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { DownstreamSession } from "../../mcp/relay/downstream-protocol.js";
 import type { McpCaller } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
+import { LiveSession } from "./live-session.js";
 import type { RelayHttpTransport } from "./relay-http-transport.js";
 
 /** The downstream transport of a session. */
 export type RelayTransport = { kind: "streamable_http"; transport: RelayHttpTransport } | { kind: "sse"; transport: SSEServerTransport };
 
 /** One live relayed session. */
-export class RelayEntry {
-  lastSeen = Date.now();
-  /** Long-lived response streams open now (the GET stream, the SSE stream). */
-  openStreams = 0;
-  /** The caller of the latest request, for requests whose own caller was not recorded. */
-  private caller: McpCaller;
-  /** The caller of each request in flight: the tools a caller sees depend on its request's headers, and its span hangs under its HTTP request's. */
-  private readonly callers = new Map<RequestId, McpCaller>();
-
+export class RelayEntry extends LiveSession {
   constructor(
     readonly id: string,
     readonly clientName: string,
@@ -30,31 +22,7 @@ export class RelayEntry {
     readonly relay: DownstreamSession,
     caller: McpCaller,
   ) {
-    this.caller = caller;
-  }
-
-  /** Records a request's caller for the JSON-RPC requests it carries whose handlers read it. */
-  seen(caller: McpCaller, requestIds: readonly RequestId[]): void {
-    this.caller = caller;
-    this.lastSeen = Date.now();
-    for (const id of requestIds) this.callers.set(id, caller);
-  }
-
-  /** The caller of a request in flight (forgotten once read), else the latest. */
-  callerOf(requestId: RequestId): McpCaller {
-    const caller = this.callers.get(requestId);
-    if (caller === undefined) return this.caller;
-    this.callers.delete(requestId);
-    return caller;
-  }
-
-  /** Counts a long-lived stream until the response closes. */
-  holdStream(res: { once(event: "close", listener: () => void): unknown }): void {
-    this.openStreams++;
-    res.once("close", () => {
-      this.openStreams--;
-      this.lastSeen = Date.now();
-    });
+    super(caller);
   }
 }
 
