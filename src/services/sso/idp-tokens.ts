@@ -182,14 +182,7 @@ export class IdpTokens {
     const sso = this.sso;
     let claims: JWTPayload;
     try {
-      const keys = await this.jwks();
-      ({ payload: claims } = await jwtVerify(token, keys, {
-        issuer: sso.issuer,
-        audience: sso.clientId,
-        algorithms: ALGORITHMS,
-        clockTolerance: CLOCK_TOLERANCE_S,
-        requiredClaims: ["sub", "exp"],
-      }));
+      claims = await verifiedClaims(token, await this.jwks(), sso);
     } catch (err) {
       throw idpTokenRefused(reasonOf(err, sso));
     }
@@ -200,18 +193,24 @@ export class IdpTokens {
   }
 }
 
+/** A token's claims once its signature, issuer, audience (the gateway's client id) and expiry check out; jose's error otherwise. */
+async function verifiedClaims(token: string, keys: ReturnType<typeof createRemoteJWKSet>, sso: SsoSettings): Promise<JWTPayload> {
+  const { payload } = await jwtVerify(token, keys, {
+    issuer: sso.issuer,
+    audience: sso.clientId,
+    algorithms: ALGORITHMS,
+    clockTolerance: CLOCK_TOLERANCE_S,
+    requiredClaims: ["sub", "exp"],
+  });
+  return payload;
+}
+
 /** Verifies the ID token of an SSO login (issuer, audience, signature, expiry, nonce); throws the 401 naming what is wrong. */
 export async function verifyIdToken(idp: IdpTokens, idToken: string, nonce: string): Promise<IdpUser> {
   const sso = idp.settings;
   let claims: JWTPayload;
   try {
-    ({ payload: claims } = await jwtVerify(idToken, await idp.keySet(), {
-      issuer: sso.issuer,
-      audience: sso.clientId,
-      algorithms: ALGORITHMS,
-      clockTolerance: CLOCK_TOLERANCE_S,
-      requiredClaims: ["sub", "exp"],
-    }));
+    claims = await verifiedClaims(idToken, await idp.keySet(), sso);
   } catch (err) {
     throw new GatewayError("unauthenticated", `the identity provider's ID token was refused: ${reasonOf(err, sso)}`, { type: "sso_login_failed", httpStatus: 401 });
   }
