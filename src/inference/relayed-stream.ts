@@ -35,7 +35,7 @@ export class RelayedStream implements ChunkStream {
   }
 
   /** Records `count` events that arrived together now: the first timed from the one before, the rest 0 s after it. */
-  private arrived(count: number): void {
+  arrived(count: number): void {
     const now = performance.now();
     let rest = count;
     if (this.first) {
@@ -49,23 +49,23 @@ export class RelayedStream implements ChunkStream {
   }
 
   [Symbol.asyncIterator](): AsyncGenerator<JsonObject> {
-    return this.relay(this.stream, one);
+    return this.relay();
   }
 
-  private relayBatches(): AsyncGenerator<readonly JsonObject[]> {
+  private relayBatches(): AsyncIterableIterator<readonly JsonObject[]> {
     const batches = this.stream.batches?.();
     if (batches === undefined) throw new Error("relayed stream has no batches");
-    return this.relay(batches, sizeOf);
+    return new RelayedBatches(this, batches[Symbol.asyncIterator]());
   }
 
-  /** Passes `source`'s items through, timing the events each holds (`events`), then reports the end. */
-  private async *relay<T>(source: AsyncIterable<T>, events: (item: T) => number): AsyncGenerator<T> {
+  /** Passes the provider's events through one at a time, timing each, then reports the end. */
+  private async *relay(): AsyncGenerator<JsonObject> {
     let ended = false;
     let failure: unknown = null;
     try {
-      for await (const item of source) {
-        this.arrived(events(item));
-        yield item;
+      for await (const event of this.stream) {
+        this.arrived(1);
+        yield event;
       }
       ended = true;
     } catch (err) {
@@ -77,15 +77,72 @@ export class RelayedStream implements ChunkStream {
     }
   }
 
-  private finish(ended: boolean, failure: unknown): void {
+  /** Reports the end (once per stream: each way of iterating calls it once): `ended` when the stream ran out or failed (`failure`), false when its consumer left first. */
+  finish(ended: boolean, failure: unknown): void {
     this.onEnd(this.stream.usage(), ended ? failure : new GatewayError("unavailable", "the client closed the stream", { type: "caller_closed_request", httpStatus: 499 }));
   }
 }
 
-function one(): number {
-  return 1;
-}
+const DONE: IteratorReturnResult<undefined> = { done: true, value: undefined };
 
-function sizeOf(batch: readonly JsonObject[]): number {
-  return batch.length;
+/**
+ * The relay of a stream's batches as a plain iterator over the provider's: a batch then costs the one
+ * promise of the source's `next` and a `then`, where an async generator around it cost each batch its own
+ * `next` promise, an await of the source and an await at its yield.
+ */
+class RelayedBatches implements AsyncIterableIterator<readonly JsonObject[]> {
+  private over = false;
+
+  constructor(
+    private readonly relayed: RelayedStream,
+    private readonly source: AsyncIterator<readonly JsonObject[]>,
+  ) {}
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<readonly JsonObject[]>> {
+    if (this.over) return Promise.resolve(DONE);
+    return this.source.next().then(
+      (result) => this.passed(result),
+      (err: unknown) => {
+        this.end(true, err);
+        throw err;
+      },
+    );
+  }
+
+  private passed(result: IteratorResult<readonly JsonObject[]>): IteratorResult<readonly JsonObject[]> {
+    if (result.done === true) {
+      this.end(true, null);
+      return result;
+    }
+    try {
+      this.relayed.arrived(result.value.length);
+    } catch (err) {
+      // As a generator's loop would: the source is closed (its upstream given back) and the failure reported.
+      this.source.return?.()?.catch(() => undefined);
+      this.end(true, err);
+      throw err;
+    }
+    return result;
+  }
+
+  /** The consumer left before the end: the source gives back its upstream first, then the end is reported. */
+  async return(): Promise<IteratorResult<readonly JsonObject[]>> {
+    if (this.over) return DONE;
+    try {
+      await this.source.return?.();
+    } finally {
+      this.end(false, null);
+    }
+    return DONE;
+  }
+
+  private end(ended: boolean, failure: unknown): void {
+    if (this.over) return;
+    this.over = true;
+    this.relayed.finish(ended, failure);
+  }
 }

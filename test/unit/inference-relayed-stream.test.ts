@@ -75,3 +75,30 @@ test("reports a caller that stopped reading as a closed request", async () => {
   assert.equal(ends.length, 1);
   assert.match(String((ends[0] as Error).message), /client closed the stream/);
 });
+
+test("closes the provider's batches before reporting a caller that stopped reading", async () => {
+  const order: string[] = [];
+  async function* batches(): AsyncGenerator<readonly JsonObject[]> {
+    try {
+      yield [{ a: 1 }];
+      yield [{ a: 2 }];
+    } finally {
+      order.push("provider closed");
+    }
+  }
+  const stream: ProviderStream = { status: 200, usage: () => null, batches, async *[Symbol.asyncIterator]() {} };
+  const relayed = new RelayedStream(stream, () => order.push("end reported"), recorder().observer, BASE, 0, undefined);
+  for await (const _ of relayed.batches?.() ?? []) break;
+  assert.deepEqual(order, ["provider closed", "end reported"]);
+});
+
+test("reports the end once when a caller stops reading after the batches ran out", async () => {
+  const ends: unknown[] = [];
+  const relayed = new RelayedStream(providerStream([[{ a: 1 }]]), (_usage, err) => ends.push(err), recorder().observer, BASE, 0, undefined);
+  const iterator = relayed.batches?.()[Symbol.asyncIterator]();
+  assert.ok(iterator);
+  assert.equal((await iterator.next()).done, false);
+  assert.equal((await iterator.next()).done, true);
+  await iterator.return?.();
+  assert.deepEqual(ends, [null]);
+});
