@@ -26,8 +26,8 @@ import { credentialResult } from "./credential-result.js";
 import { DownstreamProtocol, announceListChanges, type DownstreamSession } from "./downstream-protocol.js";
 import type { DownstreamSide, RelayMember } from "./relay-member.js";
 
-/** A downstream request's context, as the SDK's Protocol hands it to a handler. */
-export type DownstreamExtra = RequestHandlerExtra<Request, Notification>;
+/** What a relayed request handler is given: the downstream request's id, cancellation and progress. */
+export type RelayExtra = RequestHandlerExtra<Request, Notification>;
 
 /** One relayed request being measured. */
 export interface RelayOperation {
@@ -60,7 +60,7 @@ export abstract class RelayedDownstream implements DownstreamSession, Downstream
   }
 
   /** Answers a downstream request. */
-  protected abstract onRequest(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result>;
+  protected abstract onRequest(request: JSONRPCRequest, extra: RelayExtra): Promise<Result>;
   /** Passes a downstream notification on. */
   protected abstract onNotification(notification: Notification): Promise<void>;
   /** Stops the members taking requests: those in flight are cancelled upstream. */
@@ -99,7 +99,7 @@ export abstract class RelayedDownstream implements DownstreamSession, Downstream
    * A tools/call at `member`, measured by `operation`: the member's link opened first; without the caller's
    * credential, the result that starts its flow; else the upstream's result, a failure when it says isError.
    */
-  protected async callAt(member: RelayMember, request: Request, extra: DownstreamExtra, operation: RelayOperation, serverRequestTimeoutMs: number): Promise<Result> {
+  protected async callAt(member: RelayMember, request: Request, extra: RelayExtra, operation: RelayOperation, serverRequestTimeoutMs: number): Promise<Result> {
     let errorType: McpErrorType = "_OTHER";
     try {
       if (!member.linked) await member.open();

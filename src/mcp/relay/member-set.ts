@@ -8,12 +8,12 @@
  * logged) rather than failing them; its own requests fail. The session that holds the set speaks to the
  * downstream client; the set only routes.
  */
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import { McpError, ErrorCode, type Notification, type Request, type RequestId, type Result, type ServerCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpErrorType } from "../../telemetry/metrics.js";
 import type { DiscoveredTool } from "../discover.js";
 import { prefixedToolName, splitToolName } from "../tool-names.js";
+import type { RelayExtra } from "./downstream-session.js";
 import { RelayMember, type DownstreamSide, type RelayCall, type RelayMemberDeps } from "./relay-member.js";
 import type { RelayCaller, RelayOffers } from "./relay-session.js";
 import { ResourceRoutes } from "./resource-routes.js";
@@ -38,9 +38,6 @@ export interface MemberSetDeps {
 
 /** The caller of one downstream request, per member client. */
 export type Callers = (client: string) => RelayCaller;
-
-/** What a relayed request handler is given: the downstream request's id, cancellation and progress. */
-export type RelayExtra = RequestHandlerExtra<Request, Notification>;
 
 /** One member of the set. */
 export interface Member {

@@ -22,7 +22,7 @@ import {
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpErrorType } from "../../telemetry/metrics.js";
 import type { DiscoveredTool } from "../discover.js";
-import { RelayedDownstream, type DownstreamExtra, type RelayOperation } from "./downstream-session.js";
+import { RelayedDownstream, type RelayExtra, type RelayOperation } from "./downstream-session.js";
 import { RelayMember } from "./relay-member.js";
 import type { DownstreamSink, UpstreamFacts, UpstreamLink } from "./upstream-link.js";
 
@@ -115,7 +115,7 @@ export class RelaySession extends RelayedDownstream {
     this.member.abandon(requestIds);
   }
 
-  protected onRequest(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  protected onRequest(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const part = partOf(request.method, request.params);
     if (part !== null && !this.offers()[part]) {
       return Promise.reject(new McpError(ErrorCode.MethodNotFound, `Method not found: ${request.method} (this virtual MCP server does not offer the ${part} of MCP client "${this.deps.clientName}")`));
@@ -136,7 +136,7 @@ export class RelaySession extends RelayedDownstream {
   }
 
   /** Relays a request and measures it under its method. */
-  private async measured(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  private async measured(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const operation = this.deps.callerOf(extra.requestId).begin(request.method, "");
     let errorType: McpErrorType = "_OTHER";
     try {
@@ -165,7 +165,7 @@ export class RelaySession extends RelayedDownstream {
     return this.initialized(request, offeredCapabilities(facts.capabilities, this.offers()), facts.serverInfo, facts.instructions);
   }
 
-  private async listTools(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  private async listTools(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const caller = this.deps.callerOf(extra.requestId);
     if (this.member.credentialMissing !== undefined) {
       // Without a credential the tools are listed from the last discovery: the flow starts at the call.
@@ -178,7 +178,7 @@ export class RelaySession extends RelayedDownstream {
     return { ...result, tools: tools.filter((tool: { name?: unknown }) => typeof tool?.name === "string" && caller.toolVisible(tool.name)) };
   }
 
-  private async callTool(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  private async callTool(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const caller = this.deps.callerOf(extra.requestId);
     const name = request.params?.["name"];
     if (typeof name !== "string") throw new McpError(ErrorCode.InvalidParams, "Invalid params: tools/call needs params.name, the name of a tool");

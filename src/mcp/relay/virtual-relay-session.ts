@@ -8,7 +8,7 @@ import type { NotificationOptions } from "@modelcontextprotocol/sdk/shared/proto
 import { McpError, ErrorCode, type InitializeResult, type JSONRPCRequest, type Notification, type RequestId, type Result } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { prefixedToolName, splitToolName } from "../tool-names.js";
-import { RelayedDownstream, type DownstreamExtra } from "./downstream-session.js";
+import { RelayedDownstream, type RelayExtra } from "./downstream-session.js";
 import { MemberSet, stringParam, type SetMemberDeps } from "./member-set.js";
 import type { RelayMember } from "./relay-member.js";
 import type { RelayCaller } from "./relay-session.js";
@@ -46,7 +46,7 @@ export class VirtualRelaySession extends RelayedDownstream {
     this.set.abandon(requestIds);
   }
 
-  protected onRequest(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  protected onRequest(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     switch (request.method) {
       case "initialize":
         return this.initialize(request);
@@ -89,7 +89,7 @@ export class VirtualRelaySession extends RelayedDownstream {
     return this.initialized(request, this.set.capabilities(), { name: this.deps.name, version: this.deps.version }, instructions.length > 0 ? instructions.join("\n\n") : undefined);
   }
 
-  private async listTools(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  private async listTools(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const tools = await this.set.fromEvery(
       request,
       extra,
@@ -107,7 +107,7 @@ export class VirtualRelaySession extends RelayedDownstream {
     return { tools };
   }
 
-  private async callTool(request: JSONRPCRequest, extra: DownstreamExtra): Promise<Result> {
+  private async callTool(request: JSONRPCRequest, extra: RelayExtra): Promise<Result> {
     const callers = this.set.callers(extra);
     const name = stringParam(request.params, "name");
     const split = splitToolName(name);

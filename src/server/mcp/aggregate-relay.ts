@@ -10,7 +10,8 @@ import type { NotificationOptions, RequestOptions } from "@modelcontextprotocol/
 import type { ClientCapabilities, Notification, Request, Result, ServerCapabilities, ServerNotification, ServerRequest } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import { ANY_RESULT } from "../../mcp/relay/any-result.js";
-import { MemberSet, type MemberSetDeps, type RelayExtra } from "../../mcp/relay/member-set.js";
+import type { RelayExtra } from "../../mcp/relay/downstream-session.js";
+import { MemberSet, type MemberSetDeps } from "../../mcp/relay/member-set.js";
 import type { DownstreamSide, RelayMember } from "../../mcp/relay/relay-member.js";
 import type { Logger } from "../../telemetry/logger.js";
 
