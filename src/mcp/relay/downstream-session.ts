@@ -45,11 +45,12 @@ export abstract class RelayedDownstream implements DownstreamSession, Downstream
   /** What initialize answered: the list_changed notifications the session may send. */
   private announced: ServerCapabilities | undefined;
 
-  /** `logFields` name the session in log lines; `what` names its kind in the protocol error's line. */
+  /** `logFields` name the session in log lines; `what` names its kind in the protocol error's line; `onClose` runs once when the session has ended. */
   constructor(
     protected readonly logger: Logger,
     private readonly logFields: Readonly<Record<string, string>>,
     what: string,
+    private readonly onClose: () => void,
   ) {
     // ping is the subclass's to answer, like every other request.
     this.protocol.removeRequestHandler("ping");
@@ -67,8 +68,6 @@ export abstract class RelayedDownstream implements DownstreamSession, Downstream
   protected abstract stopMembers(): void;
   /** Closes the members' upstream sessions (or this session's shares of them). */
   protected abstract closeMembers(): Promise<void>;
-  /** Runs once when the session has ended. */
-  protected abstract ended(): void;
 
   abstract readonly requestsInFlight: number;
   abstract abandon(requestIds: readonly RequestId[]): void;
@@ -138,6 +137,6 @@ export abstract class RelayedDownstream implements DownstreamSession, Downstream
     this.stopMembers();
     await this.protocol.close().catch(() => undefined);
     await this.closeMembers();
-    this.ended();
+    this.onClose();
   }
 }

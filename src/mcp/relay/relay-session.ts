@@ -102,7 +102,7 @@ export class RelaySession extends RelayedDownstream {
   private readonly offers: () => RelayOffers;
 
   constructor(private readonly deps: RelaySessionDeps) {
-    super(deps.logger, { client: deps.clientName }, "MCP relay session");
+    super(deps.logger, { client: deps.clientName }, "MCP relay session", deps.onClose);
     this.offers = deps.offers ?? OFFERS_EVERYTHING;
     this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs, serverRequestTimeoutMs: deps.serverRequestTimeoutMs }, this);
   }
@@ -201,9 +201,5 @@ export class RelaySession extends RelayedDownstream {
 
   protected closeMembers(): Promise<void> {
     return this.member.close();
-  }
-
-  protected ended(): void {
-    this.deps.onClose();
   }
 }

@@ -34,7 +34,7 @@ export class VirtualRelaySession extends RelayedDownstream {
   private readonly set: MemberSet;
 
   constructor(private readonly deps: VirtualRelayDeps) {
-    super(deps.logger, { virtual_server: deps.name }, "MCP virtual server session");
+    super(deps.logger, { virtual_server: deps.name }, "MCP virtual server session", deps.onClose);
     this.set = new MemberSet({ logFields: { virtual_server: deps.name }, logger: deps.logger, members: deps.members, callerOf: deps.callerOf }, this);
   }
 
@@ -131,9 +131,5 @@ export class VirtualRelaySession extends RelayedDownstream {
 
   protected closeMembers(): Promise<void> {
     return this.set.close();
-  }
-
-  protected ended(): void {
-    this.deps.onClose();
   }
 }
