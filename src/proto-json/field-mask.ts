@@ -10,9 +10,20 @@ import { reflect, type ReflectMessage } from "@bufbuild/protobuf/reflect";
 import { invalidField } from "../errors.js";
 import { FieldBehavior, field_behavior } from "../../gen/google/api/field_behavior_pb.js";
 
+/**
+ * Reading an option decodes the descriptor's options into a new message each time, and a REST answer asks
+ * for every field of every message it writes: each field's answer is kept (descriptors never change).
+ */
+const declared = new WeakMap<DescField, readonly FieldBehavior[]>();
+
 /** The declared behaviours of a field. */
 export function fieldBehaviors(field: DescField): readonly FieldBehavior[] {
-  return getOption(field, field_behavior);
+  let behaviors = declared.get(field);
+  if (behaviors === undefined) {
+    behaviors = Object.freeze(getOption(field, field_behavior));
+    declared.set(field, behaviors);
+  }
+  return behaviors;
 }
 
 /** Whether the gateway sets the field and ignores it on input. */
