@@ -21,18 +21,10 @@
  * script does).
  */
 import autocannon from "autocannon";
-import { spawn, type ChildProcess } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { closeSync, openSync } from "node:fs";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
-import { createInterface } from "node:readline";
-import { setTimeout as sleep } from "node:timers/promises";
+import type { ChildProcess } from "node:child_process";
+import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { buildServerBundle } from "../src/build-bundle.js";
-import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
-import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { SERVED_VIRTUAL_KEY, startBundledChild, startServedGateway, type Served } from "./outside-processes.js";
 import { cpuMs } from "./process-cpu.js";
 import { TreeRssPeaks } from "./process-tree.js";
 import { concurrentStreams, Errors, type StreamFigures, type StreamRequest } from "./stream-load.js";
@@ -46,14 +38,11 @@ const WARMUP_SECONDS = 3;
 const CONNECTIONS = 32;
 const STREAM_CONNECTIONS = 8;
 const STREAM_WARMUP_MS = 2_000;
-const START_TIMEOUT_MS = 120_000;
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const BUILD_DIR = here("../.tmp/bench-outside");
-const MAIN = here("../dist/main.js");
-const VIRTUAL_KEY = "sk-gw-outside";
 const PATH = "/v1/chat/completions";
-const HEADERS = { "content-type": "application/json", authorization: `Bearer ${VIRTUAL_KEY}` };
+const HEADERS = { "content-type": "application/json", authorization: `Bearer ${SERVED_VIRTUAL_KEY}` };
 const MESSAGES = [
   { role: "system", content: "You are a concise assistant." },
   { role: "user", content: "Explain in two sentences why connection pooling matters for an API gateway." },
@@ -62,12 +51,7 @@ const CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, tem
 const STREAM_REQUEST: StreamRequest = { path: PATH, headers: HEADERS, body: JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, stream: true }) };
 
 /** A started target: its URL and the process whose tree is measured. */
-interface Target {
-  url: string;
-  process: ChildProcess;
-  /** Stops the process and removes what it left. */
-  stop(): Promise<void>;
-}
+type Target = Served;
 
 /** What one target showed in one round. */
 interface Figures {
@@ -80,94 +64,27 @@ interface Figures {
 const peaks = new TreeRssPeaks(100);
 const running = new Set<ChildProcess>();
 
-/** Resolves once `child` has exited (at once when it already has). */
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once("exit", () => resolve()));
+/** Stopped on SIGINT, and its memory sampled from its start. */
+function watch(child: ChildProcess): void {
+  running.add(child);
+  peaks.watch(child.pid);
 }
 
-async function stopProcess(child: ChildProcess): Promise<void> {
-  const done = exited(child);
-  child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
-  await done;
-  clearTimeout(timer);
-  running.delete(child);
-}
-
-/** Spawns a bundled bench child and resolves with its URL from its first stdout line, `{"port": n}`. */
+/** A bundled bench child, its memory watched from its start. */
 async function startChild(file: string, env: Record<string, string>): Promise<Target> {
-  await buildServerBundle([here(file)], BUILD_DIR);
-  const child = spawn(process.execPath, [join(BUILD_DIR, file.replace(/\.ts$/, ".js"))], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
-  running.add(child);
-  peaks.watch(child.pid);
-  const first = await new Promise<string>((resolve, reject) => {
-    child.once("exit", (code) => reject(new Error(`${file} exited before reporting its port (code ${code})`)));
-    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", resolve);
-  });
-  const { port } = JSON.parse(first) as { port: number };
-  return {
-    url: `http://127.0.0.1:${port}`,
-    process: child,
-    stop: async () => {
-      const done = exited(child);
-      child.stdin?.end();
-      await done;
-      running.delete(child);
-    },
-  };
+  const served = await startBundledChild(`./${file}`, env, BUILD_DIR, watch);
+  return { ...served, stop: () => served.stop().then(() => void running.delete(served.process)) };
 }
 
-/** The config file the gateway starts from: one provider with one key, one virtual key, nothing else. */
-function configFile(upstreamUrl: string): string {
-  return JSON.stringify({
-    providers: { openai: { keys: [{ id: "oa-1", name: "oa-1", value: "sk-upstream-1" }], network_config: { base_url: upstreamUrl } } },
-    governance: {
-      virtual_keys: [{ id: "vk-outside", name: "outside", value: VIRTUAL_KEY, provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] }],
-    },
-  });
-}
-
-/** Starts `dist/main.js` as `npm start` does, on port 0, and resolves once it answers /ready. */
-async function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
-  const dir = await mkdtemp(join(tmpdir(), "gw-outside-"));
-  const config = join(dir, "config.json");
-  const logFile = join(dir, "stdout.log");
-  await writeFile(config, configFile(upstreamUrl));
-  const schema = databaseUrl === undefined ? undefined : randomSchemaName();
-  const out = openSync(logFile, "w");
+/** The gateway as `npm start` runs it, its memory watched from its start. */
+function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
   const profile = PROFILE ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", here("./profiles/outside")] : [];
-  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...profile, MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
-    env: {
-      ...process.env,
-      ...SERVING_ENVIRONMENT,
-      GW_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
-      GW_DATABASE_URL: databaseUrl ?? "",
-      ...(schema ? { GW_DATABASE_SCHEMA: schema } : {}),
-    },
-    stdio: ["ignore", out, "inherit"],
-  });
-  closeSync(out);
-  running.add(child);
-  peaks.watch(child.pid);
-  const stop = async () => {
-    await stopProcess(child);
-    if (databaseUrl !== undefined && schema !== undefined) await dropSchema(databaseUrl, schema).catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
-  };
-  // Bounded: polls every 20 ms until START_TIMEOUT_MS.
-  for (const until = Date.now() + START_TIMEOUT_MS; Date.now() < until && child.exitCode === null; await sleep(20)) {
-    const url = /"url":"([^"]+)","msg":"port bound/.exec(await readFile(logFile, "utf8"))?.[1];
-    if (url === undefined) continue;
-    const ready = await fetch(`${url}/ready`).then(
-      async (res) => (await res.arrayBuffer(), res.status === 200),
-      () => false,
-    );
-    if (ready) return { url, process: child, stop };
-  }
-  const log = await readFile(logFile, "utf8").catch(() => "");
-  await stop();
-  throw new Error(`the gateway did not become ready within ${START_TIMEOUT_MS / 1000} s:\n${log.slice(-2000)}`);
+  return startServedGateway({
+    upstreamUrl,
+    databaseUrl,
+    nodeOptions: profile,
+    spawned: watch,
+  }).then((gateway) => ({ ...gateway, stop: () => gateway.stop().then(() => void running.delete(gateway.process)) }));
 }
 
 /** autocannon's closed loop on `url` for `seconds`; the requests per second, after checking every answer was a 200. */

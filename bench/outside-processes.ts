@@ -1,0 +1,137 @@
+/**
+ * The processes the benches that look at the gateway from outside start (`bench/outside.ts`,
+ * `bench/allocation-sites.ts`): bundled bench children (the mock upstream, the floor), and the gateway
+ * exactly as `npm start` runs it (`dist/main.js` with its node flags and environment) from a config file
+ * holding one provider with one key and one virtual key, at its default log level, its stdout going to a
+ * file. Build first (`npm run build`).
+ */
+import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { closeSync, openSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { buildServerBundle } from "../src/build-bundle.js";
+import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { dropSchema, randomSchemaName } from "../src/store/index.js";
+
+const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+const START_TIMEOUT_MS = 120_000;
+
+/** The virtual key the served gateway's config holds. */
+export const SERVED_VIRTUAL_KEY = "sk-gw-outside";
+
+/** A started process that serves HTTP: its URL and process. */
+export interface Served {
+  url: string;
+  process: ChildProcess;
+  /** Stops the process and removes what it left (its data, its schema on a server). */
+  stop(): Promise<void>;
+}
+
+/** How to start it. */
+export interface ServedGatewayOptions {
+  upstreamUrl: string;
+  /** A PostgreSQL server to run on, in a schema of its own; the embedded database when undefined. */
+  databaseUrl?: string | undefined;
+  /** Node options put after the serving flags, before `dist/main.js` (a profiler, a preload). */
+  nodeOptions?: readonly string[];
+  /** Adds an IPC channel to the child (for a preloaded module that takes commands). */
+  ipc?: boolean;
+  /** Told of the child as soon as it is spawned (to watch its memory, to stop it on SIGINT). */
+  spawned?: (child: ChildProcess) => void;
+}
+
+/** The config file: one provider with one key, one virtual key, nothing else. */
+function configFile(upstreamUrl: string): string {
+  return JSON.stringify({
+    providers: { openai: { keys: [{ id: "oa-1", name: "oa-1", value: "sk-upstream-1" }], network_config: { base_url: upstreamUrl } } },
+    governance: {
+      virtual_keys: [{ id: "vk-outside", name: "outside", value: SERVED_VIRTUAL_KEY, provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] }],
+    },
+  });
+}
+
+/** Resolves once `child` has exited (at once when it already has). */
+export function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once("exit", () => resolve()));
+}
+
+/** SIGTERM, then SIGKILL after 20 s; resolves once the process is gone. */
+export async function stopProcess(child: ChildProcess): Promise<void> {
+  const done = exited(child);
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);
+  await done;
+  clearTimeout(timer);
+}
+
+/**
+ * Bundles the bench child `file` (a path relative to this folder) into `buildDir`, spawns it with `env` added,
+ * and resolves with its URL from its first stdout line, `{"port": n}`; it stops when its stdin closes.
+ */
+export async function startBundledChild(file: string, env: Record<string, string>, buildDir: string, spawned?: (child: ChildProcess) => void): Promise<Served> {
+  await buildServerBundle([fileURLToPath(new URL(file, import.meta.url))], buildDir);
+  const child = spawn(process.execPath, [join(buildDir, file.replace(/^\.\//, "").replace(/\.ts$/, ".js"))], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+  spawned?.(child);
+  const first = await new Promise<string>((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`${file} exited before reporting its port (code ${code})`)));
+    createInterface({ input: child.stdout as NodeJS.ReadableStream }).once("line", resolve);
+  });
+  const { port } = JSON.parse(first) as { port: number };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    process: child,
+    stop: async () => {
+      const done = exited(child);
+      child.stdin?.end();
+      await done;
+    },
+  };
+}
+
+/** Starts the gateway on port 0 and resolves once it answers /ready. */
+export async function startServedGateway(options: ServedGatewayOptions): Promise<Served> {
+  const { databaseUrl } = options;
+  const dir = await mkdtemp(join(tmpdir(), "gw-served-"));
+  const config = join(dir, "config.json");
+  const logFile = join(dir, "stdout.log");
+  await writeFile(config, configFile(options.upstreamUrl));
+  const schema = databaseUrl === undefined ? undefined : randomSchemaName();
+  const out = openSync(logFile, "w");
+  const stdio: StdioOptions = options.ipc === true ? ["ignore", out, "inherit", "ipc"] : ["ignore", out, "inherit"];
+  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeOptions ?? []), MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+    env: {
+      ...process.env,
+      ...SERVING_ENVIRONMENT,
+      GW_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
+      GW_DATABASE_URL: databaseUrl ?? "",
+      ...(schema ? { GW_DATABASE_SCHEMA: schema } : {}),
+    },
+    stdio,
+  });
+  closeSync(out);
+  options.spawned?.(child);
+  const stop = async () => {
+    await stopProcess(child);
+    if (databaseUrl !== undefined && schema !== undefined) await dropSchema(databaseUrl, schema).catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  };
+  // Bounded: polls every 20 ms until START_TIMEOUT_MS.
+  for (const until = Date.now() + START_TIMEOUT_MS; Date.now() < until && child.exitCode === null; await sleep(20)) {
+    const url = /"url":"([^"]+)","msg":"port bound/.exec(await readFile(logFile, "utf8"))?.[1];
+    if (url === undefined) continue;
+    const ready = await fetch(`${url}/ready`).then(
+      async (res) => (await res.arrayBuffer(), res.status === 200),
+      () => false,
+    );
+    if (ready) return { url, process: child, stop };
+  }
+  const log = await readFile(logFile, "utf8").catch(() => "");
+  await stop();
+  throw new Error(`the gateway did not become ready within ${START_TIMEOUT_MS / 1000} s:\n${log.slice(-2000)}`);
+}
