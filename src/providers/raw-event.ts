@@ -75,3 +75,27 @@ export function chunkFields(chunk: JsonObject): JsonObject | null {
 export function forgetRawText(chunk: JsonObject): void {
   (chunk as Marked)[RAW_TEXT] = undefined;
 }
+
+const WIRE_TEXT = Symbol("gw.wireText");
+
+/** The text a batch's leading chunks arrived as, one after another, and how many chunks it holds. */
+export interface WireText {
+  text: string;
+  count: number;
+}
+
+type WireMarked = { [WIRE_TEXT]?: WireText };
+
+/**
+ * Marks a batch of chunks from one upstream read: its first `count` chunks, each marked with its raw text,
+ * arrived together as `text`, exactly `data: <raw text>\n\n` each. A writer that frames chunks that way may
+ * send `text` for them instead of framing each again (after checking each still has its raw text).
+ */
+export function withWireText(batch: JsonObject[], text: string, count: number): void {
+  (batch as WireMarked)[WIRE_TEXT] = { text, count };
+}
+
+/** The wire text of a batch's leading chunks, when withWireText marked it. */
+export function wireTextOf(batch: readonly JsonObject[]): WireText | undefined {
+  return (batch as WireMarked)[WIRE_TEXT];
+}

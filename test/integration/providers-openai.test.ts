@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { after, before, beforeEach, describe, test } from "node:test";
 import { GatewayError } from "../../src/errors.js";
-import { chunkFields, rawTextOf } from "../../src/providers/raw-event.js";
+import { chunkFields, rawTextOf, wireTextOf, type WireText } from "../../src/providers/raw-event.js";
 import { ProviderError } from "../../src/providers/provider-error.js";
 import { createProviderAdapter } from "../../src/providers/registry.js";
 import type { JsonObject, ProviderAdapter, ProviderKey } from "../../src/providers/types.js";
@@ -190,6 +190,31 @@ describe("openai streaming", () => {
       const sizes: number[] = [];
       for await (const batch of stream.batches()) sizes.push(batch.length);
       assert.deepEqual(sizes, [3]);
+    });
+  });
+
+  test("marks a batch's leading unchanged chunks with the text they arrived as, up to the first it drops", async () => {
+    const part = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "part" } }] });
+    // One read: two plain chunks, then the usage-only chunk the caller did not ask for (dropped), then the end.
+    const usage = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } });
+    await withSseUpstream([part, part, usage, "[DONE]"], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      assert.ok(stream.batches, "an SSE chat stream offers batches");
+      const marks: (WireText | undefined)[] = [];
+      for await (const batch of stream.batches()) marks.push(wireTextOf(batch));
+      assert.deepEqual(marks, [{ text: `data: ${part}\n\ndata: ${part}\n\n`, count: 2 }]);
+    });
+  });
+
+  test("marks no chunk of a batch whose first chunk was changed", async () => {
+    const usage = JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta: { content: "last" } }], usage: { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 } });
+    await withSseUpstream([usage, "[DONE]"], async (url) => {
+      const stream = await adapter("openai", url).chatStream({ model: "m", messages: [{ role: "user", content: "a" }], stream: true }, { key, textOnlyChunks: true });
+      assert.ok(stream.batches, "an SSE chat stream offers batches");
+      const marks: (WireText | undefined)[] = [];
+      for await (const batch of stream.batches()) marks.push(wireTextOf(batch));
+      // The caller did not ask for usage, so the chunk goes out without it: not as it arrived.
+      assert.deepEqual(marks, [undefined]);
     });
   });
 

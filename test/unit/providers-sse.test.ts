@@ -1,7 +1,7 @@
 /** The SSE parser the provider streams rely on. */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { parseSse, type SseEvent } from "../../src/providers/http/sse.js";
+import { parseSse, SseParser, type SseEvent } from "../../src/providers/http/sse.js";
 
 async function parse(pieces: (string | Uint8Array)[]): Promise<SseEvent[]> {
   const bytes = (async function* () {
@@ -85,4 +85,42 @@ test("ignores fields other than event and data, and an event without data", asyn
 
 test("joins three data lines, the empty ones too", async () => {
   assert.deepEqual(await parse(["data: a\ndata:\ndata: c\n\n"]), [{ event: "message", data: "a\n\nc" }]);
+});
+
+/** The parser's wire figures after pushing `reads` one after another: the last read's leading events that arrived as `data: <data>\n\n`, and their text. */
+function wireAfter(...reads: string[]): { events: number; text: string | null } {
+  const parser = new SseParser();
+  for (const read of reads) parser.push(read);
+  return { events: parser.wireEvents, text: parser.wireEvents > 0 ? parser.wireText(parser.wireEvents) : null };
+}
+
+test("gives a read's events as they arrived when each is one data line and a blank line", () => {
+  assert.deepEqual(wireAfter('data: {"a":1}\n\ndata: {"b":2}\n\n'), { events: 2, text: 'data: {"a":1}\n\ndata: {"b":2}\n\n' });
+});
+
+test("gives only the events before a partial one at the end of a read", () => {
+  assert.deepEqual(wireAfter('data: {"a":1}\n\ndata: {"b"'), { events: 1, text: 'data: {"a":1}\n\n' });
+});
+
+test("gives the leading events up to the first that is written otherwise", () => {
+  assert.deepEqual(wireAfter("data: 1\n\nevent: x\ndata: 2\n\ndata: 3\n\n"), { events: 1, text: "data: 1\n\n" });
+  assert.deepEqual(wireAfter("data: 1\n\n: keep-alive\ndata: 2\n\n"), { events: 1, text: "data: 1\n\n" });
+  assert.deepEqual(wireAfter("data: 1\n\ndata:2\n\n"), { events: 1, text: "data: 1\n\n" });
+  assert.deepEqual(wireAfter("data: 1\n\ndata: a\ndata: b\n\n"), { events: 1, text: "data: 1\n\n" });
+  assert.deepEqual(wireAfter("data: 1\n\nid: 7\ndata: 2\n\n"), { events: 1, text: "data: 1\n\n" });
+  assert.deepEqual(wireAfter("data: 1\n\n\ndata: 2\n\n"), { events: 1, text: "data: 1\n\n" });
+});
+
+test("gives no events of a read with carriage returns", () => {
+  assert.deepEqual(wireAfter("data: 1\r\n\r\n"), { events: 0, text: null });
+});
+
+test("gives no events of a read that finishes an event an earlier read began", () => {
+  assert.deepEqual(wireAfter("data: 1\n", "\ndata: 2\n\n"), { events: 0, text: null });
+  assert.deepEqual(wireAfter("data: 1\n\ndata: 2", "\n\ndata: 3\n\n"), { events: 0, text: null });
+});
+
+test("gives no events of a first read that began with a byte order mark", () => {
+  assert.deepEqual(wireAfter("\ufeffdata: 1\n\n"), { events: 0, text: null });
+  assert.deepEqual(wireAfter("\ufeffdata: 1\n\n", "data: 2\n\n"), { events: 1, text: "data: 2\n\n" });
 });

@@ -2,6 +2,7 @@
 import type { AbortSource } from "../../cancellation.js";
 import type { ProviderStream, JsonObject, TokenUsage } from "../types.js";
 import { ProviderError, upstreamText } from "../provider-error.js";
+import { rawTextOf, withWireText } from "../raw-event.js";
 import { parseSse, SseParser, type SseByteLimit, type SseEvent } from "./sse.js";
 import { tooLarge, transportError, type UpstreamResponse } from "./upstream-http.js";
 
@@ -145,10 +146,18 @@ class MappedSseStream extends UpstreamEventStream {
       for await (const bytes of this.res.body) {
         const batch: JsonObject[] = [];
         try {
-          for (const event of parser.push(bytes)) {
+          const events = parser.push(bytes);
+          // The leading events that became their chunk unchanged, each carrying the text it arrived as.
+          let unchanged = 0;
+          for (let index = 0; index < events.length; index++) {
+            const event = events[index] as SseEvent;
             const chunk = mapper.map(event);
-            if (chunk !== null) batch.push(chunk);
+            if (chunk === null) continue;
+            batch.push(chunk);
+            if (unchanged === index && rawTextOf(chunk) === event.data) unchanged++;
           }
+          const wire = Math.min(unchanged, parser.wireEvents);
+          if (wire > 0) withWireText(batch, parser.wireText(wire), wire);
         } catch (err) {
           // The events before a failing one were sent before it: the caller gets them, then the failure.
           if (batch.length > 0) yield batch;

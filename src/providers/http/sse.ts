@@ -22,6 +22,10 @@ const LF = 10;
  * Lines are found with indexOf from a moving position and the consumed text is cut once per chunk, so a
  * chunk holding many events is scanned once; a trailing event without its blank line is never
  * dispatched, as the format says.
+ *
+ * It also remembers how many of a read's leading events arrived exactly as `data: <data>\n\n` from the read's
+ * start (wireEvents), so a writer that frames events that way can send that text as it arrived (wireText)
+ * instead of framing every event again.
  */
 export class SseParser {
   // StringDecoder, not TextDecoder: the same UTF-8 decoding of a stream split anywhere (a character cut
@@ -35,8 +39,24 @@ export class SseParser {
   private data: string | null = null;
   private more: string[] | null = null;
   private bytes = 0;
+  /** The text the last push parsed, from its first character. */
+  private text = "";
+  /** Where each of the last push's leading `data: <data>\n\n` events ends in `text`; reused push after push. */
+  private readonly wireEnds: number[] = [];
 
   constructor(private readonly limit?: SseByteLimit) {}
+
+  /** How many of the last push's events, from its first, arrived exactly as `data: <data>\n\n` one after another from the read's start. */
+  get wireEvents(): number {
+    return this.wireEnds.length;
+  }
+
+  /** The text the last push's first `count` events (1 to wireEvents) arrived as; a slice of the read's text, not a copy. */
+  wireText(count: number): string {
+    const end = this.wireEnds[count - 1];
+    if (end === undefined || count < 1) throw new RangeError(`wireText(${count}): the last read began with ${this.wireEnds.length} such events`);
+    return end === this.text.length ? this.text : this.text.slice(0, end);
+  }
 
   /** The events `chunk` completes (often none or many); throws the limit's error past its bytes. */
   push(chunk: Uint8Array | string): SseEvent[] {
@@ -46,11 +66,18 @@ export class SseParser {
       if (this.bytes > limit.maxBytes) throw limit.error();
     }
     let text = typeof chunk === "string" ? chunk : this.decoder.write(chunk);
+    // The events arrive as written from the read's start only when nothing of an earlier read is pending.
+    let wire = this.buffer === "" && this.data === null && this.event === "";
     if (this.first && text !== "") {
       this.first = false;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+      if (text.charCodeAt(0) === 0xfeff) {
+        text = text.slice(1);
+        wire = false;
+      }
     }
     const buffer = this.buffer + text;
+    const wireEnds = this.wireEnds;
+    wireEnds.length = 0;
     const events: SseEvent[] = [];
     let pos = 0;
     // Where the next \r is at or after pos (-1: none left), found again only once passed.
@@ -63,6 +90,7 @@ export class SseParser {
       if (cr !== -1 && (lf === -1 || cr < lf)) {
         // A lone \r at the end may be the first half of \r\n: wait for more bytes before splitting on it.
         if (cr === buffer.length - 1) break;
+        wire = false;
         end = cr;
         next = buffer.charCodeAt(cr + 1) === LF ? cr + 2 : cr + 1;
       } else if (lf !== -1) {
@@ -74,22 +102,34 @@ export class SseParser {
       pos = next;
       if (end === start) {
         if (this.data !== null) {
+          if (wire && this.more === null && this.event === "") wireEnds.push(next);
+          else wire = false;
           events.push({ event: this.event || "message", data: this.more === null ? this.data : this.more.join("\n") });
           this.data = null;
           this.more = null;
-        }
+        } else wire = false;
         this.event = "";
         continue;
       }
-      if (buffer.charCodeAt(start) === 58 /* ":" */) continue;
+      if (buffer.charCodeAt(start) === 58 /* ":" */) {
+        wire = false;
+        continue;
+      }
       const colon = buffer.indexOf(":", start);
       const fieldEnd = colon === -1 || colon > end ? end : colon;
       let valueStart = fieldEnd === end ? end : fieldEnd + 1;
       if (buffer.charCodeAt(valueStart) === 32 /* " " */ && valueStart < end) valueStart++;
       const fieldLength = fieldEnd - start;
-      if (fieldLength === 4 && buffer.startsWith("data", start)) this.addData(buffer.slice(valueStart, end));
-      else if (fieldLength === 5 && buffer.startsWith("event", start)) this.event = buffer.slice(valueStart, end);
+      if (fieldLength === 4 && buffer.startsWith("data", start)) {
+        // Written again, the event would read `data: <value>`: one space after the colon, the value after it.
+        if (this.data !== null || valueStart !== fieldEnd + 2) wire = false;
+        this.addData(buffer.slice(valueStart, end));
+      } else {
+        wire = false;
+        if (fieldLength === 5 && buffer.startsWith("event", start)) this.event = buffer.slice(valueStart, end);
+      }
     }
+    this.text = buffer;
     this.buffer = pos > 0 ? buffer.slice(pos) : buffer;
     return events;
   }

@@ -14,7 +14,7 @@ import type { RequestScope } from "../../services/context.js";
 import { GuardrailBlockedError } from "../../guardrails/guardrail-blocked.js";
 import { asGatewayError, type CallMethod, type ChatCall, type ChatOutcome, type ChatService, type MethodBody } from "../../inference/calls.js";
 import type { Logger } from "../../telemetry/logger.js";
-import { rawTextOf } from "../../providers/raw-event.js";
+import { rawTextOf, wireTextOf } from "../../providers/raw-event.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { NO_HEADERS, sendJson, sendJsonText, type Req, type Res } from "../node-http.js";
@@ -102,6 +102,11 @@ export interface SseFraming {
   error(envelope: JsonObject): string;
   /** Written after the last event. */
   end: string;
+  /**
+   * True when event() writes a chunk that carries its upstream text in the form `data: <that text>\n\n`: a
+   * batch's leading chunks marked with the text they arrived in together (wireTextOf) may then go out as it.
+   */
+  rawEvents?: boolean;
 }
 
 /** An error's status and the body that carries it on an endpoint's wire. */
@@ -128,6 +133,7 @@ const CHAT_FRAMING: SseFraming = {
   event: (chunk) => `data: ${rawTextOf(chunk) ?? JSON.stringify(chunk)}\n\n`,
   error: (envelope) => `data: ${JSON.stringify(envelope)}\n\n`,
   end: "data: [DONE]\n\n",
+  rawEvents: true,
 };
 
 const CHAT_ENDPOINT: V1Endpoint = {
@@ -146,9 +152,7 @@ async function writeStream(res: Res, chunks: ChunkStream, framing: SseFraming, e
       // An upstream read's events go out framed together: one async step per read, not per event.
       for await (const batch of chunks.batches()) {
         if (gone(res)) break;
-        let text = "";
-        for (const chunk of batch) text += framing.event(chunk);
-        writer.write(text);
+        writer.write(framedBatch(batch, framing));
         const room = writer.room();
         if (room !== null) await room;
       }
@@ -169,6 +173,29 @@ async function writeStream(res: Res, chunks: ChunkStream, framing: SseFraming, e
     return;
   }
   writer.end(framing.end);
+}
+
+/**
+ * A batch's events as SSE text. Its leading chunks go out as the text they arrived as when the framing would
+ * write them so and none has changed since: framed again, each event cost new strings and the joined text a
+ * copy of the whole.
+ */
+function framedBatch(batch: readonly JsonObject[], framing: SseFraming): string {
+  let text = "";
+  let from = 0;
+  const wire = framing.rawEvents === true ? wireTextOf(batch) : undefined;
+  if (wire !== undefined && keepsRawText(batch, wire.count)) {
+    text = wire.text;
+    from = wire.count;
+  }
+  for (let index = from; index < batch.length; index++) text += framing.event(batch[index] as JsonObject);
+  return text;
+}
+
+/** True when each of the batch's first `count` chunks still carries the text it arrived as (none changed since). */
+function keepsRawText(batch: readonly JsonObject[], count: number): boolean {
+  for (let index = 0; index < count; index++) if (rawTextOf(batch[index] as JsonObject) === undefined) return false;
+  return true;
 }
 
 /** The headers that say how the answer was made: `x-gw-cache` when the cache was asked, `x-gw-guardrails` when a guardrail looked. */
