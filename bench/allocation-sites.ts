@@ -53,12 +53,23 @@ interface HeapNode {
   children: HeapNode[];
 }
 
-/** Sends `message` to the gateway's sampler and resolves with its answer. */
+/** Sends `message` to the gateway's sampler and resolves with its answer; fails if the gateway exits first. */
 async function ask(gateway: Served, message: object): Promise<unknown> {
-  const answered = once(gateway.process, "message");
+  const waiting = new AbortController();
+  const answered = once(gateway.process, "message", { signal: waiting.signal });
+  const exited = once(gateway.process, "exit", { signal: waiting.signal }).then(([code]: unknown[]) => {
+    throw new Error(`the gateway exited (code ${String(code)}) before its sampler answered ${JSON.stringify(message)}`);
+  });
   gateway.process.send(message);
-  const [answer] = (await answered) as [unknown];
-  return answer;
+  try {
+    const [answer] = (await Promise.race([answered, exited])) as [unknown];
+    return answer;
+  } finally {
+    waiting.abort();
+    // The loser is rejected by the abort: nothing waits on it.
+    answered.catch(() => undefined);
+    exited.catch(() => undefined);
+  }
 }
 
 /** Sends `amount` requests of `kind`; throws when any answer was not a 200. */

@@ -56,13 +56,13 @@ function configFile(upstreamUrl: string): string {
 }
 
 /** Resolves once `child` has exited (at once when it already has). */
-export function exited(child: ChildProcess): Promise<void> {
+function exited(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once("exit", () => resolve()));
 }
 
 /** SIGTERM, then SIGKILL after 20 s; resolves once the process is gone. */
-export async function stopProcess(child: ChildProcess): Promise<void> {
+async function stopProcess(child: ChildProcess): Promise<void> {
   const done = exited(child);
   child.kill("SIGTERM");
   const timer = setTimeout(() => child.kill("SIGKILL"), 20_000);

@@ -64,27 +64,22 @@ interface Figures {
 const peaks = new TreeRssPeaks(100);
 const running = new Set<ChildProcess>();
 
-/** Stopped on SIGINT, and its memory sampled from its start. */
+/** Stopped on SIGINT while it runs, and its memory sampled from its start. */
 function watch(child: ChildProcess): void {
   running.add(child);
+  child.once("exit", () => running.delete(child));
   peaks.watch(child.pid);
 }
 
 /** A bundled bench child, its memory watched from its start. */
-async function startChild(file: string, env: Record<string, string>): Promise<Target> {
-  const served = await startBundledChild(`./${file}`, env, BUILD_DIR, watch);
-  return { ...served, stop: () => served.stop().then(() => void running.delete(served.process)) };
+function startChild(file: string, env: Record<string, string>): Promise<Target> {
+  return startBundledChild(`./${file}`, env, BUILD_DIR, watch);
 }
 
 /** The gateway as `npm start` runs it, its memory watched from its start. */
 function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
   const profile = PROFILE ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", here("./profiles/outside")] : [];
-  return startServedGateway({
-    upstreamUrl,
-    databaseUrl,
-    nodeOptions: profile,
-    spawned: watch,
-  }).then((gateway) => ({ ...gateway, stop: () => gateway.stop().then(() => void running.delete(gateway.process)) }));
+  return startServedGateway({ upstreamUrl, databaseUrl, nodeOptions: profile, spawned: watch });
 }
 
 /** autocannon's closed loop on `url` for `seconds`; the requests per second, after checking every answer was a 200. */
