@@ -17,13 +17,12 @@
  * Not a test: it asserts nothing, but every call must succeed.
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { startServedGateway, type Served } from "./outside-processes.js";
 import { cpuMs } from "./process-cpu.js";
 
 const SESSIONS = Number(process.env["MCP_SESSIONS"] ?? 8);
@@ -116,29 +115,19 @@ function percentile(sorted: readonly number[], p: number): number {
 }
 
 const upstream = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/fixtures/conformance-upstream.ts"), "--transport", "http"], { stdio: ["ignore", "pipe", "inherit"] });
-const dir = await mkdtemp(join(tmpdir(), "gw-bench-mcp-"));
-let gateway: ChildProcess | undefined;
+let gateway: Served | undefined;
 try {
   const direct = await firstJson(upstream, "url");
-  const config = join(dir, "gw.json");
-  await writeFile(config, JSON.stringify({ mcp: { client_configs: [{ name: "up", connection_type: "http", connection_string: direct, tools_to_execute: ["*"] }] } }));
   if (PROFILE) await mkdir(PROFILE_DIR, { recursive: true });
   const profileFlags = PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  gateway = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...profileFlags, join(ROOT, "dist/main.js"), "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
-    env: { ...process.env, ...SERVING_ENVIRONMENT, GW_DATABASE_URL: "" },
-    stdio: ["ignore", "pipe", "inherit"],
+  gateway = await startServedGateway({
+    config: { mcp: { client_configs: [{ name: "up", connection_type: "http", connection_string: direct, tools_to_execute: ["*"] }] } },
+    nodeOptions: profileFlags,
   });
-  const gatewayUrl = await new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: gateway?.stdout ?? process.stdin });
-    lines.on("line", (line) => {
-      const url = /"url":"([^"]+)","msg":"port bound/.exec(line)?.[1];
-      if (url !== undefined) resolve(url);
-    });
-    gateway?.once("exit", (code) => reject(new Error(`the gateway exited with ${code}`)));
-  });
+  const gatewayUrl = gateway.url;
   await waitReady(gatewayUrl);
   const relayed = `${gatewayUrl}/mcp/up`;
-  const pids = [upstream.pid, gateway.pid];
+  const pids = [upstream.pid, gateway.process.pid];
   for (const rate of [undefined, RATE]) {
     const runs = { direct: { times: [] as number[], cpu: [0, 0] }, relayed: { times: [] as number[], cpu: [0, 0] } };
     for (let round = 0; round < 2; round++) {
@@ -165,10 +154,7 @@ try {
     console.log(`  CPU per call: server ${d?.upstreamUs.toFixed(0)} µs direct, ${r?.upstreamUs.toFixed(0)} µs relayed; gateway ${r?.gatewayUs.toFixed(0)} µs relayed`);
   }
 } finally {
-  // The profile is written as the gateway exits.
-  const exited = gateway === undefined || gateway.exitCode !== null ? Promise.resolve() : new Promise((resolve) => gateway?.once("exit", resolve));
-  gateway?.kill("SIGTERM");
-  await exited;
+  // The profile is written as the gateway exits, which stop() waits for.
+  await gateway?.stop();
   upstream.kill("SIGTERM");
-  await rm(dir, { recursive: true, force: true });
 }

@@ -34,7 +34,10 @@ export interface Served {
 
 /** How to start it. */
 export interface ServedGatewayOptions {
-  upstreamUrl: string;
+  /** The provider upstream of the default config (one provider, one key, the virtual key SERVED_VIRTUAL_KEY). */
+  upstreamUrl?: string;
+  /** The config file's content in place of the default config (upstreamUrl is then not read). */
+  config?: Record<string, unknown>;
   /** A PostgreSQL server to run on, in a schema of its own; the embedded database when undefined. */
   databaseUrl?: string | undefined;
   /** Node options put after the serving flags, before `dist/main.js` (a profiler, a preload). */
@@ -53,6 +56,13 @@ function configFile(upstreamUrl: string): string {
       virtual_keys: [{ id: "vk-outside", name: "outside", value: SERVED_VIRTUAL_KEY, provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] }],
     },
   });
+}
+
+/** The config file a start asks for: its own, or the default one for its upstream. */
+function configOf(options: ServedGatewayOptions): string {
+  if (options.config !== undefined) return JSON.stringify(options.config);
+  if (options.upstreamUrl === undefined) throw new Error("startServedGateway needs an upstreamUrl or a config");
+  return configFile(options.upstreamUrl);
 }
 
 /** Resolves once `child` has exited (at once when it already has). */
@@ -100,7 +110,7 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const dir = await mkdtemp(join(tmpdir(), "gw-served-"));
   const config = join(dir, "config.json");
   const logFile = join(dir, "stdout.log");
-  await writeFile(config, configFile(options.upstreamUrl));
+  await writeFile(config, configOf(options));
   const schema = databaseUrl === undefined ? undefined : randomSchemaName();
   const out = openSync(logFile, "w");
   const stdio: StdioOptions = options.ipc === true ? ["ignore", out, "inherit", "ipc"] : ["ignore", out, "inherit"];
