@@ -16,13 +16,13 @@ RUN npm ci --no-audit --no-fund
 
 FROM node:24-slim
 ENV NODE_ENV=production
-# At most two malloc arenas, as npm start runs the gateway (src/serving-environment.ts says why).
-ENV MALLOC_ARENA_MAX=2
 WORKDIR /app
 COPY package.json package-lock.json ./
 # No install scripts: only the build's dev dependencies have any, and prepare would need them.
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The launcher npm start runs too: the node flags and the malloc setting (src/serving-environment.ts says why).
+COPY bin ./bin
 COPY deploy/gw.json /etc/gw/gw.json
 RUN groupadd --system gw && useradd --system --gid gw --home-dir /data --shell /usr/sbin/nologin gw \
   && mkdir -p /data && chown gw:gw /data
@@ -34,4 +34,4 @@ ENV GW_REQUIRE_AUTH=1
 HEALTHCHECK --interval=15s --timeout=3s --start-period=60s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:8080/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=4", "--no-allocation-site-pretenuring", "--heap-growing-percent=30", "--liftoff-only", "--no-maglev", "dist/main.js", "--config", "/etc/gw/gw.json", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/data"]
+CMD ["bin/gw-serve", "--config", "/etc/gw/gw.json", "--host", "0.0.0.0", "--port", "8080", "--data-dir", "/data"]

@@ -15,7 +15,7 @@ import { createInterface } from "node:readline";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { buildServerBundle } from "../src/build-bundle.js";
-import { SERVING_ENVIRONMENT, SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { SERVING_ENVIRONMENT, servingNodeFlags } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 
 const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
@@ -114,7 +114,7 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const schema = databaseUrl === undefined ? undefined : randomSchemaName();
   const out = openSync(logFile, "w");
   const stdio: StdioOptions = options.ipc === true ? ["ignore", out, "inherit", "ipc"] : ["ignore", out, "inherit"];
-  const child = spawn(process.execPath, [...SERVING_NODE_FLAGS, ...(options.nodeOptions ?? []), MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+  const child = spawn(process.execPath, [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
     env: {
       ...process.env,
       ...SERVING_ENVIRONMENT,

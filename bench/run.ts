@@ -88,8 +88,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { Pool } from "undici";
 import { buildServerBundle } from "../src/build-bundle.js";
-import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
-import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { SERVING_ENVIRONMENT, servingNodeFlags } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
 import { cpuMs } from "./process-cpu.js";
 import { TreeRssPeaks } from "./process-tree.js";
@@ -727,8 +726,13 @@ function report(results: TargetResult[], loadAtStart: number): void {
   for (const r of results) for (const sample of r.errorSamples) console.log(`  ${r.name}: ${sample}`);
 }
 
-/** The node flags every gateway child runs with: those `npm start` gives the gateway, then BENCH_NODE_FLAGS (a later flag wins). */
-const GATEWAY_NODE_FLAGS = [...SERVING_NODE_FLAGS, ...(process.env["BENCH_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "")];
+/** BENCH_NODE_FLAGS: node or V8 flags after those `npm start` gives the gateway (a later flag wins). */
+const BENCH_NODE_FLAGS = (process.env["BENCH_NODE_FLAGS"] ?? "").split(" ").filter((flag) => flag !== "");
+
+/** The node flags a gateway child runs with: those `npm start` gives the gateway on its database, then BENCH_NODE_FLAGS. */
+function gatewayNodeFlags(variant: Record<string, unknown>): string[] {
+  return [...servingNodeFlags(variant["databaseUrl"] === undefined), ...BENCH_NODE_FLAGS];
+}
 
 /**
  * The node flags that profile a child under BENCH_PROFILE=1: one directory per target (node writes one
@@ -740,7 +744,7 @@ function profileArgs(name: string): string[] {
 
 /** Starts a gateway.ts child configured by `variant` (its BENCH_VARIANT, see gateway.ts) with the gateway's node flags. */
 function startGateway(name: string, gatewayEnv: Record<string, string>, variant: Record<string, unknown>): Promise<Child> {
-  return startChild(name, "./gateway.ts", { ...gatewayEnv, BENCH_VARIANT: JSON.stringify({ name, ...variant }) }, [...GATEWAY_NODE_FLAGS, ...profileArgs(name)]);
+  return startChild(name, "./gateway.ts", { ...gatewayEnv, BENCH_VARIANT: JSON.stringify({ name, ...variant }) }, [...gatewayNodeFlags(variant), ...profileArgs(name)]);
 }
 
 /** Runs the template maker of `npm run build` into `dir` (the gateway bundle's DEFAULT_TEMPLATE_DIR). */

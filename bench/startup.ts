@@ -14,11 +14,12 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
-import { SERVING_ENVIRONMENT } from "../src/serving-environment.js";
-import { SERVING_NODE_FLAGS } from "../src/serving-environment.js";
+import { SERVING_ENVIRONMENT, servingNodeFlags } from "../src/serving-environment.js";
 
-// As `npm start` runs it.
-const MAIN = [...SERVING_NODE_FLAGS, new URL("../dist/main.js", import.meta.url).pathname];
+// As `npm start` runs it, on the embedded database or on a server.
+const MAIN_JS = new URL("../dist/main.js", import.meta.url).pathname;
+const MAIN = [...servingNodeFlags(true), MAIN_JS];
+const SERVER_MAIN = [...servingNodeFlags(false), MAIN_JS];
 const DEV_MAIN = ["--import", "tsx", new URL("../src/main.ts", import.meta.url).pathname];
 const RUNS = Number(process.env["BENCH_RUNS"] ?? 3);
 const SERVER_URL = process.env["BENCH_DATABASE_URL"];
@@ -82,7 +83,7 @@ try {
   }
   if (SERVER_URL) {
     for (let run = 0; run < RUNS; run++) {
-      await measure("server", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL, GW_DATABASE_SCHEMA: schema });
+      await measure("server", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL, GW_DATABASE_SCHEMA: schema }, SERVER_MAIN);
       if (DEV) await measure("server, npm run dev", join(dirs[0] ?? tmpdir(), "server-data"), { GW_DATABASE_URL: SERVER_URL, GW_DATABASE_SCHEMA: schema }, DEV_MAIN);
     }
   }

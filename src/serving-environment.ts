@@ -1,9 +1,9 @@
 /**
  * What a serving gateway process starts with that it cannot apply itself: node and V8 flags, which V8
  * reads when it sets up its heap and compilers, and settings the C library reads once, when the process
- * starts. `npm start`, the Dockerfile and the systemd unit in docs/operations.md give all of them (a test
- * checks that they agree). None changes what the gateway does, only how the runtime manages memory and
- * compiles code.
+ * starts. `bin/gw-serve` gives all of them, and `npm start`, the Docker image and the systemd unit in
+ * docs/operations.md run it (a test checks that they agree). None changes what the gateway does, only how the
+ * runtime manages memory and compiles code.
  */
 
 /**
@@ -18,21 +18,25 @@
  * - `--heap-growing-percent=30`: how far the old generation may grow past what the last full collection
  *   kept; V8 otherwise picks a factor up to 4 for a small live heap, and the dead request objects that fill
  *   it meanwhile were most of the peak resident memory under load.
- * - `--liftoff-only`: WebAssembly runs in V8's baseline compiler. The embedded database is one large module;
- *   tiering its hot functions up with TurboFan kept much more memory resident and, on few cores, slowed
- *   start-up more than it sped queries. The other modules (undici's HTTP parser) take a small share of a
- *   request's CPU.
  * - `--no-maglev`: Node 24's V8 compiles warm functions with Maglev, a tier between the baseline code and
  *   TurboFan that Node 20's V8 leaves off; under load its code and compile work kept much more memory
  *   resident for no steady-state gain, since the hot request path ends in TurboFan either way.
  */
-export const SERVING_NODE_FLAGS: readonly string[] = [
-  "--max-semi-space-size=4",
-  "--no-allocation-site-pretenuring",
-  "--heap-growing-percent=30",
-  "--liftoff-only",
-  "--no-maglev",
-];
+export const SERVING_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=4", "--no-allocation-site-pretenuring", "--heap-growing-percent=30", "--no-maglev"];
+
+/**
+ * Added after SERVING_NODE_FLAGS when the gateway runs on the embedded database (GW_DATABASE_URL unset):
+ * - `--liftoff-only`: WebAssembly runs in V8's baseline compiler. The embedded database is one large module;
+ *   tiering its hot functions up with TurboFan kept much more memory resident and, on few cores, slowed
+ *   start-up more than it sped queries. On a PostgreSQL server there is no such module, and the WebAssembly
+ *   left, undici's HTTP parser, runs on every upstream answer: there it is left free to tier up.
+ */
+export const EMBEDDED_DATABASE_NODE_FLAGS: readonly string[] = ["--liftoff-only"];
+
+/** The node flags a gateway serves with: on the embedded database, or on a PostgreSQL server. */
+export function servingNodeFlags(embeddedDatabase: boolean): readonly string[] {
+  return embeddedDatabase ? [...SERVING_NODE_FLAGS, ...EMBEDDED_DATABASE_NODE_FLAGS] : SERVING_NODE_FLAGS;
+}
 
 /**
  * At most two malloc arenas: the main thread's and one that V8's and libuv's background threads share.
