@@ -8,6 +8,7 @@ import { parseArgs } from "node:util";
 import { appOptionsFromConfig, createApp, type App, type AppOptions } from "./app.js";
 import { loadConfigFile } from "./config/load-config.js";
 import { GatewayError } from "./errors.js";
+import { embeddedFlagsOnServer } from "./serving-environment.js";
 import { createLogger, type Logger } from "./telemetry/logger.js";
 import { otlpOptionsFrom } from "./telemetry/otlp-settings.js";
 
@@ -93,6 +94,9 @@ async function main(): Promise<void> {
     ...(env["GW_DATABASE_SCHEMA"] ? { databaseSchema: env["GW_DATABASE_SCHEMA"] } : {}),
     logger,
   };
+
+  const flagsHint = embeddedFlagsOnServer(process.execArgv, options.databaseUrl);
+  if (flagsHint !== undefined) logger.warn(flagsHint);
 
   // Signals are taken from the start: by default SIGHUP would end the process, and a stop requested
   // while the store opens waits for it, so nothing (an initdb child, say) is left running.

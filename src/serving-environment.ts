@@ -33,6 +33,21 @@ export const SERVING_NODE_FLAGS: readonly string[] = ["--max-semi-space-size=4",
  */
 export const EMBEDDED_DATABASE_NODE_FLAGS: readonly string[] = ["--liftoff-only"];
 
+/**
+ * What to tell an operator whose gateway serves on a PostgreSQL server with the embedded database's flags (the
+ * launcher reads only GW_DATABASE_URL, so a server named by the config file's database.url starts with them, as
+ * does a unit that names the flags itself). Undefined when the flags fit the database.
+ */
+export function embeddedFlagsOnServer(execArgv: readonly string[], databaseUrl: string | undefined): string | undefined {
+  if (databaseUrl === undefined || databaseUrl === "") return undefined;
+  const kept = EMBEDDED_DATABASE_NODE_FLAGS.filter((flag) => execArgv.includes(flag));
+  if (kept.length === 0) return undefined;
+  return (
+    `serving on a PostgreSQL server with ${kept.join(" ")}, the embedded database's node flags, which slow the parsing of upstream answers: ` +
+    "start the gateway through bin/gw-serve (npm start) with the server in GW_DATABASE_URL, which it reads to leave them out (it does not read database.url in the config file)"
+  );
+}
+
 /** The node flags a gateway serves with: on the embedded database, or on a PostgreSQL server. */
 export function servingNodeFlags(embeddedDatabase: boolean): readonly string[] {
   return embeddedDatabase ? [...SERVING_NODE_FLAGS, ...EMBEDDED_DATABASE_NODE_FLAGS] : SERVING_NODE_FLAGS;

@@ -12,7 +12,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { after, before, test } from "node:test";
-import { EMBEDDED_DATABASE_NODE_FLAGS, SERVING_ENVIRONMENT, SERVING_NODE_FLAGS, servingNodeFlags } from "../../src/serving-environment.js";
+import { EMBEDDED_DATABASE_NODE_FLAGS, embeddedFlagsOnServer, SERVING_ENVIRONMENT, SERVING_NODE_FLAGS, servingNodeFlags } from "../../src/serving-environment.js";
 
 const ROOT = new URL("../../", import.meta.url);
 const LAUNCHER = fileURLToPath(new URL("bin/gw-serve", ROOT));
@@ -77,4 +77,16 @@ test("the systemd unit in docs/operations.md runs the launcher", async () => {
   assert.ok(execStart, "docs/operations.md has a systemd unit");
   assert.match(execStart, /^\/opt\/gw\/bin\/gw-serve /);
   assert.match(page, /^WorkingDirectory=\/opt\/gw$/m);
+});
+
+test("a gateway on a PostgreSQL server started with the embedded database's flags is told how to start without them", () => {
+  const hint = embeddedFlagsOnServer([...servingNodeFlags(true)], "postgres://gw@127.0.0.1:5432/gw");
+  assert.ok(hint !== undefined);
+  for (const flag of EMBEDDED_DATABASE_NODE_FLAGS) assert.ok(hint.includes(flag), hint);
+  assert.match(hint, /GW_DATABASE_URL/);
+});
+
+test("no hint when the flags fit the database", () => {
+  assert.equal(embeddedFlagsOnServer([...servingNodeFlags(true)], undefined), undefined);
+  assert.equal(embeddedFlagsOnServer([...servingNodeFlags(false)], "postgres://gw@127.0.0.1:5432/gw"), undefined);
 });
