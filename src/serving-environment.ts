@@ -40,7 +40,8 @@ export const EMBEDDED_DATABASE_NODE_FLAGS: readonly string[] = ["--liftoff-only"
  */
 export function embeddedFlagsOnServer(execArgv: readonly string[], databaseUrl: string | undefined): string | undefined {
   if (databaseUrl === undefined || databaseUrl === "") return undefined;
-  const kept = EMBEDDED_DATABASE_NODE_FLAGS.filter((flag) => execArgv.includes(flag));
+  // A later `--no-<flag>` wins over the flag, as V8 reads them in order.
+  const kept = EMBEDDED_DATABASE_NODE_FLAGS.filter((flag) => execArgv.lastIndexOf(flag) > execArgv.lastIndexOf(flag.replace(/^--/, "--no-")));
   if (kept.length === 0) return undefined;
   return (
     `serving on a PostgreSQL server with ${kept.join(" ")}, the embedded database's node flags, which slow the parsing of upstream answers: ` +

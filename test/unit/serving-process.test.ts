@@ -89,4 +89,5 @@ test("a gateway on a PostgreSQL server started with the embedded database's flag
 test("no hint when the flags fit the database", () => {
   assert.equal(embeddedFlagsOnServer([...servingNodeFlags(true)], undefined), undefined);
   assert.equal(embeddedFlagsOnServer([...servingNodeFlags(false)], "postgres://gw@127.0.0.1:5432/gw"), undefined);
+  assert.equal(embeddedFlagsOnServer([...servingNodeFlags(true), "--no-liftoff-only"], "postgres://gw@127.0.0.1:5432/gw"), undefined);
 });
