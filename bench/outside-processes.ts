@@ -1,9 +1,9 @@
 /**
  * The processes the benches that look at the gateway from outside start (`bench/outside.ts`,
- * `bench/allocation-sites.ts`): bundled bench children (the mock upstream, the floor), and the gateway
- * exactly as `npm start` runs it (`dist/main.js` with its node flags and environment) from a config file
- * holding one provider with one key and one virtual key, at its default log level, its stdout going to a
- * file. Build first (`npm run build`).
+ * `bench/allocation-sites.ts`, `bench/mcp-relay.ts`): bundled bench children (the mock upstream, the floor), and
+ * the gateway exactly as `npm start` runs it (`dist/main.js` with the node flags and environment `bin/gw-serve`
+ * gives it on its database) from a config file, by default one provider with one key and one virtual key, at its
+ * default log level, its stdout going to a file. Build first (`npm run build`).
  */
 import { spawn, type ChildProcess, type StdioOptions } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -32,12 +32,21 @@ export interface Served {
   stop(): Promise<void>;
 }
 
-/** How to start it. */
-export interface ServedGatewayOptions {
-  /** The provider upstream of the default config (one provider, one key, the virtual key SERVED_VIRTUAL_KEY). */
-  upstreamUrl?: string;
-  /** The config file's content in place of the default config (upstreamUrl is then not read). */
-  config?: Record<string, unknown>;
+/** How to start it: the default config for an upstream, or a config of its own. */
+export type ServedGatewayOptions = ServedGatewaySettings &
+  (
+    | {
+        /** The provider upstream of the default config (one provider, one key, the virtual key SERVED_VIRTUAL_KEY). */
+        upstreamUrl: string;
+      }
+    | {
+        /** The config file's content in place of the default config. */
+        config: Record<string, unknown>;
+      }
+  );
+
+/** What every start may set. */
+interface ServedGatewaySettings {
   /** A PostgreSQL server to run on, in a schema of its own; the embedded database when undefined. */
   databaseUrl?: string | undefined;
   /** Node options put after the serving flags, before `dist/main.js` (a profiler, a preload). */
@@ -60,9 +69,7 @@ function configFile(upstreamUrl: string): string {
 
 /** The config file a start asks for: its own, or the default one for its upstream. */
 function configOf(options: ServedGatewayOptions): string {
-  if (options.config !== undefined) return JSON.stringify(options.config);
-  if (options.upstreamUrl === undefined) throw new Error("startServedGateway needs an upstreamUrl or a config");
-  return configFile(options.upstreamUrl);
+  return "config" in options ? JSON.stringify(options.config) : configFile(options.upstreamUrl);
 }
 
 /** Resolves once `child` has exited (at once when it already has). */
