@@ -24,6 +24,8 @@ export function scalarFromJson(type: ScalarType, longAsString: boolean, value: u
     case ScalarType.STRING:
       if (typeof value !== "string") throw expected(where, "a string", value);
       if (LONE_SURROGATE.test(value)) throw invalidRequest(`${where}: text contains an unpaired UTF-16 surrogate`, where);
+      // PostgreSQL cannot store or look up a NUL, so no field of the gateway's can hold one.
+      if (value.includes("\u0000")) throw invalidRequest(`${where}: text contains a NUL character (U+0000)`, where);
       return value;
     case ScalarType.BOOL:
       if (typeof value !== "boolean") throw expected(where, "a boolean", value);

@@ -7,7 +7,7 @@ import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { StructSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ERROR_TYPE_HEADER, errorMetadata, GatewayError, type GatewayErrorCode } from "../errors.js";
-import { isDatabaseUnavailable, isUniqueViolation } from "../store/index.js";
+import { isDatabaseUnavailable, isUniqueViolation, isUnstorableText, UnstorableTextError } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 
 const CODES: Record<GatewayErrorCode, Code> = {
@@ -41,6 +41,10 @@ export function toConnectError(err: unknown, logger: Logger): ConnectError {
   }
   if (isUniqueViolation(err)) {
     return new ConnectError("a record with the same unique name already exists", Code.AlreadyExists, new Headers({ [ERROR_TYPE_HEADER]: "already_exists" }));
+  }
+  if (isUnstorableText(err)) {
+    const refused = new UnstorableTextError(err);
+    return new ConnectError(refused.message, CODES[refused.code], errorMetadata(refused), undefined, err);
   }
   if (isDatabaseUnavailable(err)) {
     logger.warn({ err }, "the database is unreachable; answered 503");

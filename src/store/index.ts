@@ -11,6 +11,7 @@ export { openRawConnection, type PgNotification, type RawConnection } from "./ra
 export { dropSchema, randomSchemaName } from "./test-support.js";
 export { isUniqueViolation } from "./unique-violation.js";
 export { isDatabaseUnavailable } from "./database-unavailable.js";
+export { isUnstorableText, UnstorableTextError } from "./unstorable-text.js";
 export { createEmbeddedTemplate } from "./embedded-template.js";
 export { copyContents } from "./embedded-database.js";
 export { KeyBackoffTable, keyBackoffRowId, type StoredKeyBackoff } from "./key-backoff-table.js";

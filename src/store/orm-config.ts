@@ -8,6 +8,7 @@ import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
 import type { ConnectionTarget } from "./connection-target.js";
 import { ENTITY_SCHEMAS } from "./entities/index.js";
+import { refuseUnstorableText } from "./unstorable-text.js";
 
 /** Directory of the committed migration files, where the migration CLI writes new ones. */
 export const MIGRATIONS_DIR = fileURLToPath(new URL("./migrations", import.meta.url));
@@ -76,6 +77,8 @@ export function createOrmConfig(options: {
       transactional: true,
       allOrNothing: true,
     },
+    // A NUL in a value would cut the statement short and cost the connection: refused as bad input instead.
+    onQuery: refuseUnstorableText,
     debug,
     colors: false,
     logger: (message: string) => logger.debug({ component: "mikro-orm" }, message),

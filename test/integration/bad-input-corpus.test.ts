@@ -147,7 +147,11 @@ function wrongTypeFor(type: string): fc.Arbitrary<unknown> {
 /** One thing wrong with a body, as raw bytes; each shape is refused whatever the operation. */
 type BodyCase = { label: string; body: Buffer; contentType?: string };
 
-function bodyCase(fields: FieldInfo[]): fc.Arbitrary<BodyCase> {
+/**
+ * `nulInText` adds a NUL character (U+0000) in a text field, which every `/api` operation refuses (the database
+ * cannot hold one) while `/v1` passes message text through as it came.
+ */
+function bodyCase(fields: FieldInfo[], nulInText = false): fc.Arbitrary<BodyCase> {
   const known = fields.length > 0 ? fc.constantFrom(...fields) : fc.constant<FieldInfo>({ name: "fuzz", type: "", enumValues: [] });
   const typed = fields.filter((f) => f.type !== "");
   const enums = fields.filter((f) => f.enumValues.length > 0);
@@ -185,6 +189,10 @@ function bodyCase(fields: FieldInfo[]): fc.Arbitrary<BodyCase> {
     arbs.push(fc.constantFrom(...typed).chain((f) => wrongTypeFor(f.type).map((v) => text(`wrong type in ${f.name} (${f.type})`, JSON.stringify({ [f.name]: v })))));
     // Duplicate keys, both wrong: whichever a parser keeps, the body is refused.
     arbs.push(fc.constantFrom(...typed).chain((f) => fc.tuple(wrongTypeFor(f.type), wrongTypeFor(f.type)).map(([a, b]) => text(`duplicate ${f.name}`, `{"${f.name}": ${JSON.stringify(a)}, "${f.name}": ${JSON.stringify(b)}}`))));
+  }
+  const texts = fields.filter((f) => f.type === "string");
+  if (nulInText && texts.length > 0) {
+    arbs.push(fc.tuple(fc.constantFrom(...texts), fc.stringMatching(/^[a-z]{0,6}$/)).map(([f, s]) => text(`a NUL character in ${f.name}`, JSON.stringify({ [f.name]: `${s}\u0000${s}` }))));
   }
   if (enums.length > 0) {
     arbs.push(fc.tuple(fc.constantFrom(...enums), fc.string({ minLength: 1, maxLength: 12 })).filter(([f, v]) => !f.enumValues.includes(v)).map(([f, v]) => text(`bad enum in ${f.name}`, JSON.stringify({ [f.name]: v }))));
@@ -315,7 +323,7 @@ describe("bad-input corpus", { concurrency: false, skip: SKIP_IN_REPEATED_RUN },
 
   test("bad JSON bodies on every operation that takes one get a 4xx in the path's envelope", async () => {
     const withBody = operations.filter((o) => o.fields !== null);
-    const arb = fc.constantFrom(...withBody).chain((op) => fc.tuple(fc.constant(op), bodyCase(op.fields ?? []), oddId));
+    const arb = fc.constantFrom(...withBody).chain((op) => fc.tuple(fc.constant(op), bodyCase(op.fields ?? [], op.family === "api"), oddId));
     await check(
       arb, async ([op, c, id]) => {
         const path = fill(op.path, id);
@@ -330,11 +338,16 @@ describe("bad-input corpus", { concurrency: false, skip: SKIP_IN_REPEATED_RUN },
   });
 
   test("odd ids and bad query strings on every operation get a 4xx in the path's envelope", async () => {
-    const arb = fc.constantFrom(...operations).chain((op) => fc.tuple(fc.constant(op), oddId, op.family === "anthropic" ? badAnthropicQuery : badQuery));
+    const queryFor = (op: Operation): fc.Arbitrary<string> => {
+      const bad = op.family === "anthropic" ? badAnthropicQuery : badQuery;
+      // With parameters, the odd id alone must be refused too: a bad query string could be refused before the id is read.
+      return op.path.includes("{") ? fc.oneof(bad, fc.constant("")) : bad;
+    };
+    const arb = fc.constantFrom(...operations).chain((op) => fc.tuple(fc.constant(op), oddId, queryFor(op)));
     await check(
       arb, async ([op, id, query]) => {
-        // A path without parameters gets the bad query string; one with parameters gets the odd id as well.
-        const path = `${fill(op.path, id)}?${query}`;
+        // A path without parameters gets the bad query string; one with parameters gets the odd id, with or without one.
+        const path = query === "" ? fill(op.path, id) : `${fill(op.path, id)}?${query}`;
         const body = op.fields !== null ? Buffer.from(`{"zz_unknown": 1}`) : Buffer.alloc(0);
         const headers: [string, string][] = [["host", "127.0.0.1"]];
         if (body.length > 0) headers.push(["content-type", "application/json"], ["content-length", String(body.length)]);

@@ -182,6 +182,10 @@ describe("reading REST JSON", () => {
     rejects({ inner: { note: "\ud800" } }, /thing\.inner\.note: text contains an unpaired UTF-16 surrogate/);
   });
 
+  test("rejects text with a NUL character", () => {
+    rejects({ inner: { note: "a\u0000b" } }, /thing\.inner\.note: text contains a NUL character \(U\+0000\)/);
+  });
+
   test("rejects very deeply nested Value input with a 400", () => {
     let deep: unknown = 1;
     for (let i = 0; i < 5000; i++) deep = [deep];
