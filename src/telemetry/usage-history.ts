@@ -48,11 +48,20 @@ function addUsage(tally: Tally, tokens: number, costUsd: number): void {
   tally.costUsd += costUsd;
 }
 
+/**
+ * The name a tally is kept under. Model names are the caller's text, and a NUL in one would make the whole
+ * minute's row one the database refuses, over and over: it is kept as U+FFFD instead.
+ */
+function storableName(name: string): string {
+  return name.includes("\u0000") ? name.replaceAll("\u0000", "\uFFFD") : name;
+}
+
 function tallyOf(map: Record<string, Tally>, name: string): Tally {
-  let tally = map[name];
+  const key = storableName(name);
+  let tally = map[key];
   if (tally === undefined) {
     tally = { requests: 0, tokens: 0, costUsd: 0 };
-    map[name] = tally;
+    map[key] = tally;
   }
   return tally;
 }

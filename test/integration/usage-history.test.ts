@@ -107,3 +107,12 @@ test("buckets older than the retention are swept and newer ones stay", async () 
   assert.equal(left.length, 1);
   assert.ok(left[0] && left[0].minute.getTime() > now - RETENTION_MS);
 });
+
+test("a model name holding a NUL character is written under U+FFFD, not refused with the minute's row", async () => {
+  const history = new UsageHistory();
+  history.request("nul-key", "openai/gpt\u0000x", true);
+  await new UsageHistoryStore(app.store, history).write();
+  const rows = await app.store.fork().find(UsageMinuteRecord, { nodeId: history.nodeId });
+  assert.equal(rows.length, 1);
+  assert.deepEqual(Object.keys(rows[0]?.models ?? {}), ["openai/gpt\uFFFDx"]);
+});
