@@ -56,7 +56,12 @@ export interface PricingSyncOptions {
 
 /** A sync that could not replace the prices; the message names the problem. */
 export class PricingSyncError extends Error {
-  constructor(message: string, cause?: unknown) {
+  constructor(
+    message: string,
+    cause?: unknown,
+    /** True when there is nothing to sync from (no pricing_url): retrying cannot help until one is set. */
+    readonly notConfigured = false,
+  ) {
     super(message, cause === undefined ? undefined : { cause });
     this.name = "PricingSyncError";
   }
@@ -190,7 +195,7 @@ export class PricingSync {
     const { logger } = this.#options;
     const kept = this.#current.source;
     try {
-      if (url === "") throw new PricingSyncError("pricing.pricing_url is not set; the bundled datasheet is in use");
+      if (url === "") throw new PricingSyncError("pricing.pricing_url is not set, so there is nothing to sync from; the bundled datasheet is in use", undefined, true);
       const text = await this.#download(url);
       let entries: PriceEntry[];
       try {

@@ -40,7 +40,10 @@ export function createPricingService(deps: PricingServiceDeps): ServiceImpl<type
         return { status: "success", modelsCount: snapshot.entries.length, syncedAt: snapshot.syncedAt?.toISOString() ?? "" };
       } catch (err) {
         if (!(err instanceof PricingSyncError)) throw err;
-        throw new GatewayError("unavailable", `${err.message}; the ${deps.pricing.current.source} prices stay in use`, { type: "pricing_sync_failed" });
+        const message = `${err.message}; the ${deps.pricing.current.source} prices stay in use`;
+        // A missing pricing_url is the configuration's state, not an outage a retry could outlast.
+        if (err.notConfigured) throw new GatewayError("failed_precondition", message, { type: "pricing_sync_failed", httpStatus: 409 });
+        throw new GatewayError("unavailable", message, { type: "pricing_sync_failed" });
       }
     },
   };

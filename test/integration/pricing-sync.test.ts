@@ -211,11 +211,12 @@ describe("pricing sync worker and file:// URLs", () => {
     }
   });
 
-  test("without pricing_url, POST /api/v1/pricing/sync says the bundled datasheet is in use", async () => {
+  test("without pricing_url, POST /api/v1/pricing/sync answers 409 saying the bundled datasheet is in use", async () => {
     const app = await startApp();
     try {
       const res = await api(app, "POST", "/api/v1/pricing/sync", {});
-      assert.equal(res.status, 503);
+      assert.equal(res.status, 409);
+      assert.equal(res.body.error.type, "pricing_sync_failed");
       assert.match(res.body.error.message, /pricing_url is not set/);
     } finally {
       await app.stop();
