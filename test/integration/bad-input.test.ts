@@ -138,6 +138,22 @@ describe("bad input", () => {
     assertEnvelope4xx(res);
   });
 
+  test("a 405 lists HEAD beside GET in its Allow header", async () => {
+    const res = await fetch(`${app.url}/api/mcp/clients`, { method: "PATCH", headers: { "content-type": "application/json" }, body: "{}" });
+    await res.arrayBuffer();
+    assert.equal(res.headers.get("allow"), "GET, HEAD");
+  });
+
+  test("HEAD on a GET route answers as GET would, without a body", async () => {
+    const get = await fetch(`${app.url}/api/mcp/clients`);
+    const getBody = await get.text();
+    const head = await fetch(`${app.url}/api/mcp/clients`, { method: "HEAD" });
+    assert.equal(head.status, 200);
+    assert.equal(head.headers.get("content-type"), get.headers.get("content-type"));
+    assert.equal((await head.arrayBuffer()).byteLength, 0);
+    assert.ok(getBody.length > 0);
+  });
+
   test("an unknown query parameter is a 400 naming it", async () => {
     const res = await raw("GET", "/api/mcp/clients?colour=blue", "");
     assertEnvelope4xx(res);

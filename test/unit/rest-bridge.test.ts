@@ -140,7 +140,7 @@ describe("routing", () => {
   test("answers 405 with an Allow header for a path bound to other methods", async () => {
     const res = await call(bridge, "PATCH", "/api/mcp/client/c-1");
     assert.equal(res.status, 405);
-    assert.equal(res.headers.get("allow"), "DELETE, GET, PUT");
+    assert.equal(res.headers.get("allow"), "DELETE, GET, HEAD, PUT");
     assert.equal(res.json.error.type, "method_not_allowed");
   });
 

@@ -115,9 +115,14 @@ describe("compileRoutes", () => {
     assert.equal(found.kind === "found" && found.params[0]?.raw, "abc");
   });
 
-  test("reports the allowed methods for a path bound only to other methods", () => {
+  test("reports the allowed methods for a path bound only to other methods, HEAD beside GET", () => {
     const found = compileRoutes([thingService()]).match("DELETE", "/things/abc");
-    assert.deepEqual(found, { kind: "method_not_allowed", allow: ["GET", "PATCH"] });
+    assert.deepEqual(found, { kind: "method_not_allowed", allow: ["GET", "HEAD", "PATCH"] });
+  });
+
+  test("serves HEAD with the GET binding", () => {
+    const found = compileRoutes([thingService()]).match("HEAD", "/things/abc");
+    assert.equal(found.kind === "found" && found.route.method.name, "GetThing");
   });
 
   test("does not match a path no template covers", () => {

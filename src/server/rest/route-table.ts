@@ -51,7 +51,7 @@ export interface PathParam {
 /** The outcome of matching a request against the table. */
 export type RouteMatch =
   | { kind: "found"; route: RestRoute; params: readonly PathParam[] }
-  | { kind: "method_not_allowed"; allow: readonly HttpMethod[] }
+  | { kind: "method_not_allowed"; allow: readonly (HttpMethod | "HEAD")[] }
   | { kind: "none" };
 
 /** The compiled table. */
@@ -219,13 +219,16 @@ function match(root: TrieNode, method: string, path: string): RouteMatch {
   const candidates: TrieNode[] = [];
   collect(root, parts, 0, candidates);
   if (candidates.length === 0) return { kind: "none" };
+  // HEAD is served by the GET binding, as HTTP asks of every GET resource; Node's response then sends no body.
+  const bound = (method === "HEAD" ? "GET" : method) as HttpMethod;
   // Candidates come literal-first, so the first one with this method is the most specific binding.
   for (const node of candidates) {
-    const route = node.routes.get(method as HttpMethod);
+    const route = node.routes.get(bound);
     if (route !== undefined) return { kind: "found", route, params: paramsOf(route, parts) };
   }
-  const allow = new Set<HttpMethod>();
+  const allow = new Set<HttpMethod | "HEAD">();
   for (const node of candidates) for (const m of node.routes.keys()) allow.add(m);
+  if (allow.has("GET")) allow.add("HEAD");
   return { kind: "method_not_allowed", allow: [...allow].sort() };
 }
 
