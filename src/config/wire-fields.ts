@@ -53,6 +53,8 @@ export function requiredString(value: unknown, path: string, hint: string): stri
 export function httpUrl(value: unknown, path: string): string | null {
   if (value === undefined || value === null || value === "") return null;
   if (typeof value !== "string") throw invalidField(path, "must be an http:// or https:// URL");
+  // The URL parser drops tabs and line breaks and trims spaces, so such a value would be kept but another used.
+  if (/[\u0000-\u0020\u007f]/.test(value)) throw invalidField(path, `${JSON.stringify(value)} contains whitespace or control characters; use an http:// or https:// URL without them`);
   let parsed: URL;
   try {
     parsed = new URL(value);

@@ -145,6 +145,8 @@ describe("provider validation", () => {
     ["a key without a value", { name: "groq", keys: [{ id: "a", name: "a" }] }, /keys\[0\]\.value/],
     ["duplicate key ids", { name: "groq", keys: [{ id: "a", name: "a", value: "x" }, { id: "a", name: "b", value: "y" }] }, /keys\[1\]\.id/],
     ["a base_url that is not http", { name: "groq", keys: [], network_config: { base_url: "ftp://x" } }, /base_url/],
+    ["a base_url holding a line break", { name: "groq", keys: [], network_config: { base_url: "http://127.0.0.1:1/\r\nv1" } }, /network_config\.base_url: .* contains whitespace or control characters/],
+    ["a key value holding a line break", { name: "groq", keys: [{ id: "a", name: "a", value: "sk-a\r\nx-injected: 1" }] }, /keys\[0\]\.value: must not contain line breaks or NUL characters/],
     ["max_retries", { name: "groq", keys: [], network_config: { max_retries: 3 } }, /max_retries/],
     ["a concurrency of 0", { name: "groq", keys: [], concurrency_and_buffer_size: { buffer_size: 5 } }, /^provider\.concurrency_and_buffer_size\.concurrency: must be a whole number >= 1/],
     ["a negative buffer_size", { name: "groq", keys: [], concurrency_and_buffer_size: { concurrency: 2, buffer_size: -1 } }, /^provider\.concurrency_and_buffer_size\.buffer_size: must be a whole number >= 0/],

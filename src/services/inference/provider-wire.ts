@@ -68,6 +68,8 @@ function keyOf(provider: string, raw: unknown, path: string): ParsedKey {
   const name = typeof raw["name"] === "string" && raw["name"] !== "" ? raw["name"] : id;
   const value = raw["value"] ?? "";
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
+  // The value goes out as a header: a line break or NUL would fail every call made with the key, so it is refused here.
+  if (/[\r\n\0]/.test(value)) throw invalidField(`${path}.value`, "must not contain line breaks or NUL characters: it is sent as a header");
   const bedrock = blockFor(provider, "bedrock", bedrockOf(raw["bedrock_key_config"], `${path}.bedrock_key_config`), `${path}.bedrock_key_config`, BEDROCK_EXAMPLE);
   const vertex = blockFor(provider, "vertex", vertexOf(raw["vertex_key_config"], `${path}.vertex_key_config`), `${path}.vertex_key_config`, VERTEX_EXAMPLE);
   // A local Ollama has no API key, and the cloud providers authenticate with their key blocks (where a
