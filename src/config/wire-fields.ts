@@ -49,6 +49,11 @@ export function requiredString(value: unknown, path: string, hint: string): stri
   return value;
 }
 
+/** Refuses a value that goes out as an HTTP header when it holds a line break or NUL, which no header may carry. */
+export function checkHeaderValue(value: string, path: string): void {
+  if (/[\r\n\0]/.test(value)) throw invalidField(path, "must not contain line breaks or NUL characters: it is sent as a header");
+}
+
 /** An optional http(s) URL; "" and absent are null. */
 export function httpUrl(value: unknown, path: string): string | null {
   if (value === undefined || value === null || value === "") return null;

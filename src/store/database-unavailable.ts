@@ -3,6 +3,7 @@
  * no pooled connection in time), so callers can answer "try again" (503) instead of a 500.
  */
 import { ConnectionException } from "@mikro-orm/core";
+import { someCause } from "./error-causes.js";
 
 /** Socket errors of a connection that was refused, reset or timed out. */
 const SOCKET_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
@@ -13,12 +14,10 @@ const MESSAGES = [/^Connection terminated/, /^Client has encountered a connectio
 
 /** True when `err` (or what it wraps) says the database is out of reach rather than that the query was wrong. */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let current = err, depth = 0; typeof current === "object" && current !== null && depth < 5; depth++) {
+  return someCause(err, (current) => {
     if (current instanceof ConnectionException) return true;
     const { code, message } = current as { code?: unknown; message?: unknown };
     if (typeof code === "string" && (SOCKET_CODES.has(code) || SERVER_GONE.has(code) || code.startsWith("08"))) return true;
-    if (typeof message === "string" && MESSAGES.some((pattern) => pattern.test(message))) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+    return typeof message === "string" && MESSAGES.some((pattern) => pattern.test(message));
+  });
 }

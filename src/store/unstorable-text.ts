@@ -6,6 +6,7 @@
  * inside a JSON value reaches the server and comes back as an error isUnstorableText recognises.
  */
 import { GatewayError } from "../errors.js";
+import { someCause } from "./error-causes.js";
 
 /** SQLSTATEs of text the server cannot store: character_not_in_repertoire, untranslatable_character. */
 const UNSTORABLE_SQLSTATES = new Set(["22021", "22P05"]);
@@ -46,10 +47,8 @@ export function refuseUnstorableText(sql: string, params: readonly unknown[]): s
 
 /** True when `err` (or what it wraps) is text the database cannot store: refused here, or by the server. */
 export function isUnstorableText(err: unknown): boolean {
-  for (let current = err, depth = 0; typeof current === "object" && current !== null && depth < 5; depth++) {
+  return someCause(err, (current) => {
     const { code, unstorableText } = current as { code?: unknown; unstorableText?: unknown };
-    if (unstorableText === true || (typeof code === "string" && UNSTORABLE_SQLSTATES.has(code))) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+    return unstorableText === true || (typeof code === "string" && UNSTORABLE_SQLSTATES.has(code));
+  });
 }

@@ -260,6 +260,7 @@ const REFUSALS: [string, Json, RegExp][] = [
   ["a webhook without a URL", { check: { type: "webhook" } }, /^check\.webhook\.url: is required/],
   ["a webhook timeout longer than the guardrail's", { check: { type: "webhook", webhook: { url: "http://127.0.0.1:9/check", timeout: "5s" } } }, /^check\.webhook\.timeout: is longer than the guardrail's timeout/],
   ["a webhook header name that is not a token", { check: { type: "webhook", webhook: { url: "http://127.0.0.1:9/check", headers: { "bad header": "x" } } } }, /^check\.webhook\.headers\["bad header"\]: is not a valid header name/],
+  ["a webhook header value holding a line break", { check: { type: "webhook", webhook: { url: "http://127.0.0.1:9/check", headers: { "x-a": "b\r\nx-injected: 1" } } } }, /^check\.webhook\.headers\["x-a"\]: must not contain line breaks or NUL characters/],
   ["a timeout over 60s", { timeout: "61s" }, /^timeout: must be at most 60s/],
   ["a timeout under 1ms", { timeout: "500us" }, /^timeout: must be at least 1ms/],
   ["a zero timeout", { timeout: "0s" }, /^timeout: must be greater than 0/],

@@ -11,6 +11,7 @@ import { GatewayError, invalidField } from "../../errors.js";
 import type { ContentCheck, ContentCheckConfig } from "../../guardrails/check-types.js";
 import { compileContentCheck } from "../../guardrails/compile-check.js";
 import { durationField } from "../../config/duration.js";
+import { checkHeaderValue } from "../../config/wire-fields.js";
 import { compileConditionOver } from "../../routing/cel-expression.js";
 import { enumInputNumber, enumNumberRestName } from "../../proto-json/enum-names.js";
 import { messageFromJson } from "../../proto-json/message-from-json.js";
@@ -210,7 +211,7 @@ function webhookHeaders(given: Readonly<Record<string, string>>, path: string, s
   for (const [name, value] of Object.entries(given)) {
     const at = `${path}[${JSON.stringify(name)}]`;
     if (!HEADER_NAME.test(name)) throw invalidField(at, "is not a valid header name");
-    if (/[\r\n\0]/.test(value)) throw invalidField(at, "must not contain line breaks or NUL characters");
+    checkHeaderValue(value, at);
     if (value === REDACTED) {
       const kept = stored?.[name];
       if (kept === undefined) throw invalidField(at, `is "${REDACTED}" but no value is stored under this name; send the value`);

@@ -10,7 +10,7 @@ import { BUILT_IN_PROVIDERS } from "../../providers/registry.js";
 import { DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_RESPONSE_BYTES } from "../../providers/http/upstream-http.js";
 import type { CallLimit, ProviderSettings } from "../../inference/state.js";
 import { bedrockOf, bedrockWire, vertexOf, vertexWire } from "./cloud-key-wire.js";
-import { httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "../../config/wire-fields.js";
+import { checkHeaderValue, httpUrl, isWire, numberField, requiredString, stringList, stringMap, weightField, type Wire } from "../../config/wire-fields.js";
 
 /** Provider names: they are the prefix of `provider/model`, so no slash and nothing exotic. */
 const PROVIDER_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -68,8 +68,8 @@ function keyOf(provider: string, raw: unknown, path: string): ParsedKey {
   const name = typeof raw["name"] === "string" && raw["name"] !== "" ? raw["name"] : id;
   const value = raw["value"] ?? "";
   if (typeof value !== "string") throw invalidField(`${path}.value`, "must be a string");
-  // The value goes out as a header: a line break or NUL would fail every call made with the key, so it is refused here.
-  if (/[\r\n\0]/.test(value)) throw invalidField(`${path}.value`, "must not contain line breaks or NUL characters: it is sent as a header");
+  // A value undici would refuse as a header would fail every call made with the key: refused here instead.
+  checkHeaderValue(value, `${path}.value`);
   const bedrock = blockFor(provider, "bedrock", bedrockOf(raw["bedrock_key_config"], `${path}.bedrock_key_config`), `${path}.bedrock_key_config`, BEDROCK_EXAMPLE);
   const vertex = blockFor(provider, "vertex", vertexOf(raw["vertex_key_config"], `${path}.vertex_key_config`), `${path}.vertex_key_config`, VERTEX_EXAMPLE);
   // A local Ollama has no API key, and the cloud providers authenticate with their key blocks (where a
