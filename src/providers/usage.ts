@@ -1,9 +1,16 @@
 /** Reads token usage out of OpenAI-shaped usage objects. */
 import type { JsonObject, TokenUsage } from "./types.js";
 
-/** A token count from the wire: a finite number >= 0, else 0. */
+/**
+ * The largest token count one answer can report. Far above any model's context, it keeps a nonsense report
+ * (1e308, say) from making a limit's counter Infinity or NaN, which would switch the limit off, or from
+ * overflowing the usage history's 64-bit columns.
+ */
+export const MAX_TOKEN_COUNT = 1_000_000_000;
+
+/** A token count from the wire: a number from 0 to MAX_TOKEN_COUNT, else 0 (not a count). */
 export function count(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
+  return typeof value === "number" && value >= 0 && value <= MAX_TOKEN_COUNT ? value : 0;
 }
 
 function asObject(value: unknown): JsonObject | null {

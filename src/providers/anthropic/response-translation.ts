@@ -1,12 +1,9 @@
 /** Anthropic Messages response -> OpenAI chat.completion. */
 import type { JsonObject, TokenUsage } from "../types.js";
+import { count } from "../usage.js";
 
 function isObject(value: unknown): value is JsonObject {
   return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
-function count(value: unknown): number {
-  return typeof value === "number" && Number.isFinite(value) && value >= 0 ? value : 0;
 }
 
 /** Anthropic stop_reason -> OpenAI finish_reason; the first entry for a finish reason is its way back. */
@@ -55,7 +52,7 @@ export class StreamUsage {
   observe(event: JsonObject): void {
     const usage = event["type"] === "message_start" && isObject(event["message"]) ? event["message"]["usage"] : event["type"] === "message_delta" ? event["usage"] : undefined;
     if (!isObject(usage)) return;
-    if (typeof usage["output_tokens"] === "number") this.output = usage["output_tokens"];
+    if (typeof usage["output_tokens"] === "number") this.output = count(usage["output_tokens"]);
     if (typeof usage["input_tokens"] === "number") this.input = inputTokens(usage);
     this.seen = true;
   }
