@@ -124,3 +124,10 @@ test("gives no events of a first read that began with a byte order mark", () => 
   assert.deepEqual(wireAfter("\ufeffdata: 1\n\n"), { events: 0, text: null });
   assert.deepEqual(wireAfter("\ufeffdata: 1\n\n", "data: 2\n\n"), { events: 1, text: "data: 2\n\n" });
 });
+
+test("dispatches the last event of a body whose lines end with a lone carriage return", async () => {
+  assert.deepEqual(await parse(["data: a\r\r", "data: b\r\r"]), [
+    { event: "message", data: "a" },
+    { event: "message", data: "b" },
+  ]);
+});

@@ -93,7 +93,10 @@ export class UpstreamAnswer {
       data: (chunk) => {
         for (const event of parser.push(chunk)) if (event.data !== "") onData(event.data);
       },
-      end: resolve,
+      end: () => {
+        for (const event of parser.end()) if (event.data !== "") onData(event.data);
+        resolve();
+      },
     }));
   }
 

@@ -4,7 +4,7 @@
  * gateway's own fields), and the answer and its events come back unchanged.
  */
 import type { SseEvent } from "../http/sse.js";
-import { parseJsonObject } from "../http/upstream-http.js";
+import { streamCutShort, streamEventObject } from "../http/upstream-http.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 import { StreamUsage } from "./response-translation.js";
 import { midStreamError } from "./stream-translation.js";
@@ -43,12 +43,12 @@ export class PassthroughEvents {
     for await (const event of events) {
       // Read to the end (so the socket is reused) but pass nothing after message_stop.
       if (stopped) continue;
-      const payload = parseJsonObject(event.data);
-      if (!payload) continue;
+      const payload = streamEventObject(this.provider, event.data);
       if (payload["type"] === "error") throw midStreamError(this.provider, payload);
       this.tally.observe(payload);
       yield payload;
       if (payload["type"] === "message_stop") stopped = true;
     }
+    if (!stopped) throw streamCutShort(this.provider, "message_stop");
   }
 }

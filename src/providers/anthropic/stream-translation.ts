@@ -5,7 +5,7 @@
  * caller asked for one with stream_options.include_usage).
  */
 import { ProviderError } from "../provider-error.js";
-import { parseJsonObject } from "../http/upstream-http.js";
+import { streamCutShort, streamEventObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 import { finishReason, openAiUsage, StreamUsage } from "./response-translation.js";
@@ -58,11 +58,11 @@ class ChunkTranslation {
     let stopped = false;
     for await (const event of events) {
       if (stopped) continue;
-      const payload = parseJsonObject(event.data);
-      if (!payload) continue;
+      const payload = streamEventObject(this.provider, event.data);
       yield* this.onEvent(payload);
       if (payload["type"] === "message_stop") stopped = true;
     }
+    if (!stopped) throw streamCutShort(this.provider, "message_stop");
   }
 
   usage(): TokenUsage | null {

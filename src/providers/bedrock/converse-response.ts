@@ -4,7 +4,7 @@
  */
 import { isObject } from "../chat-translation/chat-input.js";
 import { chatCompletion, ChatStreamTranslation, completionId, type AnswerToolCall } from "../chat-translation/chat-output.js";
-import { parseJsonObject } from "../http/upstream-http.js";
+import { streamEventObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import { ProviderError, upstreamErrorMessage, type ProviderErrorType } from "../provider-error.js";
 import type { JsonObject, TokenUsage } from "../types.js";
@@ -65,14 +65,14 @@ function exceptionType(name: string): ProviderErrorType {
 export class ConverseStreamTranslation extends ChatStreamTranslation {
   /** Converse content block index -> OpenAI tool_calls index. */
   private readonly toolIndexes = new Map<number, number>();
+  protected readonly endMarker = "messageStop";
 
   protected *onEvent(event: SseEvent): Generator<JsonObject> {
     if (event.event.startsWith("exception:") || event.event.startsWith("error:")) {
       const name = event.event.slice(event.event.indexOf(":") + 1);
       throw new ProviderError(this.provider, null, exceptionType(name), `${this.provider} failed mid-stream (${name}): ${upstreamErrorMessage(event.data)}`);
     }
-    const payload = parseJsonObject(event.data);
-    if (payload) yield* this.onPayload(event.event, payload);
+    yield* this.onPayload(event.event, streamEventObject(this.provider, event.data));
   }
 
   private *onPayload(name: string, payload: JsonObject): Generator<JsonObject> {
@@ -102,6 +102,7 @@ export class ConverseStreamTranslation extends ChatStreamTranslation {
         return;
       }
       case "messageStop":
+        this.complete = true;
         yield this.chunks.chunk({}, converseFinishReason(payload["stopReason"]) ?? "stop");
         return;
       case "metadata":

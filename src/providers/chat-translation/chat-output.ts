@@ -1,6 +1,7 @@
 /** OpenAI chat.completion and chat.completion.chunk objects built from a translated answer. */
 import { randomUUID } from "node:crypto";
 import type { SseEvent } from "../http/sse.js";
+import { streamCutShort } from "../http/upstream-http.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 
 /** One tool call of an answer, its arguments as JSON text. */
@@ -86,6 +87,8 @@ export function wantsUsage(req: JsonObject): boolean {
 export abstract class ChatStreamTranslation {
   protected readonly chunks: ChunkBuilder;
   protected usageSeen: TokenUsage | null = null;
+  /** Set by the subclass once the upstream's event that ends an answer arrived. */
+  protected complete = false;
 
   constructor(
     protected readonly provider: string,
@@ -102,9 +105,13 @@ export abstract class ChatStreamTranslation {
 
   async *translate(events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
     for await (const event of events) yield* this.onEvent(event);
+    if (!this.complete) throw streamCutShort(this.provider, this.endMarker);
     if (this.includeUsage && this.usageSeen) yield this.chunks.usageChunk(this.usageSeen);
   }
 
   /** The chunks of one upstream event; throws a ProviderError for a failure the stream reports. */
   protected abstract onEvent(event: SseEvent): Generator<JsonObject>;
+
+  /** What ends an answer in the upstream's stream, for the error of one cut short. */
+  protected abstract readonly endMarker: string;
 }

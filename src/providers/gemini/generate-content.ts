@@ -6,7 +6,7 @@
  */
 import { isObject, readConversation, readSampling, readToolChoice, readTools, type ChatPart } from "../chat-translation/chat-input.js";
 import { chatCompletion, ChatStreamTranslation, completionId, toolCallId, type AnswerToolCall } from "../chat-translation/chat-output.js";
-import { parseJsonObject } from "../http/upstream-http.js";
+import { parseJsonObject, streamEventObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
 import { ProviderError } from "../provider-error.js";
 import type { ChatRequest, JsonObject, TokenUsage } from "../types.js";
@@ -151,12 +151,11 @@ export function fromGenerateContentResponse(body: JsonObject, model: string): Js
 /** One streamGenerateContent translation: each SSE event is a partial response. */
 export class GenerateContentStreamTranslation extends ChatStreamTranslation {
   private started = false;
-  private finished = false;
   private toolCalls = 0;
+  protected readonly endMarker = "finishReason";
 
   protected *onEvent(event: SseEvent): Generator<JsonObject> {
-    const payload = parseJsonObject(event.data);
-    if (payload) yield* this.onResponse(payload);
+    yield* this.onResponse(streamEventObject(this.provider, event.data));
   }
 
   private *onResponse(payload: JsonObject): Generator<JsonObject> {
@@ -175,8 +174,8 @@ export class GenerateContentStreamTranslation extends ChatStreamTranslation {
       yield this.chunks.chunk({ tool_calls: [{ index: this.toolCalls++, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }] });
     }
     const finish = geminiFinishReason(candidate["finishReason"], this.toolCalls > 0) ?? blockedFinish(payload);
-    if (finish !== null && !this.finished) {
-      this.finished = true;
+    if (finish !== null && !this.complete) {
+      this.complete = true;
       yield this.chunks.chunk({}, finish);
     }
   }

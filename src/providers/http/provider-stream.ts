@@ -19,6 +19,8 @@ export type EventTranslator = (events: AsyncIterable<SseEvent>) => AsyncGenerato
  */
 export interface EventMapper {
   map(event: SseEvent): JsonObject | null;
+  /** Called once the body ended; throws when the events did not end an answer. */
+  end?(): void;
 }
 
 /** Splits a response body into events; SSE unless the upstream frames its stream otherwise. */
@@ -115,6 +117,7 @@ class UpstreamEventStream implements ProviderStream {
           if (chunk !== null) yield chunk;
         }
       finished = true;
+      if (typeof translate !== "function") translate.end?.();
     } catch (err) {
       throw this.failed(err);
     } finally {
@@ -143,10 +146,12 @@ class MappedSseStream extends UpstreamEventStream {
     try {
       const parser = new SseParser(this.limit());
       const mapper = this.mapper;
-      for await (const bytes of this.res.body) {
+      const body = this.res.body;
+      for (let read = body[Symbol.asyncIterator](); ; ) {
+        const next = await read.next();
         const batch: JsonObject[] = [];
         try {
-          const events = parser.push(bytes);
+          const events = next.done === true ? parser.end() : parser.push(next.value as Uint8Array);
           // The leading events that became their chunk unchanged, each carrying the text it arrived as.
           let unchanged = 0;
           for (let index = 0; index < events.length; index++) {
@@ -164,8 +169,10 @@ class MappedSseStream extends UpstreamEventStream {
           throw err;
         }
         if (batch.length > 0) yield batch;
+        if (next.done === true) break;
       }
       finished = true;
+      mapper.end?.();
     } catch (err) {
       throw this.failed(err);
     } finally {

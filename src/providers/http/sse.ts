@@ -134,6 +134,14 @@ export class SseParser {
     return events;
   }
 
+  /**
+   * The events the body's end completes: a last line ended by a lone \r, which push() holds back as the
+   * possible first half of \r\n, is a line end once no byte follows.
+   */
+  end(): SseEvent[] {
+    return this.buffer.endsWith("\r") ? this.push("\n") : [];
+  }
+
   private addData(value: string): void {
     if (this.data === null) this.data = value;
     else (this.more ??= [this.data]).push(value);
@@ -144,4 +152,5 @@ export class SseParser {
 export async function* parseSse(body: AsyncIterable<Uint8Array | string>, limit?: SseByteLimit): AsyncGenerator<SseEvent> {
   const parser = new SseParser(limit);
   for await (const chunk of body) yield* parser.push(chunk);
+  yield* parser.end();
 }

@@ -529,6 +529,24 @@ export function parseJsonObject(text: string): JsonObject | null {
   return null;
 }
 
+/**
+ * A stream event's data as the JSON object it must be. Skipping one that is not would hand the caller a
+ * silently shortened answer, reported as a success: it fails the stream instead.
+ */
+export function streamEventObject(provider: string, data: string): JsonObject {
+  const payload = parseJsonObject(data);
+  if (payload === null) throw new ProviderError(provider, null, "provider_unavailable", `${provider} sent a stream event that is not a JSON object: ${upstreamText(data, 200)}`);
+  return payload;
+}
+
+/**
+ * The error of a stream whose body ended before the event that ends an answer (`missing` names it): the
+ * upstream was cut off, and passing the end on would report a shortened answer as complete.
+ */
+export function streamCutShort(provider: string, missing: string): ProviderError {
+  return new ProviderError(provider, null, "provider_unavailable", `${provider} ended its stream before the answer was complete (no ${missing})`);
+}
+
 /** The error of an answer longer than the provider's max_response_bytes. */
 export function tooLarge(provider: string, maxBytes: number): ProviderError {
   return new ProviderError(provider, null, "provider_unavailable", `${provider} sent an answer longer than ${maxBytes} bytes (network_config.max_response_bytes); it was cut off`);

@@ -3,10 +3,10 @@
  * received (model resolved, gateway-only fields removed), and the answer comes back unchanged.
  */
 import type { Dispatcher } from "undici";
-import { ProviderError, upstreamText } from "../provider-error.js";
+import { ProviderError } from "../provider-error.js";
 import { providerStream, type EventMapper } from "../http/provider-stream.js";
 import type { SseEvent } from "../http/sse.js";
-import { callLimits, parseJsonObject, send, sendJson, type UpstreamCall } from "../http/upstream-http.js";
+import { callLimits, send, sendJson, streamCutShort, streamEventObject, type UpstreamCall } from "../http/upstream-http.js";
 import { textOnlyChunk, withRawText } from "../raw-event.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
 import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
@@ -95,7 +95,12 @@ interface ChatStreamState {
   usage: TokenUsage | null;
   /** The upstream sent `[DONE]`: anything after it is read (to free the socket) and dropped. */
   done: boolean;
+  /** The data of the last event before `[DONE]`. */
+  last: string;
 }
+
+/** A chunk that names a finish reason, which ends an answer as `[DONE]` does. */
+const FINISHED = /"finish_reason"\s*:\s*"/;
 
 /**
  * Chat chunks pass as they are, except the usage-only chunk the caller did not ask for. One event at a
@@ -111,10 +116,9 @@ class ChatEventMapper implements EventMapper {
       state.done = true;
       return null;
     }
+    state.last = event.data;
     if (state.textOnly && plainChunk(event.data)) return textOnlyChunk(event.data);
-    const chunk = parseJsonObject(event.data);
-    // Skipping a broken chunk would hand the caller a silently truncated answer.
-    if (!chunk) throw new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} sent a stream event that is not a JSON object: ${upstreamText(event.data, 200)}`);
+    const chunk = streamEventObject(state.provider, event.data);
     const failure = streamedError(state.provider, chunk);
     if (failure) throw failure;
     const reported = chatUsage(chunk["usage"]);
@@ -124,6 +128,15 @@ class ChatEventMapper implements EventMapper {
     if (Array.isArray(choices) && choices.length === 0) return null;
     delete chunk["usage"];
     return chunk;
+  }
+
+  /**
+   * An answer ends with `[DONE]`; upstreams that leave it out still end with a finish reason or the usage
+   * chunk. Without any of them the body was cut off.
+   */
+  end(): void {
+    const state = this.state;
+    if (!state.done && state.usage === null && !FINISHED.test(state.last)) throw streamCutShort(state.provider, "[DONE]");
   }
 }
 
@@ -172,7 +185,13 @@ interface ResponsesStreamState {
   usage: TokenUsage | null;
 }
 
-/** Responses events pass as they are; usage is read from the response they carry. Module-level, as above. */
+/** The Responses stream events that end an answer. */
+const RESPONSE_ENDS = new Set(["response.completed", "response.incomplete", "response.failed"]);
+
+/**
+ * Responses events pass as they are; usage is read from the response they carry. Module-level, as above.
+ * Nothing after the event that ends the answer (or `[DONE]`) passes.
+ */
 async function* translateResponsesEvents(state: ResponsesStreamState, events: AsyncIterable<SseEvent>): AsyncGenerator<JsonObject> {
   let done = false;
   for await (const event of events) {
@@ -180,15 +199,16 @@ async function* translateResponsesEvents(state: ResponsesStreamState, events: As
       done = true;
       continue;
     }
-    const payload = parseJsonObject(event.data);
-    if (!payload) continue;
+    const payload = streamEventObject(state.provider, event.data);
     if (payload["type"] === "error") {
       throw streamedError(state.provider, { error: payload }) ?? new ProviderError(state.provider, null, "provider_unavailable", `${state.provider} failed mid-stream`);
     }
     const response = payload["response"];
     if (isObject(response)) state.usage = responsesUsage(response["usage"]) ?? state.usage;
     yield payload;
+    if (RESPONSE_ENDS.has(payload["type"] as string)) done = true;
   }
+  if (!done) throw streamCutShort(state.provider, "response.completed");
 }
 
 /** Creates the adapter for `profile`, with its own keep-alive pool unless a dispatcher is given. */
@@ -238,7 +258,7 @@ export function createOpenAiCompatibleAdapter(profile: OpenAiCompatibleProfile, 
         name,
         postCall("chat", req, req.model, options, (body) => ({ ...body, stream: true, stream_options: { ...streamOptions, include_usage: true } }), chatStreamMembers(req, streamOptions)),
       );
-      const state: ChatStreamState = { provider: name, callerWantsUsage, textOnly: options.textOnlyChunks === true, usage: null, done: false };
+      const state: ChatStreamState = { provider: name, callerWantsUsage, textOnly: options.textOnlyChunks === true, usage: null, done: false, last: "" };
       return providerStream(name, res, options.signal, new ChatEventMapper(state), () => state.usage);
     },
 
