@@ -25,7 +25,9 @@ export class ProviderError extends GatewayError {
   readonly retryAfterMs: number | null;
 
   constructor(provider: string, upstreamStatus: number | null, errorType: ProviderErrorType, message: string, cause?: unknown, retryAfterMs: number | null = null) {
-    super(CODES[errorType], message, { type: errorType, httpStatus: HTTP_STATUSES[errorType], cause });
+    // A caller refused for the upstream's rate limit is told the wait the upstream asked for.
+    const retryAfterSeconds = errorType === "provider_rate_limited" && retryAfterMs !== null ? Math.max(1, Math.ceil(retryAfterMs / 1000)) : undefined;
+    super(CODES[errorType], message, { type: errorType, httpStatus: HTTP_STATUSES[errorType], cause, ...(retryAfterSeconds !== undefined ? { retryAfterSeconds } : {}) });
     this.name = "ProviderError";
     this.provider = provider;
     this.upstreamStatus = upstreamStatus;

@@ -76,6 +76,17 @@ describe("a non-streaming request to a faulty upstream", () => {
   }
 });
 
+test("a 429 passes the upstream's retry-after on to the caller", async () => {
+  const res = await fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ model: "faulty/rate-limited", messages: [{ role: "user", content: "hi" }] }),
+  });
+  await res.arrayBuffer();
+  assert.equal(res.status, 429);
+  assert.equal(res.headers.get("retry-after"), "1");
+});
+
 describe("a streamed request to a faulty upstream", () => {
   const STREAM_FAULTS: [Fault, string, RegExp][] = [
     ["reset-before-headers", "provider_unavailable", /could not be reached/],

@@ -207,6 +207,13 @@ function answerHeaders(outcome: ChatOutcome): Readonly<Record<string, string>> {
   return headers;
 }
 
+/** The headers of an error answer: the guardrails' verdicts of a block, the wait a rate limit asks for. */
+function errorHeaders(error: GatewayError): Readonly<Record<string, string>> {
+  if (error instanceof GuardrailBlockedError) return { "x-gw-guardrails": error.verdicts };
+  if (error.retryAfterSeconds !== undefined) return { "retry-after": String(error.retryAfterSeconds) };
+  return NO_HEADERS;
+}
+
 /** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
 export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
   const errorBody = endpoint.errorBody ?? v1ErrorBody;
@@ -244,7 +251,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       if (!running) opts.chat.refuse({ method: endpoint.method, model: json?.["model"], headers: req.headers, ...(scope ? { scope } : {}) }, v1Error(error));
       const { status, body } = errorBody(error);
       if (res.headersSent) res.end();
-      else sendJson(res, status, body, error instanceof GuardrailBlockedError ? { "x-gw-guardrails": error.verdicts } : NO_HEADERS);
+      else sendJson(res, status, body, errorHeaders(error));
       // A body over the limit is still on the wire, unread.
       if (status === 413) dropRefusedBody(req, res);
     }
