@@ -18,6 +18,7 @@ import { callAdapter, callOptions, providerOf, streamAdapter } from "./adapter-c
 import { answerOutcome, failureOutcome, labels, usageOutcome } from "./attempt-labels.js";
 import { asGatewayError, type ChatOutcome } from "./calls.js";
 import type { Engine } from "./engine-deps.js";
+import { primeStream } from "./primed-stream.js";
 import { RelayedStream } from "./relayed-stream.js";
 import type { InferenceRequest } from "./request-context.js";
 import type { InferenceProvider } from "./state.js";
@@ -145,8 +146,10 @@ async function attemptKeys(engine: Engine, req: InferenceRequest, at: TargetAtte
     const attemptStarted = performance.now();
     try {
       if (call.body.stream === true) {
-        const stream = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
+        const opened = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
         const headersAt = performance.now();
+        // Until its first events arrive a stream can still fail as the attempt, leaving the caller's status open.
+        const stream = await primeStream(opened);
         // A stream's overhead is the gateway's share of the time to its response headers.
         observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - req.upstreamMs - (headersAt - attemptStarted)) * 1000);
         const retries = req.retries;

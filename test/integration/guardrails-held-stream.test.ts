@@ -82,6 +82,11 @@ async function stream(key: string, model: string, content: string): Promise<Stre
     body: JSON.stringify({ model, messages: [{ role: "user", content }], stream: true }),
   });
   const read: StreamRead = { status: res.status, text: "", error: null };
+  // A stream that failed before its first event is answered as an HTTP error instead.
+  if (res.status !== 200) {
+    read.error = ((await res.json()) as { error: Record<string, unknown> }).error;
+    return read;
+  }
   for (const line of (await res.text()).split("\n")) {
     if (!line.startsWith("data: ") || line === "data: [DONE]") continue;
     const event = JSON.parse(line.slice("data: ".length)) as { error?: Record<string, unknown>; choices?: { delta?: { content?: string } }[] };
@@ -131,7 +136,7 @@ describe("a stream held whole for a check that calls out", { timeout: TEST_TIMEO
     assert.equal(await scrape(), before + 1);
   });
 
-  test("ends with the upstream's error event, none of its text sent, when the upstream itself sends more than max_response_bytes", async () => {
+  test("ends with the upstream's error, none of its text sent, when the upstream itself sends more than max_response_bytes", async () => {
     const read = await stream("audit", "openai/gpt-4o-mini", words(HELD_PAST_BOUND_WORDS));
     assert.equal(read.text, "");
     assert.equal(read.error?.["type"], "provider_unavailable");

@@ -98,6 +98,8 @@ describe("a streamed request to a faulty upstream", () => {
     ["invalid-json", "provider_unavailable", /stream event that is not a JSON object/],
     ["wrong-content-type", "provider_unavailable", /content type text\/html instead of text\/event-stream/],
     ["rate-limited", "provider_rate_limited", /slow down/],
+    ["silent-after-headers", "provider_timeout", /did not answer in time/],
+    ["empty-stream", "provider_unavailable", /ended its stream before the answer was complete/],
   ];
   for (const [fault, type, message] of STREAM_FAULTS) {
     test(`${fault} ends as ${type}`, async () => {
@@ -116,12 +118,29 @@ describe("fallbacks", () => {
     });
   }
 
-  test("rescue a stream whose primary answers with the wrong content type", async () => {
-    const stream = await client.chat.completions.create({ model: "faulty/wrong-content-type", messages: [{ role: "user", content: "hi" }], stream: true, ...{ fallbacks: ["healthy/ok"] } });
-    let text = "";
-    for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
-    assert.equal(text, "fine");
-  });
+  for (const fault of ["wrong-content-type", "silent-after-headers", "empty-stream"] as const) {
+    test(`rescue a stream whose primary fails before its first event with ${fault}`, async () => {
+      const stream = await client.chat.completions.create({ model: `faulty/${fault}`, messages: [{ role: "user", content: "hi" }], stream: true, ...{ fallbacks: ["healthy/ok"] } });
+      let text = "";
+      for await (const chunk of stream) text += chunk.choices[0]?.delta.content ?? "";
+      assert.equal(text, "fine");
+    });
+  }
+});
+
+describe("a stream that fails before its first event", () => {
+  for (const [fault, status] of [["silent-after-headers", 504], ["empty-stream", 502]] as const) {
+    test(`answers ${status} for ${fault} instead of a 200 holding only an error`, async () => {
+      const res = await fetch(`${app.url}/v1/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: `faulty/${fault}`, messages: [{ role: "user", content: "hi" }], stream: true }),
+      });
+      assert.equal(res.status, status);
+      assert.match(res.headers.get("content-type") ?? "", /application\/json/);
+      assert.equal(((await res.json()) as { error?: { type?: string } }).error?.type, status === 504 ? "provider_timeout" : "provider_unavailable");
+    });
+  }
 });
 
 describe("network_config timeouts and response cap", () => {
