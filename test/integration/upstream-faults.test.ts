@@ -63,6 +63,7 @@ const JSON_FAULTS: [Fault, number, string, RegExp][] = [
   ["invalid-json", 502, "provider_unavailable", /not a JSON object/],
   ["wrong-content-type", 502, "provider_unavailable", /not a JSON object/],
   ["rate-limited", 429, "provider_rate_limited", /slow down/],
+  ["error-in-body", 502, "provider_unavailable", /with an error in the body: upstream failed/],
 ];
 
 describe("a non-streaming request to a faulty upstream", () => {
@@ -100,6 +101,7 @@ describe("a streamed request to a faulty upstream", () => {
     ["rate-limited", "provider_rate_limited", /slow down/],
     ["silent-after-headers", "provider_timeout", /did not answer in time/],
     ["empty-stream", "provider_unavailable", /ended its stream before the answer was complete/],
+    ["error-in-body", "provider_unavailable", /failed mid-stream: upstream failed/],
   ];
   for (const [fault, type, message] of STREAM_FAULTS) {
     test(`${fault} ends as ${type}`, async () => {

@@ -7,7 +7,7 @@ import { boundedCache } from "../../bounded-cache.js";
 import type { AbortSource } from "../../cancellation.js";
 import { errors as undiciErrors, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
-import { fromUpstreamStatus, ProviderError, upstreamText } from "../provider-error.js";
+import { fromUpstreamStatus, ProviderError, upstreamErrorMessage, upstreamText } from "../provider-error.js";
 import { sentCredentials, withoutCredentials } from "./sent-credentials.js";
 import type { CallOptions, JsonObject } from "../types.js";
 
@@ -308,8 +308,9 @@ class JsonCall extends DispatchedCall<UpstreamJson> {
     this.settle();
     const text = this.collected();
     const body = parseJsonObject(text);
-    if (body) this.resolve({ status: this.status, body, text });
-    else this.reject(notJsonObject(this.provider, this.status, this.redacted(text)));
+    if (body === null) this.reject(notJsonObject(this.provider, this.status, this.redacted(text)));
+    else if (isErrorAnswer(body)) this.reject(errorAnswer(this.provider, this.status, this.redacted(text)));
+    else this.resolve({ status: this.status, body, text });
   }
 }
 
@@ -552,7 +553,22 @@ export function tooLarge(provider: string, maxBytes: number): ProviderError {
   return new ProviderError(provider, null, "provider_unavailable", `${provider} sent an answer longer than ${maxBytes} bytes (network_config.max_response_bytes); it was cut off`);
 }
 
-/** Reads a body as text, destroying it (and so its socket) once it passes `maxBytes`. */
+/**
+ * True for a 2xx answer that reports a failure in the body instead of its status: an `error` object or
+ * message at the top (OpenRouter and others; Anthropic's `{"type": "error", ...}`). No success answer of
+ * the APIs the gateway speaks has one (the Responses API's is null).
+ */
+function isErrorAnswer(body: JsonObject): boolean {
+  const error = body["error"];
+  return (typeof error === "object" && error !== null) || (typeof error === "string" && error !== "");
+}
+
+/** The error of a 2xx answer that reports a failure in its body. */
+function errorAnswer(provider: string, status: number, text: string): ProviderError {
+  return new ProviderError(provider, status, "provider_unavailable", `${provider} answered HTTP ${status} with an error in the body: ${upstreamErrorMessage(text)}`);
+}
+
+/** The error of an answer that is not a JSON object. */
 function notJsonObject(provider: string, status: number, text: string): ProviderError {
   return new ProviderError(provider, status, "provider_unavailable", `${provider} answered HTTP ${status} with a body that is not a JSON object: ${upstreamText(text, 200)}`);
 }
