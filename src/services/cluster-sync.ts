@@ -13,6 +13,7 @@ import type { SsoLogin } from "./sso/sso-login.js";
 import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
+import { entityLockKey, entityLocks } from "./entity-write-lock.js";
 import { loadGroups } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference } from "./inference/records.js";
 import { loadGuardrails } from "./guardrails/guardrail-records.js";
@@ -73,8 +74,19 @@ export function applyOnReceipt(change: ConfigChange, payload: Readonly<Record<st
   }
 }
 
-/** Re-reads one changed row into the running gateway. */
+/** The entities re-read row by row, which take their turn with this node's own writes of the same row. */
+const READ_BY_ROW = new Set(["virtual_key", "provider", "mcp_client"]);
+
+/**
+ * Re-reads one changed row into the running gateway. A row re-read on its own waits for this node's write of
+ * it, if one is under way, so that a read from before that write is never installed after it.
+ */
 export async function applyConfigChange(change: ConfigChange, target: ClusterSyncTarget): Promise<void> {
+  if (!READ_BY_ROW.has(change.entity)) return applyChange(change, target);
+  return entityLocks(target.store).run(entityLockKey({ kind: change.entity, id: change.id }), () => applyChange(change, target));
+}
+
+async function applyChange(change: ConfigChange, target: ClusterSyncTarget): Promise<void> {
   const { store, logger, inference, runtime } = target;
   const em = store.fork();
   switch (change.entity) {

@@ -33,6 +33,7 @@ import {
 import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
+import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
 import {
   KIND_NAME,
@@ -103,9 +104,10 @@ function messageOf(rec: VirtualKeyRecord, showValue: boolean): VirtualKey {
   return key;
 }
 
-async function getRecord(em: EntityManager, id: string): Promise<VirtualKeyRecord> {
+/** A stored key, or a 404; `forUpdate` locks its row for the write's transaction. */
+async function getRecord(em: EntityManager, id: string, forUpdate = false): Promise<VirtualKeyRecord> {
   if (id.trim() === "") throw invalidField("id", "is required");
-  const rec = await em.findOne(VirtualKeyRecord, { id });
+  const rec = await em.findOne(VirtualKeyRecord, { id }, forUpdate ? FOR_UPDATE : {});
   if (!rec) throw new GatewayError("not_found", `virtual key "${id}" does not exist`, { type: "virtual_key_not_found" });
   return rec;
 }
@@ -116,9 +118,10 @@ async function assertUnique(em: EntityManager, id: string, name: string, value: 
   if (field !== null) throw new GatewayError("already_exists", `another virtual key already has this ${field}; every key needs its own ${field}`, { field });
 }
 
-async function getRuleRecord(em: EntityManager, id: string): Promise<RoutingRuleRecord> {
+/** A stored routing rule, or a 404; `forUpdate` locks its row for the write's transaction. */
+async function getRuleRecord(em: EntityManager, id: string, forUpdate = false): Promise<RoutingRuleRecord> {
   if (id.trim() === "") throw invalidField("id", "is required");
-  const rec = await em.findOne(RoutingRuleRecord, { id });
+  const rec = await em.findOne(RoutingRuleRecord, { id }, forUpdate ? FOR_UPDATE : {});
   if (!rec) throw new GatewayError("not_found", `routing rule "${id}" does not exist`, { type: "routing_rule_not_found" });
   return rec;
 }
@@ -140,27 +143,32 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
     delete json["updated_at"];
     return json;
   };
-  const getRec = async (em: EntityManager, id: string): Promise<GovernanceGroupRecord> => {
+  const getRec = async (em: EntityManager, id: string, forUpdate = false): Promise<GovernanceGroupRecord> => {
     if (id.trim() === "") throw invalidField("id", "is required");
-    const rec = await em.findOne(GovernanceGroupRecord, { id, kind });
+    const rec = await em.findOne(GovernanceGroupRecord, { id, kind }, forUpdate ? FOR_UPDATE : {});
     if (!rec) throw new GatewayError("not_found", `${what} "${id}" does not exist`, { type: `${kind}_not_found` });
     return rec;
   };
-  const save = async (em: EntityManager, existing: GovernanceGroupRecord | null, wire: Wire): Promise<GovernanceGroupRecord> => {
+  // Ids are unique across the group kinds (they share one table), so the lock is the row's, whatever its kind.
+  const ref = (id: string) => ({ kind: "governance_group", id });
+  const save = async (em: EntityManager, existing: GovernanceGroupRecord | null, wire: Wire) => {
     const parsed = parseGroupWire(kind, wire, (f) => f);
     await checkGroupReferences(em, parsed, (f) => f);
     const rec = assignGroup(em, existing, parsed, existing?.source ?? "api");
     await em.flush();
-    inference.hierarchy.put(parsed.owner);
-    return rec;
+    return { rec, owner: parsed.owner };
   };
+  const install = ({ owner }: Awaited<ReturnType<typeof save>>): void => inference.hierarchy.put(owner);
   return {
     async create(msg: T | undefined, field: string, ctx: HandlerContext): Promise<T> {
       const em = emOf(ctx, store);
       const wire = wireOfMessage(msg, field);
       if (wire["id"] === undefined || wire["id"] === "") wire["id"] = `${kind.replace("_", "-")}-${randomUUID()}`;
-      if (await em.findOne(GovernanceGroupRecord, { id: String(wire["id"]) })) throw new GatewayError("already_exists", `"${String(wire["id"])}" already exists`, { field: "id" });
-      const rec = await save(em, null, wire);
+      const id = String(wire["id"]);
+      const { rec } = await writeEntity(store, em, ref(id), async (tx) => {
+        if (await tx.findOne(GovernanceGroupRecord, { id })) throw new GatewayError("already_exists", `"${id}" already exists`, { field: "id" });
+        return save(tx, null, wire);
+      }, install);
       deps.logger.info({ id: rec.id, kind }, `${what} created`);
       return messageOf(rec);
     },
@@ -172,20 +180,22 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
       return messageOf(await getRec(emOf(ctx, store), id));
     },
     async update(id: string, msg: T | undefined, paths: readonly string[], field: string, ctx: HandlerContext): Promise<T> {
-      const em = emOf(ctx, store);
-      const rec = await getRec(em, id);
-      if (msg === undefined) throw invalidField(field, "is required");
-      const next = wireOfMessage(applyFieldMask(schema, messageOf(rec), msg, paths, `a ${what}`), field);
-      const saved = await save(em, rec, next);
+      const { rec: saved } = await writeEntity(store, emOf(ctx, store), ref(id), async (tx) => {
+        const rec = await getRec(tx, id, true);
+        if (msg === undefined) throw invalidField(field, "is required");
+        const next = wireOfMessage(applyFieldMask(schema, messageOf(rec), msg, paths, `a ${what}`), field);
+        return save(tx, rec, next);
+      }, install);
       deps.logger.info({ id: saved.id, kind, fields: paths }, `${what} updated`);
       return messageOf(saved);
     },
     async remove(id: string, ctx: HandlerContext): Promise<void> {
-      const em = emOf(ctx, store);
-      const rec = await getRec(em, id);
-      await checkGroupDeletable(em, rec);
-      await em.remove(rec).flush();
-      inference.hierarchy.remove(kind, rec.id);
+      const rec = await writeEntity(store, emOf(ctx, store), ref(id), async (tx) => {
+        const found = await getRec(tx, id, true);
+        await checkGroupDeletable(tx, found);
+        await tx.remove(found).flush();
+        return found;
+      }, (found) => inference.hierarchy.remove(kind, found.id));
       deps.logger.info({ id: rec.id, kind }, `${what} deleted`);
     },
   };
@@ -295,21 +305,24 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
     },
 
     async createVirtualKey(req, ctx) {
-      const em = emOf(ctx, store);
       const wire = wireOf(req.virtualKey);
       wire["id"] ??= `vk-${randomUUID()}`;
       if (wire["value"] === undefined || wire["value"] === "") wire["value"] = `sk-gw-${randomBytes(24).toString("base64url")}`;
       const parsed = parseVirtualKeyWire(wire, "");
       checkCacheSupported(parsed.key);
-      if (await em.findOne(VirtualKeyRecord, { id: parsed.key.id })) {
-        throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
-      }
-      await assertUnique(em, parsed.key.id, parsed.key.name, parsed.key.value);
-      await checkKeyMembership(em, parsed, (field) => field);
-      const rec = assignVirtualKey(em, null, parsed, "api");
-      await em.flush();
-      inference.putVirtualKey(parsed.key);
-      await deps.onVirtualKeyChanged?.(rec.id, false);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: parsed.key.id }, async (em) => {
+        if (await em.findOne(VirtualKeyRecord, { id: parsed.key.id })) {
+          throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
+        }
+        await assertUnique(em, parsed.key.id, parsed.key.name, parsed.key.value);
+        await checkKeyMembership(em, parsed, (field) => field);
+        const created = assignVirtualKey(em, null, parsed, "api");
+        await em.flush();
+        return created;
+      }, async (created) => {
+        inference.putVirtualKey(parsed.key);
+        await deps.onVirtualKeyChanged?.(created.id, false);
+      });
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key created");
       return { virtualKey: messageOf(rec, true) };
     },
@@ -324,55 +337,62 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
     },
 
     async updateVirtualKey(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.id);
       const paths = req.updateMask?.paths ?? [];
-      if (req.virtualKey === undefined) throw invalidField("virtual_key", "is required");
-      const next = wireOf(applyFieldMask(VirtualKeySchema, messageOf(rec, false), req.virtualKey, paths, "a virtual key"));
-      // The redacted placeholder, as read back from GET, keeps the stored secret.
-      if (next["value"] === undefined || next["value"] === REDACTED) next["value"] = rec.value;
-      delete next["created_at"];
-      delete next["updated_at"];
-      const parsed = parseVirtualKeyWire(next, "");
-      checkCacheSupported(parsed.key);
-      await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
-      await checkKeyMembership(em, parsed, (field) => field);
-      assignVirtualKey(em, rec, parsed, rec.source);
-      await em.flush();
-      inference.putVirtualKey(parsed.key);
-      await deps.onVirtualKeyChanged?.(rec.id, false);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: req.id }, async (em) => {
+        const rec = await getRecord(em, req.id, true);
+        if (req.virtualKey === undefined) throw invalidField("virtual_key", "is required");
+        const next = wireOf(applyFieldMask(VirtualKeySchema, messageOf(rec, false), req.virtualKey, paths, "a virtual key"));
+        // The redacted placeholder, as read back from GET, keeps the stored secret.
+        if (next["value"] === undefined || next["value"] === REDACTED) next["value"] = rec.value;
+        delete next["created_at"];
+        delete next["updated_at"];
+        const parsed = parseVirtualKeyWire(next, "");
+        checkCacheSupported(parsed.key);
+        await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
+        await checkKeyMembership(em, parsed, (field) => field);
+        assignVirtualKey(em, rec, parsed, rec.source);
+        await em.flush();
+        return { rec, key: parsed.key };
+      }, async ({ rec, key }) => {
+        inference.putVirtualKey(key);
+        await deps.onVirtualKeyChanged?.(rec.id, false);
+      });
       deps.logger.info({ virtual_key_id: rec.id, fields: paths }, "virtual key updated");
       return { virtualKey: messageOf(rec, false) };
     },
 
     async deleteVirtualKey(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.id);
-      em.remove(rec);
-      await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
-      // Rules scoped to the key go with it: nothing else could ever match them.
-      const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id });
-      for (const rule of rules) em.remove(rule);
-      await em.flush();
-      inference.removeVirtualKey(rec.id);
-      for (const rule of rules) inference.routingRules.remove(rule.id);
-      await deps.onVirtualKeyChanged?.(rec.id, true);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: req.id }, async (em) => {
+        const rec = await getRecord(em, req.id, true);
+        em.remove(rec);
+        await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
+        // Rules scoped to the key go with it: nothing else could ever match them.
+        const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id }, FOR_UPDATE);
+        for (const rule of rules) em.remove(rule);
+        await em.flush();
+        return { rec, rules };
+      }, async ({ rec, rules }) => {
+        inference.removeVirtualKey(rec.id);
+        for (const rule of rules) inference.routingRules.remove(rule.id);
+        await deps.onVirtualKeyChanged?.(rec.id, true);
+      });
       deps.logger.info({ virtual_key_id: rec.id }, "virtual key deleted");
       return { status: "success" };
     },
 
     async createRoutingRule(req, ctx) {
-      const em = emOf(ctx, store);
       const msg = ruleOf(req.routingRule);
       if (msg.id === "") msg.id = `rr-${randomUUID()}`;
       const parsed = parseRoutingRule(msg, (field) => field);
-      if (await em.findOne(RoutingRuleRecord, { id: parsed.fields.id })) {
-        throw new GatewayError("already_exists", `routing rule "${parsed.fields.id}" already exists`, { field: "id" });
-      }
-      await checkRuleReferences(em, parsed, (field) => field);
-      const rec = assignRoutingRule(em, null, parsed, "api");
-      await em.flush();
-      inference.routingRules.put(parsed.rule);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: parsed.fields.id }, async (em) => {
+        if (await em.findOne(RoutingRuleRecord, { id: parsed.fields.id })) {
+          throw new GatewayError("already_exists", `routing rule "${parsed.fields.id}" already exists`, { field: "id" });
+        }
+        await checkRuleReferences(em, parsed, (field) => field);
+        const created = assignRoutingRule(em, null, parsed, "api");
+        await em.flush();
+        return created;
+      }, () => inference.routingRules.put(parsed.rule));
       deps.logger.info({ routing_rule_id: rec.id }, "routing rule created");
       return { routingRule: routingRuleMessageOf(rec) };
     },
@@ -387,24 +407,26 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
     },
 
     async updateRoutingRule(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRuleRecord(em, req.id);
       const paths = req.updateMask?.paths ?? [];
-      const next = applyFieldMask(RoutingRuleSchema, routingRuleMessageOf(rec), ruleOf(req.routingRule), paths, "a routing rule");
-      const parsed = parseRoutingRule(next, (field) => field);
-      await checkRuleReferences(em, parsed, (field) => field);
-      assignRoutingRule(em, rec, parsed, rec.source);
-      await em.flush();
-      inference.routingRules.put(parsed.rule);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: req.id }, async (em) => {
+        const rec = await getRuleRecord(em, req.id, true);
+        const next = applyFieldMask(RoutingRuleSchema, routingRuleMessageOf(rec), ruleOf(req.routingRule), paths, "a routing rule");
+        const parsed = parseRoutingRule(next, (field) => field);
+        await checkRuleReferences(em, parsed, (field) => field);
+        assignRoutingRule(em, rec, parsed, rec.source);
+        await em.flush();
+        return { rec, rule: parsed.rule };
+      }, ({ rule }) => inference.routingRules.put(rule));
       deps.logger.info({ routing_rule_id: rec.id, fields: paths }, "routing rule updated");
       return { routingRule: routingRuleMessageOf(rec) };
     },
 
     async deleteRoutingRule(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRuleRecord(em, req.id);
-      await em.remove(rec).flush();
-      inference.routingRules.remove(rec.id);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: req.id }, async (em) => {
+        const found = await getRuleRecord(em, req.id, true);
+        await em.remove(found).flush();
+        return found;
+      }, (found) => inference.routingRules.remove(found.id));
       deps.logger.info({ routing_rule_id: rec.id }, "routing rule deleted");
       return { status: "success" };
     },

@@ -12,6 +12,7 @@ import { GuardrailRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { GuardrailAction, GuardrailSchema, GuardrailService, type Guardrail } from "../../gen/gw/admin/v1/guardrail_pb.js";
 import { kEntityManager } from "./context.js";
+import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import type { GuardrailSet } from "../guardrails/guardrail-set.js";
 import { guardrailMessageOf, parseGuardrail } from "./guardrails/guardrail-input.js";
 import { assignGuardrail, resolveGuardrailReferences } from "./guardrails/guardrail-records.js";
@@ -36,9 +37,10 @@ function given(guardrail: Guardrail | undefined): Guardrail {
   return guardrail;
 }
 
-async function getRecord(em: EntityManager, id: string): Promise<GuardrailRecord> {
+/** A stored guardrail, or a 404; `forUpdate` locks its row for the write's transaction. */
+async function getRecord(em: EntityManager, id: string, forUpdate = false): Promise<GuardrailRecord> {
   if (id.trim() === "") throw invalidField("id", "is required");
-  const rec = await em.findOne(GuardrailRecord, { id });
+  const rec = await em.findOne(GuardrailRecord, { id }, forUpdate ? FOR_UPDATE : {});
   if (!rec) throw new GatewayError("not_found", `guardrail "${id}" does not exist`, { type: "guardrail_not_found" });
   return rec;
 }
@@ -48,17 +50,18 @@ export function createGuardrailService(deps: GuardrailServiceDeps): ServiceImpl<
   const { store, logger, guardrails } = deps;
   return {
     async createGuardrail(req, ctx) {
-      const em = emOf(ctx, store);
       const msg = given(req.guardrail);
       if (msg.id === "") msg.id = `gr-${randomUUID()}`;
       const parsed = parseGuardrail(msg, asIs);
-      if (await em.findOne(GuardrailRecord, { id: parsed.fields.id })) {
-        throw new GatewayError("already_exists", `guardrail "${parsed.fields.id}" already exists`, { field: "id" });
-      }
-      const resolved = await resolveGuardrailReferences(em, parsed, asIs);
-      const rec = assignGuardrail(em, null, resolved, "api");
-      await em.flush();
-      guardrails.put(resolved.guardrail);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: parsed.fields.id }, async (em) => {
+        if (await em.findOne(GuardrailRecord, { id: parsed.fields.id })) {
+          throw new GatewayError("already_exists", `guardrail "${parsed.fields.id}" already exists`, { field: "id" });
+        }
+        const resolved = await resolveGuardrailReferences(em, parsed, asIs);
+        const created = assignGuardrail(em, null, resolved, "api");
+        await em.flush();
+        return { rec: created, guardrail: resolved.guardrail };
+      }, ({ guardrail }) => guardrails.put(guardrail));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name }, "guardrail created");
       return { guardrail: guardrailMessageOf(rec) };
     },
@@ -73,26 +76,28 @@ export function createGuardrailService(deps: GuardrailServiceDeps): ServiceImpl<
     },
 
     async updateGuardrail(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.id);
       const paths = req.updateMask?.paths ?? [];
-      const next = applyFieldMask(GuardrailSchema, guardrailMessageOf(rec), given(req.guardrail), paths, "a guardrail");
-      // A guardrail moved off redact drops the redaction it had, unless the update itself names one.
-      if (next.action !== GuardrailAction.REDACT && !paths.some((path) => path === "redaction" || path.startsWith("redaction."))) next.redaction = undefined;
-      const parsed = parseGuardrail(next, asIs, rec.secretHeaders);
-      const resolved = await resolveGuardrailReferences(em, parsed, asIs, rec);
-      assignGuardrail(em, rec, resolved, rec.source);
-      await em.flush();
-      guardrails.put(resolved.guardrail);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: req.id }, async (em) => {
+        const rec = await getRecord(em, req.id, true);
+        const next = applyFieldMask(GuardrailSchema, guardrailMessageOf(rec), given(req.guardrail), paths, "a guardrail");
+        // A guardrail moved off redact drops the redaction it had, unless the update itself names one.
+        if (next.action !== GuardrailAction.REDACT && !paths.some((path) => path === "redaction" || path.startsWith("redaction."))) next.redaction = undefined;
+        const parsed = parseGuardrail(next, asIs, rec.secretHeaders);
+        const resolved = await resolveGuardrailReferences(em, parsed, asIs, rec);
+        assignGuardrail(em, rec, resolved, rec.source);
+        await em.flush();
+        return { rec, guardrail: resolved.guardrail };
+      }, ({ guardrail }) => guardrails.put(guardrail));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name, fields: paths }, "guardrail updated");
       return { guardrail: guardrailMessageOf(rec) };
     },
 
     async deleteGuardrail(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.id);
-      await em.remove(rec).flush();
-      guardrails.remove(rec.id);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: req.id }, async (em) => {
+        const found = await getRecord(em, req.id, true);
+        await em.remove(found).flush();
+        return found;
+      }, (found) => guardrails.remove(found.id));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name }, "guardrail deleted");
       return { status: "success" };
     },

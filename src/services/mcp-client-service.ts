@@ -9,11 +9,12 @@ import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
 import { assertNameFree, assignSpec, getClient, insertClient, listClients, recordToSpec } from "../mcp/client-repository.js";
 import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
 import { perUserWireHeaders } from "../mcp/wire-headers.js";
-import type { McpClientRecord, Store } from "../store/index.js";
+import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
 import { kAdmin, kEntityManager, kRequestScope } from "./context.js";
+import { FOR_UPDATE, writeEntity, type EntityRef } from "./entity-write-lock.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow, sweepExpired } from "../mcp/oauth/flows.js";
 import { McpOauthCredentialRecord } from "../store/index.js";
@@ -42,6 +43,19 @@ export interface McpClientServiceDeps {
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
   return ctx.values.get(kEntityManager) ?? store.fork();
+}
+
+/** The write lock of a client, by its id as the store keeps it. */
+function clientRef(id: string): EntityRef {
+  return { kind: "mcp_client", id: id.toLowerCase() };
+}
+
+/** The stored client, or a 404, with its row locked for the write's transaction and read as last committed. */
+async function lockedClient(tx: EntityManager, id: string): Promise<McpClientRecord> {
+  const found = await getClient(tx, id);
+  const rec = await tx.findOne(McpClientRecord, { id: found.id }, FOR_UPDATE);
+  if (!rec) throw new GatewayError("not_found", `no MCP client with id "${id}"`);
+  return rec;
 }
 
 /**
@@ -198,25 +212,28 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     },
 
     async updateMcpClient(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getClient(em, req.clientId);
-      const current = recordToSpec(rec);
-      if (!req.client) throw invalidField("client", "is required");
-      const next = updatedSpec(rec, req.updateMask?.paths ?? [], req.client);
-      if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
-      assignSpec(rec, next);
-      // A schema change (a per-user key added, removed or renamed) also sends the admin discovery credential to needs_update.
-      const schemaChanged = next.authType === "per_user_headers" && !sameHeaderKeys(current.perUserHeaderKeys, next.perUserHeaderKeys);
-      if (schemaChanged && rec.discoveryHeaders !== null && rec.discoveryStatus !== null) {
-        const state = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, next.perUserHeaderKeys);
-        rec.discoveryHeaders = state.values;
-        rec.discoveryStatus = state.status === "active" ? "active" : "needs_update";
-      }
-      await em.flush();
-      await runtime.update(snapshotOf(rec));
-      if (schemaChanged) await runtime.credentials.schemaChanged(rec.id, next.perUserHeaderKeys);
-      // Virtual keys grant clients by name, so a rename can take access away from (or give it back to) their credentials.
-      if (next.name !== current.name && deps.inference) await runtime.credentials.reconcileAccess(virtualKeyAccess(deps.inference), { clientId: rec.id });
+      const { rec, next } = await writeEntity(store, emOf(ctx, store), clientRef(req.clientId), async (em) => {
+        const rec = await lockedClient(em, req.clientId);
+        const current = recordToSpec(rec);
+        if (!req.client) throw invalidField("client", "is required");
+        const next = updatedSpec(rec, req.updateMask?.paths ?? [], req.client);
+        if (next.name !== current.name) await assertNameFree(em, next.name, rec.id);
+        assignSpec(rec, next);
+        // A schema change (a per-user key added, removed or renamed) also sends the admin discovery credential to needs_update.
+        const schemaChanged = next.authType === "per_user_headers" && !sameHeaderKeys(current.perUserHeaderKeys, next.perUserHeaderKeys);
+        if (schemaChanged && rec.discoveryHeaders !== null && rec.discoveryStatus !== null) {
+          const state = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, next.perUserHeaderKeys);
+          rec.discoveryHeaders = state.values;
+          rec.discoveryStatus = state.status === "active" ? "active" : "needs_update";
+        }
+        await em.flush();
+        return { rec, current, next, schemaChanged };
+      }, async ({ rec, current, next, schemaChanged }) => {
+        await runtime.update(snapshotOf(rec));
+        if (schemaChanged) await runtime.credentials.schemaChanged(rec.id, next.perUserHeaderKeys);
+        // Virtual keys grant clients by name, so a rename can take access away from (or give it back to) their credentials.
+        if (next.name !== current.name && deps.inference) await runtime.credentials.reconcileAccess(virtualKeyAccess(deps.inference), { clientId: rec.id });
+      });
       deps.logger.info({ client_id: rec.id, client: next.name, fields: req.updateMask?.paths }, "MCP client updated");
       return {
         status: "success",
@@ -226,13 +243,16 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     },
 
     async deleteMcpClient(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getClient(em, req.clientId);
-      await em.removeAndFlush(rec);
-      await em.nativeDelete(McpOauthCredentialRecord, { clientId: rec.id });
-      runtime.oauth.forget(rec.id);
-      await runtime.remove(rec.id);
-      await runtime.credentials.clientRemoved(rec.id);
+      const rec = await writeEntity(store, emOf(ctx, store), clientRef(req.clientId), async (em) => {
+        const found = await lockedClient(em, req.clientId);
+        await em.removeAndFlush(found);
+        await em.nativeDelete(McpOauthCredentialRecord, { clientId: found.id });
+        return found;
+      }, async (found) => {
+        runtime.oauth.forget(found.id);
+        await runtime.remove(found.id);
+        await runtime.credentials.clientRemoved(found.id);
+      });
       deps.logger.info({ client_id: rec.id, client: rec.name }, "MCP client deleted");
       return { status: "success", message: `MCP client "${rec.name}" deleted` };
     },
@@ -284,13 +304,17 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       validateUserHeaders(rec.perUserHeaderKeys, req.userHeaders);
       const spec = recordToSpec(rec);
       const tools = await verifyUpstream(spec, req.userHeaders);
-      rec.tools = tools;
-      rec.verified = true;
-      rec.discoveryHeaders = { ...req.userHeaders };
-      rec.discoveryStatus = "active";
-      rec.updatedAt = new Date();
-      await em.flush();
-      await runtime.update(snapshotOf(rec));
+      // The upstream call is made outside the lock; the write then applies to the client as last committed.
+      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+        const locked = await lockedClient(tx, rec.id);
+        locked.tools = tools;
+        locked.verified = true;
+        locked.discoveryHeaders = { ...req.userHeaders };
+        locked.discoveryStatus = "active";
+        locked.updatedAt = new Date();
+        await tx.flush();
+        return locked;
+      }, (locked) => runtime.update(snapshotOf(locked)));
       deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length }, "MCP client verified");
       return { status: "success", message: `client "${rec.name}" verified: ${tools.length} tools discovered`, toolsCount: tools.length };
     },
@@ -333,13 +357,16 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         throw verifyFailed(err, [token, subjectToken]);
       }
       const repaired = rec.verified;
-      rec.tools = tools;
-      rec.verified = true;
-      rec.discoveryHeaders = discovery;
-      rec.discoveryStatus = "active";
-      rec.updatedAt = new Date();
-      await em.flush();
-      await runtime.update(snapshotOf(rec));
+      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+        const locked = await lockedClient(tx, rec.id);
+        locked.tools = tools;
+        locked.verified = true;
+        locked.discoveryHeaders = discovery;
+        locked.discoveryStatus = "active";
+        locked.updatedAt = new Date();
+        await tx.flush();
+        return locked;
+      }, (locked) => runtime.update(snapshotOf(locked)));
       deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length, repaired }, "token_exchange client verified");
       return {
         status: "success",
@@ -402,17 +429,23 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         throw verifyFailed(err, typeof access === "string" ? [access] : []);
       }
       const wasVerified = rec.verified;
-      // The newest authorized attempt is the client's credential; the ones it replaces are over.
-      await em.nativeUpdate(McpOauthCredentialRecord, { clientId: rec.id, status: "authorized", id: { $ne: attempt.id } }, { status: "revoked", secrets: {}, updatedAt: new Date() });
-      rec.verified = true;
-      rec.tools = tools;
-      // per_user_oauth: the admin's token is the admin discovery credential, used for the tool sync only.
-      if (rec.authType === "per_user_oauth") rec.discoveryStatus = "active";
-      rec.updatedAt = new Date();
-      await em.flush();
-      runtime.oauth.adopt(attempt, rec.connectionString);
-      await runtime.update(snapshotOf(rec));
-      if (wasVerified) await runtime.credentialRenewed(rec.id);
+      const connectionString = rec.connectionString;
+      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+        const locked = await lockedClient(tx, rec.id);
+        // The newest authorized attempt is the client's credential; the ones it replaces are over.
+        await tx.nativeUpdate(McpOauthCredentialRecord, { clientId: locked.id, status: "authorized", id: { $ne: attempt.id } }, { status: "revoked", secrets: {}, updatedAt: new Date() });
+        locked.verified = true;
+        locked.tools = tools;
+        // per_user_oauth: the admin's token is the admin discovery credential, used for the tool sync only.
+        if (locked.authType === "per_user_oauth") locked.discoveryStatus = "active";
+        locked.updatedAt = new Date();
+        await tx.flush();
+        return locked;
+      }, async (locked) => {
+        runtime.oauth.adopt(attempt, connectionString);
+        await runtime.update(snapshotOf(locked));
+        if (wasVerified) await runtime.credentialRenewed(locked.id);
+      });
       const view = projectedState(rec, runtime);
       deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: attempt.id, state: view.state, tools_count: tools.length }, "MCP client OAuth completed");
       return {

@@ -13,6 +13,7 @@ import type { Logger } from "../telemetry/logger.js";
 import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { kEntityManager } from "./context.js";
+import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { keepBlockSecrets, redactBlocks } from "./inference/cloud-key-wire.js";
 import { checkProviderName, parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, providerWireOf } from "./inference/records.js";
@@ -62,9 +63,10 @@ function wireOf(provider: Provider | undefined): Wire {
   return isWire(json) ? json : {};
 }
 
-async function getRecord(em: EntityManager, name: string): Promise<ProviderRecord> {
+/** A stored provider, or a 404; `forUpdate` locks its row for the write's transaction. */
+async function getRecord(em: EntityManager, name: string, forUpdate = false): Promise<ProviderRecord> {
   if (name.trim() === "") throw invalidField("name", "is required");
-  const rec = await em.findOne(ProviderRecord, { name });
+  const rec = await em.findOne(ProviderRecord, { name }, forUpdate ? FOR_UPDATE : {});
   if (!rec) throw new GatewayError("not_found", `provider "${name}" is not configured`, { type: "provider_not_found" });
   return rec;
 }
@@ -90,35 +92,37 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
 
   return {
     async createProvider(req, ctx) {
-      const em = emOf(ctx, store);
       const wire = wireOf(req.provider);
       const name = nameOf(wire);
       checkProviderName(name, "name");
-      if (await em.findOne(ProviderRecord, { name })) {
-        throw new GatewayError("already_exists", `provider "${name}" already exists; change it with PUT /api/v1/providers/${name}`, { field: "name" });
-      }
-      const parsed = parseProviderWire(name, wire, "provider");
-      const rec = assignProvider(em, null, parsed, "api");
-      await em.flush();
-      inference.putProvider(parsed);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: name }, async (em) => {
+        if (await em.findOne(ProviderRecord, { name })) {
+          throw new GatewayError("already_exists", `provider "${name}" already exists; change it with PUT /api/v1/providers/${name}`, { field: "name" });
+        }
+        const parsed = parseProviderWire(name, wire, "provider");
+        const created = assignProvider(em, null, parsed, "api");
+        await em.flush();
+        return { rec: created, parsed };
+      }, ({ parsed }) => inference.putProvider(parsed));
       logger.info({ provider: name }, "provider created");
       await modelLists.refetch(name);
       return { provider: messageOf(rec) };
     },
 
     async updateProvider(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
       const paths = req.updateMask?.paths ?? [];
-      if (req.provider === undefined) throw invalidField("provider", "is required");
-      const next = wireOf(applyFieldMask(ProviderSchema, messageOf(rec), req.provider, paths, "a provider"));
-      delete next["name"];
-      delete next["provider"];
-      next["keys"] = keepStoredValues(next["keys"] ?? [], rec.keys);
-      const parsed = parseProviderWire(rec.name, next, "provider");
-      assignProvider(em, rec, parsed, rec.source);
-      await em.flush();
-      inference.putProvider(parsed);
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: req.name }, async (em) => {
+        const rec = await getRecord(em, req.name, true);
+        if (req.provider === undefined) throw invalidField("provider", "is required");
+        const next = wireOf(applyFieldMask(ProviderSchema, messageOf(rec), req.provider, paths, "a provider"));
+        delete next["name"];
+        delete next["provider"];
+        next["keys"] = keepStoredValues(next["keys"] ?? [], rec.keys);
+        const parsed = parseProviderWire(rec.name, next, "provider");
+        assignProvider(em, rec, parsed, rec.source);
+        await em.flush();
+        return { rec, parsed };
+      }, ({ parsed }) => inference.putProvider(parsed));
       logger.info({ provider: rec.name, fields: paths }, "provider updated");
       await modelLists.refetch(rec.name);
       return { provider: messageOf(rec) };
@@ -134,10 +138,11 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
     },
 
     async deleteProvider(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
-      await em.remove(rec).flush();
-      inference.removeProvider(rec.name);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: req.name }, async (em) => {
+        const found = await getRecord(em, req.name, true);
+        await em.remove(found).flush();
+        return found;
+      }, (found) => inference.removeProvider(found.name));
       logger.info({ provider: rec.name }, "provider deleted");
       return { status: "success" };
     },

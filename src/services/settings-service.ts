@@ -21,6 +21,7 @@ import {
   type ToolManagerConfig,
 } from "../../gen/gw/admin/v1/settings_pb.js";
 import { kEntityManager } from "./context.js";
+import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { gatewayStatus, type GatewayStatusDeps } from "./gateway-status.js";
 
 /** Keys of the persisted settings rows. */
@@ -42,6 +43,30 @@ function emOf(ctx: HandlerContext, store: Store): EntityManager {
 /** Writes one settings row (insert or update). */
 export async function saveSetting(em: EntityManager, key: string, value: unknown): Promise<void> {
   await em.upsert(SettingRecord, { key, value, updatedAt: new Date() });
+}
+
+/**
+ * Changes one settings row: `change` gets the value as last committed (another node's write included), over
+ * `current` (what this node holds, the defaults included) for the fields the row does not hold; the result
+ * is stored, then `install`ed. Writes of one row take turns on this node and, through its row lock, across
+ * nodes; a row not written yet is first inserted as `current`, so that there is a row to lock.
+ */
+async function writeSetting<T extends object>(
+  store: Store,
+  em: EntityManager,
+  key: string,
+  current: T,
+  change: (base: T) => T,
+  install: (next: T) => void,
+): Promise<T> {
+  return writeEntity(store, em, { kind: "setting", id: key }, async (tx) => {
+    await tx.createQueryBuilder(SettingRecord).insert({ key, value: current, updatedAt: new Date() }).onConflict("key").ignore().execute();
+    const row = await tx.findOne(SettingRecord, { key }, FOR_UPDATE);
+    const stored = row !== null && typeof row.value === "object" && row.value !== null ? (row.value as Partial<T>) : {};
+    const next = change({ ...current, ...stored });
+    await saveSetting(tx, key, next);
+    return next;
+  }, install);
 }
 
 function toolManagerMessage(s: ToolManagerSettings) {
@@ -190,10 +215,11 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
       return { config: toolManagerMessage(settings.toolManager) };
     },
     async updateToolManagerConfig(req, ctx) {
-      if (!req.config) throw invalidField("config", "is required");
-      const next = applyToolManager(settings.toolManager, req.updateMask?.paths ?? [], req.config);
-      await saveSetting(emOf(ctx, store), SETTING_TOOL_MANAGER, next);
-      settings.setToolManager(next);
+      const config = req.config;
+      if (!config) throw invalidField("config", "is required");
+      const next = await writeSetting(store, emOf(ctx, store), SETTING_TOOL_MANAGER, settings.toolManager, (base) => applyToolManager(base, req.updateMask?.paths ?? [], config), (written) =>
+        settings.setToolManager(written),
+      );
       deps.logger.info({ fields: req.updateMask?.paths }, "tool manager settings updated");
       return { status: "success", config: toolManagerMessage(next) };
     },
@@ -201,14 +227,15 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
       return { ...settings.loadBalancer };
     },
     async updateLoadBalancerConfig(req, ctx) {
-      const next = { ...settings.loadBalancer };
-      if (req.directionSelectionEnabled !== undefined) next.directionSelectionEnabled = req.directionSelectionEnabled;
-      if (req.routeSelectionEnabled !== undefined) next.routeSelectionEnabled = req.routeSelectionEnabled;
-      if (req.appendFallbacksToPinned !== undefined) next.appendFallbacksToPinned = req.appendFallbacksToPinned;
-      if (req.rerouteFailedDirections !== undefined) next.rerouteFailedDirections = req.rerouteFailedDirections;
-      if (req.pruneFailedFallbacks !== undefined) next.pruneFailedFallbacks = req.pruneFailedFallbacks;
-      await saveSetting(emOf(ctx, store), SETTING_LOAD_BALANCER, next);
-      settings.setLoadBalancer(next);
+      const next = await writeSetting(store, emOf(ctx, store), SETTING_LOAD_BALANCER, settings.loadBalancer, (base) => {
+        const changed = { ...base };
+        if (req.directionSelectionEnabled !== undefined) changed.directionSelectionEnabled = req.directionSelectionEnabled;
+        if (req.routeSelectionEnabled !== undefined) changed.routeSelectionEnabled = req.routeSelectionEnabled;
+        if (req.appendFallbacksToPinned !== undefined) changed.appendFallbacksToPinned = req.appendFallbacksToPinned;
+        if (req.rerouteFailedDirections !== undefined) changed.rerouteFailedDirections = req.rerouteFailedDirections;
+        if (req.pruneFailedFallbacks !== undefined) changed.pruneFailedFallbacks = req.pruneFailedFallbacks;
+        return changed;
+      }, (written) => settings.setLoadBalancer(written));
       deps.logger.info({ load_balancer_config: next }, "load balancer settings updated");
       return next;
     },
@@ -217,9 +244,9 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
     },
     async updateConfig(req, ctx) {
       const paths = req.updateMask?.paths ?? [];
-      const next = applyClientSettings(settings.client, paths, req.config?.client);
-      await saveSetting(emOf(ctx, store), SETTING_CLIENT, next);
-      settings.setClient(next);
+      const next = await writeSetting(store, emOf(ctx, store), SETTING_CLIENT, settings.client, (base) => applyClientSettings(base, paths, req.config?.client), (written) =>
+        settings.setClient(written),
+      );
       deps.logger.info({ fields: paths }, "gateway configuration updated");
       return { status: "success", config: { client: clientMessage(next) } };
     },

@@ -12,6 +12,7 @@ import { VirtualMcpServerRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { VirtualMcpServerSchema, VirtualMcpServerService, type VirtualMcpServer } from "../../gen/gw/admin/v1/virtual_mcp_server_pb.js";
 import { kEntityManager } from "./context.js";
+import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { definitionOf, parseVirtualServer, virtualServerMessageOf } from "./virtual-mcp-servers/virtual-server-input.js";
 import { assignVirtualServer, checkMembers, checkNameFreeOfClients } from "./virtual-mcp-servers/virtual-server-records.js";
 
@@ -35,9 +36,10 @@ function given(server: VirtualMcpServer | undefined): VirtualMcpServer {
   return server;
 }
 
-async function getRecord(em: EntityManager, name: string): Promise<VirtualMcpServerRecord> {
+/** A stored virtual server, or a 404; `forUpdate` locks its row for the write's transaction. */
+async function getRecord(em: EntityManager, name: string, forUpdate = false): Promise<VirtualMcpServerRecord> {
   if (name.trim() === "") throw invalidField("name", "is required");
-  const rec = await em.findOne(VirtualMcpServerRecord, { name });
+  const rec = await em.findOne(VirtualMcpServerRecord, { name }, forUpdate ? FOR_UPDATE : {});
   if (!rec) throw new GatewayError("not_found", `virtual MCP server "${name}" does not exist`, { type: "virtual_mcp_server_not_found" });
   return rec;
 }
@@ -47,16 +49,17 @@ export function createVirtualMcpServerService(deps: VirtualMcpServerServiceDeps)
   const { store, logger, virtualServers } = deps;
   return {
     async createVirtualMcpServer(req, ctx) {
-      const em = emOf(ctx, store);
       const fields = parseVirtualServer(given(req.virtualServer), asIs);
-      await checkNameFreeOfClients(em, fields.name, asIs);
-      if (await em.findOne(VirtualMcpServerRecord, { name: fields.name })) {
-        throw new GatewayError("already_exists", `virtual MCP server "${fields.name}" already exists`, { field: "name" });
-      }
-      await checkMembers(em, fields.members, asIs);
-      const rec = assignVirtualServer(em, null, fields, "api");
-      await em.flush();
-      virtualServers.put(definitionOf(fields));
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: fields.name }, async (em) => {
+        await checkNameFreeOfClients(em, fields.name, asIs);
+        if (await em.findOne(VirtualMcpServerRecord, { name: fields.name })) {
+          throw new GatewayError("already_exists", `virtual MCP server "${fields.name}" already exists`, { field: "name" });
+        }
+        await checkMembers(em, fields.members, asIs);
+        const created = assignVirtualServer(em, null, fields, "api");
+        await em.flush();
+        return created;
+      }, () => virtualServers.put(definitionOf(fields)));
       logger.info({ virtual_server: rec.name, members: fields.members.map((member) => member.client) }, "virtual MCP server created");
       return { virtualServer: virtualServerMessageOf(rec) };
     },
@@ -71,24 +74,26 @@ export function createVirtualMcpServerService(deps: VirtualMcpServerServiceDeps)
     },
 
     async updateVirtualMcpServer(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
       const paths = req.updateMask?.paths ?? [];
-      const next = applyFieldMask(VirtualMcpServerSchema, virtualServerMessageOf(rec), given(req.virtualServer), paths, "a virtual MCP server");
-      const fields = parseVirtualServer(next, asIs);
-      await checkMembers(em, fields.members, asIs, rec.members);
-      assignVirtualServer(em, rec, fields, rec.source);
-      await em.flush();
-      virtualServers.put(definitionOf(fields));
+      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: req.name }, async (em) => {
+        const rec = await getRecord(em, req.name, true);
+        const next = applyFieldMask(VirtualMcpServerSchema, virtualServerMessageOf(rec), given(req.virtualServer), paths, "a virtual MCP server");
+        const fields = parseVirtualServer(next, asIs);
+        await checkMembers(em, fields.members, asIs, rec.members);
+        assignVirtualServer(em, rec, fields, rec.source);
+        await em.flush();
+        return { rec, fields };
+      }, ({ fields }) => virtualServers.put(definitionOf(fields)));
       logger.info({ virtual_server: rec.name, fields: paths }, "virtual MCP server updated");
       return { virtualServer: virtualServerMessageOf(rec) };
     },
 
     async deleteVirtualMcpServer(req, ctx) {
-      const em = emOf(ctx, store);
-      const rec = await getRecord(em, req.name);
-      await em.remove(rec).flush();
-      virtualServers.remove(rec.name);
+      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: req.name }, async (em) => {
+        const found = await getRecord(em, req.name, true);
+        await em.remove(found).flush();
+        return found;
+      }, (found) => virtualServers.remove(found.name));
       logger.info({ virtual_server: rec.name }, "virtual MCP server deleted");
       return { status: "success" };
     },
