@@ -90,6 +90,8 @@ export class UpstreamHttpTransport implements Transport {
       for (const item of Array.isArray(data) ? data : [data]) this.onmessage?.(item as JSONRPCMessage);
     } else {
       await answer.dump();
+      // Nothing else carries the answer a request is owed: without failing it now it would wait out its timeout.
+      if ("method" in message && "id" in message) throw new Error(`Unexpected content type: ${type === "" ? "none" : type}`);
     }
     if ((message as { method?: unknown }).method === "notifications/initialized") void this.holdStream(0);
   }

@@ -136,6 +136,11 @@ export class ToolExecution {
     }
     const refused = refusalOf(client, this.state.deps.states);
     if (refused) throw refused;
+    // Only tools the upstream listed were screened (tool_definition guardrails, pinning), so a name it
+    // never listed must not reach it; it reads exactly like a tool that does not exist.
+    if (!client.tools.some((t) => t.name === tool)) {
+      throw new GatewayError("not_found", `MCP client "${client.spec.name}" has no tool "${tool}" (tools/list shows the ones it has)`, { type: "tool_not_found" });
+    }
     this.catalog.refuseQuarantined(client, tool);
     const { guardrails } = this.state.deps;
     const guard = guardrails ? toolCallGuard(guardrails, this.callFacts(plan)) : null;

@@ -19,7 +19,7 @@ import { AGGREGATED_METHODS } from "./aggregate-relay.js";
 import { createGatewayMcpServer } from "./gateway-mcp-server.js";
 import { DEFAULT_SESSION_LIMITS, McpSession, McpSessions, newSessionId, toolSignature, type McpSessionLimits } from "./mcp-sessions.js";
 import { headerValue } from "../../http-headers.js";
-import { createCallerResolver, failMcpRequest, INVALID_REQUEST, methodRefused, readMessages, Refusal, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull, type McpOAuth } from "./mcp-http.js";
+import { createCallerResolver, failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull, type McpOAuth } from "./mcp-http.js";
 import { createRelayEndpoint, relayPathOf } from "./relay-endpoint.js";
 
 /** The Streamable HTTP endpoint. */
@@ -127,6 +127,11 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     if (sessionId !== undefined) {
       const session = sessions.find(sessionId, caller.owner);
       if (!session) throw notFound();
+      if (parsed !== null && session.transportKind === "streamable_http") {
+        // Refused before it is seen: the request in flight under that id keeps its caller and its POST.
+        const reused = reusedRequestId(parsed.messages, (id) => session.inFlight(id));
+        if (reused !== undefined) throw idInUse(reused);
+      }
       session.seen(caller, parsed ? requestIds(parsed.messages) : []);
       if (method === "GET") session.holdStream(res);
       await (session.transport as StreamableHTTPServerTransport).handleRequest(nodeReq, nodeRes, parsed?.body);
@@ -150,7 +155,20 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
     transport.onclose = () => {
       if (transport.sessionId !== undefined) sessions.remove(transport.sessionId);
     };
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      const answered = "id" in message && ("result" in message || "error" in message) ? message.id : undefined;
+      return send(message, options).finally(() => {
+        if (answered !== undefined) ref.current?.answered(answered);
+      });
+    };
     await server.connect(transport);
+    // Recorded as the transport hands them on, so a POST it refused (bad headers) leaves no id behind.
+    const deliver = transport.onmessage;
+    transport.onmessage = (message, extra) => {
+      ref.current?.received([message]);
+      deliver?.(message, extra);
+    };
     await transport.handleRequest(nodeReq, nodeRes, parsed.body);
     // An initialize the SDK refused opened no session: nothing is left to keep.
     if (ref.current === undefined) await server.close();

@@ -5,6 +5,7 @@
  * failure as a JSON-RPC error.
  */
 import type { IncomingHttpHeaders } from "node:http";
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
 import { headerValue } from "../../http-headers.js";
@@ -85,6 +86,27 @@ export async function readMessages(req: Req, maxBodyBytes: number): Promise<{ bo
     }
   }
   return { body, messages };
+}
+
+/**
+ * The first id among the requests of `messages` (checked JSON-RPC) that a request still in flight on the
+ * session, or an earlier request of the same batch, already uses; undefined when none does. Ids match by
+ * type and value, as JSON-RPC matches answers to requests.
+ */
+export function reusedRequestId(messages: readonly unknown[], inFlight: (id: RequestId) => boolean): RequestId | undefined {
+  const batch = new Set<RequestId>();
+  for (const message of messages) {
+    if (jsonRpcKind(message) !== "request") continue;
+    const id = (message as { id: RequestId }).id;
+    if (inFlight(id) || batch.has(id)) return id;
+    batch.add(id);
+  }
+  return undefined;
+}
+
+/** The -32600 refusal of a request whose id a request in flight on the session already uses. */
+export function idInUse(id: RequestId): Refusal {
+  return new Refusal(400, INVALID_REQUEST, `Invalid Request: the id ${JSON.stringify(id)} is already used by a request of this session still in flight; use a new id for each request`);
 }
 
 /** The header a token's virtual key is passed on in, as if the caller had sent it. */

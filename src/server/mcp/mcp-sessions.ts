@@ -4,6 +4,8 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { jsonRpcKind } from "../../mcp/json-rpc-kind.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { LiveSession } from "./live-session.js";
@@ -39,6 +41,34 @@ export class McpSession extends LiveSession {
   ) {
     super(caller);
     this.toolSignature = toolSignature;
+  }
+
+  /**
+   * Ids of the session's requests not answered yet (Streamable HTTP): the SDK's transport routes an answer
+   * by its id alone, so a second request under one of them would take the first one's answer stream.
+   */
+  private readonly unanswered = new Set<RequestId>();
+
+  /** True while the request of this id waits for its answer. */
+  inFlight(id: RequestId): boolean {
+    return this.unanswered.has(id);
+  }
+
+  /** Records the requests among `messages`, and forgets those a cancellation of the client ends (they get no answer). */
+  received(messages: readonly unknown[]): void {
+    for (const message of messages) {
+      const kind = jsonRpcKind(message);
+      if (kind === "request") this.unanswered.add((message as { id: RequestId }).id);
+      else if (kind === "notification" && (message as { method: string }).method === "notifications/cancelled") {
+        const requestId = (message as { params?: { requestId?: unknown } }).params?.requestId;
+        if (typeof requestId === "string" || typeof requestId === "number") this.unanswered.delete(requestId);
+      }
+    }
+  }
+
+  /** The request of this id got its answer (or the transport could not deliver it). */
+  answered(id: RequestId): void {
+    this.unanswered.delete(id);
   }
 }
 

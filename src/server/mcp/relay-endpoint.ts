@@ -16,7 +16,7 @@ import type { McpCaller } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Req, Res } from "../node-http.js";
-import { failMcpRequest, INVALID_REQUEST, methodRefused, readMessages, Refusal, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull } from "./mcp-http.js";
+import { failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull } from "./mcp-http.js";
 import { newSessionId, type McpSessionLimits } from "./mcp-sessions.js";
 import { RelayHttpTransport } from "./relay-http-transport.js";
 import { RelayEntry, RelaySessions } from "./relay-sessions.js";
@@ -134,6 +134,9 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
         await transport.handleDelete(req.headers, res as ServerResponse);
         return;
       }
+      // Refused before it is seen: the request in flight under that id keeps its caller and its POST.
+      const reused = parsed === null ? undefined : reusedRequestId(parsed.messages, (id) => transport.inFlight(id));
+      if (reused !== undefined) throw idInUse(reused);
       entry.seen(caller, parsed ? callerRequestIds(parsed.messages) : []);
       if (parsed === null) {
         transport.handleGet(req.headers, res as ServerResponse);
@@ -145,6 +148,13 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     }
     if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
       throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
+    }
+    // Only an initialize request gets an answer to carry the session id: a notification is taken and
+    // dropped, opening nothing, as /mcp answers it.
+    if (!parsed.messages.some((m) => isInitializeRequest(m) && (m as { id?: unknown }).id !== undefined)) {
+      (res as ServerResponse).writeHead(202);
+      (res as ServerResponse).end();
+      return;
     }
     admit(target);
     const ref: { current?: RelayEntry } = {};

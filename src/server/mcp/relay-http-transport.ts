@@ -104,6 +104,11 @@ export class RelayHttpTransport implements Transport {
     for (const message of messages) this.onmessage?.(message, extra);
   }
 
+  /** True while the request of this id waits for its answer on a POST of the session. */
+  inFlight(id: RequestId): boolean {
+    return this.exchanges.has(id);
+  }
+
   /** Serves a GET: the session's own stream, one at a time. */
   handleGet(headers: IncomingHttpHeaders, res: Res): void {
     if (!accepts(headers, "text/event-stream")) throw new Refusal(406, SERVER_ERROR, "Not Acceptable: the client must accept text/event-stream");

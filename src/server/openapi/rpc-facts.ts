@@ -57,7 +57,7 @@ const RPC_FACTS: Readonly<Record<string, RpcFacts>> = {
     errors: {
       401: `${KEY_401} For a per-user client: no caller identity (mcp_identity_required), or no usable credential (mcp_auth_required, with an \`mcp_auth_required\` object beside \`error\` holding the submission link).`,
       403: `${KEY_403} Or the tool is outside the client's tools_to_execute or the key's mcp_configs (tool_not_allowed).`,
-      404: "No MCP client has the name before the first hyphen.",
+      404: "No MCP client has the name before the first hyphen (mcp_client_not_found), or the client did not list the tool in tools/list (tool_not_found).",
       409: "The client refuses tool calls in its state (needs_reauth, disabled, pending_verification, error).",
     },
   },
