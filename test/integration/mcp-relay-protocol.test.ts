@@ -165,3 +165,53 @@ describe("an http upstream answering a relayed request with HTML", () => {
     }
   });
 });
+
+describe("relay sessions of a client that changes", () => {
+  let app: TestApp;
+  let fixture: McpFixture;
+
+  /** The id of the MCP client named `name`. */
+  async function clientId(name: string): Promise<string> {
+    const res = await api(app, "GET", "/api/mcp/clients");
+    const found = (res.body.clients as { name: string; client_id: string }[]).find((client) => client.name === name);
+    assert.ok(found !== undefined, `no client ${name}`);
+    return found.client_id;
+  }
+
+  before(async () => {
+    fixture = await startMcpFixture();
+    // One live session at most, so a session left open by a deleted client would refuse the next one.
+    app = await startApp({ mcpClients: ["turnedoff", "removed", "kept"].map((name) => remoteClient(name, "http", fixture.httpUrl, ["*"])), mcpSessions: { maxSessions: 1 } });
+    await waitHealthy(app, ["turnedoff", "removed", "kept"]);
+  });
+
+  after(async () => {
+    await app?.stop();
+    await fixture?.close();
+  });
+
+  test("a session opened before its client was disabled refuses tool calls and the upstream never gets them", async () => {
+    const session = await openSession(app, "/mcp/turnedoff");
+    const headers = { "mcp-session-id": session, "mcp-protocol-version": "2025-06-18" };
+    const id = await clientId("turnedoff");
+    assert.equal((await api(app, "PUT", `/api/mcp/client/${id}`, { disabled: true })).status, 200);
+    const calls = fixture.callCount("echo");
+    const answer = await post(app, "/mcp/turnedoff", { jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "echo", arguments: { text: "x" } } }, headers);
+    assert.match(answer.body, /"code":-32000/);
+    assert.match(answer.body, /disabled/);
+    assert.equal(fixture.callCount("echo"), calls);
+    await fetch(`${app.url}/mcp/turnedoff`, { method: "DELETE", headers });
+  });
+
+  test("deleting a client closes its sessions, so they hold no place among the live ones", async () => {
+    await openSession(app, "/mcp/removed");
+    assert.equal((await api(app, "DELETE", `/api/mcp/client/${await clientId("removed")}`)).status, 200);
+    // Bounded: the closing follows the deletion's change notice.
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      status = (await post(app, "/mcp/kept", { jsonrpc: "2.0", id: 1, method: "initialize", params: INIT_PARAMS })).status;
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.equal(status, 200);
+  });
+});

@@ -43,6 +43,8 @@ export interface RelayMemberDeps {
   requestTimeoutMs(): number;
   /** How long a server-to-client request waits for the downstream client's answer (client.mcp_relay_request_timeout), read per request. */
   serverRequestTimeoutMs(): number;
+  /** Why the client refuses calls now (disabled, needs_reauth, ...); null while it takes them. */
+  refusal(): string | null;
 }
 
 /** The downstream request being relayed: its id, its cancellation, and where its progress goes. */
@@ -184,6 +186,9 @@ export class RelayMember implements DownstreamSink {
 
   /** Sends a request on upstream and answers with what comes back. */
   async relay(request: Request, call: RelayCall): Promise<Result> {
+    // A session opened while the client took calls must stop once it refuses them (disabled, say), as /v1 does.
+    const refusal = this.deps.refusal();
+    if (refusal !== null) throw new McpError(ErrorCode.ConnectionClosed, refusal);
     // An open link is used as it is: waiting on open() would cost every request a turn.
     const link = this.link ?? (await this.upstream());
     const timeoutMs = this.deps.requestTimeoutMs();

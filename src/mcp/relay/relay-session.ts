@@ -56,6 +56,8 @@ export interface RelaySessionDeps {
   requestTimeoutMs(): number;
   /** How long a server-to-client request waits for this session's client (client.mcp_relay_request_timeout). */
   serverRequestTimeoutMs(): number;
+  /** Why the client refuses calls now; null while it takes them. */
+  refusal(): string | null;
   /** What a virtual server's member offers now; absent: everything. */
   offers?: () => RelayOffers;
   /** Runs once when the session ends, whatever ended it. */
@@ -104,7 +106,7 @@ export class RelaySession extends RelayedDownstream {
   constructor(private readonly deps: RelaySessionDeps) {
     super(deps.logger, { client: deps.clientName }, "MCP relay session", deps.onClose);
     this.offers = deps.offers ?? OFFERS_EVERYTHING;
-    this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs, serverRequestTimeoutMs: deps.serverRequestTimeoutMs }, this);
+    this.member = new RelayMember({ clientName: deps.clientName, logger: deps.logger, connect: deps.connect, knownFacts: deps.knownFacts, requestTimeoutMs: deps.requestTimeoutMs, serverRequestTimeoutMs: deps.serverRequestTimeoutMs, refusal: deps.refusal }, this);
   }
 
   get requestsInFlight(): number {

@@ -85,6 +85,7 @@ function callerRequestIds(messages: readonly unknown[]): RequestId[] {
 export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
   const sessions = new RelaySessions(opts.logger, opts.limits.idleTimeoutMs);
   const upstreams = new RelayUpstreams(opts.logger);
+  const exists = (name: string): boolean => opts.runtime.relaySource(name) !== undefined || opts.virtualServers.get(name) !== undefined;
   // Changes come in bursts (a config reload touches many keys): one announcement per turn of the event loop.
   let announcing = false;
   const unwatchAccess = opts.onAccessChanged(() => {
@@ -92,10 +93,14 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
     announcing = true;
     setImmediate(() => {
       announcing = false;
+      sessions.closeGone(exists);
       sessions.listsChanged(null);
     });
   });
-  const unwatchServers = opts.virtualServers.onChange((name) => sessions.listsChanged(name));
+  const unwatchServers = opts.virtualServers.onChange((name) => {
+    sessions.closeGone(exists);
+    sessions.listsChanged(name);
+  });
 
   function unknownPath(path: string): Refusal {
     return new Refusal(404, SERVER_ERROR, `no MCP endpoint at ${path}: the paths of one MCP server are /mcp/<name>, /mcp/<name>/sse and /mcp/<name>/messages, where <name> is an MCP client or a virtual MCP server`);

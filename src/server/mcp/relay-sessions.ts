@@ -83,6 +83,16 @@ export class RelaySessions {
     }
   }
 
+  /** Closes the sessions of names `exists` no longer knows (a deleted client or virtual server), so they hold no slot or upstream session. */
+  closeGone(exists: (name: string) => boolean): void {
+    for (const entry of this.sessions.values()) {
+      if (exists(entry.clientName)) continue;
+      this.logger.info({ client: entry.clientName, transport: entry.downstream.kind }, "closing an MCP relay session: its MCP client or virtual server was deleted");
+      this.sessions.delete(entry.id);
+      void entry.relay.close();
+    }
+  }
+
   /** Closes every session (shutdown). */
   async closeAll(): Promise<void> {
     clearInterval(this.sweeper);

@@ -142,6 +142,7 @@ export class RelayTargets {
       knownFacts: () => upstreams.knownFacts(source.clientId),
       requestTimeoutMs: () => source.requestTimeoutMs(),
       serverRequestTimeoutMs: () => source.serverRequestTimeoutMs(),
+      refusal: () => source.refusal(),
       ...(member !== undefined ? { offers: () => member() ?? { resources: false, prompts: false } } : {}),
       onClose: hooks.onClose,
     });
@@ -196,6 +197,7 @@ export class RelayTargets {
         knownFacts: () => upstreams.knownFacts(source.clientId),
         requestTimeoutMs: () => source.requestTimeoutMs(),
         serverRequestTimeoutMs: () => source.serverRequestTimeoutMs(),
+        refusal: () => source.refusal(),
         cachedTools: () => source.tools(),
         offers,
       })),
