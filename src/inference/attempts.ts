@@ -148,8 +148,11 @@ async function attemptKeys(engine: Engine, req: InferenceRequest, at: TargetAtte
       if (call.body.stream === true) {
         const opened = await streamAdapter(provider.adapter, call, choice.upstreamModel, options);
         const headersAt = performance.now();
-        // Until its first events arrive a stream can still fail as the attempt, leaving the caller's status open.
-        const stream = await primeStream(opened);
+        // While another key or a fallback could take over, the stream is answered once its first events
+        // arrived, so a failure before them moves on; with none left it is answered at its headers, and
+        // the caller's first byte comes as early as the upstream's.
+        const rescuable = index + 1 < choices.length || fallbackIndex < req.routed().fallbacks.length;
+        const stream = rescuable ? await primeStream(opened) : opened;
         // A stream's overhead is the gateway's share of the time to its response headers.
         observer.attemptSucceeded(base, (headersAt - attemptStarted) / 1000, (headersAt - started - req.upstreamMs - (headersAt - attemptStarted)) * 1000);
         const retries = req.retries;

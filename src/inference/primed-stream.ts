@@ -1,8 +1,8 @@
 /**
  * A provider stream whose first events were read before the attempt counted as answered. An upstream can
  * send its response headers and then fail (go silent, close, send a broken event) before any event: read
- * first, that failure is the attempt's, so the key rotation and fallbacks apply and the caller gets an HTTP
- * error rather than a 200 stream holding only an error event. A class, for the reason RelayedStream is one.
+ * first, that failure is the attempt's, so the key rotation and fallbacks apply. A class, for the reason
+ * RelayedStream is one.
  */
 import type { JsonObject, ProviderStream, TokenUsage } from "../providers/types.js";
 
