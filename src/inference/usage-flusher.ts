@@ -9,7 +9,7 @@
  * cluster counted (one interval late for the other nodes) and a restart of every node finds the sum.
  */
 import type { EntityManager } from "@mikro-orm/postgresql";
-import { LevelUsageRecord, UsageRecord, type Store } from "../store/index.js";
+import { inNativeTransaction, LevelUsageRecord, UsageRecord, type Store } from "../store/index.js";
 import type { Counters, Hierarchy } from "../routing/hierarchy.js";
 import type { Clock, VirtualKey } from "../routing/types.js";
 import type { UsageLimits } from "../routing/usage-limits.js";
@@ -160,7 +160,7 @@ export class UsageFlusher {
     const now = this.#now();
     let stored: Cells;
     try {
-      stored = await this.#store.fork().transactional(async (em) => {
+      stored = await inNativeTransaction(this.#store, async (em) => {
         // Nodes take turns: each adds its deltas to the totals the one before it wrote. Through the entity
         // manager, which runs it in this transaction; the connection's own execute would take the lock on
         // another pooled connection, in a statement of its own, and let it go at once.

@@ -20,7 +20,7 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { GovernanceGroupRecord, GuardrailRecord, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, VirtualMcpServerRecord, type Store } from "../store/index.js";
+import { GovernanceGroupRecord, GuardrailRecord, inNativeTransaction, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, VirtualMcpServerRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
@@ -122,7 +122,9 @@ async function seedSetting<T extends object>(em: EntityManager, key: string, fil
  */
 export async function seedStore(store: Store, input: SeedInput, logger: Logger): Promise<SeedChanges> {
   const notes: Note[] = [];
-  const changes = await store.fork().transactional(async (em): Promise<SeedChanges> => ({
+  // Every write below flushes itself, so an unchanged file flushes nothing: a restart then enters no
+  // AsyncLocalStorage on the serving thread (store/native-transaction.ts says why that matters).
+  const changes = await inNativeTransaction(store, async (em): Promise<SeedChanges> => ({
     toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager, DEFAULT_TOOL_MANAGER),
     client: await seedSetting(em, SETTING_CLIENT, input.client, DEFAULT_CLIENT),
     loadBalancer: await seedSetting(em, SETTING_LOAD_BALANCER, input.loadBalancer, DEFAULT_LOAD_BALANCER),

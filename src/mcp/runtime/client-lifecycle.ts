@@ -27,12 +27,19 @@ export function snapshotOf(rec: McpClientRecord): ClientSnapshot {
   };
 }
 
-/** Moves a per-user client's admin discovery credential through the schema change its stored header keys imply. */
-function applyDiscoverySchema(rec: McpClientRecord): void {
-  if (rec.authType !== "per_user_headers" || rec.discoveryHeaders === null || rec.discoveryStatus === null) return;
+/**
+ * Moves a per-user client's admin discovery credential through the schema change its stored header keys
+ * imply; true when that changed it. Unchanged records are not flushed: a flush on the serving thread turns
+ * Node 20's promise hooks on for good (store/native-transaction.ts).
+ */
+function applyDiscoverySchema(rec: McpClientRecord): boolean {
+  if (rec.authType !== "per_user_headers" || rec.discoveryHeaders === null || rec.discoveryStatus === null) return false;
   const next = afterSchemaChange({ status: rec.discoveryStatus, values: rec.discoveryHeaders }, rec.perUserHeaderKeys);
+  const status = next.status === "active" ? "active" : "needs_update";
+  if (status === rec.discoveryStatus && JSON.stringify(next.values) === JSON.stringify(rec.discoveryHeaders)) return false;
   rec.discoveryHeaders = next.values;
-  rec.discoveryStatus = next.status === "active" ? "active" : "needs_update";
+  rec.discoveryStatus = status;
+  return true;
 }
 
 /** Starts, reconfigures and stops the clients the runtime holds. */
@@ -53,8 +60,7 @@ export class ClientLifecycle {
     const records = await allClients(em);
     // The config file may have changed per_user_header_keys since the last boot: apply the schema-change
     // transition to the admin discovery credentials, then (below) to the per-user credentials.
-    for (const rec of records) applyDiscoverySchema(rec);
-    await em.flush();
+    if (records.map(applyDiscoverySchema).includes(true)) await em.flush();
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.state.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
     await this.loadOauthTokens(records);
@@ -89,8 +95,7 @@ export class ClientLifecycle {
     if (clientIds.length === 0) return;
     const em = this.state.deps.store.fork();
     const records = await em.find(McpClientRecord, { id: { $in: [...clientIds] } });
-    for (const rec of records) applyDiscoverySchema(rec);
-    await em.flush();
+    if (records.map(applyDiscoverySchema).includes(true)) await em.flush();
     // An authorization completed on another node is in the store only: take its tokens before reconnecting.
     await this.loadOauthTokens(records);
     for (const rec of records) {

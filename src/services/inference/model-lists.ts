@@ -48,12 +48,11 @@ export class ProviderModelLists {
     const models = await this.fetch(name);
     // A gateway that stopped meanwhile has closed its store: the list is not needed any more.
     if (models === null || this.#closed) return null;
-    const em = this.#deps.store.fork();
-    const rec = await em.findOne(ProviderRecord, { name });
-    // Deleted while the call was out: nothing to keep.
-    if (rec === null || !this.#deps.inference.providers.has(name)) return null;
-    rec.listedModels = models;
-    await em.flush();
+    // Deleted while the call was out: nothing to keep. A native update, as no flush may run on the serving
+    // thread at start-up (store/native-transaction.ts says why).
+    if (!this.#deps.inference.providers.has(name)) return null;
+    const updated = await this.#deps.store.fork().nativeUpdate(ProviderRecord, { name }, { listedModels: models, updatedAt: new Date() });
+    if (updated === 0) return null;
     this.#deps.inference.setListedModels(name, models);
     return models.length;
   }
@@ -65,12 +64,7 @@ export class ProviderModelLists {
 
   /** Clears the stored and catalog list of a provider. */
   async clear(name: string): Promise<void> {
-    const em = this.#deps.store.fork();
-    const rec = await em.findOne(ProviderRecord, { name });
-    if (rec !== null) {
-      rec.listedModels = [];
-      await em.flush();
-    }
+    await this.#deps.store.fork().nativeUpdate(ProviderRecord, { name }, { listedModels: [], updatedAt: new Date() });
     this.#deps.inference.setListedModels(name, []);
   }
 

@@ -60,9 +60,10 @@ export class OAuth2Store {
     const { privateKey } = await generateKeyPair("ES256", { extractable: true });
     const jwk = { ...(await exportJWK(privateKey)), alg: "ES256", use: "sig", kid: randomBytes(8).toString("base64url") };
     const secrets: OAuth2Secrets = { jwks: { keys: [jwk] }, cookieKeys: [randomBytes(32).toString("base64url")] };
-    em.create(OAuth2ModelRecord, { key: KEYS_KEY, kind: KEYS_KIND, payload: secrets as unknown as Record<string, unknown> });
     try {
-      await em.flush();
+      // A native insert, not a flush: this runs on the serving thread at every first start, and a flush there
+      // turns Node 20's promise hooks on for good (store/native-transaction.ts).
+      await em.insert(OAuth2ModelRecord, { key: KEYS_KEY, kind: KEYS_KIND, payload: secrets as unknown as Record<string, unknown>, createdAt: new Date() });
       return secrets;
     } catch {
       // Another node stored its keys first: use those.
