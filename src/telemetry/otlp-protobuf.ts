@@ -1,6 +1,7 @@
 /**
  * Encodes ended spans as an OTLP ExportTraceServiceRequest (opentelemetry/proto/collector/trace/v1) in
- * the protobuf wire format, written straight into one growing buffer: no intermediate message objects.
+ * the protobuf wire format, written straight into growing buffers: no intermediate message objects. Each
+ * span is encoded when it ends, into the batch it will be exported with (SpanBatch).
  * A nested message is written after room for its tag and a guessed length size; its end fills them in,
  * moving the body only when the guess was wrong, so each span is encoded in one pass over its fields.
  */
@@ -242,6 +243,13 @@ class Writer {
     this.pos = end;
   }
 
+  /** Copies `length` bytes of `source` in as they are (spans another writer encoded). */
+  raw(source: Buffer, length: number): void {
+    this.room(length);
+    source.copy(this.buf, this.pos, 0, length);
+    this.pos += length;
+  }
+
   finish(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
@@ -371,20 +379,54 @@ function writeSpan(w: Writer, span: RecordingSpan): void {
   w.close(2, start, 2);
 }
 
+/** Where a batch's encoding starts: a few spans' worth; the writer doubles as spans are added. */
+const BATCH_START_BYTES = 16 * 1024;
+
+/**
+ * Spans encoded as they end, as the `spans` field of one ScopeSpans: a batch waiting for its export holds
+ * bytes outside the JavaScript heap rather than span objects, which under load lived long enough for the
+ * garbage collector to copy and promote them.
+ */
+export class SpanBatch {
+  private readonly writer = new Writer(BATCH_START_BYTES);
+  /** Spans in the batch. */
+  count = 0;
+
+  /** Encodes an ended span into the batch; a span that cannot be encoded leaves the batch as it was, and throws. */
+  add(span: RecordingSpan): void {
+    const at = this.writer.pos;
+    try {
+      writeSpan(this.writer, span);
+    } catch (err) {
+      this.writer.pos = at;
+      throw err;
+    }
+    this.count++;
+  }
+
+  /** The ExportTraceServiceRequest of the batch's spans, all under one resource and one instrumentation scope. */
+  request(identity: ExportIdentity): Buffer {
+    const spans = this.writer;
+    const w = new Writer(256 + spans.pos);
+    const resourceSpans = w.open(1, 3);
+    const resource = w.open(1, 2);
+    writeAttributes(w, 1, identity.resource);
+    w.close(1, resource, 2);
+    const scopeSpans = w.open(2, 3);
+    const scope = w.open(1, 1);
+    w.string(1, identity.scopeName);
+    w.string(2, identity.scopeVersion);
+    w.close(1, scope, 1);
+    w.raw(spans.buf, spans.pos);
+    w.close(2, scopeSpans, 3);
+    w.close(1, resourceSpans, 3);
+    return w.finish();
+  }
+}
+
 /** The ExportTraceServiceRequest of `spans`, all under one resource and one instrumentation scope. */
 export function encodeExportRequest(identity: ExportIdentity, spans: readonly RecordingSpan[]): Buffer {
-  const w = new Writer(256 + spans.length * 512);
-  const resourceSpans = w.open(1, 3);
-  const resource = w.open(1, 2);
-  writeAttributes(w, 1, identity.resource);
-  w.close(1, resource, 2);
-  const scopeSpans = w.open(2, 3);
-  const scope = w.open(1, 1);
-  w.string(1, identity.scopeName);
-  w.string(2, identity.scopeVersion);
-  w.close(1, scope, 1);
-  for (const span of spans) writeSpan(w, span);
-  w.close(2, scopeSpans, 3);
-  w.close(1, resourceSpans, 3);
-  return w.finish();
+  const batch = new SpanBatch();
+  for (const span of spans) batch.add(span);
+  return batch.request(identity);
 }

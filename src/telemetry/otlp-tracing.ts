@@ -1,15 +1,15 @@
 /**
  * Tracing over OTLP/HTTP (protobuf), started only when tracing is configured: the gateway's recording
  * tracer, the bounded batch queue, and one HTTP connection pool to the collector. Ending a span only
- * queues it; a slow or unreachable collector costs spans, never a request. Lost spans are counted and
+ * encodes it into the batch that is filling; a slow or unreachable collector costs spans, never a request. Lost spans are counted and
  * logged at most once a minute. The W3C propagator is the only OpenTelemetry module beyond the API that
  * is loaded, and only here.
  */
 import { ROOT_CONTEXT, defaultTextMapGetter, type Context } from "@opentelemetry/api";
 import { Pool } from "undici";
 import type { Logger } from "./logger.js";
-import { encodeExportRequest, type ExportIdentity } from "./otlp-protobuf.js";
-import { RecordingTracer, samplerFor, type RecordingSpan, type SamplerName } from "./recording-tracer.js";
+import type { ExportIdentity, SpanBatch } from "./otlp-protobuf.js";
+import { RecordingTracer, samplerFor, type SamplerName } from "./recording-tracer.js";
 import { SpanExportQueue } from "./span-export-queue.js";
 import type { Tracing } from "./tracing.js";
 
@@ -53,7 +53,7 @@ export async function startOtlpTracing(options: OtlpTracingOptions, logger: Logg
   };
   const collector = new CollectorClient(options.url, options.headers, identity, options.exportTimeoutMs ?? EXPORT_TIMEOUT_MS);
   const maxQueueSize = options.maxQueueSize ?? DEFAULT_QUEUE;
-  const queue = new SpanExportQueue((spans) => collector.send(spans), (count, reason) => losses.add(count, reason), {
+  const queue = new SpanExportQueue((batch) => collector.send(batch), (count, reason) => losses.add(count, reason), {
     maxQueueSize,
     maxBatchSize: Math.min(MAX_BATCH, maxQueueSize),
     delayMs: options.exportDelayMs ?? 5000,
@@ -110,8 +110,8 @@ class CollectorClient {
     }
   }
 
-  async send(spans: readonly RecordingSpan[]): Promise<void> {
-    const body = encodeExportRequest(this.identity, spans);
+  async send(batch: SpanBatch): Promise<void> {
+    const body = batch.request(this.identity);
     const res = await this.pool.request({ path: this.path, method: "POST", headers: this.headers, body });
     await res.body.dump();
     if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`the collector answered ${res.statusCode}`);

@@ -1,13 +1,15 @@
 /**
- * The batch queue between ended spans and the collector: ending a span only appends it to a bounded
- * array; batches leave from a timer or, once a full batch is waiting, on the next turn of the event loop,
- * never inside the request that ended the span. One export is in flight at a time. A full queue drops
- * the new span; a failed export loses its batch; both are counted, never retried at a request's expense.
+ * The batch queue between ended spans and the collector: ending a span encodes it into the batch that is
+ * filling (SpanBatch), bounded in spans; batches leave from a timer or, once a full batch is waiting, on
+ * the next turn of the event loop, never inside the request that ended the span. One export is in flight
+ * at a time. A full queue drops the new span; a failed export loses its batch; both are counted, never
+ * retried at a request's expense.
  */
+import { SpanBatch } from "./otlp-protobuf.js";
 import type { RecordingSpan } from "./recording-tracer.js";
 
 /** Sends one encoded batch; rejects (with a reason the log can show) when the collector did not take it. */
-export type BatchSender = (spans: readonly RecordingSpan[]) => Promise<void>;
+export type BatchSender = (batch: SpanBatch) => Promise<void>;
 
 /** Counts what was lost, for the once-a-minute report. */
 export type LossReport = (count: number, reason: string) => void;
@@ -24,7 +26,9 @@ export interface SpanQueueOptions {
 
 /** The bounded batch queue in front of a sender. */
 export class SpanExportQueue {
-  private queue: RecordingSpan[] = [];
+  /** Batches waiting, oldest first; only the last one may still be filling. */
+  private batches: SpanBatch[] = [];
+  private queued = 0;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private inFlight: Promise<void> | undefined;
@@ -36,32 +40,43 @@ export class SpanExportQueue {
     private readonly options: SpanQueueOptions,
   ) {}
 
-  /** Queues an ended span (the tracer's sink): constant time, no I/O. */
+  /** Queues an ended span (the tracer's sink): its encoding only, no I/O; never throws into the request. */
   readonly add = (span: RecordingSpan): void => {
     if (this.closed) return;
-    if (this.queue.length >= this.options.maxQueueSize) {
+    if (this.queued >= this.options.maxQueueSize) {
       this.lost(1, "the export queue is full (the collector is slow or unreachable)");
       return;
     }
-    this.queue.push(span);
+    let batch = this.batches.at(-1);
+    if (batch === undefined || batch.count >= this.options.maxBatchSize) {
+      batch = new SpanBatch();
+      this.batches.push(batch);
+    }
+    try {
+      batch.add(span);
+    } catch (err) {
+      this.lost(1, `a span could not be encoded: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    this.queued++;
     if (this.inFlight === undefined) this.schedule();
   };
 
   /** Spans waiting to be sent. */
   get size(): number {
-    return this.queue.length;
+    return this.queued;
   }
 
   /** Sends a full batch on the next turn, a partial one once the delay passes. */
   private schedule(): void {
-    if (this.queue.length >= this.options.maxBatchSize) {
+    if ((this.batches[0]?.count ?? 0) >= this.options.maxBatchSize) {
       if (this.immediate !== undefined) return;
       this.immediate = setImmediate(() => {
         this.immediate = undefined;
         void this.flushOne();
       });
       this.immediate.unref();
-    } else if (this.queue.length > 0 && this.timer === undefined) {
+    } else if (this.queued > 0 && this.timer === undefined) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         void this.flushOne();
@@ -73,13 +88,13 @@ export class SpanExportQueue {
   /** Sends one batch unless one is in flight; afterwards, sends on what is waiting. */
   private flushOne(): Promise<void> {
     if (this.inFlight !== undefined) return this.inFlight;
-    if (this.queue.length === 0) return Promise.resolve();
+    const batch = this.batches.shift();
+    if (batch === undefined) return Promise.resolve();
     if (this.timer !== undefined) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const batch = this.queue.length <= this.options.maxBatchSize ? this.queue : this.queue.slice(0, this.options.maxBatchSize);
-    this.queue = batch === this.queue ? [] : this.queue.slice(batch.length);
+    this.queued -= batch.count;
     let sending: Promise<void>;
     try {
       sending = this.send(batch);
@@ -89,7 +104,7 @@ export class SpanExportQueue {
     }
     const done = sending.then(
       () => undefined,
-      (err: unknown) => this.lost(batch.length, err instanceof Error ? err.message : String(err)),
+      (err: unknown) => this.lost(batch.count, err instanceof Error ? err.message : String(err)),
     );
     this.inFlight = done.then(() => {
       this.inFlight = undefined;
@@ -107,10 +122,11 @@ export class SpanExportQueue {
     this.immediate = undefined;
     while (Date.now() < deadline) {
       if (this.inFlight !== undefined) await this.inFlight;
-      else if (this.queue.length > 0) await this.flushOne();
+      else if (this.queued > 0) await this.flushOne();
       else return;
     }
-    if (this.queue.length > 0) this.lost(this.queue.length, "the gateway stopped before they could be exported");
-    this.queue = [];
+    if (this.queued > 0) this.lost(this.queued, "the gateway stopped before they could be exported");
+    this.batches = [];
+    this.queued = 0;
   }
 }

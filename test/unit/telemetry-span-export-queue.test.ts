@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { ROOT_CONTEXT } from "@opentelemetry/api";
+import { ROOT_CONTEXT, SpanStatusCode } from "@opentelemetry/api";
 import { RecordingTracer, samplerFor } from "../../src/telemetry/recording-tracer.js";
 import { SpanExportQueue, type BatchSender } from "../../src/telemetry/span-export-queue.js";
+import { decodeExport } from "../helpers/otlp-receiver.js";
 
 
 /** A sender whose exports finish when the test says so; `batches` holds each export's span count. */
@@ -11,9 +12,9 @@ function heldSender(): { send: BatchSender; batches: number[]; release: (err?: E
   const waiting: ((err?: Error) => void)[] = [];
   return {
     batches,
-    send: (spans) =>
+    send: (batch) =>
       new Promise<void>((resolve, reject) => {
-        batches.push(spans.length);
+        batches.push(batch.count);
         waiting.push((err) => (err ? reject(err) : resolve()));
       }),
     release: (err) => waiting.shift()?.(err),
@@ -106,14 +107,39 @@ describe("the span export queue", () => {
 
   test("sends everything queued when closed, in batches", async () => {
     const batches: number[] = [];
-    const queue = new SpanExportQueue(async (spans) => {
-      batches.push(spans.length);
+    const queue = new SpanExportQueue(async (batch) => {
+      batches.push(batch.count);
     }, () => undefined, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 60_000 });
     const tracer = new RecordingTracer(queue.add, () => true);
     for (let i = 0; i < 3; i++) tracer.startSpan("s", {}, ROOT_CONTEXT).end();
     await queue.close(Date.now() + 1000);
     assert.deepEqual(batches, [3]);
     assert.equal(queue.size, 0);
+  });
+});
+
+describe("the span export queue's encoding", () => {
+  test("counts a span it cannot encode as lost and keeps the batch's other spans intact", async () => {
+    const sent: Buffer[] = [];
+    const reasons: string[] = [];
+    const queue = new SpanExportQueue(async (batch) => {
+      sent.push(batch.request({ resource: { "service.name": "t" }, scopeName: "gw", scopeVersion: "0" }));
+    }, (_count, reason) => reasons.push(reason), { maxQueueSize: 100, maxBatchSize: 10, delayMs: 60_000 });
+    const tracer = new RecordingTracer(queue.add, () => true);
+    tracer.startSpan("before", {}, ROOT_CONTEXT).end();
+    const broken = tracer.startSpan("broken", {}, ROOT_CONTEXT);
+    broken.setStatus({
+      code: SpanStatusCode.ERROR,
+      get message(): string {
+        throw new Error("no message today");
+      },
+    });
+    broken.end();
+    tracer.startSpan("after", {}, ROOT_CONTEXT).end();
+    assert.equal(queue.size, 2);
+    await queue.close(Date.now() + 1000);
+    assert.deepEqual(reasons, ["a span could not be encoded: no message today"]);
+    assert.deepEqual(decodeExport(sent[0]!).map((span) => span.name), ["before", "after"]);
   });
 });
 
