@@ -111,3 +111,12 @@ export function retryAfterMs(header: string | string[] | undefined, now: number 
 export function fromUpstreamStatus(provider: string, status: number, bodyText: string, retryAfter?: string | string[]): ProviderError {
   return new ProviderError(provider, status, errorTypeForStatus(status), `${provider} answered HTTP ${status}: ${upstreamErrorMessage(bodyText)}`, undefined, retryAfterMs(retryAfter));
 }
+
+/**
+ * The error of a 2xx answer the gateway must translate but that lacks what every answer of its API has (a
+ * message's content, a completion's first choice, a tool call's name): answering the caller an empty or
+ * made-up success would hide the upstream's fault, so the attempt fails and a fallback may answer.
+ */
+export function malformedAnswer(provider: string, status: number, what: string): ProviderError {
+  return new ProviderError(provider, status, "provider_unavailable", `${provider} answered HTTP ${status} with ${what}, which the gateway cannot translate`);
+}

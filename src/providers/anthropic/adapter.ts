@@ -47,7 +47,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
 
     async chat(req: ChatRequest, options: CallOptions) {
       const res = await sendJson(agent, name, messages(toAnthropicRequest(req), options));
-      return { status: res.status, body: toChatCompletion(res.body, req.model), usage: anthropicUsage(res.body["usage"]) };
+      return { status: res.status, body: toChatCompletion(res.body, req.model, name, res.status), usage: anthropicUsage(res.body["usage"]) };
     },
 
     async chatStream(req: ChatRequest, options: CallOptions) {

@@ -1,5 +1,6 @@
 /** Anthropic Messages response -> OpenAI chat.completion. */
 import type { JsonObject, TokenUsage } from "../types.js";
+import { malformedAnswer } from "../provider-error.js";
 import { count } from "../usage.js";
 
 function isObject(value: unknown): value is JsonObject {
@@ -68,9 +69,14 @@ export function openAiUsage(usage: TokenUsage): JsonObject {
   return { prompt_tokens: usage.input_tokens, completion_tokens: usage.output_tokens, total_tokens: usage.input_tokens + usage.output_tokens };
 }
 
-/** The chat.completion for an Anthropic message; `model` is echoed when the upstream omits it. */
-export function toChatCompletion(message: JsonObject, model: string): JsonObject {
-  const blocks = Array.isArray(message["content"]) ? message["content"] : [];
+/**
+ * The chat.completion for an Anthropic message `provider` answered with `status`; `model` is echoed when the
+ * upstream omits it. A message without a content array, or with a tool_use block without an id or a name, is
+ * malformed.
+ */
+export function toChatCompletion(message: JsonObject, model: string, provider: string, status: number): JsonObject {
+  const blocks = message["content"];
+  if (!Array.isArray(blocks)) throw malformedAnswer(provider, status, "a message without a content array");
   let text = "";
   let hasText = false;
   const toolCalls: JsonObject[] = [];
@@ -80,7 +86,9 @@ export function toChatCompletion(message: JsonObject, model: string): JsonObject
       text += block["text"];
       hasText = true;
     } else if (block["type"] === "tool_use") {
-      toolCalls.push({ id: block["id"], type: "function", function: { name: block["name"], arguments: JSON.stringify(block["input"] ?? {}) } });
+      const { id, name } = block;
+      if (typeof id !== "string" || id === "" || typeof name !== "string" || name === "") throw malformedAnswer(provider, status, "a tool_use block without an id or a name");
+      toolCalls.push({ id, type: "function", function: { name, arguments: JSON.stringify(block["input"] ?? {}) } });
     }
   }
   const assistant: JsonObject = { role: "assistant", content: hasText ? text : null, refusal: null };

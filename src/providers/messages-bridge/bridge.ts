@@ -25,7 +25,7 @@ function chatOptions(options: CallOptions): CallOptions {
 /** A non-streaming Messages call over `adapter.chat`. */
 export async function bridgeMessages(adapter: ProviderAdapter, req: MessagesRequest, options: CallOptions): Promise<ProviderResult> {
   const result = await adapter.chat(toChatRequest(req, adapter.name), chatOptions(options));
-  return { status: result.status, body: toMessage(result.body, result.usage, req.model), usage: result.usage };
+  return { status: result.status, body: toMessage(result.body, result.usage, req.model, adapter.name, result.status), usage: result.usage };
 }
 
 /** A streaming Messages call over `adapter.chatStream`. */

@@ -1,5 +1,6 @@
 /** OpenAI chat.completion -> Anthropic Messages `message`. */
 import { stopReason } from "../anthropic/response-translation.js";
+import { firstChoice, toolCallName } from "../chat-translation/completion-reading.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 
 function isObject(value: unknown): value is JsonObject {
@@ -33,11 +34,9 @@ export function messagesUsage(usage: TokenUsage): JsonObject {
   return { input_tokens: usage.input_tokens, output_tokens: usage.output_tokens };
 }
 
-/** Converts a chat.completion (as the adapters return it) to an Anthropic message. */
-export function toMessage(completion: JsonObject, usage: TokenUsage, fallbackModel: string): JsonObject {
-  const choices = Array.isArray(completion["choices"]) ? completion["choices"] : [];
-  const choice = isObject(choices[0]) ? choices[0] : {};
-  const message = isObject(choice["message"]) ? choice["message"] : {};
+/** Converts a chat.completion (as `provider`'s adapter returned it with `status`) to an Anthropic message. */
+export function toMessage(completion: JsonObject, usage: TokenUsage, fallbackModel: string, provider: string, status: number): JsonObject {
+  const { choice, message } = firstChoice(completion, provider, status);
   const content: JsonObject[] = [];
   const reasoning = reasoningOf(message);
   if (reasoning !== null) content.push({ type: "thinking", thinking: reasoning, signature: "" });
@@ -45,7 +44,7 @@ export function toMessage(completion: JsonObject, usage: TokenUsage, fallbackMod
   const toolCalls = Array.isArray(message["tool_calls"]) ? message["tool_calls"] : [];
   toolCalls.forEach((call, i) => {
     if (!isObject(call) || !isObject(call["function"])) return;
-    content.push({ type: "tool_use", id: String(call["id"] ?? `toolu_${i}`), name: String(call["function"]["name"] ?? ""), input: toolInput(call["function"]["arguments"]) });
+    content.push({ type: "tool_use", id: String(call["id"] ?? `toolu_${i}`), name: toolCallName(call["function"], provider, status), input: toolInput(call["function"]["arguments"]) });
   });
   return {
     id: messageId(completion["id"]),

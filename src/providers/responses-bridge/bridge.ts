@@ -14,7 +14,7 @@ function isObject(value: unknown): value is JsonObject {
 /** A non-streaming Responses call over `adapter.chat`. */
 export async function bridgeResponses(adapter: ProviderAdapter, req: ResponsesRequest, options: CallOptions): Promise<ProviderResult> {
   const result = await adapter.chat(toChatRequest(req), options);
-  return { status: result.status, body: toResponse(result.body, result.usage, req.model), usage: result.usage };
+  return { status: result.status, body: toResponse(result.body, result.usage, req.model, adapter.name, result.status), usage: result.usage };
 }
 
 interface OpenItem {

@@ -1,4 +1,5 @@
 /** chat.completion -> OpenAI Responses `response` object. */
+import { firstChoice, toolCallName } from "../chat-translation/completion-reading.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 
 function isObject(value: unknown): value is JsonObject {
@@ -36,11 +37,9 @@ export function responseObject(id: string, model: string, createdAt: number, sta
   };
 }
 
-/** Converts a chat.completion (as the adapters return it) to a response object. */
-export function toResponse(completion: JsonObject, usage: TokenUsage, fallbackModel: string): JsonObject {
-  const choices = Array.isArray(completion["choices"]) ? completion["choices"] : [];
-  const choice = isObject(choices[0]) ? choices[0] : {};
-  const message = isObject(choice["message"]) ? choice["message"] : {};
+/** Converts a chat.completion (as `provider`'s adapter returned it with `status`) to a response object. */
+export function toResponse(completion: JsonObject, usage: TokenUsage, fallbackModel: string, provider: string, status: number): JsonObject {
+  const { choice, message } = firstChoice(completion, provider, status);
   const baseId = typeof completion["id"] === "string" ? completion["id"] : String(Date.now());
   const output: JsonObject[] = [];
   if (typeof message["content"] === "string" && message["content"] !== "") output.push(messageItem(`msg_${baseId}`, message["content"], "completed"));
@@ -48,7 +47,7 @@ export function toResponse(completion: JsonObject, usage: TokenUsage, fallbackMo
   toolCalls.forEach((call, i) => {
     if (!isObject(call) || !isObject(call["function"])) return;
     const callId = String(call["id"] ?? `call_${i}`);
-    output.push(functionCallItem(`fc_${callId}`, callId, String(call["function"]["name"]), String(call["function"]["arguments"] ?? ""), "completed"));
+    output.push(functionCallItem(`fc_${callId}`, callId, toolCallName(call["function"], provider, status), String(call["function"]["arguments"] ?? ""), "completed"));
   });
   const model = typeof completion["model"] === "string" ? completion["model"] : fallbackModel;
   const created = typeof completion["created"] === "number" ? completion["created"] : Math.floor(Date.now() / 1000);

@@ -66,7 +66,7 @@ export function createVertexAdapter(config: ProviderConfig, dispatcher?: Dispatc
   async function chat(req: ChatRequest, options: CallOptions): Promise<ProviderResult> {
     if (vertexPublisher(req.model) === "anthropic") {
       const res = await sendJson(agent, name, await modelCall(req.model, "rawPredict", vertexAnthropicBody(req, false), options));
-      return { status: res.status, body: toChatCompletion(res.body, req.model), usage: anthropicUsage(res.body["usage"]) };
+      return { status: res.status, body: toChatCompletion(res.body, req.model, name, res.status), usage: anthropicUsage(res.body["usage"]) };
     }
     const res = await sendJson(agent, name, await modelCall(req.model, "generateContent", toGenerateContentRequest(req), options));
     return { status: res.status, body: fromGenerateContentResponse(res.body, req.model), usage: geminiUsage(res.body["usageMetadata"]) };
