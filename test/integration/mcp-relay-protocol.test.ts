@@ -82,6 +82,20 @@ describe("MCP endpoint protocol rules", () => {
     await fixture.close();
   });
 
+  for (const path of ["/mcp", "/mcp/up", "/mcp/vs"]) {
+    test(`on ${path} a body not sent as application/json is refused with 415 naming the content type`, async () => {
+      const init = { jsonrpc: "2.0", id: 1, method: "initialize", params: INIT_PARAMS };
+      const refused = await post(app, path, init, { "content-type": "text/plain" });
+      assert.equal(refused.status, 415, refused.body);
+      assert.equal(refused.session, null);
+      assert.match(refused.body, /Content-Type application\/json \(got \\"text\/plain\\"\)/);
+      // With a charset, the same body is taken.
+      const taken = await post(app, path, init, { "content-type": "application/json; charset=utf-8" });
+      assert.equal(taken.status, 200, taken.body);
+      if (taken.session !== null) await fetch(`${app.url}${path}`, { method: "DELETE", headers: { "mcp-session-id": taken.session } });
+    });
+  }
+
   test("an initialize sent as a notification opens no session on /mcp/<client>, as on /mcp", async () => {
     const notification = { jsonrpc: "2.0", method: "initialize", params: INIT_PARAMS };
     const aggregate = await post(app, "/mcp", notification);

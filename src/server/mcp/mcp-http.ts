@@ -69,9 +69,17 @@ export function methodRefused(method: string | undefined, path: string, allowed:
   return new Refusal(405, SERVER_ERROR, `method ${method ?? ""} is not allowed on ${path}; use ${allowed.replace(/, (?=[^,]*$)/, " or ")}`, { allow: allowed });
 }
 
-/** The body as JSON-RPC messages: 413 past the limit, -32700 for bad JSON, -32600 for what is not JSON-RPC. */
+/**
+ * The body as JSON-RPC messages: 413 past the limit, 415 unless it is sent as `application/json` (as both MCP
+ * transports require, and the SDK's transports on /mcp check), -32700 for bad JSON, -32600 for what is not
+ * JSON-RPC. The body is read first, within the limit, so a refused one leaves the connection usable.
+ */
 export async function readMessages(req: Req, maxBodyBytes: number): Promise<{ body: unknown; messages: unknown[] }> {
   const bytes = await readBodyBytes(req, maxBodyBytes);
+  const type = headerValue(req.headers, "content-type");
+  if (type?.split(";")[0]?.trim().toLowerCase() !== "application/json") {
+    throw new Refusal(415, SERVER_ERROR, `Unsupported Media Type: send the JSON-RPC body with Content-Type application/json${type === undefined ? "" : ` (got ${JSON.stringify(type)})`}`);
+  }
   let body: unknown;
   try {
     body = JSON.parse(bytes.toString("utf8"));
