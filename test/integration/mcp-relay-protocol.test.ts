@@ -108,9 +108,10 @@ describe("MCP endpoint protocol rules", () => {
 
 /**
  * A stateless upstream that answers initialize and tools/list with JSON, notifications with 202, offers no
- * GET stream, and answers tools/call with 200 and an HTML page.
+ * GET stream, and answers tools/call with 200 and an HTML page; while `failInitialize` is set, initialize
+ * gets a JSON-RPC error.
  */
-async function startHtmlUpstream(): Promise<{ url: string; close: () => Promise<void> }> {
+async function startHtmlUpstream(): Promise<{ url: string; failInitialize: boolean; close: () => Promise<void> }> {
   const server = http.createServer((req, res) => {
     if (req.method !== "POST") {
       res.writeHead(405).end();
@@ -128,6 +129,10 @@ async function startHtmlUpstream(): Promise<{ url: string; close: () => Promise<
         res.writeHead(200, { "content-type": "text/html" }).end("<html><body>a login page</body></html>");
         return;
       }
+      if (message.method === "initialize" && upstream.failInitialize) {
+        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", id: message.id, error: { code: -32603, message: "not today" } }));
+        return;
+      }
       const result =
         message.method === "initialize"
           ? { protocolVersion: message.params?.protocolVersion ?? "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "html", version: "1" } }
@@ -139,14 +144,16 @@ async function startHtmlUpstream(): Promise<{ url: string; close: () => Promise<
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;
-  return {
+  const upstream = {
     url: `http://127.0.0.1:${port}/mcp`,
+    failInitialize: false,
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
       }),
   };
+  return upstream;
 }
 
 describe("an http upstream answering a relayed request with HTML", () => {
@@ -161,6 +168,18 @@ describe("an http upstream answering a relayed request with HTML", () => {
   after(async () => {
     await app.stop();
     await upstream.close();
+  });
+
+  test("an initialize the upstream refuses is answered with the error and no session id", async () => {
+    upstream.failInitialize = true;
+    try {
+      const answer = await post(app, "/mcp/html", { jsonrpc: "2.0", id: 1, method: "initialize", params: INIT_PARAMS });
+      assert.equal(answer.status, 200, answer.body);
+      assert.match(answer.body, /"error"/);
+      assert.equal(answer.session, null);
+    } finally {
+      upstream.failInitialize = false;
+    }
   });
 
   test("the call fails with -32000 naming the content type instead of waiting for the timeout", async () => {

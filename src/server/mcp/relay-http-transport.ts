@@ -63,6 +63,10 @@ export class RelayHttpTransport implements Transport {
   private readonly exchanges = new Map<RequestId, Exchange>();
   private standalone: Res | undefined;
   private initialized = false;
+  /** The initialize request's id, until its answer is sent. */
+  private initializeId: RequestId | undefined;
+  /** The initialize was answered with an error: the session will not be used, so no answer names it. */
+  private initializeFailed = false;
   private closed = false;
 
   constructor(readonly sessionId: string) {}
@@ -81,6 +85,7 @@ export class RelayHttpTransport implements Transport {
       if (this.initialized) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: the session is already initialized");
       if (messages.length > 1) throw new Refusal(400, INVALID_REQUEST, "Invalid Request: initialize must be sent alone");
       this.initialized = true;
+      this.initializeId = (messages[0] as { id: RequestId }).id;
     } else {
       this.checkVersion(headers);
     }
@@ -146,6 +151,10 @@ export class RelayHttpTransport implements Transport {
       if (exchange === undefined) return;
       this.exchanges.delete(message.id);
       exchange.owed.delete(message.id);
+      if (message.id === this.initializeId) {
+        this.initializeId = undefined;
+        this.initializeFailed = "error" in message;
+      }
       if (exchange.streaming) exchange.res.write(sseEvent(message));
       else exchange.answers.push(message);
       if (exchange.owed.size === 0) this.finish(exchange);
@@ -176,7 +185,8 @@ export class RelayHttpTransport implements Transport {
       return;
     }
     const body = JSON.stringify(exchange.batch ? exchange.answers : exchange.answers[0]);
-    exchange.res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), [SESSION_HEADER]: this.sessionId });
+    const session = this.initializeFailed ? {} : { [SESSION_HEADER]: this.sessionId };
+    exchange.res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body), ...session });
     exchange.res.end(body);
   }
 
