@@ -96,6 +96,19 @@ describe("MCP endpoint protocol rules", () => {
     });
   }
 
+  for (const path of ["/mcp", "/mcp/up", "/mcp/vs"]) {
+    test(`on ${path} an initialize without its params is refused with -32602 saying what they hold, opening no session`, async () => {
+      for (const params of [undefined, { capabilities: {} }]) {
+        const refused = await post(app, path, { jsonrpc: "2.0", id: 1, method: "initialize", ...(params ? { params } : {}) });
+        assert.equal(refused.status, 400, refused.body);
+        assert.equal(refused.session, null);
+        const { error } = JSON.parse(refused.body) as { error: { code: number; message: string } };
+        assert.equal(error.code, -32602);
+        assert.match(error.message, /protocolVersion.*capabilities.*clientInfo/);
+      }
+    });
+  }
+
   test("an initialize sent as a notification opens no session on /mcp/<client>, as on /mcp", async () => {
     const notification = { jsonrpc: "2.0", method: "initialize", params: INIT_PARAMS };
     const aggregate = await post(app, "/mcp", notification);

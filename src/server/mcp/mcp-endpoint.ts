@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { isInitializeRequest, isJSONRPCRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { isJSONRPCRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import type { McpRuntime } from "../../mcp/runtime.js";
 import type { VirtualServers } from "../../mcp/relay/virtual-servers.js";
 import type { McpCaller, McpServerTools } from "../../services/mcp-server-tools.js";
@@ -19,7 +19,7 @@ import { AGGREGATED_METHODS } from "./aggregate-relay.js";
 import { createGatewayMcpServer } from "./gateway-mcp-server.js";
 import { DEFAULT_SESSION_LIMITS, McpSession, McpSessions, newSessionId, toolSignature, type McpSessionLimits } from "./mcp-sessions.js";
 import { headerValue } from "../../http-headers.js";
-import { createCallerResolver, failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull, type McpOAuth } from "./mcp-http.js";
+import { checkSessionStart, createCallerResolver, failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SESSION_HEADER, sessionNotFound, sessionsFull, type McpOAuth } from "./mcp-http.js";
 import { createRelayEndpoint, relayPathOf } from "./relay-endpoint.js";
 
 /** The Streamable HTTP endpoint. */
@@ -137,9 +137,7 @@ export function createMcpEndpoint(opts: McpEndpointOptions): McpEndpoint {
       await (session.transport as StreamableHTTPServerTransport).handleRequest(nodeReq, nodeRes, parsed?.body);
       return;
     }
-    if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
-      throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
-    }
+    checkSessionStart(parsed);
     if (!hasRoom()) throw full();
     const ref: { current?: McpSession } = {};
     const server = sessionServer(caller, ref);

@@ -5,7 +5,7 @@
  * failure as a JSON-RPC error.
  */
 import type { IncomingHttpHeaders } from "node:http";
-import type { RequestId } from "@modelcontextprotocol/sdk/types.js";
+import { isInitializeRequest, type RequestId } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError, httpStatusOf } from "../../errors.js";
 import type { McpServerAuthMode } from "../../config/mcp-server-settings.js";
 import { headerValue } from "../../http-headers.js";
@@ -25,6 +25,8 @@ export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 /** The SDK's code for an unknown session; kept so clients recognise it. */
 export const SESSION_NOT_FOUND = -32001;
+/** Invalid method parameters. */
+export const INVALID_PARAMS = -32602;
 /** Server errors (the JSON-RPC range for implementation-defined errors). */
 export const SERVER_ERROR = -32000;
 
@@ -115,6 +117,20 @@ export function reusedRequestId(messages: readonly unknown[], inFlight: (id: Req
 /** The -32600 refusal of a request whose id a request in flight on the session already uses. */
 export function idInUse(id: RequestId): Refusal {
   return new Refusal(400, INVALID_REQUEST, `Invalid Request: the id ${JSON.stringify(id)} is already used by a request of this session still in flight; use a new id for each request`);
+}
+
+/**
+ * Refuses a POST without a session id that does not start a session: an initialize request whose params
+ * are not initialize's is -32602 saying what they must hold; anything else -32000 asking for the session id
+ * or an initialize.
+ */
+export function checkSessionStart<T extends { messages: readonly unknown[] }>(parsed: T | null): asserts parsed is T {
+  const messages = parsed?.messages;
+  if (messages?.some(isInitializeRequest)) return;
+  if (messages?.some((m) => jsonRpcKind(m) === "request" && (m as { method?: unknown }).method === "initialize")) {
+    throw new Refusal(400, INVALID_PARAMS, "Invalid params: initialize takes params {protocolVersion: string, capabilities: object, clientInfo: {name, version}}");
+  }
+  throw new Refusal(400, SERVER_ERROR, "Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request");
 }
 
 /** The header a token's virtual key is passed on in, as if the caller had sent it. */

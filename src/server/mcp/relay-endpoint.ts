@@ -16,7 +16,7 @@ import type { McpCaller } from "../../services/mcp-server-tools.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { Req, Res } from "../node-http.js";
-import { failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull } from "./mcp-http.js";
+import { checkSessionStart, failMcpRequest, idInUse, INVALID_REQUEST, methodRefused, readMessages, Refusal, reusedRequestId, SERVER_ERROR, SESSION_HEADER, sessionNotFound, sessionsFull } from "./mcp-http.js";
 import { newSessionId, type McpSessionLimits } from "./mcp-sessions.js";
 import { RelayHttpTransport } from "./relay-http-transport.js";
 import { RelayEntry, RelaySessions } from "./relay-sessions.js";
@@ -151,9 +151,7 @@ export function createRelayEndpoint(opts: RelayEndpointOptions): RelayEndpoint {
       transport.handlePost(req.headers, res as ServerResponse, parsed.body);
       return;
     }
-    if (parsed === null || !parsed.messages.some(isInitializeRequest)) {
-      throw new Refusal(400, SERVER_ERROR, `Bad Request: send the Mcp-Session-Id header the initialize answer gave, or start with an initialize request`);
-    }
+    checkSessionStart(parsed);
     // Only an initialize request gets an answer to carry the session id: a notification is taken and
     // dropped, opening nothing, as /mcp answers it.
     if (!parsed.messages.some((m) => isInitializeRequest(m) && (m as { id?: unknown }).id !== undefined)) {
