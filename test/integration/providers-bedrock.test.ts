@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
-import { MOCK_BEDROCK_TOOL_INPUT, startMockBedrock, type MockBedrock } from "../fixtures/mock-bedrock.js";
+import { MALFORMED_CONVERSE, MOCK_BEDROCK_TOOL_INPUT, startMockBedrock, type MockBedrock } from "../fixtures/mock-bedrock.js";
 import { startApp, type TestApp } from "../helpers/app.js";
 import { errorType, readChatStream, refusal, sdk } from "../helpers/inference.js";
 
@@ -27,7 +27,7 @@ function bedrockKey(id: string, secretKey: string): Record<string, unknown> {
   return {
     id,
     name: id,
-    models: [MODEL, "sonnet"],
+    models: [MODEL, "sonnet", ...Object.keys(MALFORMED_CONVERSE)],
     aliases: { sonnet: MODEL },
     bedrock_key_config: { access_key: CREDS.accessKey, secret_key: secretKey, session_token: CREDS.sessionToken, region: CREDS.region },
   };
@@ -182,4 +182,18 @@ describe("bedrock", () => {
       await other.stop();
     }
   });
+});
+
+describe("bedrock answers that break Converse's shape", () => {
+  for (const [model, missing] of [
+    ["malformed.no-message", /answered HTTP 200 with a response without output\.message\.content/],
+    ["malformed.nameless-tool", /a toolUse block without a toolUseId or a name/],
+  ] as const) {
+    test(`${model} is a provider_unavailable naming what is missing`, async () => {
+      const err = await refusal(client.chat.completions.create({ model: `bedrock/${model}`, messages: [{ role: "user", content: "hi" }] }));
+      assert.equal(err.status, 502);
+      assert.equal(errorType(err), "provider_unavailable");
+      assert.match(err.message, missing);
+    });
+  }
 });

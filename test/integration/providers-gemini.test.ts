@@ -10,7 +10,7 @@ import { after, before, describe, test } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
-import { MOCK_GEMINI_ARGS, MOCK_GEMINI_MODELS, startMockGoogle, type MockGoogle } from "../fixtures/mock-google.js";
+import { MALFORMED_GEMINI, MOCK_GEMINI_ARGS, MOCK_GEMINI_MODELS, startMockGoogle, type MockGoogle } from "../fixtures/mock-google.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { errorType, readChatStream, refusal, sdk } from "../helpers/inference.js";
 
@@ -226,5 +226,34 @@ describe("gemini", () => {
     } finally {
       await other.stop();
     }
+  });
+});
+
+describe("gemini answers that break generateContent's shape", () => {
+  let other: TestApp;
+  const ask = (model: string) => sdk(other, VK).chat.completions.create({ model: `gemini/${model}`, messages: [{ role: "user", content: "hi" }] });
+
+  before(async () => {
+    other = await startApp({ inference: inferenceOptionsFromFile({ gemini: geminiProvider({ models: Object.keys(MALFORMED_GEMINI) }) }, VIRTUAL_KEYS) });
+  });
+  after(async () => {
+    await other?.stop();
+  });
+
+  for (const [model, missing] of [
+    ["gemini-no-candidates", /answered HTTP 200 with a response without candidates/],
+    ["gemini-nameless-call", /a functionCall without a name/],
+  ] as const) {
+    test(`${model} is a provider_unavailable naming what is missing`, async () => {
+      const err = await refusal(ask(model));
+      assert.equal(err.status, 502);
+      assert.equal(errorType(err), "provider_unavailable");
+      assert.match(err.message, missing);
+    });
+  }
+
+  test("a blocked prompt without candidates is still an answer, finished by the content filter", async () => {
+    const answer = await ask("gemini-blocked");
+    assert.equal(answer.choices[0]?.finish_reason, "content_filter");
   });
 });

@@ -47,7 +47,7 @@ export function createBedrockAdapter(config: ProviderConfig, dispatcher?: Dispat
   const calls: TranslatedCalls = {
     async chat(req: ChatRequest, options: CallOptions) {
       const res = await sendJson(agent, name, await signedPost(req.model, "converse", toConverseRequest(req), options, "application/json"));
-      return { status: res.status, body: fromConverseResponse(res.body, req.model), usage: converseUsage(res.body["usage"]) };
+      return { status: res.status, body: fromConverseResponse(res.body, req.model, name, res.status), usage: converseUsage(res.body["usage"]) };
     },
 
     async chatStream(req: ChatRequest, options: CallOptions) {

@@ -6,7 +6,7 @@ import { isObject } from "../chat-translation/chat-input.js";
 import { chatCompletion, ChatStreamTranslation, completionId, type AnswerToolCall } from "../chat-translation/chat-output.js";
 import { streamEventObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
-import { ProviderError, upstreamErrorMessage, type ProviderErrorType } from "../provider-error.js";
+import { malformedAnswer, ProviderError, upstreamErrorMessage, type ProviderErrorType } from "../provider-error.js";
 import type { JsonObject, TokenUsage } from "../types.js";
 import { count } from "../usage.js";
 
@@ -35,18 +35,25 @@ export function converseUsage(usage: unknown): TokenUsage {
   };
 }
 
-/** The chat.completion for a Converse response. */
-export function fromConverseResponse(body: JsonObject, model: string): JsonObject {
-  const output = isObject(body["output"]) ? body["output"] : {};
-  const message = isObject(output["message"]) ? output["message"] : {};
-  const blocks = Array.isArray(message["content"]) ? message["content"] : [];
+/**
+ * The chat.completion for a Converse response `provider` answered with `status`; one without
+ * `output.message.content`, or with a toolUse block without its id or name, is malformed.
+ */
+export function fromConverseResponse(body: JsonObject, model: string, provider: string, status: number): JsonObject {
+  const output = body["output"];
+  const message = isObject(output) ? output["message"] : undefined;
+  const blocks = isObject(message) ? message["content"] : undefined;
+  if (!Array.isArray(blocks)) throw malformedAnswer(provider, status, "a response without output.message.content");
   let text: string | null = null;
   const toolCalls: AnswerToolCall[] = [];
   for (const block of blocks) {
     if (!isObject(block)) continue;
     if (typeof block["text"] === "string") text = (text ?? "") + block["text"];
     const use = block["toolUse"];
-    if (isObject(use) && typeof use["toolUseId"] === "string" && typeof use["name"] === "string") {
+    if (isObject(use)) {
+      if (typeof use["toolUseId"] !== "string" || use["toolUseId"] === "" || typeof use["name"] !== "string" || use["name"] === "") {
+        throw malformedAnswer(provider, status, "a toolUse block without a toolUseId or a name");
+      }
       toolCalls.push({ id: use["toolUseId"], name: use["name"], arguments: JSON.stringify(use["input"] ?? {}) });
     }
   }

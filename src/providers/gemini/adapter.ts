@@ -45,7 +45,7 @@ export function createGeminiAdapter(config: ProviderConfig, dispatcher?: Dispatc
       const res = await sendJson(agent, name, post(req.model, "generateContent", toGenerateContentRequest(req), options)).catch((err: unknown) => {
         throw keyRejected(err);
       });
-      return { status: res.status, body: fromGenerateContentResponse(res.body, req.model), usage: geminiUsage(res.body["usageMetadata"]) };
+      return { status: res.status, body: fromGenerateContentResponse(res.body, req.model, name, res.status), usage: geminiUsage(res.body["usageMetadata"]) };
     },
 
     async chatStream(req: ChatRequest, options: CallOptions) {

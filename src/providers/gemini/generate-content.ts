@@ -8,7 +8,7 @@ import { isObject, readConversation, readSampling, readToolChoice, readTools, ty
 import { chatCompletion, ChatStreamTranslation, completionId, toolCallId, type AnswerToolCall } from "../chat-translation/chat-output.js";
 import { parseJsonObject, streamEventObject } from "../http/upstream-http.js";
 import type { SseEvent } from "../http/sse.js";
-import { ProviderError } from "../provider-error.js";
+import { malformedAnswer, ProviderError } from "../provider-error.js";
 import type { ChatRequest, JsonObject, TokenUsage } from "../types.js";
 import { count } from "../usage.js";
 
@@ -110,10 +110,16 @@ export function geminiUsage(metadata: unknown): TokenUsage {
   return { input_tokens: count(metadata["promptTokenCount"]), output_tokens: count(metadata["candidatesTokenCount"]) + count(metadata["thoughtsTokenCount"]) };
 }
 
-/** The first candidate's visible text (thoughts left out) and function calls. */
-function candidateContent(body: JsonObject): { candidate: JsonObject; text: string | null; calls: AnswerToolCall[] } {
+/**
+ * The first candidate's visible text (thoughts left out) and function calls. A function call without a name
+ * is malformed (`malformed` makes its error), and so is a whole answer (`whole`; a stream's events may carry
+ * usage only) without a candidate, unless its prompt was blocked.
+ */
+function candidateContent(body: JsonObject, malformed: (what: string) => ProviderError, whole: boolean): { candidate: JsonObject; text: string | null; calls: AnswerToolCall[] } {
   const candidates = Array.isArray(body["candidates"]) ? body["candidates"] : [];
-  const candidate = isObject(candidates[0]) ? candidates[0] : {};
+  const first: unknown = candidates[0];
+  if (whole && !isObject(first) && blockedFinish(body) === null) throw malformed("a response without candidates or a blocked prompt's promptFeedback");
+  const candidate = isObject(first) ? first : {};
   const content = isObject(candidate["content"]) ? candidate["content"] : {};
   const parts = Array.isArray(content["parts"]) ? content["parts"] : [];
   let text: string | null = null;
@@ -122,7 +128,8 @@ function candidateContent(body: JsonObject): { candidate: JsonObject; text: stri
     if (!isObject(p) || p["thought"] === true) continue;
     if (typeof p["text"] === "string") text = (text ?? "") + p["text"];
     const call = p["functionCall"];
-    if (isObject(call) && typeof call["name"] === "string") {
+    if (isObject(call)) {
+      if (typeof call["name"] !== "string" || call["name"] === "") throw malformed("a functionCall without a name");
       calls.push({ id: typeof call["id"] === "string" && call["id"] !== "" ? call["id"] : toolCallId(), name: call["name"], arguments: JSON.stringify(call["args"] ?? {}) });
     }
   }
@@ -135,9 +142,9 @@ function blockedFinish(body: JsonObject): string | null {
   return isObject(feedback) && typeof feedback["blockReason"] === "string" ? "content_filter" : null;
 }
 
-/** The chat.completion for a generateContent response. */
-export function fromGenerateContentResponse(body: JsonObject, model: string): JsonObject {
-  const { candidate, text, calls } = candidateContent(body);
+/** The chat.completion for a generateContent response `provider` answered with `status`. */
+export function fromGenerateContentResponse(body: JsonObject, model: string, provider: string, status: number): JsonObject {
+  const { candidate, text, calls } = candidateContent(body, (what) => malformedAnswer(provider, status, what), true);
   return chatCompletion({
     id: typeof body["responseId"] === "string" ? body["responseId"] : completionId(),
     model: typeof body["modelVersion"] === "string" ? body["modelVersion"] : model,
@@ -168,7 +175,7 @@ export class GenerateContentStreamTranslation extends ChatStreamTranslation {
       this.started = true;
       yield this.chunks.chunk({ role: "assistant", content: "", refusal: null });
     }
-    const { candidate, text, calls } = candidateContent(payload);
+    const { candidate, text, calls } = candidateContent(payload, (what) => malformedAnswer(this.provider, 200, `a stream event holding ${what}`), false);
     if (text !== null && text !== "") yield this.chunks.chunk({ content: text });
     for (const call of calls) {
       yield this.chunks.chunk({ tool_calls: [{ index: this.toolCalls++, id: call.id, type: "function", function: { name: call.name, arguments: call.arguments } }] });

@@ -69,7 +69,7 @@ export function createVertexAdapter(config: ProviderConfig, dispatcher?: Dispatc
       return { status: res.status, body: toChatCompletion(res.body, req.model, name, res.status), usage: anthropicUsage(res.body["usage"]) };
     }
     const res = await sendJson(agent, name, await modelCall(req.model, "generateContent", toGenerateContentRequest(req), options));
-    return { status: res.status, body: fromGenerateContentResponse(res.body, req.model), usage: geminiUsage(res.body["usageMetadata"]) };
+    return { status: res.status, body: fromGenerateContentResponse(res.body, req.model, name, res.status), usage: geminiUsage(res.body["usageMetadata"]) };
   }
 
   async function chatStream(req: ChatRequest, options: CallOptions): Promise<ProviderStream> {
