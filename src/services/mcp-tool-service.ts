@@ -52,6 +52,7 @@ export function createMcpToolService(deps: McpToolServiceDeps): ServiceImpl<type
     async executeTool(req, ctx) {
       if (req.type !== "" && req.type !== "function") throw invalidField("type", `must be "function", got "${req.type}"`);
       if (!req.function || req.function.name === "") throw invalidField("function.name", "is required");
+      if (req.id === "") throw invalidField("id", "is required: the tool call's id, which the answer repeats as tool_call_id");
       const { key, identity, subjectToken } = await resolveToolCaller((name) => ctx.requestHeader.get(name), deps);
       const parts = splitToolName(req.function.name);
       const include = parseInclude(Object.fromEntries(ctx.requestHeader));

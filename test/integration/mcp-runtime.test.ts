@@ -114,6 +114,14 @@ describe("MCP runtime over http and sse", () => {
     assert.equal(unknownClient.status, 404);
   });
 
+  test("a tool call without an id is a 400 naming the field, and the tool does not run", async () => {
+    const calls = fixture.callCount("echo");
+    const res = await api(app, "POST", "/v1/mcp/tool/execute", { type: "function", function: { name: "sticky-echo", arguments: JSON.stringify({ text: "hi" }) } });
+    assert.equal(res.status, 400, JSON.stringify(res.body));
+    assert.match(res.body.error.message, /^id: is required/);
+    assert.equal(fixture.callCount("echo"), calls);
+  });
+
   test("an upstream tool error comes back as the tool result", async () => {
     // echo without its required text: the upstream answers with an error of its own.
     const res = await execute(app, "sticky-echo", {});
