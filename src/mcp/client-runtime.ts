@@ -464,14 +464,17 @@ export class ClientRuntime {
     this.markFailed("transport_lost", new Error("the connection was closed by an admin; POST /api/mcp/client/{id}/reconnect re-dials it"));
   }
 
-  /** Stops the checker and closes the connection. */
-  async stop(): Promise<void> {
+  /**
+   * Stops the checker and closes the connection; calls in flight on it finish first, unless `cutCalls` (a
+   * deleted client: nothing of it should outlive the delete, which would otherwise wait on its slowest call).
+   */
+  async stop(opts: { cutCalls?: boolean } = {}): Promise<void> {
     this.generation++;
     this.running = false;
     clearTimeout(this.timer);
     const session = this.session;
     this.session = undefined;
-    await session?.close().catch(() => undefined);
+    await (opts.cutCalls ? session?.closeNow() : session?.close())?.catch(() => undefined);
   }
 
   /**

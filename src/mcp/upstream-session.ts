@@ -98,6 +98,8 @@ export interface UpstreamSession {
    * timeout), then closes the connection, killing a stdio child and waiting for it to exit.
    */
   close(): Promise<void>;
+  /** As close(), without letting operations in flight finish: they fail as the connection goes. */
+  closeNow(): Promise<void>;
   /** Registers a callback run once if the connection ends without close(): SSE stream dropped, stdio process exited. */
   onLost(callback: (err: Error) => void): void;
 }

@@ -1,5 +1,12 @@
-/** stdio clients: a real MCP server spawned by the gateway, its environment, and no orphans after shutdown. */
+/**
+ * stdio clients: a real MCP server spawned by the gateway, its environment, no orphans after shutdown, and a
+ * delete that does not wait on the calls in flight.
+ */
 import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { api, startApp, type TestApp } from "../helpers/app.js";
@@ -74,5 +81,34 @@ describe("stdio clients", () => {
     assert.deepEqual(await childrenMatching(EVERYTHING), []);
     assert.deepEqual(await childrenMatching(STDIO_FIXTURE), []);
     app = await startApp({ ...app.restartOptions, mcpClients: [] });
+  });
+});
+
+describe("deleting a stdio client", () => {
+  let app: TestApp;
+
+  before(async () => {
+    app = await startApp({ mcpClients: [stdio("blocker", process.execPath, ["--import", "tsx", STDIO_FIXTURE])] });
+  });
+  after(() => app.stop());
+
+  test("ends its calls in flight with an error result instead of waiting for them", async () => {
+    let id: string | undefined;
+    for (let i = 0; i < 200 && id === undefined; i++) {
+      const c = (await clientNamed(app, "blocker")) as { client_id?: string; state: string } | undefined;
+      if (c?.state === "healthy") id = c.client_id;
+      else await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(id, "the client never became healthy");
+    const marker = join(await mkdtemp(join(tmpdir(), "gw-block-")), "called");
+    const call = api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name: "blocker-block", arguments: JSON.stringify({ marker }) } });
+    // Bounded: until the call is at the upstream.
+    for (let i = 0; i < 400 && !existsSync(marker); i++) await new Promise((r) => setTimeout(r, 25));
+    assert.ok(existsSync(marker), "the call never reached the upstream");
+    const deleted = await api(app, "DELETE", `/api/mcp/client/${id}`);
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    const res = await call;
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.match(res.body.content, /^Error: tool blocker-block failed: .*Connection closed/);
   });
 });

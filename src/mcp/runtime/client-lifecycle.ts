@@ -171,7 +171,7 @@ export class ClientLifecycle {
     this.state.idsByName.delete(client.spec.name);
     this.state.exchanger.forgetClient(clientId);
     this.catalog.forget(clientId);
-    await client.stop();
+    await client.stop({ cutCalls: true });
     this.state.deps.states.remove(clientId);
     this.catalog.toolsMayHaveChanged();
   }
