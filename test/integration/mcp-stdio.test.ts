@@ -88,7 +88,7 @@ describe("deleting a stdio client", () => {
   let app: TestApp;
 
   before(async () => {
-    app = await startApp({ mcpClients: [stdio("blocker", process.execPath, ["--import", "tsx", STDIO_FIXTURE])] });
+    app = await startApp({ mcpClients: [stdio("blocker", process.execPath, ["--import", "tsx", STDIO_FIXTURE, "--blocking"])] });
   });
   after(() => app.stop());
 
