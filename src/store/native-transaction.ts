@@ -1,7 +1,7 @@
 /**
- * A transaction for work the serving thread does in the background (the usage counters' writes): native
- * statements only (find, upsert, native insert, update and delete, raw SQL), bound to a connection-level
- * transaction. The ORM's `transactional` runs its callback inside an AsyncLocalStorage, and so does every
+ * A transaction for work the serving thread does besides requests (the usage counters' writes, seeding):
+ * native statements (find, upsert, native insert, update and delete, raw SQL) and flushes only where
+ * something changed, bound to a connection-level transaction. The ORM's `transactional` runs its callback inside an AsyncLocalStorage, and so does every
  * flush of its unit of work; on Node 20 the first store entered turns promise hooks on for the whole
  * process, which every request then pays for. Nothing here enters one.
  */

@@ -1,9 +1,9 @@
 /**
  * Tracing over OTLP/HTTP (protobuf), started only when tracing is configured: the gateway's recording
  * tracer, the bounded batch queue, and one HTTP connection pool to the collector. Ending a span only
- * encodes it into the batch that is filling; a slow or unreachable collector costs spans, never a request. Lost spans are counted and
- * logged at most once a minute. The W3C propagator is the only OpenTelemetry module beyond the API that
- * is loaded, and only here.
+ * encodes it into the batch that is filling; a slow or unreachable collector costs spans, never a
+ * request. Lost spans are counted and logged at most once a minute. The W3C propagator is the only
+ * OpenTelemetry module beyond the API that is loaded, and only here.
  */
 import { ROOT_CONTEXT, defaultTextMapGetter, type Context } from "@opentelemetry/api";
 import { Pool } from "undici";

@@ -1,10 +1,7 @@
 /** Reading a chat.completion that a bridge translates into another API's answer, refusing a malformed one. */
 import { malformedAnswer } from "../provider-error.js";
 import type { JsonObject } from "../types.js";
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { isObject } from "./chat-input.js";
 
 /** The completion's first choice and its message; a completion without them is malformed. */
 export function firstChoice(completion: JsonObject, provider: string, status: number): { choice: JsonObject; message: JsonObject } {
