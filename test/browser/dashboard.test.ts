@@ -25,7 +25,6 @@ import { SKIP_IN_REPEATED_RUN } from "../helpers/repeated-run.js";
 import { SSO_OFF } from "../../src/config/sso-config.js";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture } from "../fixtures/idp-server.js";
 import { signInAtIdp } from "../helpers/idp-sign-in.js";
-import { freePort } from "../helpers/ports.js";
 
 const WEB_DIR = fileURLToPath(new URL("../../dist/web", import.meta.url));
 const ARTIFACTS = fileURLToPath(new URL("../../test-artifacts/dashboard", import.meta.url));
@@ -475,10 +474,8 @@ describe("with SSO configured", () => {
   let sso: TestApp;
 
   before(async () => {
-    const port = await freePort();
-    idp = await startIdpFixture({ redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`], accounts: { root: { sub: "root", email: "root@example.com" } } });
+    idp = await startIdpFixture({ accounts: { root: { sub: "root", email: "root@example.com" } } });
     sso = await startApp({
-      port,
       auth: { enabled: true, username: ADMIN.username, password: ADMIN.password, sessionTtlMs: 3_600_000 },
       sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: ["root@example.com"] },
     });

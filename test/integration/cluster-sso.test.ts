@@ -8,9 +8,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture } from "../fixtures/idp-server.js";
-import { clusterSkipReason, eventually, inEffectWithin, newClusterPlace, spawnNode, startSlowChange, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
-import { servingUrl } from "../helpers/gateway-process.js";
-import { freePort } from "../helpers/ports.js";
+import { clusterSkipReason, eventually, inEffectWithin, newClusterPlace, startNodes, startSlowChange, stopCluster, type ClusterNode, type ClusterPlace } from "../helpers/cluster.js";
 import { signInAtProvider } from "../helpers/sso-session.js";
 
 /** How long after a logout answered another node may still accept its session: the documented bound. */
@@ -61,18 +59,14 @@ describe("SSO login on a cluster of three nodes", { skip: skip ?? false }, () =>
   }
 
   before(async () => {
-    // The provider must know every node's callback before the nodes start, so the ports are chosen first.
-    const ports = [await freePort(), await freePort(), await freePort()];
     idp = await startIdpFixture({
-      redirectUris: ports.map((port) => `http://127.0.0.1:${port}/api/sso/callback`),
       accounts: { root: { sub: "root", email: "root@example.com" } },
     });
     place = await newClusterPlace({
       auth_config: { is_enabled: true, admin_username: "admin", admin_password: "cluster-secret" },
       sso: { issuer: idp.issuer, client_id: GATEWAY_CLIENT_ID, client_secret: GATEWAY_CLIENT_SECRET, admin_emails: ["root@example.com"] },
     });
-    const procs = await Promise.all(ports.map((port) => spawnNode(place, {}, port)));
-    nodes = await Promise.all(procs.map(async (gw) => ({ gw, url: await servingUrl(gw) })));
+    nodes = await startNodes(place, 3);
   });
 
   after(async () => {

@@ -49,7 +49,7 @@ describe("with tracing and SSO on", () => {
   let idp: IdpFixture;
   let app: TestApp;
   before(async () => {
-    idp = await startIdpFixture({ redirectUris: ["http://127.0.0.1:1/api/sso/callback"], accounts: { root: { sub: "root", email: "root@example.com" } } });
+    idp = await startIdpFixture({ accounts: { root: { sub: "root", email: "root@example.com" } } });
     app = await startApp({
       sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: ["root@example.com"] },
       // Nothing listens on port 1: export fails quietly in the background, which is all this test needs.

@@ -12,7 +12,6 @@ import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { signInAtIdp } from "../helpers/idp-sign-in.js";
-import { freePort } from "../helpers/ports.js";
 
 const PASSWORD = "admin-password-1";
 const ALICE = { sub: "alice", email: "alice@example.com" };
@@ -38,11 +37,9 @@ async function flowPage(user: { sub: string; email: string }): Promise<string> {
 }
 
 before(async () => {
-  const port = await freePort();
-  idp = await startIdpFixture({ redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`], accounts: { root: ROOT, alice: ALICE, carol: CAROL } });
+  idp = await startIdpFixture({ accounts: { root: ROOT, alice: ALICE, carol: CAROL } });
   mcp = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["sample", "alice-secret"] } });
   app = await startApp({
-    port,
     auth: { enabled: true, username: "admin", password: PASSWORD, sessionTtlMs: 3_600_000 },
     sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: [ROOT.email] },
   });

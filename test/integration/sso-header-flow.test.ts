@@ -10,7 +10,6 @@ import { SSO_OFF } from "../../src/config/sso-config.js";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture, type IdpUserClaims } from "../fixtures/idp-server.js";
 import { startMcpFixture, type McpFixture } from "../fixtures/mcp-server.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
-import { freePort } from "../helpers/ports.js";
 import { ssoSessionCookie } from "../helpers/sso-session.js";
 
 const USERS = {
@@ -23,10 +22,9 @@ let mcp: McpFixture;
 let app: TestApp;
 
 before(async () => {
-  const port = await freePort();
-  idp = await startIdpFixture({ redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`], accounts: USERS });
+  idp = await startIdpFixture({ accounts: USERS });
   mcp = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["sample", "own-secret"] } });
-  app = await startApp({ port, sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET } });
+  app = await startApp({ sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET } });
   const created = await api(app, "POST", "/api/mcp/client", {
     name: "crm", connection_type: "http", connection_string: mcp.httpUrl, auth_type: "per_user_headers",
     per_user_header_keys: ["x-user-token"], user_headers: { "x-user-token": "sample" }, tools_to_execute: ["*"],

@@ -11,7 +11,6 @@ import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixt
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { launchBrowser, type TestBrowser } from "../helpers/browser.js";
 import { signInAtIdp } from "../helpers/idp-sign-in.js";
-import { freePort } from "../helpers/ports.js";
 
 const PASSWORD = "admin-password-1";
 
@@ -20,13 +19,10 @@ let app: TestApp;
 let browser: TestBrowser;
 
 before(async () => {
-  const port = await freePort();
   idp = await startIdpFixture({
-    redirectUris: [`http://127.0.0.1:${port}/api/sso/callback`],
     accounts: { root: { sub: "root", email: "root@example.com" }, alice: { sub: "alice", email: "alice@example.com" } },
   });
   app = await startApp({
-    port,
     auth: { enabled: true, username: "admin", password: PASSWORD, sessionTtlMs: 3_600_000 },
     sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET, adminEmails: ["root@example.com"] },
   });

@@ -12,7 +12,6 @@ import { SSO_OFF } from "../../src/config/sso-config.js";
 import { GATEWAY_CLIENT_ID, GATEWAY_CLIENT_SECRET, startIdpFixture, type IdpFixture, type IdpUserClaims } from "../fixtures/idp-server.js";
 import { startOauthFixture, type OauthFixture } from "../fixtures/oauth-server.js";
 import { api, startApp, testDatabaseUrl, type TestApp } from "../helpers/app.js";
-import { freePort } from "../helpers/ports.js";
 import { ssoSessionCookie } from "../helpers/sso-session.js";
 
 /** IdP accounts: the account id is the user's subject, the id their per-user credentials are stored under. */
@@ -30,15 +29,11 @@ const USERS = {
 let idp: IdpFixture;
 let oauth: OauthFixture;
 let app: TestApp;
-/** The port of a second instance on the same database, which the IdP must know before it starts. */
-let secondPort = 0;
 
 before(async () => {
-  const port = await freePort();
-  secondPort = await freePort();
-  idp = await startIdpFixture({ redirectUris: [port, secondPort].map((p) => `http://127.0.0.1:${p}/api/sso/callback`), accounts: USERS });
+  idp = await startIdpFixture({ accounts: USERS });
   oauth = await startOauthFixture();
-  app = await startApp({ port, sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET } });
+  app = await startApp({ sso: { ...SSO_OFF, issuer: idp.issuer, clientId: GATEWAY_CLIENT_ID, clientSecret: GATEWAY_CLIENT_SECRET } });
   const created = await api(app, "POST", "/api/mcp/client", { name: "files", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "per_user_oauth", tools_to_execute: ["*"] });
   assert.equal(created.status, 200, JSON.stringify(created.body));
   assert.equal((await oauth.approve(created.body.authorize_url, undefined, "admin")).status, 302);
@@ -208,7 +203,7 @@ describe("per-user OAuth flows of SSO users on two instances sharing one Postgre
     { skip: testDatabaseUrl ? false : "needs GW_TEST_DATABASE_URL (the embedded database serves one instance)" },
     async () => {
       // The same schema and data directory (its encryption key) on another port: a second node of one deployment.
-      const second = await startApp({ ...app.restartOptions, port: secondPort });
+      const second = await startApp({ ...app.restartOptions, port: 0 });
       try {
         await second.runtime.firstConnectionsDone();
         const flow = await openFlow(USERS.olivia, second);
