@@ -13,6 +13,7 @@ import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
 import { httpTransport, sseTransport } from "./http-transports.js";
+import { boundedAnswerFetch } from "./message-bound.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
@@ -340,7 +341,7 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
-    const send = target.bearer ? bearerFetch(fetch, target.bearer) : fetch;
+    const send = boundedAnswerFetch(target.bearer ? bearerFetch(fetch, target.bearer) : fetch);
     if (relayed && target.connectionType === "http") {
       return { transport: new UpstreamHttpTransport({ url, headers: target.headers, dispatcher: agent, ...(target.bearer ? { bearer: target.bearer } : {}) }), label };
     }

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { Dispatcher } from "undici";
 import { headerValue } from "../../http-headers.js";
 import { SseParser } from "../../providers/http/sse.js";
+import { EventBytes, MAX_UPSTREAM_MESSAGE_BYTES, OversizedMessageError } from "../message-bound.js";
 
 /** What reads an answer's body as it arrives. */
 interface BodyReader {
@@ -79,18 +80,31 @@ export class UpstreamAnswer {
     });
   }
 
-  /** The body as UTF-8 text. */
-  async text(): Promise<string> {
+  /** The body as UTF-8 text; rejects with OversizedMessageError, the rest unread, once it passes `maxBytes`. */
+  async text(maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): Promise<string> {
     const chunks: Buffer[] = [];
-    await this.read((resolve) => ({ data: (chunk) => chunks.push(chunk), end: resolve }));
+    let bytes = 0;
+    await this.read((resolve) => ({
+      data: (chunk) => {
+        bytes += chunk.length;
+        if (bytes > maxBytes) throw new OversizedMessageError(maxBytes);
+        chunks.push(chunk);
+      },
+      end: resolve,
+    }));
     return Buffer.concat(chunks).toString("utf8");
   }
 
-  /** Reads the body as an event stream, calling `onData` with the data of each event that has any, until it ends. */
-  events(onData: (data: string) => void): Promise<void> {
+  /**
+   * Reads the body as an event stream, calling `onData` with the data of each event that has any, until it
+   * ends; rejects with OversizedMessageError, the rest unread, once an event passes `maxBytes`.
+   */
+  events(onData: (data: string) => void, maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): Promise<void> {
     const parser = new SseParser();
+    const counter = new EventBytes(maxBytes);
     return this.read((resolve) => ({
       data: (chunk) => {
+        counter.add(chunk);
         for (const event of parser.push(chunk)) if (event.data !== "") onData(event.data);
       },
       end: () => {

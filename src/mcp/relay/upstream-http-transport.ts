@@ -9,6 +9,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Dispatcher } from "undici";
 import type { BearerSource } from "../oauth/bearer-fetch.js";
+import { OversizedMessageError, oversizedAnswers } from "../message-bound.js";
 import { UpstreamHttpStatusError } from "../upstream-errors.js";
 import { UpstreamExchanges, type UpstreamAnswer } from "./upstream-exchange.js";
 
@@ -84,9 +85,17 @@ export class UpstreamHttpTransport implements Transport {
     this.sessionId = answer.header("mcp-session-id") ?? this.sessionId;
     const type = answer.header("content-type") ?? "";
     if (type.startsWith("text/event-stream")) {
-      void this.readEvents(answer).catch((err: unknown) => this.fail(err));
+      void this.readEvents(answer).catch((err: unknown) => (err instanceof OversizedMessageError ? this.oversized(message) : this.fail(err)));
     } else if (type.startsWith("application/json")) {
-      const data: unknown = JSON.parse(await answer.text());
+      let text: string;
+      try {
+        text = await answer.text();
+      } catch (err) {
+        if (!(err instanceof OversizedMessageError)) throw err;
+        this.oversized(message);
+        return;
+      }
+      const data: unknown = JSON.parse(text);
       for (const item of Array.isArray(data) ? data : [data]) this.onmessage?.(item as JSONRPCMessage);
     } else {
       await answer.dump();
@@ -126,6 +135,11 @@ export class UpstreamHttpTransport implements Transport {
   /** Reads SSE events until the answer ends; each event's data is one JSON-RPC message. */
   private readEvents(answer: UpstreamAnswer): Promise<void> {
     return answer.events((data) => this.onmessage?.(JSON.parse(data) as JSONRPCMessage));
+  }
+
+  /** The answer to `sent` passed the bound: the request gets an error saying so, in its answer's place. */
+  private oversized(sent: JSONRPCMessage): void {
+    for (const answer of oversizedAnswers(sent)) this.onmessage?.(answer);
   }
 
   private fail(err: unknown): void {

@@ -1,0 +1,89 @@
+import assert from "node:assert/strict";
+import { describe, test } from "node:test";
+import { boundedAnswerFetch, EventBytes, OversizedMessageError } from "../../src/mcp/message-bound.js";
+
+const chunk = (text: string): Uint8Array => new TextEncoder().encode(text);
+
+describe("EventBytes", () => {
+  test("answers where the last finished event of a chunk ends", () => {
+    const counter = new EventBytes(100);
+    assert.equal(counter.add(chunk("data: a\n\ndata: b\n\ndata: c")), 18);
+    assert.equal(counter.add(chunk("cc")), -1);
+  });
+
+  test("finds an event's end split across two chunks, with any line ends", () => {
+    for (const [first, second] of [["data: a\n", "\n"], ["data: a\r", "\r"], ["data: a\r\n", "\r\n"], ["data: a\n", "\r\n"]] as const) {
+      const counter = new EventBytes(100);
+      assert.equal(counter.add(chunk(first)), -1, JSON.stringify(first));
+      assert.ok(counter.add(chunk(second)) >= 1, JSON.stringify([first, second]));
+    }
+  });
+
+  test("throws once the event in progress passes the bound", () => {
+    const counter = new EventBytes(10);
+    counter.add(chunk("data: 1234"));
+    assert.throws(() => counter.add(chunk("5")), OversizedMessageError);
+  });
+
+  test("throws for an event over the bound that ends in the chunk that passes it", () => {
+    const counter = new EventBytes(10);
+    counter.add(chunk("data: 12"));
+    assert.throws(() => counter.add(chunk("345678\n\n")), OversizedMessageError);
+  });
+
+  test("throws for an event over the bound wholly inside one long chunk", () => {
+    const counter = new EventBytes(10);
+    assert.throws(() => counter.add(chunk("data: 1\n\ndata: 123456789\n\ndata: 2\n\n")), OversizedMessageError);
+  });
+
+  test("counts each event on its own: many small events pass", () => {
+    const counter = new EventBytes(10);
+    for (let i = 0; i < 100; i++) counter.add(chunk("data: 1\n\n"));
+  });
+});
+
+/** A fetch answering `parts` as the body of a response of `type`. */
+function answering(type: string, parts: string[], status = 200): typeof fetch {
+  return async () =>
+    new Response(
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          for (const part of parts) controller.enqueue(chunk(part));
+          controller.close();
+        },
+      }),
+      { status, headers: { "content-type": type } },
+    );
+}
+
+const CALL = { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "big" } }) };
+
+describe("boundedAnswerFetch", () => {
+  test("passes answers within the bound as they are", async () => {
+    const events = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n", "\ndata: 2\n\n"]), 20)("http://x", CALL);
+    assert.equal(await events.text(), "data: 1\n\ndata: 2\n\n");
+    const json = await boundedAnswerFetch(answering("application/json", ['{"a":', "1}"]), 20)("http://x", CALL);
+    assert.deepEqual(await json.json(), { a: 1 });
+  });
+
+  test("answers a POSTed request whose JSON answer passes the bound with an error for its id", async () => {
+    const res = await boundedAnswerFetch(answering("application/json", ["[".repeat(15), "]".repeat(15)]), 20)("http://x", CALL);
+    const answer = (await res.json()) as { id: number; error: { code: number; message: string } };
+    assert.equal(answer.id, 7);
+    assert.equal(answer.error.code, -32603);
+    assert.match(answer.error.message, /answer to tools\/call is larger than 20 bytes/);
+  });
+
+  test("ends a POSTed request's event stream with the error event, dropping the event that passed the bound", async () => {
+    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n\n", "data: 1234567890", "1234567890123"]), 20)("http://x", CALL);
+    const text = await res.text();
+    assert.ok(text.startsWith("data: 1\n\nevent: message\ndata: "), text);
+    assert.doesNotMatch(text, /1234567890/);
+    assert.equal((JSON.parse(text.split("data: ")[2]!.trim()) as { id: number }).id, 7);
+  });
+
+  test("fails a stream no request owns once an event passes the bound", async () => {
+    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 123456789012345678901234567890"]), 20)("http://x", { method: "GET" });
+    await assert.rejects(res.text(), OversizedMessageError);
+  });
+});
