@@ -76,10 +76,10 @@ describe("a streamable HTTP server's answer over the bound", () => {
 // Legacy SSE carries every answer on one stream, and stdio on one pipe, which cannot go on past a message not read whole.
 for (const [client, transport] of [["bigsse", "legacy SSE"], ["bigstdio", "stdio"]] as const) {
   describe(`a ${transport} server's answer over the bound`, () => {
-    test("fails the tool call, and the gateway connects to the server again", async () => {
+    test("fails the tool call with an error naming the bound, and the gateway connects to the server again", async () => {
       const res = await execute(`${client}-large`, { bytes: OVER });
       assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 500));
-      assert.match(res.body.content, new RegExp(`^Error: tool ${client}-large failed: `));
+      assert.match(res.body.content, new RegExp(`^Error: tool ${client}-large failed: .*larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes`));
       await eventually("the server answering again", async () => {
         const echo = await execute(`${client}-echo`, { text: "back" });
         return echo.body.content === "back" ? true : undefined;
