@@ -529,7 +529,7 @@ export class ClientRuntime {
    * downstream session), declaring `capabilities`; a per-user client's carries the caller's credential.
    */
   openFor(caller: CallerCredential | undefined, capabilities: ClientCapabilities, opts: OperationOptions): Promise<UpstreamSession> {
-    return this.deps.sessions.open(this.callerTarget(caller), { ...opts, capabilities, relayed: true });
+    return this.deps.sessions.open(this.callerTarget(caller), { ...opts, capabilities });
   }
 
   /**

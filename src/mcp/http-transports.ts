@@ -1,9 +1,9 @@
 /**
- * The http (streamable HTTP) and sse transports, both sending the client's headers on every request
- * through the fetch they are given (one shared agent, so short per-call sessions reuse pooled TCP connections).
+ * The legacy HTTP+SSE transport, sending the client's headers on every request through the fetch it is
+ * given (one shared agent, so sessions reuse pooled TCP connections). Streamable HTTP has a transport of
+ * the gateway's own (relay/upstream-http-transport.ts).
  */
 import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { UpstreamHttpStatusError } from "./upstream-errors.js";
 
@@ -17,11 +17,6 @@ function statusRecordingFetch(base: FetchLike): FetchLike {
     }
     return response;
   };
-}
-
-/** A streamable HTTP transport sending `headers` on every POST, GET and DELETE. */
-export function httpTransport(url: URL, headers: Record<string, string>, fetch: FetchLike): StreamableHTTPClientTransport {
-  return new StreamableHTTPClientTransport(url, { requestInit: { headers }, fetch });
 }
 
 /** A legacy HTTP+SSE transport sending `headers` on the GET stream and on every POST. */

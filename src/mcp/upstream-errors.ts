@@ -4,7 +4,6 @@
  * that keeps the network cause (fetch's "fetch failed" hides it in its cause chain).
  */
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPError } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { GatewayError } from "../errors.js";
 
@@ -31,7 +30,7 @@ export class UpstreamHttpStatusError extends Error {
 
 /** The HTTP status an SDK transport error carries, if it is one of those that carry it. */
 function httpStatusOf(err: unknown): number | undefined {
-  if (err instanceof StreamableHTTPError || err instanceof SseError || err instanceof UpstreamHttpStatusError) {
+  if (err instanceof SseError || err instanceof UpstreamHttpStatusError) {
     return typeof err.code === "number" ? err.code : undefined;
   }
   return undefined;

@@ -7,12 +7,11 @@
 import { egressAgent, egressFetchVia } from "../config/egress-connections.js";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { SseError } from "@modelcontextprotocol/sdk/client/sse.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
-import { httpTransport, sseTransport } from "./http-transports.js";
+import { sseTransport } from "./http-transports.js";
 import { boundedAnswerFetch, MAX_UPSTREAM_MESSAGE_BYTES } from "./message-bound.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
@@ -78,8 +77,6 @@ export interface OpenOptions extends OperationOptions {
    * server-to-client requests: the /mcp/<client> relay answers them, and until it does they fail with -32603.
    */
   capabilities?: ClientCapabilities;
-  /** The session carries one /mcp/<client> session's traffic: an http upstream is reached through the relay's own transport. */
-  relayed?: boolean;
 }
 
 /** One initialized MCP session with an upstream. */
@@ -258,7 +255,7 @@ class McpUpstreamSession implements UpstreamSession {
       await Promise.race([Promise.allSettled([...this.inFlight]), cut]);
     }
     const transport = this.transport;
-    if ((transport instanceof StreamableHTTPClientTransport || transport instanceof UpstreamHttpTransport) && transport.sessionId !== undefined) {
+    if (transport instanceof UpstreamHttpTransport && transport.sessionId !== undefined) {
       // Tell a stateful server the session is over; a server that hangs must not hang close().
       await Promise.race([transport.terminateSession().catch(() => undefined), delay(CLOSE_STEP_MS)]);
     }
@@ -334,7 +331,7 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
   const sessions = new Set<McpUpstreamSession>();
   let closed = false;
 
-  function transportFor(target: UpstreamTarget, relayed: boolean): { transport: Transport; label: string } {
+  function transportFor(target: UpstreamTarget): { transport: Transport; label: string } {
     if (target.connectionType === "stdio") {
       const cfg = target.stdioConfig;
       if (!cfg || cfg.command.length === 0) throw upstreamError("stdio client has no stdio_config.command");
@@ -349,18 +346,19 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
-    const send = boundedAnswerFetch(target.bearer ? bearerFetch(fetch, target.bearer) : fetch);
-    if (relayed && target.connectionType === "http") {
+    // Streamable HTTP goes through the gateway's own transport on undici's dispatcher: the SDK's, on fetch
+    // and web streams, cost a tool call several times the CPU (bench/RESULTS.md).
+    if (target.connectionType === "http") {
       return { transport: new UpstreamHttpTransport({ url, headers: target.headers, dispatcher: agent, ...(target.bearer ? { bearer: target.bearer } : {}) }), label };
     }
-    const transport = target.connectionType === "sse" ? sseTransport(url, target.headers, send) : httpTransport(url, target.headers, send);
-    return { transport, label };
+    const send = boundedAnswerFetch(target.bearer ? bearerFetch(fetch, target.bearer) : fetch);
+    return { transport: sseTransport(url, target.headers, send), label };
   }
 
   return {
     async open(target, openOpts) {
       if (closed) throw upstreamError("the upstream session factory is closed (the gateway is shutting down)");
-      const { transport, label } = transportFor(target, openOpts.relayed === true);
+      const { transport, label } = transportFor(target);
       const session = new McpUpstreamSession(transport, label, logger, (s) => sessions.delete(s), openOpts.capabilities);
       sessions.add(session);
       try {

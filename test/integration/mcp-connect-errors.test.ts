@@ -3,6 +3,8 @@
  * log: the refused address for a network upstream, the last lines of its stderr for a stdio child.
  */
 import assert from "node:assert/strict";
+import * as http from "node:http";
+import type { AddressInfo } from "node:net";
 import { after, before, describe, test } from "node:test";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { stdioClient } from "../helpers/mcp-specs.js";
@@ -40,6 +42,29 @@ describe("an http client whose upstream refuses the connection", () => {
   test("the state change log line names ECONNREFUSED and the address", () => {
     const line = app.logLines.find((l) => l.includes("MCP client state changed") && l.includes("refused"));
     assert.match(line ?? "", new RegExp(`ECONNREFUSED 127\\.0\\.0\\.1:${port}`));
+  });
+});
+
+describe("an http client whose URL redirects", () => {
+  let app: TestApp;
+  let redirector: http.Server;
+  const target = "http://127.0.0.1:9/elsewhere/mcp";
+
+  before(async () => {
+    redirector = http.createServer((_req, res) => res.writeHead(307, { location: target }).end());
+    await new Promise<void>((resolve) => redirector.listen(0, "127.0.0.1", resolve));
+    app = await startApp();
+    await api(app, "POST", "/api/mcp/client", { name: "moved", connection_type: "http", connection_string: `http://127.0.0.1:${(redirector.address() as AddressInfo).port}/mcp` });
+  });
+  after(async () => {
+    await app.stop();
+    await new Promise((resolve) => redirector.close(resolve));
+  });
+
+  test("its last_failure names where the redirect points, which is not followed", async () => {
+    const failure = await lastFailure(app, "moved");
+    assert.equal(failure?.stage, "connect");
+    assert.match(failure?.message ?? "", /HTTP 307\) \(a redirect to http:\/\/127\.0\.0\.1:9\/elsewhere\/mcp, which is not followed/);
   });
 });
 

@@ -1,7 +1,8 @@
 /**
- * The streamable HTTP client transport of relayed upstream sessions, on undici's dispatcher
- * (upstream-exchange.ts; the SDK's transport goes through fetch and web streams, which cost a relayed call
- * more than everything else the relay does). It sends each message as a POST with the session's headers
+ * The streamable HTTP client transport of every upstream session (tool calls, discovery, the relay), on
+ * undici's dispatcher (upstream-exchange.ts; the SDK's transport goes through fetch and web streams, which
+ * cost a call more than everything else the gateway does for it). Redirects are not followed: a 3xx names
+ * where it points, for the client's connection_string. It sends each message as a POST with the session's headers
  * (and OAuth token, renewed once on a 401), reads a JSON or SSE answer, keeps the session id and protocol
  * version, and holds the session's own GET stream for what the server sends unasked.
  */
@@ -74,7 +75,13 @@ export class UpstreamHttpTransport implements Transport {
   /** The error of an answer that is not a success, with its status for the runtime to act on. */
   private async failure(answer: UpstreamAnswer, what: string): Promise<UpstreamHttpStatusError> {
     const text = await answer.text().catch(() => "");
-    const hint = answer.statusCode === 404 && this.sessionId !== undefined ? " (the upstream no longer knows the session)" : "";
+    const location = answer.statusCode >= 300 && answer.statusCode < 400 ? answer.header("location") : undefined;
+    const hint =
+      answer.statusCode === 404 && this.sessionId !== undefined
+        ? " (the upstream no longer knows the session)"
+        : location !== undefined
+          ? ` (a redirect to ${location}, which is not followed: set the client's connection_string to where it points)`
+          : "";
     return new UpstreamHttpStatusError(answer.statusCode, `Error ${what} (HTTP ${answer.statusCode})${hint}: ${text}`);
   }
 
