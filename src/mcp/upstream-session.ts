@@ -346,8 +346,8 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
       throw upstreamError(`connection_string "${target.connectionString}" is not a valid URL`);
     }
     const label = `${target.connectionType} ${url.origin}${url.pathname}`;
-    // Streamable HTTP goes through the gateway's own transport on undici's dispatcher: the SDK's, on fetch
-    // and web streams, cost a tool call several times the CPU (bench/RESULTS.md).
+    // Streamable HTTP goes through the gateway's own transport on undici's dispatcher: the SDK's, on fetch,
+    // web streams and an abort signal per request, cost a tool call far more CPU (bench/RESULTS.md).
     if (target.connectionType === "http") {
       return { transport: new UpstreamHttpTransport({ url, headers: target.headers, dispatcher: agent, ...(target.bearer ? { bearer: target.bearer } : {}) }), label };
     }
