@@ -16,12 +16,11 @@
  * `--cpu-prof` (100 µs sampling) writing into bench/profiles/mcp-relay/ (read it with bench/profile-account.ts).
  * Not a test: it asserts nothing, but every call must succeed.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { startMcpUpstream, waitClientHealthy } from "./mcp-upstream-process.js";
 import { startServedGateway, type Served } from "./outside-processes.js";
 import { cpuMs } from "./process-cpu.js";
 
@@ -32,34 +31,6 @@ const WARM_UP_MS = 2_000;
 const ROOT = new URL("..", import.meta.url).pathname;
 const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const PROFILE_DIR = join(ROOT, "bench/profiles/mcp-relay");
-
-/** The first stdout line of `child` that parses as JSON with `field`, or a failure when it exits first. */
-function firstJson(child: ChildProcess, field: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    if (child.stdout === null) return reject(new Error("no stdout"));
-    const lines = createInterface({ input: child.stdout });
-    lines.on("line", (line) => {
-      try {
-        const value = (JSON.parse(line) as Record<string, unknown>)[field];
-        if (typeof value === "string") resolve(value);
-      } catch {
-        // A log line that is not JSON.
-      }
-    });
-    child.once("exit", (code) => reject(new Error(`exited with ${code} before printing ${field}`)));
-  });
-}
-
-async function waitReady(url: string): Promise<void> {
-  // Bounded: 1200 polls of 100 ms.
-  for (let i = 0; i < 1200; i++) {
-    const res = await fetch(`${url}/api/mcp/clients`).catch(() => undefined);
-    const body = res?.ok ? ((await res.json()) as { clients?: { name: string; state: string }[] }) : undefined;
-    if (body?.clients?.some((c) => c.name === "up" && c.state === "healthy")) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error("the gateway's MCP client never became healthy");
-}
 
 /** What one load measured after its warm-up: each call's latency, and the CPU ms each watched process spent meanwhile. */
 interface Measured {
@@ -114,10 +85,9 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
 
-const upstream = spawn(process.execPath, ["--import", "tsx", join(ROOT, "test/fixtures/conformance-upstream.ts"), "--transport", "http"], { stdio: ["ignore", "pipe", "inherit"] });
+const { process: upstream, url: direct } = await startMcpUpstream();
 let gateway: Served | undefined;
 try {
-  const direct = await firstJson(upstream, "url");
   if (PROFILE) await mkdir(PROFILE_DIR, { recursive: true });
   const profileFlags = PROFILE ? ["--cpu-prof", "--cpu-prof-interval=100", `--cpu-prof-dir=${PROFILE_DIR}`] : [];
   gateway = await startServedGateway({
@@ -125,7 +95,7 @@ try {
     nodeOptions: profileFlags,
   });
   const gatewayUrl = gateway.url;
-  await waitReady(gatewayUrl);
+  await waitClientHealthy(gatewayUrl, "up");
   const relayed = `${gatewayUrl}/mcp/up`;
   const pids = [upstream.pid, gateway.process.pid];
   for (const rate of [undefined, RATE]) {

@@ -3,7 +3,7 @@
  * an event stream. Without it a server that answers without end fills the gateway's memory. The bound is
  * the SDK's own on a stdio line, so every transport refuses the same size. A request whose answer to its
  * own POST passes it gets a JSON-RPC error saying so, in the place its answer would have come, and the
- * server is not disconnected for it; a shared stream (the session's GET, legacy SSE) that passes it fails.
+ * server is not disconnected for it; a stream no one request owns (the session's GET, legacy SSE) fails.
  */
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
@@ -92,94 +92,44 @@ export class EventBytes {
   }
 }
 
-/** The answers owed to the requests of `sent` (one message or a batch) whose answer passed the bound. */
-export function oversizedAnswers(sent: JSONRPCMessage | JSONRPCMessage[], maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): JSONRPCMessage[] {
-  const answers: JSONRPCMessage[] = [];
-  for (const message of Array.isArray(sent) ? sent : [sent]) {
-    if (!("method" in message) || !("id" in message)) continue;
-    answers.push({
-      jsonrpc: "2.0",
-      id: message.id,
-      error: { code: ErrorCode.InternalError, message: `the upstream MCP server's answer to ${message.method} is larger than ${maxBytes} bytes, the most one message may take; it was dropped` },
-    });
-  }
-  return answers;
-}
-
-/** The JSON-RPC message a POST sent, when its body is one the transports write (a JSON string). */
-function sentMessages(init: RequestInit | undefined): JSONRPCMessage | JSONRPCMessage[] | undefined {
-  if (init?.method !== "POST" || typeof init.body !== "string") return undefined;
-  try {
-    return JSON.parse(init.body) as JSONRPCMessage | JSONRPCMessage[];
-  } catch {
-    return undefined;
-  }
-}
-
-/** An event stream's text carrying `messages`, one event each. */
-function asEvents(messages: JSONRPCMessage[]): Uint8Array {
-  return Buffer.from(messages.map((message) => `event: message\ndata: ${JSON.stringify(message)}\n\n`).join(""));
+/** The error owed to `sent`, a request whose answer passed the bound; undefined for a notification or an answer. */
+export function oversizedAnswer(sent: JSONRPCMessage, maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): JSONRPCMessage | undefined {
+  if (!("method" in sent) || !("id" in sent)) return undefined;
+  return {
+    jsonrpc: "2.0",
+    id: sent.id,
+    error: { code: ErrorCode.InternalError, message: `the upstream MCP server's answer to ${sent.method} is larger than ${maxBytes} bytes, the most one message may take; it was dropped` },
+  };
 }
 
 /**
- * Wraps `base` so no answer body passes the bound. An event stream's events pass as they complete; a JSON
- * answer is held to its end (the SDK reads it whole anyway). Past the bound the rest of the answer is not
- * read: a POST's answer becomes the errors owed to the requests it sent, any other body fails.
+ * Wraps `base` so that no answer body passes the bound: an event stream's events are counted one by one, any
+ * other body whole. Past the bound the body fails with OversizedMessageError and the rest is not read. (The
+ * legacy SSE transport it serves reads messages only from its GET stream, which no one request owns.)
  */
 export function boundedAnswerFetch(base: FetchLike, maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): FetchLike {
   return async (url, init) => {
     const response = await base(url, init);
-    const body = response.body;
-    if (body === null) return response;
-    const events = (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
-    const counter = new EventBytes(maxBytes);
-    let held: Uint8Array[] = [];
-    let heldBytes = 0;
-    const reader = body.getReader();
-    const bounded = new ReadableStream<Uint8Array>({
-      // A pull that enqueues nothing is not called again, so it reads until it has something to give.
-      async pull(controller) {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) {
-            for (const piece of held) controller.enqueue(piece);
-            held = [];
-            controller.close();
-            return;
-          }
-          try {
-            if (events) {
-              const end = counter.add(value);
-              if (end === -1) held.push(value);
-              else {
-                for (const piece of held) controller.enqueue(piece);
-                controller.enqueue(value.subarray(0, end));
-                held = end === value.length ? [] : [value.subarray(end)];
-                return;
-              }
-            } else {
-              heldBytes += value.length;
-              if (heldBytes > maxBytes) throw new OversizedMessageError(maxBytes);
-              held.push(value);
-            }
-          } catch (err) {
-            held = [];
-            await reader.cancel(err).catch(() => undefined);
-            const sent = response.ok ? sentMessages(init) : undefined;
-            const owed = sent === undefined ? [] : oversizedAnswers(sent, maxBytes);
-            if (owed.length === 0) controller.error(err);
-            else {
-              controller.enqueue(events ? asEvents(owed) : Buffer.from(JSON.stringify(owed.length === 1 ? owed[0] : owed)));
-              controller.close();
-            }
-            return;
-          }
-        }
-      },
-      cancel(reason) {
-        return reader.cancel(reason);
-      },
-    });
+    if (response.body === null) return response;
+    let count: (chunk: Uint8Array) => void;
+    if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
+      const counter = new EventBytes(maxBytes);
+      count = (chunk) => void counter.add(chunk);
+    } else {
+      let bytes = 0;
+      count = (chunk) => {
+        bytes += chunk.length;
+        if (bytes > maxBytes) throw new OversizedMessageError(maxBytes);
+      };
+    }
+    const bounded = response.body.pipeThrough(
+      new TransformStream<Uint8Array, Uint8Array>({
+        transform(chunk, controller) {
+          count(chunk);
+          controller.enqueue(chunk);
+        },
+      }),
+    );
     const wrapped = new Response(bounded, { status: response.status, statusText: response.statusText, headers: response.headers });
     Object.defineProperty(wrapped, "url", { value: response.url });
     return wrapped;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { boundedAnswerFetch, EventBytes, OversizedMessageError } from "../../src/mcp/message-bound.js";
+import { boundedAnswerFetch, EventBytes, OversizedMessageError, oversizedAnswer } from "../../src/mcp/message-bound.js";
 
 const chunk = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -56,34 +56,41 @@ function answering(type: string, parts: string[], status = 200): typeof fetch {
     );
 }
 
-const CALL = { method: "POST", body: JSON.stringify({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "big" } }) };
+const GET = { method: "GET" };
 
 describe("boundedAnswerFetch", () => {
   test("passes answers within the bound as they are", async () => {
-    const events = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n", "\ndata: 2\n\n"]), 20)("http://x", CALL);
+    const events = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n", "\ndata: 2\n\n"]), 20)("http://x", GET);
     assert.equal(await events.text(), "data: 1\n\ndata: 2\n\n");
-    const json = await boundedAnswerFetch(answering("application/json", ['{"a":', "1}"]), 20)("http://x", CALL);
+    const json = await boundedAnswerFetch(answering("application/json", ['{"a":', "1}"]), 20)("http://x", GET);
     assert.deepEqual(await json.json(), { a: 1 });
   });
 
-  test("answers a POSTed request whose JSON answer passes the bound with an error for its id", async () => {
-    const res = await boundedAnswerFetch(answering("application/json", ["[".repeat(15), "]".repeat(15)]), 20)("http://x", CALL);
-    const answer = (await res.json()) as { id: number; error: { code: number; message: string } };
+  test("counts an event stream event by event: many small events pass", async () => {
+    const res = await boundedAnswerFetch(answering("text/event-stream", Array.from({ length: 10 }, () => "data: 12345\n\n")), 20)("http://x", GET);
+    assert.equal((await res.text()).length, 130);
+  });
+
+  test("fails an event stream once an event passes the bound", async () => {
+    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n\n", "data: 123456789012345678901234567890"]), 20)("http://x", GET);
+    await assert.rejects(res.text(), OversizedMessageError);
+  });
+
+  test("fails any other body once it passes the bound", async () => {
+    const res = await boundedAnswerFetch(answering("application/json", ["[".repeat(15), "]".repeat(15)]), 20)("http://x", GET);
+    await assert.rejects(res.text(), OversizedMessageError);
+  });
+});
+
+describe("oversizedAnswer", () => {
+  test("answers a request with an internal error naming its method and the bound", () => {
+    const answer = oversizedAnswer({ jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "big" } }, 20) as { id: number; error: { code: number; message: string } };
     assert.equal(answer.id, 7);
     assert.equal(answer.error.code, -32603);
     assert.match(answer.error.message, /answer to tools\/call is larger than 20 bytes/);
   });
 
-  test("ends a POSTed request's event stream with the error event, dropping the event that passed the bound", async () => {
-    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n\n", "data: 1234567890", "1234567890123"]), 20)("http://x", CALL);
-    const text = await res.text();
-    assert.ok(text.startsWith("data: 1\n\nevent: message\ndata: "), text);
-    assert.doesNotMatch(text, /1234567890/);
-    assert.equal((JSON.parse(text.split("data: ")[2]!.trim()) as { id: number }).id, 7);
-  });
-
-  test("fails a stream no request owns once an event passes the bound", async () => {
-    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 123456789012345678901234567890"]), 20)("http://x", { method: "GET" });
-    await assert.rejects(res.text(), OversizedMessageError);
+  test("owes nothing to a notification", () => {
+    assert.equal(oversizedAnswer({ jsonrpc: "2.0", method: "notifications/initialized" }), undefined);
   });
 });

@@ -10,7 +10,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Dispatcher } from "undici";
 import type { BearerSource } from "../oauth/bearer-fetch.js";
-import { OversizedMessageError, oversizedAnswers } from "../message-bound.js";
+import { OversizedMessageError, oversizedAnswer } from "../message-bound.js";
 import { UpstreamHttpStatusError } from "../upstream-errors.js";
 import { UpstreamExchanges, type UpstreamAnswer } from "./upstream-exchange.js";
 
@@ -146,7 +146,8 @@ export class UpstreamHttpTransport implements Transport {
 
   /** The answer to `sent` passed the bound: the request gets an error saying so, in its answer's place. */
   private oversized(sent: JSONRPCMessage): void {
-    for (const answer of oversizedAnswers(sent)) this.onmessage?.(answer);
+    const answer = oversizedAnswer(sent);
+    if (answer !== undefined) this.onmessage?.(answer);
   }
 
   private fail(err: unknown): void {
