@@ -26,6 +26,9 @@ export interface Attempt {
 
 /** The labels of one attempt (or of a request that never reached one). */
 export function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt: Attempt): BaseLabels {
+  // Every property is always present (undefined when absent): one object shape whether or not the request
+  // is traced or has dimensions, where spread-in optional properties gave each combination a shape of its
+  // own and left the literal off V8's fast path.
   // "core" in routing_engine_used marks a fallback or retry transition.
   const used = attempt.fallbackIndex > 0 || attempt.retried ? [...route.engines, "core" as const] : route.engines;
   return {
@@ -47,8 +50,8 @@ export function labels(virtualKey: VirtualKey | null, route: RouteInfo, attempt:
     selectedKeyId: attempt.choice?.key.id ?? "",
     selectedKeyName: attempt.choice?.key.name ?? "",
     fallbackIndex: attempt.fallbackIndex,
-    ...(attempt.custom ? { custom: attempt.custom } : {}),
-    ...(attempt.trace ? { logTrace: attempt.trace } : {}),
+    custom: attempt.custom,
+    logTrace: attempt.trace,
   };
 }
 

@@ -260,7 +260,8 @@ export function createHttpHandler(opts: HttpHandlerOptions): RequestHandler {
       return;
     }
     if (v1) {
-      v1(req, res, traced ? { dims, trace: traced.node } : { dims }).catch((err: unknown) => {
+      // `trace` always present (undefined unless sampled): sampled and unsampled requests share one scope shape.
+      v1(req, res, { dims, trace: traced?.node }).catch((err: unknown) => {
         opts.logger.error({ err, path }, "inference handler failed");
         if (!res.headersSent) sendError(res, 500, "gateway_internal", "internal error: the gateway log has the details");
         else res.end();
