@@ -49,7 +49,7 @@
  *    the all-off gateway), then, one after another, a gateway with one feature configured in that file the way a
  *    user configures it (features(): routing rules that never match, one that does, a team and customer with limits,
  *    the direct response cache missing on every request, complexity tiers, session affinity, the load balancer,
- *    tracing at sample ratio 1 and 0.1, dimension headers, guardrails). Each takes turns with an all-off gateway
+ *    tracing at sample ratio 1, 0.1 and 0, dimension headers, guardrails). Each takes turns with an all-off gateway
  *    started beside it, as in 6 (the same POST, closed loop; what turns a feature on in a request, such as its
  *    headers, is sent to the feature's side only), and both are stopped before the next pair starts, so at most two
  *    gateways are up. The pair is of one age: a gateway kept up for the whole phase went on getting cheaper per
@@ -884,6 +884,7 @@ function features(collectorUrl: string): Feature[] {
     },
     tracing(1),
     tracing(0.1),
+    tracing(0),
     {
       name: "dimension-headers",
       description: "client.prometheus_labels [team, app], every request sending x-gw-dim-team and x-gw-dim-app",
