@@ -4,7 +4,7 @@
  * port, and returns the running app with its reload() and close().
  */
 import { EgressPolicy, installEgressPolicy, type EgressConfig } from "./config/egress-policy.js";
-import { createRouterTransport, type ConnectRouter } from "@connectrpc/connect";
+import type { ConnectRouter } from "@connectrpc/connect";
 import { defaultServerLimits, type GatewayFileConfig, type ServerLimits } from "./config/file-config.js";
 import { clientSettings, type ClientSettings, type RuntimeSettings, type ToolManagerSettings, type LoadBalancerSettings } from "./config/runtime-settings.js";
 import type { McpClientSpec } from "./mcp/client-spec.js";
@@ -17,6 +17,7 @@ import { unauthenticatedExposure } from "./server/exposure.js";
 import { ChangeListener } from "./cluster/change-listener.js";
 import { NodeRegistry } from "./cluster/node-registry.js";
 import { createHttpHandler } from "./server/http-handler.js";
+import { createInProcessTransport } from "./server/in-process-transport.js";
 import { createHostGuard } from "./server/host-guard.js";
 import { createMcpEndpoint, MCP_PATH } from "./server/mcp/mcp-endpoint.js";
 import { OAuth2Server } from "./server/oauth2/oauth2-server.js";
@@ -336,7 +337,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       routes,
       interceptors,
       services,
-      restTransport: createRouterTransport(routes, { router: { interceptors } }),
+      restTransport: createInProcessTransport(routes, interceptors),
       maxBodyBytes,
       logger,
       version: VERSION,

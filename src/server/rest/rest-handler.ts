@@ -25,7 +25,7 @@ import { dropRefusedBody } from "../refused-body.js";
 /** What the bridge serves and how it reaches the services. */
 export interface RestHandlerOptions {
   services: readonly DescService[];
-  /** e.g. createRouterTransport(routes, { router: { interceptors } }), so REST runs the RPC interceptors. */
+  /** The in-process transport (in-process-transport.ts) over the served routes, so REST runs the RPC interceptors. */
   transport: Transport;
   /** Bodies over this many bytes get a 413. */
   maxBodyBytes: number;
