@@ -4,8 +4,8 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { NO_DIMENSIONS } from "../telemetry/dimensions.js";
 import type { RpcScope } from "../telemetry/request-scope.js";
 
-/** The unit of work of this call: a fresh EntityManager fork, set by the store interceptor. */
-export const kEntityManager = createContextKey<EntityManager | undefined>(undefined, { description: "entity manager" });
+/** The unit of work of this call, set by the store interceptor: its EntityManager, forked on first use. */
+export const kEntityManager = createContextKey<(() => EntityManager) | undefined>(undefined, { description: "entity manager" });
 
 /** The signed-in admin, when the call carries a valid session token. */
 export interface AdminPrincipal {

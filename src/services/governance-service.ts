@@ -65,7 +65,7 @@ export interface GovernanceServiceDeps {
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 

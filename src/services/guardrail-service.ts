@@ -29,7 +29,7 @@ export interface GuardrailServiceDeps {
 const asIs = (field: string): string => field;
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 function given(guardrail: Guardrail | undefined): Guardrail {

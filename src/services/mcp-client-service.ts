@@ -42,7 +42,7 @@ export interface McpClientServiceDeps {
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** The write lock of a client, by its id as the store keeps it. */

@@ -22,7 +22,7 @@ export interface OauthServiceDeps extends FlowFinisherDeps {
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** An attempt, with a pending one past its expiry moved to failed first. */

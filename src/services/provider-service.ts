@@ -32,7 +32,7 @@ export interface ProviderServiceDeps {
 
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** A key as reads show it: its value and its cloud block's secrets redacted. */

@@ -37,7 +37,7 @@ export interface SettingsServiceDeps extends GatewayStatusDeps {
 }
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** Writes one settings row (insert or update). */

@@ -28,7 +28,7 @@ export interface VirtualMcpServerServiceDeps {
 const asIs = (field: string): string => field;
 
 function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager) ?? store.fork();
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 function given(server: VirtualMcpServer | undefined): VirtualMcpServer {
