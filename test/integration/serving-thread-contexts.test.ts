@@ -61,6 +61,8 @@ after(async () => {
 
 /** Sends a few requests through the virtual key, then waits until their usage is in the store. */
 async function serveAndFlush(target: TestApp): Promise<void> {
+  // Read before the requests: the flusher may write their usage before a read after them would run.
+  const before = (await target.store.fork().findOne(UsageRecord, { virtualKeyId: "vk-quiet", provider: "openai" }))?.tokens?.used ?? 0;
   for (let i = 0; i < 5; i++) {
     const res = await fetch(`${target.url}/v1/chat/completions`, {
       method: "POST",
@@ -69,7 +71,6 @@ async function serveAndFlush(target: TestApp): Promise<void> {
     });
     assert.equal(res.status, 200, await res.text());
   }
-  const before = (await target.store.fork().findOne(UsageRecord, { virtualKeyId: "vk-quiet", provider: "openai" }))?.tokens?.used ?? 0;
   // Bounded: until the counters these requests changed are in the store.
   let written = false;
   for (const until = Date.now() + 5_000; Date.now() < until && !written; await sleep(FLUSH_MS)) {
