@@ -41,7 +41,7 @@ export function createInProcessTransport(routes: (router: ConnectRouter) => void
     async unary(method, signal, timeoutMs, header, input, contextValues) {
       const registered = methods.get(method);
       const spec = registered?.spec;
-      if (registered === undefined || spec === undefined || spec.kind !== "unary") throw new ConnectError(`${method.parent.typeName}.${method.name} is not served in this process`, Code.Unimplemented);
+      if (registered === undefined || spec?.kind !== "unary") throw new ConnectError(`${method.parent.typeName}.${method.name} is not served in this process`, Code.Unimplemented);
       const context = createHandlerContext({
         service: method.parent,
         method,

@@ -1,11 +1,17 @@
 /** Values interceptors put on every call's context for the services to read. */
-import { createContextKey } from "@connectrpc/connect";
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { NO_DIMENSIONS } from "../telemetry/dimensions.js";
 import type { RpcScope } from "../telemetry/request-scope.js";
+import type { Store } from "../store/index.js";
 
 /** The unit of work of this call, set by the store interceptor: its EntityManager, forked on first use. */
 export const kEntityManager = createContextKey<(() => EntityManager) | undefined>(undefined, { description: "entity manager" });
+
+/** The call's EntityManager (forked on its first use), or a fork of its own for a context no interceptor set up. */
+export function emOf(ctx: HandlerContext, store: Store): EntityManager {
+  return ctx.values.get(kEntityManager)?.() ?? store.fork();
+}
 
 /** The signed-in admin, when the call carries a valid session token. */
 export interface AdminPrincipal {

@@ -32,7 +32,7 @@ import {
 } from "../../gen/gw/routing/v1/governance_pb.js";
 import { enumInputNumber, enumNumberRestName } from "../proto-json/enum-names.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField, virtualKeyWireOf } from "./inference/records.js";
 import {
@@ -62,10 +62,6 @@ export interface GovernanceServiceDeps {
   onVirtualKeyChanged?: (virtualKeyId: string, deleted: boolean) => Promise<void>;
   /** The response cache: a key may only ask for a mode it can serve here. */
   cache?: ResponseCache;
-}
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 

@@ -4,14 +4,14 @@
  * are stored encrypted and read back redacted.
  */
 import { randomUUID } from "node:crypto";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { GuardrailRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { GuardrailAction, GuardrailSchema, GuardrailService, type Guardrail } from "../../gen/gw/admin/v1/guardrail_pb.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import type { GuardrailSet } from "../guardrails/guardrail-set.js";
 import { guardrailMessageOf, parseGuardrail } from "./guardrails/guardrail-input.js";
@@ -27,10 +27,6 @@ export interface GuardrailServiceDeps {
 
 /** The API names fields as they are; the config file prefixes its entry's path. */
 const asIs = (field: string): string => field;
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
-}
 
 function given(guardrail: Guardrail | undefined): Guardrail {
   if (guardrail === undefined) throw invalidField("guardrail", "is required");

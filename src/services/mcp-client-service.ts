@@ -1,5 +1,5 @@
 /** gw.admin.v1.McpClientService: the MCP client registry, with every configuration rule of docs/mcp-gateway.md. */
-import type { ServiceImpl, HandlerContext } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { applyPatch, isOauth, isPerCall, validateSpec, validateUserHeaders, type McpClientSpec } from "../mcp/client-spec.js";
@@ -13,7 +13,7 @@ import { McpClientRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
-import { kAdmin, kEntityManager, kRequestScope } from "./context.js";
+import { kAdmin, emOf, kRequestScope } from "./context.js";
 import { FOR_UPDATE, writeEntity, type EntityRef } from "./entity-write-lock.js";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import { FLOW_EXPIRED, expireIfDue, findAttempt, flowRecord, prepareFlow, sweepExpired } from "../mcp/oauth/flows.js";
@@ -39,10 +39,6 @@ export interface McpClientServiceDeps {
   inference?: Inference;
   /** client.mcp_external_client_url, the base of the OAuth callback URL. */
   settings?: RuntimeSettings;
-}
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** The write lock of a client, by its id as the store keeps it. */

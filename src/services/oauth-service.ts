@@ -1,5 +1,5 @@
 /** gw.admin.v1.OauthService: the status and revoke of upstream OAuth authorization attempts, and the callback. */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { getClient } from "../mcp/client-repository.js";
@@ -11,7 +11,7 @@ import { upstreamMessage } from "../mcp/upstream-errors.js";
 import { McpClientRecord, type McpOauthCredentialRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { flowFinisher, type FlowFinisherDeps } from "./flow-finisher.js";
 
 /** What the service needs; the callback of a user's per-user flow reads who the browser is signed in as. */
@@ -19,10 +19,6 @@ export interface OauthServiceDeps extends FlowFinisherDeps {
   store: Store;
   logger: Logger;
   runtime: McpRuntime;
-}
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** An attempt, with a pending one past its expiry moved to failed first. */

@@ -4,7 +4,7 @@
  * followed by a list-models fetch whose failure is only a warning. Key values are never returned.
  */
 import { fromJson, toJson, type JsonObject } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { REDACTED } from "../mcp/client-spec.js";
@@ -12,7 +12,7 @@ import { ProviderRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { keepBlockSecrets, redactBlocks } from "./inference/cloud-key-wire.js";
 import { checkProviderName, parseProviderWire } from "./inference/provider-wire.js";
@@ -30,10 +30,6 @@ export interface ProviderServiceDeps {
   modelLists: ProviderModelLists;
 }
 
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
-}
 
 /** A key as reads show it: its value and its cloud block's secrets redacted. */
 function redactKey(key: Wire): Wire {

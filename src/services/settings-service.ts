@@ -2,7 +2,7 @@
  * gw.admin.v1.SettingsService: tool manager settings and the run-time gateway configuration. Every
  * change is validated, persisted, then published to the in-memory RuntimeSettings the request path reads.
  */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { allowedHeaderProblem } from "../config/allowed-headers.js";
 import { allowedHostProblem, allowedOriginProblem, mcpServerAuthModeOf, mcpServerAuthModeProblem } from "../config/mcp-server-settings.js";
@@ -20,7 +20,7 @@ import {
   type ClientSettings as ClientSettingsMessage,
   type ToolManagerConfig,
 } from "../../gen/gw/admin/v1/settings_pb.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { gatewayStatus, type GatewayStatusDeps } from "./gateway-status.js";
 
@@ -34,10 +34,6 @@ export interface SettingsServiceDeps extends GatewayStatusDeps {
   store: Store;
   settings: RuntimeSettings;
   logger: Logger;
-}
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
 }
 
 /** Writes one settings row (insert or update). */

@@ -3,7 +3,7 @@
  * config file uses and against the stored clients, persisted, then applied to the in-memory servers
  * /mcp/<name> reads.
  */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import type { VirtualServers } from "../mcp/relay/virtual-servers.js";
@@ -11,7 +11,7 @@ import { applyFieldMask } from "../proto-json/field-mask.js";
 import { VirtualMcpServerRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { VirtualMcpServerSchema, VirtualMcpServerService, type VirtualMcpServer } from "../../gen/gw/admin/v1/virtual_mcp_server_pb.js";
-import { kEntityManager } from "./context.js";
+import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { definitionOf, parseVirtualServer, virtualServerMessageOf } from "./virtual-mcp-servers/virtual-server-input.js";
 import { assignVirtualServer, checkMembers, checkNameFreeOfClients } from "./virtual-mcp-servers/virtual-server-records.js";
@@ -26,10 +26,6 @@ export interface VirtualMcpServerServiceDeps {
 
 /** The API names fields as they are; the config file prefixes its entry's path. */
 const asIs = (field: string): string => field;
-
-function emOf(ctx: HandlerContext, store: Store): EntityManager {
-  return ctx.values.get(kEntityManager)?.() ?? store.fork();
-}
 
 function given(server: VirtualMcpServer | undefined): VirtualMcpServer {
   if (server === undefined) throw invalidField("virtual_server", "is required");
