@@ -29,8 +29,9 @@ class Writer {
   buf: Buffer;
   pos = 0;
 
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafe(size);
+  constructor(buf: Buffer, pos = 0) {
+    this.buf = buf;
+    this.pos = pos;
   }
 
   private room(bytes: number): void {
@@ -383,14 +384,32 @@ function writeSpan(w: Writer, span: RecordingSpan): void {
 const BATCH_START_BYTES = 16 * 1024;
 
 /**
+ * Room left before a batch's spans for the export request's envelope (resource, scope and the two lengths
+ * around the spans), so the request is the batch's own bytes rather than a copy of them.
+ */
+const ENVELOPE_ROOM = 512;
+
+/**
  * Spans encoded as they end, as the `spans` field of one ScopeSpans: a batch waiting for its export holds
  * bytes outside the JavaScript heap rather than span objects, which under load lived long enough for the
- * garbage collector to copy and promote them.
+ * garbage collector to copy and promote them. A batch may encode into the buffer of one the collector has
+ * taken: each new buffer is external memory to V8, and their churn under load set off full collections.
  */
 export class SpanBatch {
-  private readonly writer = new Writer(BATCH_START_BYTES);
+  private readonly writer: Writer;
   /** Spans in the batch. */
   count = 0;
+
+  /** A batch encoding into `buffer` (its old content ignored), or into a new one. */
+  constructor(buffer?: Buffer) {
+    const buf = buffer !== undefined && buffer.length > ENVELOPE_ROOM ? buffer : Buffer.allocUnsafe(BATCH_START_BYTES);
+    this.writer = new Writer(buf, ENVELOPE_ROOM);
+  }
+
+  /** The buffer the batch encodes into (grown as needed); another batch may reuse it once this one's request is sent. */
+  get buffer(): Buffer {
+    return this.writer.buf;
+  }
 
   /** Encodes an ended span into the batch; a span that cannot be encoded leaves the batch as it was, and throws. */
   add(span: RecordingSpan): void {
@@ -404,23 +423,42 @@ export class SpanBatch {
     this.count++;
   }
 
-  /** The ExportTraceServiceRequest of the batch's spans, all under one resource and one instrumentation scope. */
+  /**
+   * The ExportTraceServiceRequest of the batch's spans, all under one resource and one instrumentation
+   * scope: a view of the batch's buffer, valid until the buffer is reused.
+   */
   request(identity: ExportIdentity): Buffer {
     const spans = this.writer;
-    const w = new Writer(256 + spans.pos);
-    const resourceSpans = w.open(1, 3);
-    const resource = w.open(1, 2);
-    writeAttributes(w, 1, identity.resource);
-    w.close(1, resource, 2);
-    const scopeSpans = w.open(2, 3);
-    const scope = w.open(1, 1);
-    w.string(1, identity.scopeName);
-    w.string(2, identity.scopeVersion);
-    w.close(1, scope, 1);
-    w.raw(spans.buf, spans.pos);
-    w.close(2, scopeSpans, 3);
-    w.close(1, resourceSpans, 3);
-    return w.finish();
+    const spansLength = spans.pos - ENVELOPE_ROOM;
+    const resource = new Writer(Buffer.allocUnsafe(256));
+    const resourceStart = resource.open(1, 2);
+    writeAttributes(resource, 1, identity.resource);
+    resource.close(1, resourceStart, 2);
+    const scope = new Writer(Buffer.allocUnsafe(128));
+    const scopeStart = scope.open(1, 1);
+    scope.string(1, identity.scopeName);
+    scope.string(2, identity.scopeVersion);
+    scope.close(1, scopeStart, 1);
+    const scopeSpansLength = scope.pos + spansLength;
+    // The ScopeSpans field's tag is one byte.
+    const resourceSpansLength = resource.pos + 1 + varintSize(scopeSpansLength) + scopeSpansLength;
+    const head = new Writer(Buffer.allocUnsafe(64 + resource.pos + scope.pos));
+    head.tag(1, WIRE_LDELIM);
+    head.varint(resourceSpansLength);
+    head.raw(resource.buf, resource.pos);
+    head.tag(2, WIRE_LDELIM);
+    head.varint(scopeSpansLength);
+    head.raw(scope.buf, scope.pos);
+    if (head.pos <= ENVELOPE_ROOM) {
+      const start = ENVELOPE_ROOM - head.pos;
+      head.buf.copy(spans.buf, start, 0, head.pos);
+      return spans.buf.subarray(start, spans.pos);
+    }
+    // Resource attributes too many for the room: the request is a copy.
+    const whole = Buffer.allocUnsafe(head.pos + spansLength);
+    head.buf.copy(whole, 0, 0, head.pos);
+    spans.buf.copy(whole, head.pos, ENVELOPE_ROOM, spans.pos);
+    return whole;
   }
 }
 

@@ -3,10 +3,13 @@
  * filling (SpanBatch), bounded in spans; batches leave from a timer or, once a full batch is waiting, on
  * the next turn of the event loop, never inside the request that ended the span. One export is in flight
  * at a time. A full queue drops the new span; a failed export loses its batch; both are counted, never
- * retried at a request's expense.
+ * retried at a request's expense. A batch encodes into the buffer of the last one the collector took.
  */
 import { SpanBatch } from "./otlp-protobuf.js";
 import type { RecordingSpan } from "./recording-tracer.js";
+
+/** The largest buffer kept for the next batch: one that spans with large content grew is let go. */
+const MAX_SPARE_BYTES = 1024 * 1024;
 
 /** Sends one encoded batch; rejects (with a reason the log can show) when the collector did not take it. */
 export type BatchSender = (batch: SpanBatch) => Promise<void>;
@@ -33,6 +36,8 @@ export class SpanExportQueue {
   private immediate: NodeJS.Immediate | undefined;
   private inFlight: Promise<void> | undefined;
   private closed = false;
+  /** The buffer of the last batch the collector took, which the next batch encodes into. */
+  private spare: Buffer | undefined;
 
   constructor(
     private readonly send: BatchSender,
@@ -49,7 +54,8 @@ export class SpanExportQueue {
     }
     let batch = this.batches.at(-1);
     if (batch === undefined || batch.count >= this.options.maxBatchSize) {
-      batch = new SpanBatch();
+      batch = new SpanBatch(this.spare);
+      this.spare = undefined;
       this.batches.push(batch);
     }
     try {
@@ -103,7 +109,10 @@ export class SpanExportQueue {
       sending = Promise.reject(err);
     }
     const done = sending.then(
-      () => undefined,
+      () => {
+        // Only a batch the collector took has been sent whole; a failed send may still hold its bytes.
+        if (batch.buffer.length <= MAX_SPARE_BYTES) this.spare = batch.buffer;
+      },
       (err: unknown) => this.lost(batch.count, err instanceof Error ? err.message : String(err)),
     );
     this.inFlight = done.then(() => {

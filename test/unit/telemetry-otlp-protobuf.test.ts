@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 import { ROOT_CONTEXT, SpanKind, SpanStatusCode, TraceFlags, trace, type HrTime, type Span } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
-import { encodeExportRequest, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
+import { encodeExportRequest, SpanBatch, type ExportIdentity } from "../../src/telemetry/otlp-protobuf.js";
 import { MAX_ATTRIBUTES, RecordingTracer, type RecordingSpan } from "../../src/telemetry/recording-tracer.js";
 import { decodeExport } from "../helpers/otlp-receiver.js";
 
@@ -116,6 +116,30 @@ describe("OTLP protobuf encoding", () => {
     const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
     assert.equal(decoded.length, 600);
     assert.deepEqual(decoded.map((s) => s.attributes["index"]), ended.map((_, i) => i));
+  });
+});
+
+describe("span batches", () => {
+  test("a batch encoding into a buffer another batch was sent from exports only its own spans", () => {
+    const { tracer, ended } = recorder();
+    for (let i = 0; i < 40; i++) tracer.startSpan(`first ${i}`, { attributes: { index: i } }, ROOT_CONTEXT).end();
+    const first = new SpanBatch();
+    for (const span of ended.splice(0)) first.add(span);
+    assert.equal(decodeExport(first.request(IDENTITY)).length, 40);
+    tracer.startSpan("second", { attributes: { index: 0 } }, ROOT_CONTEXT).end();
+    const second = new SpanBatch(first.buffer);
+    for (const span of ended) second.add(span);
+    assert.equal(second.buffer, first.buffer, "the buffer is reused, not replaced");
+    assert.deepEqual(decodeExport(second.request(IDENTITY)).map((s) => s.name), ["second"]);
+  });
+
+  test("exports whole when the resource's attributes outgrow the room kept for the envelope", () => {
+    const { tracer, ended } = recorder();
+    tracer.startSpan("s", {}, ROOT_CONTEXT).end();
+    const identity: ExportIdentity = { ...IDENTITY, resource: { ...IDENTITY.resource, "deployment.notes": "n".repeat(2000) } };
+    const [span] = decodeExport(encodeExportRequest(identity, ended));
+    assert.equal(span?.name, "s");
+    assert.equal(span?.serviceName, "gw-test");
   });
 });
 

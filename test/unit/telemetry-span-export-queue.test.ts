@@ -143,6 +143,44 @@ describe("the span export queue's encoding", () => {
   });
 });
 
+describe("the span export queue's buffers", () => {
+  /** A sender that records each batch's buffer and request, failing the exports `fails` names (by their order). */
+  function recordingSender(fails: ReadonlySet<number>): { send: BatchSender; buffers: Buffer[]; names: string[][] } {
+    const buffers: Buffer[] = [];
+    const names: string[][] = [];
+    const send: BatchSender = async (batch) => {
+      buffers.push(batch.buffer);
+      names.push(decodeExport(batch.request({ resource: { "service.name": "t" }, scopeName: "gw", scopeVersion: "0" })).map((span) => span.name));
+      if (fails.has(buffers.length)) throw new Error("the collector answered 503");
+    };
+    return { send, buffers, names };
+  }
+
+  /** Two batches of two spans exported one after the other, the first failing when `firstFails`. */
+  async function twoExports(firstFails: boolean): Promise<ReturnType<typeof recordingSender>> {
+    const sender = recordingSender(new Set(firstFails ? [1] : []));
+    const queue = new SpanExportQueue(sender.send, () => undefined, { maxQueueSize: 100, maxBatchSize: 2, delayMs: 60_000 });
+    spansOf(queue, 2);
+    await batchesReach({ batches: sender.buffers }, 1);
+    await turn();
+    spansOf(queue, 2);
+    await batchesReach({ batches: sender.buffers }, 2);
+    await queue.close(Date.now() + 1000);
+    return sender;
+  }
+
+  test("encodes the next batch into the buffer of the one the collector took", async () => {
+    const sender = await twoExports(false);
+    assert.equal(sender.buffers[1], sender.buffers[0]);
+    assert.deepEqual(sender.names, [["s0", "s1"], ["s0", "s1"]]);
+  });
+
+  test("never reuses the buffer of a failed export, which may still be on its way", async () => {
+    const sender = await twoExports(true);
+    assert.notEqual(sender.buffers[1], sender.buffers[0]);
+  });
+});
+
 describe("samplers", () => {
   // Trace ids' last 32 bits, spread over the whole range.
   const lows = Array.from({ length: 2000 }, (_, i) => (i * 2147483) >>> 0);
