@@ -43,7 +43,7 @@ import { createProviderEmbedder, type EmbeddingTarget } from "./inference/cache-
 import { ResponseCache, type ResponseCacheLimits } from "./inference/response-cache.js";
 import { UsageFlusher } from "./inference/usage-flusher.js";
 import { startSharedLimits, type SharedLimits } from "./inference/shared-limits.js";
-import { registerReflection } from "./server/reflection.js";
+import { reflectionRoutes } from "./server/reflection.js";
 import { AdminAuth, type AdminAuthConfig } from "./services/admin-auth.js";
 import { bearerRefusal, IdpTokens, jwtBearer } from "./services/sso/idp-tokens.js";
 import { SsoLogin } from "./services/sso/sso-login.js";
@@ -60,7 +60,7 @@ import { GuardrailSet } from "./guardrails/guardrail-set.js";
 import { VirtualServers } from "./mcp/relay/virtual-servers.js";
 import { virtualServersFromFile } from "./services/virtual-mcp-servers/virtual-server-file.js";
 import { loadVirtualServers } from "./services/virtual-mcp-servers/virtual-server-records.js";
-import { implementedServices, registerServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
+import { implementServices, serviceInterceptors, type ServiceDeps } from "./services/index.js";
 import { createCompatModelNames, createModelLookup } from "./services/model-service.js";
 import { PricingSync, type PricingSettings } from "./routing/pricing-sync.js";
 import { ensureVectorExtension, openStore, ResponseCacheTable, type Store } from "./store/index.js";
@@ -313,10 +313,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     nodeStates = publisher;
     publisher.start();
     const deps: ServiceDeps = { store, logger, settings, auth, runtime: mcpRuntime, inference: state, oauth2: oauth2Store, pricing, modelLists, cache, cluster, idp, ssoSession, ssoLogin, guardrails, virtualServers, ...(options.tracing ? { tracing: options.tracing } : {}) };
-    const services = implementedServices(deps);
+    const implemented = implementServices(deps);
+    const services = implemented.services;
+    const reflection = reflectionRoutes(services);
     const routes = (router: ConnectRouter) => {
-      registerServices(router, deps);
-      registerReflection(router, services);
+      implemented.register(router);
+      reflection(router);
     };
     const interceptors = serviceInterceptors(deps);
     const maxBodyBytes = options.client?.maxRequestBodyBytes ?? DEFAULT_MAX_BODY_BYTES;

@@ -3,6 +3,7 @@
  * server started), writes it to a temporary file and lints it with Redocly's recommended rules. Exits
  * with Redocly's status.
  */
+import type { DescService } from "@bufbuild/protobuf";
 import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -10,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { VERSION } from "./app.js";
 import { buildGatewayOpenApi } from "./server/openapi/gateway-document.js";
-import { implementedServices, type ServiceDeps } from "./services/index.js";
+import { implementServices, type ServiceDeps } from "./services/index.js";
 
 const REDOCLY = fileURLToPath(new URL("../node_modules/@redocly/cli/bin/cli.js", import.meta.url));
 
@@ -25,7 +26,7 @@ function unused<T extends object>(name: string): T {
 }
 
 /** The services the gateway registers, read back from a router exactly as the app does. */
-function servedServices(): ReturnType<typeof implementedServices> {
+function servedServices(): readonly DescService[] {
   const deps: ServiceDeps = {
     store: unused("store"),
     logger: unused("logger"),
@@ -40,7 +41,7 @@ function servedServices(): ReturnType<typeof implementedServices> {
     guardrails: unused("guardrails"),
     virtualServers: unused("virtualServers"),
   };
-  return implementedServices(deps);
+  return implementServices(deps).services;
 }
 
 async function main(): Promise<number> {

@@ -207,32 +207,33 @@ async function* serve<Req extends ReflectionRequest, Res>(
   for await (const request of requests) yield respond(request, answer(index, request, sent));
 }
 
-/** The two reflection services registerReflection adds to a router. */
+/** The two reflection services reflectionRoutes adds to a router. */
 export const REFLECTION_SERVICES: readonly DescService[] = [v1.ServerReflection, v1alpha.ServerReflection];
 
 /**
- * Registers grpc.reflection.v1 and v1alpha ServerReflection on `router`, describing `services` (plus the
- * two reflection services themselves) and every file they depend on.
+ * Registers grpc.reflection.v1 and v1alpha ServerReflection on a router, describing `services` (plus the
+ * two reflection services themselves) and every file they depend on. The index is built once, however many
+ * routers (the served one, the in-process transport's) are given the registration.
  */
-export function registerReflection(router: ConnectRouter, services: readonly DescService[]): void {
+export function reflectionRoutes(services: readonly DescService[]): (router: ConnectRouter) => void {
   const index = new DescriptorIndex([...services, ...REFLECTION_SERVICES]);
   // Reflection describes the API rather than being part of it: its vendored protos declare no
   // (gw.api.v1.access), which the API's interceptors refuse, and what it serves is public anyway.
   const outsideTheApi = { interceptors: [] };
-  router.service(v1.ServerReflection, {
-    serverReflectionInfo: (requests) =>
+  const v1Impl = {
+    serverReflectionInfo: (requests: AsyncIterable<v1.ServerReflectionRequest>) =>
       serve(index, requests, (request, messageResponse) =>
         create(v1.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse }),
       ),
-  }, outsideTheApi);
-  router.service(v1alpha.ServerReflection, {
-    serverReflectionInfo: (requests) =>
+  };
+  const v1alphaImpl = {
+    serverReflectionInfo: (requests: AsyncIterable<v1alpha.ServerReflectionRequest>) =>
       serve(index, requests, (request, messageResponse) =>
-        create(v1alpha.ServerReflectionResponseSchema, {
-          validHost: request.host,
-          originalRequest: request,
-          messageResponse,
-        }),
+        create(v1alpha.ServerReflectionResponseSchema, { validHost: request.host, originalRequest: request, messageResponse }),
       ),
-  }, outsideTheApi);
+  };
+  return (router) => {
+    router.service(v1.ServerReflection, v1Impl, outsideTheApi);
+    router.service(v1alpha.ServerReflection, v1alphaImpl, outsideTheApi);
+  };
 }

@@ -1,6 +1,6 @@
 /**
- * Registers every implemented service on a Connect router. What was registered is the list of implemented
- * services: server/ and reflection read it back from a router, never from a second list.
+ * The implemented services, built once and registered on every Connect router that serves them (the served
+ * router and the in-process transport's). server/ and reflection read the list of services from them.
  */
 import type { ResponseCache } from "../inference/response-cache.js";
 import type { IdpTokens } from "./sso/idp-tokens.js";
@@ -8,7 +8,7 @@ import type { SsoLogin } from "./sso/sso-login.js";
 import type { OtlpTracingOptions } from "../telemetry/otlp-tracing.js";
 import type { SsoCaller } from "./inference/caller.js";
 import type { DescService } from "@bufbuild/protobuf";
-import { createConnectRouter, type ConnectRouter, type Interceptor } from "@connectrpc/connect";
+import { createConnectRouter, type ConnectRouter, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import type { NodeRegistry } from "../cluster/node-registry.js";
 import type { McpRuntime } from "../mcp/runtime.js";
@@ -86,33 +86,48 @@ export interface ServiceDeps {
   virtualServers: VirtualServers;
 }
 
-/** Registers the implemented services. */
-export function registerServices(router: ConnectRouter, deps: ServiceDeps): void {
-  router.service(McpClientService, createMcpClientService(deps));
-  router.service(OauthService, createOauthService(deps));
-  router.service(SettingsService, createSettingsService(deps));
-  router.service(SessionService, createSessionService(deps.auth, () => deps.idp?.enabled === true, deps.ssoLogin));
-  router.service(McpToolService, createMcpToolService(deps));
-  router.service(CredentialService, createCredentialService(deps));
-  router.service(ProviderService, createProviderService(deps));
-  router.service(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) }));
-  router.service(ModelService, createModelService(deps));
-  router.service(PricingService, createPricingService(deps));
-  router.service(OAuth2SessionService, createOAuth2SessionService(deps));
-  router.service(ClusterService, createClusterService(deps));
-  router.service(GuardrailService, createGuardrailService(deps));
-  router.service(VirtualMcpServerService, createVirtualMcpServerService(deps));
+/** The implemented services, each built once, and how to register them on a router. */
+export interface ImplementedServices {
+  /** The services registered, in registration order. */
+  readonly services: readonly DescService[];
+  /** Registers the same implementation objects on `router`, however many routers are given them. */
+  register(router: ConnectRouter): void;
+}
+
+/** A service and its implementation, as a registration that keeps the implementation's type. */
+function bind<S extends DescService>(service: S, implementation: Partial<ServiceImpl<S>>): (router: ConnectRouter) => void {
+  return (router) => void router.service(service, implementation);
 }
 
 /**
- * The services registerServices registers, read back from a router it filled. Throws when one of their
- * methods declares no access, since the auth interceptor would refuse every call to it.
+ * Builds every implemented service once. What was registered is the list of services: it is read back from
+ * a router the registration filled, never kept as a second list. Throws when one of their methods declares no
+ * access, since the auth interceptor would refuse every call to it.
  */
-export function implementedServices(deps: ServiceDeps): DescService[] {
-  const router = createConnectRouter();
-  registerServices(router, deps);
-  assertAccessDeclared(router.handlers.map((h) => h.method));
-  return [...new Set(router.handlers.map((h) => h.service))];
+export function implementServices(deps: ServiceDeps): ImplementedServices {
+  const registrations = [
+    bind(McpClientService, createMcpClientService(deps)),
+    bind(OauthService, createOauthService(deps)),
+    bind(SettingsService, createSettingsService(deps)),
+    bind(SessionService, createSessionService(deps.auth, () => deps.idp?.enabled === true, deps.ssoLogin)),
+    bind(McpToolService, createMcpToolService(deps)),
+    bind(CredentialService, createCredentialService(deps)),
+    bind(ProviderService, createProviderService(deps)),
+    bind(GovernanceService, createGovernanceService({ ...deps, onVirtualKeyChanged: virtualKeyChangedHook(deps) })),
+    bind(ModelService, createModelService(deps)),
+    bind(PricingService, createPricingService(deps)),
+    bind(OAuth2SessionService, createOAuth2SessionService(deps)),
+    bind(ClusterService, createClusterService(deps)),
+    bind(GuardrailService, createGuardrailService(deps)),
+    bind(VirtualMcpServerService, createVirtualMcpServerService(deps)),
+  ];
+  const register = (router: ConnectRouter): void => {
+    for (const registration of registrations) registration(router);
+  };
+  const probe = createConnectRouter();
+  register(probe);
+  assertAccessDeclared(probe.handlers.map((h) => h.method));
+  return { services: [...new Set(probe.handlers.map((h) => h.service))], register };
 }
 
 /** The interceptors every call goes through, outermost first. */

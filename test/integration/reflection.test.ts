@@ -15,7 +15,7 @@ import {
   type ServerReflectionRequestSchema,
   type ServerReflectionResponse,
 } from "../../gen/grpc/reflection/v1/reflection_pb.js";
-import { registerReflection } from "../../src/server/reflection.js";
+import { reflectionRoutes } from "../../src/server/reflection.js";
 
 const run = promisify(execFile);
 const BUF = path.resolve(import.meta.dirname, "../../node_modules/.bin/buf");
@@ -25,7 +25,7 @@ const CONFIG = { client: { prometheusLabels: ["team"], initialPoolSize: 7 } };
 
 function routes(router: ConnectRouter): void {
   router.service(SettingsService, { getConfig: () => ({ config: CONFIG }) });
-  registerReflection(router, [SettingsService]);
+  reflectionRoutes([SettingsService])(router);
 }
 
 /** Runs one reflection stream in memory: sends all requests, collects all responses. */
