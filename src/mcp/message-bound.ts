@@ -1,9 +1,9 @@
 /**
- * The bound on one message an upstream MCP server sends over HTTP: a JSON answer's bytes, or one event's of
- * an event stream. Without it a server that answers without end fills the gateway's memory. The bound is
- * the SDK's own on a stdio line, so every transport refuses the same size. A request whose answer to its
- * own POST passes it gets a JSON-RPC error saying so, in the place its answer would have come, and the
- * server is not disconnected for it; a stream no one request owns (the session's GET, legacy SSE) fails.
+ * The bound on one message an upstream MCP server sends: a JSON answer's bytes, one event's of an event
+ * stream, one stdio line's (stdio-transport.ts). Without it a server that answers without end fills the
+ * gateway's memory. It is the SDK's own bound on a stdio line, so every transport refuses the same size. A
+ * request whose answer passes it gets a JSON-RPC error saying so, in the place its answer would have come, and
+ * the server is not disconnected for it; a stream no one request owns (the session's GET, legacy SSE) fails.
  */
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
@@ -90,6 +90,28 @@ export class EventBytes {
   private check(bytes: number): void {
     if (bytes > this.maxBytes) throw new OversizedMessageError(this.maxBytes);
   }
+}
+
+/** A JSON-RPC id as written: a number or a string. */
+const WRITTEN_ID = String.raw`(-?\d+|"(?:[^"\\]|\\.)*")`;
+/**
+ * The keys a message writes before its one large value, in either order SDKs write them
+ * (`{"jsonrpc":"2.0","id":7,"result":` or `{"result":`): which value it is, and the id when it came first.
+ */
+const LEADING_KEYS = new RegExp(String.raw`^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?(?:"id"\s*:\s*${WRITTEN_ID}\s*,\s*)?(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"(result|error|method|params)"\s*:`);
+/** A message's id written as its last member (`...,"jsonrpc":"2.0","id":7}`); a nested id would close two objects. */
+const TRAILING_ID = new RegExp(String.raw`"id"\s*:\s*${WRITTEN_ID}\s*\}\s*$`);
+
+/**
+ * The id of the request a message over the bound answered, read from its first and last bytes (the rest was
+ * never kept); undefined when those do not show an answer (a request or notification from the server, or
+ * members in an order no SDK writes).
+ */
+export function answeredIdOf(head: string, tail: string): string | number | undefined {
+  const leading = LEADING_KEYS.exec(head);
+  if (leading === null || (leading[2] !== "result" && leading[2] !== "error")) return undefined;
+  const written = leading[1] ?? TRAILING_ID.exec(tail)?.[1];
+  return written === undefined ? undefined : (JSON.parse(written) as string | number);
 }
 
 /** The error owed to `sent`, a request whose answer passed the bound; undefined for a notification or an answer. */

@@ -95,11 +95,6 @@ export function upstreamTimeout(what: string, timeoutMs: number, cause?: unknown
   });
 }
 
-/** Whether `err` is the SDK's stdio transport refusing a line longer than its buffer (it says so only in prose). */
-export function isStdioLineTooLong(err: Error): boolean {
-  return err.message.startsWith("ReadBuffer exceeded maximum size");
-}
-
 /** A generic upstream failure (code unavailable, type upstream_error). */
 export function upstreamError(message: string, cause?: unknown): GatewayError {
   return new GatewayError("unavailable", upstreamMessage(message), { type: "upstream_error", cause });

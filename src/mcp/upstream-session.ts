@@ -12,12 +12,12 @@ import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
 import { sseTransport } from "./http-transports.js";
-import { boundedAnswerFetch, MAX_UPSTREAM_MESSAGE_BYTES } from "./message-bound.js";
+import { boundedAnswerFetch, OversizedMessageError } from "./message-bound.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
 import { toolResultText } from "./tool-result.js";
-import { isStdioLineTooLong, upstreamError, upstreamMessage } from "./upstream-errors.js";
+import { upstreamError, upstreamMessage } from "./upstream-errors.js";
 import { untiedRequest } from "./relay/relay-errors.js";
 import { UpstreamHttpTransport } from "./relay/upstream-http-transport.js";
 
@@ -128,8 +128,6 @@ class McpUpstreamSession implements UpstreamSession {
   private readonly inFlight = new Set<Promise<unknown>>();
   /** Aborted to stop close() from waiting for calls in flight (factory shutdown). */
   private readonly cutDrain = new AbortController();
-  /** Why the transport is ending the connection, when it said so before it closed. */
-  private stopReason: string | undefined;
 
   constructor(
     private readonly transport: Transport,
@@ -146,13 +144,11 @@ class McpUpstreamSession implements UpstreamSession {
     }
     transport.onclose = () => {
       if (transport instanceof ChildProcessTransport) transport.markExited();
-      this.connectionEnded(new Error(this.stopReason ?? (transport instanceof ChildProcessTransport ? "the stdio process exited" : "the connection closed")));
+      this.connectionEnded(new Error(transport instanceof ChildProcessTransport ? "the stdio process exited" : "the connection closed"));
     };
     transport.onerror = (err) => {
-      // The SDK stops a stdio process whose line passes its buffer, reporting why only here.
-      if (transport instanceof ChildProcessTransport && isStdioLineTooLong(err)) {
-        this.stopReason = `the stdio process was stopped: it sent a message larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes, the most one message may take`;
-      }
+      // A stdio message over the bound that answered no pending request is dropped; the child goes on.
+      if (err instanceof OversizedMessageError) this.logger.warn({ upstream: this.label, err: err.message }, "upstream message dropped");
       // After open, an SseError can only come from the GET stream: it dropped, and the eventsource
       // package would silently reconnect to a new, uninitialized server session.
       if (err instanceof SseError && this.state === "open") this.connectionEnded(new Error(`the SSE stream dropped: ${err.message}`));

@@ -1,7 +1,8 @@
 /**
  * An upstream MCP server's answer larger than the bound on one message (10 MiB) fails that one call: over
- * streamable HTTP with an error naming the bound, through /v1/mcp/tool/execute and the relay alike, and the
- * server stays connected; over legacy SSE and stdio the gateway drops the connection and connects again.
+ * streamable HTTP and stdio with an error naming the bound, through /v1/mcp/tool/execute and the relay alike,
+ * and the server stays connected (a stdio child keeps running); over legacy SSE the gateway drops the
+ * connection and connects again.
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
@@ -40,41 +41,51 @@ function execute(name: string, args: Record<string, unknown>) {
   return api(app, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name, arguments: JSON.stringify(args) } });
 }
 
-describe("a streamable HTTP server's answer over the bound", () => {
-  test("fails the tool call with an error naming the bound", async () => {
-    const res = await execute("big-large", { bytes: OVER });
-    assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 500));
-    assert.match(res.body.content, new RegExp(`^Error: tool big-large failed: .*larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes`));
-  });
+for (const [client, transport] of [["big", "streamable HTTP"], ["bigstdio", "stdio"]] as const) {
+  describe(`a ${transport} server's answer over the bound`, () => {
+    test("fails the tool call with an error naming the bound", async () => {
+      const res = await execute(`${client}-large`, { bytes: OVER });
+      assert.equal(res.status, 200, JSON.stringify(res.body).slice(0, 500));
+      assert.match(res.body.content, new RegExp(`^Error: tool ${client}-large failed: .*larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes`));
+    });
 
-  test("leaves the server connected: the next calls answer", async () => {
-    await execute("big-large", { bytes: OVER });
-    const echo = await execute("big-echo", { text: "still here" });
-    assert.equal(echo.body.content, "still here");
-    const small = await execute("big-large", { bytes: 1000 });
-    assert.equal(small.body.content, "x".repeat(1000));
-    const clients = (await api(app, "GET", "/api/mcp/clients")).body.clients as { name: string; state: string }[];
-    assert.equal(clients.find((c) => c.name === "big")?.state, "healthy");
-  });
+    test("leaves the server connected: the next calls answer", async () => {
+      await execute(`${client}-large`, { bytes: OVER });
+      const echo = await execute(`${client}-echo`, { text: "still here" });
+      assert.equal(echo.body.content, "still here");
+      const small = await execute(`${client}-large`, { bytes: 1000 });
+      assert.equal(small.body.content, "x".repeat(1000));
+      const clients = (await api(app, "GET", "/api/mcp/clients")).body.clients as { name: string; state: string }[];
+      assert.equal(clients.find((c) => c.name === client)?.state, "healthy");
+    });
 
-  test("fails the relayed tools/call with an internal error naming the bound, and the session goes on", async () => {
-    const relay = await connectRelay(app, "big");
-    try {
-      await assert.rejects(relay.callTool({ name: "large", arguments: { bytes: OVER } }), (err: unknown) => {
-        assert.ok(err instanceof McpError, String(err));
-        assert.equal(err.code, -32603);
-        assert.match(err.message, new RegExp(`answer to tools/call is larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes`));
-        return true;
-      });
-      assert.equal(textOf(await relay.callTool({ name: "echo", arguments: { text: "on" } })), "on");
-    } finally {
-      await closeRelay(relay);
-    }
+    test("fails the relayed tools/call with an internal error naming the bound, and the session goes on", async () => {
+      const relay = await connectRelay(app, client);
+      try {
+        await assert.rejects(relay.callTool({ name: "large", arguments: { bytes: OVER } }), (err: unknown) => {
+          assert.ok(err instanceof McpError, String(err));
+          assert.equal(err.code, -32603);
+          assert.match(err.message, new RegExp(`answer to tools/call is larger than ${MAX_UPSTREAM_MESSAGE_BYTES} bytes`));
+          return true;
+        });
+        assert.equal(textOf(await relay.callTool({ name: "echo", arguments: { text: "on" } })), "on");
+      } finally {
+        await closeRelay(relay);
+      }
+    });
   });
+}
+
+test("keeps a stdio child running past its answer over the bound", async () => {
+  const before = await execute("bigstdio-pid", {});
+  await execute("bigstdio-large", { bytes: OVER });
+  const after = await execute("bigstdio-pid", {});
+  assert.match(before.body.content, /^\d+$/);
+  assert.equal(after.body.content, before.body.content);
 });
 
-// Legacy SSE carries every answer on one stream, and stdio on one pipe, which cannot go on past a message not read whole.
-for (const [client, transport] of [["bigsse", "legacy SSE"], ["bigstdio", "stdio"]] as const) {
+// Legacy SSE carries every answer on one stream, which cannot go on past an event not read whole.
+for (const [client, transport] of [["bigsse", "legacy SSE"]] as const) {
   describe(`a ${transport} server's answer over the bound`, () => {
     test("fails the tool call with an error naming the bound, and the gateway connects to the server again", async () => {
       const res = await execute(`${client}-large`, { bytes: OVER });

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { boundedAnswerFetch, EventBytes, OversizedMessageError, oversizedAnswer } from "../../src/mcp/message-bound.js";
+import { answeredIdOf, boundedAnswerFetch, EventBytes, OversizedMessageError, oversizedAnswer } from "../../src/mcp/message-bound.js";
 
 const chunk = (text: string): Uint8Array => new TextEncoder().encode(text);
 
@@ -92,5 +92,23 @@ describe("oversizedAnswer", () => {
 
   test("owes nothing to a notification", () => {
     assert.equal(oversizedAnswer({ jsonrpc: "2.0", method: "notifications/initialized" }), undefined);
+  });
+});
+
+describe("answeredIdOf", () => {
+  test("reads the id a message ends with, after its result (the TypeScript SDK's order)", () => {
+    assert.equal(answeredIdOf('{"result":{"content":[{"type":"text","text":"aaa', 'aaa"}]},"jsonrpc":"2.0","id":5}'), 5);
+  });
+
+  test("reads the id a message starts with, before its result (the Python SDK's order)", () => {
+    assert.equal(answeredIdOf('{"jsonrpc":"2.0","id":"req-\\"1","result":{"content":[', "]}}"), 'req-"1');
+  });
+
+  test("reads no id from a request or notification of the server's", () => {
+    assert.equal(answeredIdOf('{"method":"sampling/createMessage","params":{"messages":[', ']},"jsonrpc":"2.0","id":0}'), undefined);
+  });
+
+  test("does not take an id nested in the result for the message's own", () => {
+    assert.equal(answeredIdOf('{"result":{"structuredContent":{"rows":[', ']},"id":9}}'), undefined);
   });
 });
