@@ -53,7 +53,10 @@
  *    started beside it, as in 6 (the same POST, closed loop; what turns a feature on in a request, such as its
  *    headers, is sent to the feature's side only), and both are stopped before the next pair starts, so at most two
  *    gateways are up. The pair is of one age: a gateway kept up for the whole phase went on getting cheaper per
- *    request for minutes, so every feature started after it looked dearer than it was. The first feature, `none`,
+ *    request for minutes, so every feature started after it looked dearer than it was. Each feature is measured
+ *    as two such pairs, each taking half the slices, the second started and led the other way round: two
+ *    processes of one build can differ by several percent in CPU per request for their whole lives, so two pairs
+ *    halve what one process's luck weighs, and no side always starts or leads. The first feature, `none`,
  *    configures nothing: its figures are the measure's own spread, to read the others against. It prints
  *    `feature <name>: throughput <x>% of all-off, CPU per request <y>x`, or why a feature was not measured: a
  *    gateway that does not start with its configuration, or a feature that, configured, lets through a request
@@ -401,7 +404,7 @@ interface Turn {
  * machine that speeds up or slows down during the measurement weighs on both alike, where measuring one
  * after the other charges the drift to whichever came second. 2 x SECONDS slices in all.
  */
-async function interleavedThroughput(a: Turn, b: Turn, errors: Errors): Promise<{ a: Figures; b: Figures }> {
+async function interleavedThroughput(a: Turn, b: Turn, errors: Errors, slices = 2 * SECONDS): Promise<{ a: Figures; b: Figures }> {
   const targets = [a, b].map((target) => ({ ...target, shape: target.shape ?? PLAIN, pool: new Pool(target.url, { connections: CONNECTIONS, pipelining: 1 }), requests: 0, ms: 0, cpuMs: 0 }));
   try {
     for (const target of targets) {
@@ -409,7 +412,7 @@ async function interleavedThroughput(a: Turn, b: Turn, errors: Errors): Promise<
       if (target.shape.cache !== undefined) await chat(target.pool, new Errors(), { headers: target.shape.headers });
       await closedLoop(target.pool, performance.now() + WARMUP_MS, errors, target.shape);
     }
-    for (let slice = 0; slice < 2 * SECONDS; slice++) {
+    for (let slice = 0; slice < slices; slice++) {
       const target = targets[slice % 4 === 0 || slice % 4 === 3 ? 0 : 1];
       if (target === undefined) continue;
       const cpuBefore = cpuMs(target.pid);
@@ -434,10 +437,13 @@ interface TurnsResult {
   errorSamples: string[];
 }
 
-/** Runs interleavedThroughput as phase `selected` (announced as `label`, `what`); null when that phase is not picked. */
-async function inTurns(label: string, selected: Phase, what: string, a: Turn, b: Turn): Promise<TurnsResult | null> {
+/**
+ * Runs interleavedThroughput over `slices` one-second slices as phase `selected` (announced as `label`, `what`);
+ * null when that phase is not picked.
+ */
+async function inTurns(label: string, selected: Phase, what: string, a: Turn, b: Turn, slices = 2 * SECONDS): Promise<TurnsResult | null> {
   const errors = new Errors();
-  const run = await phase(label, selected, `${what} in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${2 * SECONDS} s)`, () => interleavedThroughput(a, b, errors), null);
+  const run = await phase(label, selected, `${what} in 1 s slices (${WARMUP_MS / 1000} s warm-up each + ${slices} s)`, () => interleavedThroughput(a, b, errors, slices), null);
   return run === null ? null : { ...run, errors: errors.count, errorSamples: [...errors.samples] };
 }
 
@@ -947,8 +953,11 @@ async function passesThrough(url: string, body: string): Promise<boolean> {
   }
 }
 
-/** The all-off gateway and the gateway with `feature` on take turns. */
-async function measureFeature(feature: Feature, allOff: Child, child: Child): Promise<FeatureOutcome> {
+/**
+ * The all-off gateway and the gateway with `feature` on take turns, over `slices` one-second slices; the side
+ * that `allOffLeads` names warms up first and takes the first slice.
+ */
+async function measureFeature(feature: Feature, allOff: Child, child: Child, slices: number, allOffLeads: boolean): Promise<FeatureOutcome> {
   const { name, description } = feature;
   if (feature.refused !== undefined && (await passesThrough(child.url, feature.refused))) {
     return { name, description, notMeasured: "configured, but not applied to /v1/chat/completions yet: a request it should refuse was answered by the upstream" };
@@ -958,21 +967,20 @@ async function measureFeature(feature: Feature, allOff: Child, child: Child): Pr
   let next = 0;
   const headers = headerSets === undefined ? HEADERS : () => headerSets[next++ % headerSets.length] ?? HEADERS;
   const body = feature.body === undefined ? {} : { body: feature.body };
-  const run = await inTurns(
-    `all-off, ${child.name}`,
-    "features",
-    "taking turns",
-    { url: allOff.url, pid: allOff.process.pid, shape: { headers: HEADERS, ...body } },
-    { url: child.url, pid: child.process.pid, shape: { headers, ...body, ...(feature.cache === undefined ? {} : { cache: feature.cache }) } },
-  );
+  const offTurn: Turn = { url: allOff.url, pid: allOff.process.pid, shape: { headers: HEADERS, ...body } };
+  const onTurn: Turn = { url: child.url, pid: child.process.pid, shape: { headers, ...body, ...(feature.cache === undefined ? {} : { cache: feature.cache }) } };
+  const run = allOffLeads
+    ? await inTurns(`all-off, ${child.name}`, "features", "taking turns", offTurn, onTurn, slices)
+    : await inTurns(`${child.name}, all-off`, "features", "taking turns", onTurn, offTurn, slices);
   if (run === null) throw new Error("the features phase is not selected");
+  const [off, on] = allOffLeads ? [run.a, run.b] : [run.b, run.a];
   return {
     name,
     description,
-    allOff: run.a,
-    feature: run.b,
-    throughputRatio: run.b.rps / run.a.rps,
-    cpuRatio: run.b.cpuUsPerRequest / run.a.cpuUsPerRequest,
+    allOff: off,
+    feature: on,
+    throughputRatio: on.rps / off.rps,
+    cpuRatio: on.cpuUsPerRequest / off.cpuUsPerRequest,
     peakRssMiB: null,
     allOffPeakRssMiB: null,
     errors: run.errors,
@@ -980,47 +988,95 @@ async function measureFeature(feature: Feature, allOff: Child, child: Child): Pr
   };
 }
 
+/** Two measures' figures of one target as one: their requests, time and CPU added up. */
+function addFigures(x: Figures, y: Figures): Figures {
+  const requests = x.requests + y.requests;
+  const ms = (x.requests * 1000) / x.rps + (y.requests * 1000) / y.rps;
+  return { rps: (requests * 1000) / ms, requests, cpuUsPerRequest: (x.cpuUsPerRequest * x.requests + y.cpuUsPerRequest * y.requests) / requests };
+}
+
+/** A feature's two pairs (one started in each order) as one outcome; a pair not measured makes the feature not measured. */
+function bothOrders(first: FeatureOutcome, second: FeatureOutcome): FeatureOutcome {
+  if ("notMeasured" in first) return first;
+  if ("notMeasured" in second) return second;
+  const allOff = addFigures(first.allOff, second.allOff);
+  const feature = addFigures(first.feature, second.feature);
+  const peak = (x: number | null, y: number | null): number | null => (x === null ? y : y === null ? x : Math.max(x, y));
+  return {
+    ...first,
+    allOff,
+    feature,
+    throughputRatio: feature.rps / allOff.rps,
+    cpuRatio: feature.cpuUsPerRequest / allOff.cpuUsPerRequest,
+    peakRssMiB: peak(first.peakRssMiB, second.peakRssMiB),
+    allOffPeakRssMiB: peak(first.allOffPeakRssMiB, second.allOffPeakRssMiB),
+    errors: first.errors + second.errors,
+    errorSamples: [...first.errorSamples, ...second.errorSamples],
+  };
+}
+
 /**
  * Per feature, starts an all-off gateway and one with the feature on, lets them take turns and stops both before
- * the next pair starts, so no more than two gateways are up at once.
+ * the next pair starts, so no more than two gateways are up at once; then does the same with the two started in
+ * the other order. Each pair takes half the slices, the side started first leading.
  */
 async function measureFeatures(gatewayEnv: Record<string, string>, collectorUrl: string): Promise<FeaturesRun> {
   const start = (name: string, feature: Feature | null): Promise<Child> =>
     startGateway(name, gatewayEnv, { appOptions: {}, config: { ...ALL_OFF_CONFIG, ...feature?.config }, virtualKey: feature?.virtualKey });
   const outcomes: FeatureOutcome[] = [];
   for (const feature of features(collectorUrl).filter((candidate) => SELECTED_FEATURES.has(candidate.name))) {
-    process.stderr.write(`features: starting an all-off gateway and one with ${feature.name}...\n`);
-    const allOff = await start("all-off", null);
-    try {
-      let child: Child;
-      try {
-        child = await start(`feature-${feature.name}`, feature);
-      } catch (err) {
-        outcomes.push({ name: feature.name, description: feature.description, notMeasured: `not configurable yet (${err instanceof Error ? err.message : String(err)})` });
+    const pairs: FeatureOutcome[] = [];
+    for (const allOffFirst of [true, false]) {
+      process.stderr.write(`features: starting an all-off gateway and one with ${feature.name}, ${allOffFirst ? "all-off" : feature.name} first...\n`);
+      const pair = await measurePair(feature, allOffFirst, start);
+      if (!("notMeasured" in pair)) process.stderr.write(`features: ${feature.name}, ${allOffFirst ? "all-off" : feature.name} first: throughput ${pct(pair.throughputRatio)} of all-off, CPU per request ${fmt(pair.cpuRatio)}x\n`);
+      pairs.push(pair);
+    }
+    const [first, second] = pairs as [FeatureOutcome, FeatureOutcome];
+    outcomes.push(bothOrders(first, second));
+  }
+  return { allOff: { description: ALL_OFF }, features: outcomes };
+}
+
+/**
+ * Starts an all-off gateway and one with `feature`, in the order given, measures them in turns over SECONDS
+ * slices (the one started first leading them), and stops both.
+ */
+async function measurePair(feature: Feature, allOffFirst: boolean, start: (name: string, feature: Feature | null) => Promise<Child>): Promise<FeatureOutcome> {
+  const started: Child[] = [];
+  try {
+    let allOff: Child | undefined;
+    let child: Child | undefined;
+    for (const side of allOffFirst ? ["all-off", "feature"] : ["feature", "all-off"]) {
+      if (side === "all-off") {
+        allOff = await start("all-off", null);
+        started.push(allOff);
         continue;
       }
       try {
-        const outcome = await measureFeature(feature, allOff, child);
-        // Read before they stop: what a gateway holds while closing is no part of serving.
-        if ("peakRssMiB" in outcome) {
-          outcome.peakRssMiB = peaks.peakOf(child.process.pid);
-          outcome.allOffPeakRssMiB = peaks.peakOf(allOff.process.pid);
-        }
-        outcomes.push(outcome);
-      } finally {
-        await stopChild(child.process);
+        child = await start(`feature-${feature.name}`, feature);
+        started.push(child);
+      } catch (err) {
+        return { name: feature.name, description: feature.description, notMeasured: `not configurable yet (${err instanceof Error ? err.message : String(err)})` };
       }
-    } finally {
-      await stopChild(allOff.process);
     }
+    if (allOff === undefined || child === undefined) throw new Error("both gateways of a pair start before it is measured");
+    const outcome = await measureFeature(feature, allOff, child, SECONDS, allOffFirst);
+    // Read before they stop: what a gateway holds while closing is no part of serving.
+    if ("peakRssMiB" in outcome) {
+      outcome.peakRssMiB = peaks.peakOf(child.process.pid);
+      outcome.allOffPeakRssMiB = peaks.peakOf(allOff.process.pid);
+    }
+    return outcome;
+  } finally {
+    for (const child of started.reverse()) await stopChild(child.process);
   }
-  return { allOff: { description: ALL_OFF }, features: outcomes };
 }
 
 /** Prints one line per feature; answers the phase's error count. */
 function reportFeatures(run: FeaturesRun, loadAtStart: number | null): number {
   if (loadAtStart !== null) console.log(`\nnode ${process.version}, ${CONNECTIONS} connections closed loop; ${conditions(loadAtStart)}`);
-  console.log(`\nfeatures, each alone against an all-off gateway of its own age (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature):`);
+  console.log(`\nfeatures, each alone against an all-off gateway of its own age (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature, half with each of the pair started first):`);
   let errors = 0;
   const samples: string[] = [];
   for (const outcome of run.features) {
