@@ -57,12 +57,9 @@ export class ChildProcessTransport implements Transport {
   constructor(
     private readonly spec: ChildSpec,
     private readonly logger: Logger,
-    maxMessageBytes = MAX_UPSTREAM_MESSAGE_BYTES,
+    private readonly maxMessageBytes = MAX_UPSTREAM_MESSAGE_BYTES,
   ) {
-    this.lines = new LineReader(maxMessageBytes, {
-      line: (text) => this.receive(text),
-      oversized: (head, tail) => this.oversized(head, tail, maxMessageBytes),
-    });
+    this.lines = new LineReader(maxMessageBytes, { line: (text) => this.receive(text), oversized: (head, tail) => this.oversized(head, tail) });
   }
 
   /** Spawns the child; resolves once it runs, rejects when it cannot be spawned. */
@@ -148,16 +145,16 @@ export class ChildProcessTransport implements Transport {
   }
 
   /** A line over the bound: the request it answered gets an error in its place; anything else is reported and dropped. */
-  private oversized(head: string, tail: string, maxBytes: number): void {
+  private oversized(head: string, tail: string): void {
     const id = answeredIdOf(head, tail);
     const method = id === undefined ? undefined : this.pending.get(id);
     if (id !== undefined && method !== undefined) {
       this.pending.delete(id);
-      const answer = oversizedAnswer({ jsonrpc: "2.0", id, method }, maxBytes);
+      const answer = oversizedAnswer({ jsonrpc: "2.0", id, method }, this.maxMessageBytes);
       if (answer !== undefined) this.onmessage?.(answer);
       return;
     }
-    this.onerror?.(new OversizedMessageError(maxBytes));
+    this.onerror?.(new OversizedMessageError(this.maxMessageBytes));
   }
 
   private readStderr(chunk: Buffer): void {

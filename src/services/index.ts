@@ -8,7 +8,7 @@ import type { SsoLogin } from "./sso/sso-login.js";
 import type { OtlpTracingOptions } from "../telemetry/otlp-tracing.js";
 import type { SsoCaller } from "./inference/caller.js";
 import type { DescService } from "@bufbuild/protobuf";
-import { createConnectRouter, type ConnectRouter, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
+import type { ConnectRouter, Interceptor, ServiceImpl } from "@connectrpc/connect";
 import type { RuntimeSettings } from "../config/runtime-settings.js";
 import type { NodeRegistry } from "../cluster/node-registry.js";
 import type { McpRuntime } from "../mcp/runtime.js";
@@ -94,15 +94,21 @@ export interface ImplementedServices {
   register(router: ConnectRouter): void;
 }
 
+/** One service and its implementation, built once. */
+interface Registration {
+  service: DescService;
+  register(router: ConnectRouter): void;
+}
+
 /** A service and its implementation, as a registration that keeps the implementation's type. */
-function bind<S extends DescService>(service: S, implementation: Partial<ServiceImpl<S>>): (router: ConnectRouter) => void {
-  return (router) => void router.service(service, implementation);
+function bind<S extends DescService>(service: S, implementation: Partial<ServiceImpl<S>>): Registration {
+  return { service, register: (router) => void router.service(service, implementation) };
 }
 
 /**
- * Builds every implemented service once. What was registered is the list of services: it is read back from
- * a router the registration filled, never kept as a second list. Throws when one of their methods declares no
- * access, since the auth interceptor would refuse every call to it.
+ * Builds every implemented service once; the list of services is the registrations' own, never kept as a second
+ * list. Throws when one of their methods declares no access, since the auth interceptor would refuse every call
+ * to it (a router serves every method of a service it is given, implemented or not).
  */
 export function implementServices(deps: ServiceDeps): ImplementedServices {
   const registrations = [
@@ -121,13 +127,14 @@ export function implementServices(deps: ServiceDeps): ImplementedServices {
     bind(GuardrailService, createGuardrailService(deps)),
     bind(VirtualMcpServerService, createVirtualMcpServerService(deps)),
   ];
-  const register = (router: ConnectRouter): void => {
-    for (const registration of registrations) registration(router);
+  const services = registrations.map((registration) => registration.service);
+  assertAccessDeclared(services.flatMap((service) => service.methods));
+  return {
+    services,
+    register: (router) => {
+      for (const registration of registrations) registration.register(router);
+    },
   };
-  const probe = createConnectRouter();
-  register(probe);
-  assertAccessDeclared(probe.handlers.map((h) => h.method));
-  return { services: [...new Set(probe.handlers.map((h) => h.service))], register };
 }
 
 /** The interceptors every call goes through, outermost first. */

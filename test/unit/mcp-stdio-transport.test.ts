@@ -13,13 +13,15 @@ const BOUND = 200;
 /**
  * A child that answers every request line with its result written first (as the TypeScript SDK orders an
  * answer's members): twice the bound in letters for the method "big", else a small one. To the notification
- * "notify-big" it sends a notification over the bound; other notifications it ignores.
+ * "notify-big" it sends a notification over the bound; other notifications it ignores. Before answering the
+ * method "noisy" it writes a line that is not JSON.
  */
 const ANSWERING = `
 const readline = require("node:readline");
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
   const request = JSON.parse(line);
   if (request.id === undefined && request.method !== "notify-big") return;
+  if (request.method === "noisy") process.stdout.write("starting up, not a message\\n");
   if (request.method === "notify-big") {
     process.stdout.write(JSON.stringify({ method: "notifications/message", params: { data: "n".repeat(${BOUND * 2}) }, jsonrpc: "2.0" }) + "\\n");
     return;
@@ -101,6 +103,18 @@ describe("the stdio transport's bound on one message", () => {
       await transport.close();
     }
   });
+});
+
+test("reports a line that is not a JSON-RPC message and reads the next", async () => {
+  const { transport, messages, errors } = await connected();
+  try {
+    await transport.send({ jsonrpc: "2.0", id: 8, method: "noisy" });
+    await received(messages, 1);
+    assert.deepEqual(messages[0], { result: { text: "ok" }, jsonrpc: "2.0", id: 8 });
+    assert.equal(errors.length, 1);
+  } finally {
+    await transport.close();
+  }
 });
 
 test("reports the child's exit through onclose and keeps its pid", async () => {
