@@ -3,7 +3,8 @@
  * stream, one stdio line's (stdio-transport.ts). Without it a server that answers without end fills the
  * gateway's memory. It is the SDK's own bound on a stdio line, so every transport refuses the same size. A
  * request whose answer passes it gets a JSON-RPC error saying so, in the place its answer would have come, and
- * the server is not disconnected for it; a stream no one request owns (the session's GET, legacy SSE) fails.
+ * the server is not disconnected for it; a stream no one request owns (a streamable HTTP session's GET) fails,
+ * while legacy SSE, whose one stream carries every answer, skips the event (event-gate.ts).
  */
 import type { FetchLike } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { STDIO_DEFAULT_MAX_BUFFER_SIZE } from "@modelcontextprotocol/sdk/shared/stdio.js";
@@ -26,7 +27,7 @@ const LF = 10;
 const CR = 13;
 
 /** Whether bytes `a` then `b` end an event: a line end followed by an empty line (LF LF, CR CR, or LF CR). */
-function endsEvent(a: number, b: number): boolean {
+export function endsEvent(a: number, b: number): boolean {
   return (a === LF && (b === LF || b === CR)) || (a === CR && b === CR);
 }
 
@@ -39,7 +40,7 @@ function bytesOf(chunk: Uint8Array): Buffer {
 const EVENT_ENDS = ["\n\n", "\r\r", "\n\r"] as const;
 
 /** Where the first event ending in `bytes` at or after `from` ends (the index after it); -1 for none. */
-function nextEventEnd(bytes: Buffer, from: number): number {
+export function nextEventEnd(bytes: Buffer, from: number): number {
   let first = -1;
   for (const pair of EVENT_ENDS) {
     const at = bytes.indexOf(pair, from);
@@ -125,35 +126,31 @@ export function oversizedAnswer(sent: JSONRPCMessage, maxBytes = MAX_UPSTREAM_ME
 }
 
 /**
- * Wraps `base` so that no answer body passes the bound: an event stream's events are counted one by one, any
- * other body whole. Past the bound the body fails with OversizedMessageError and the rest is not read. (The
- * legacy SSE transport it serves reads messages only from its GET stream, which no one request owns.)
+ * Wraps `base` so that no answer body passes the bound: past it the body fails with OversizedMessageError
+ * and the rest is not read. It serves the legacy SSE transport's POSTs, whose answers carry no message;
+ * its GET stream is bounded event by event (event-gate.ts).
  */
 export function boundedAnswerFetch(base: FetchLike, maxBytes = MAX_UPSTREAM_MESSAGE_BYTES): FetchLike {
   return async (url, init) => {
     const response = await base(url, init);
     if (response.body === null) return response;
-    let count: (chunk: Uint8Array) => void;
-    if ((response.headers.get("content-type") ?? "").startsWith("text/event-stream")) {
-      const counter = new EventBytes(maxBytes);
-      count = (chunk) => void counter.add(chunk);
-    } else {
-      let bytes = 0;
-      count = (chunk) => {
-        bytes += chunk.length;
-        if (bytes > maxBytes) throw new OversizedMessageError(maxBytes);
-      };
-    }
+    let bytes = 0;
     const bounded = response.body.pipeThrough(
       new TransformStream<Uint8Array, Uint8Array>({
         transform(chunk, controller) {
-          count(chunk);
+          bytes += chunk.length;
+          if (bytes > maxBytes) throw new OversizedMessageError(maxBytes);
           controller.enqueue(chunk);
         },
       }),
     );
-    const wrapped = new Response(bounded, { status: response.status, statusText: response.statusText, headers: response.headers });
-    Object.defineProperty(wrapped, "url", { value: response.url });
-    return wrapped;
+    return withBody(response, bounded);
   };
+}
+
+/** `response` with `body` in place of its own (its status, headers and URL kept). */
+export function withBody(response: Response, body: ReadableStream<Uint8Array>): Response {
+  const wrapped = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  Object.defineProperty(wrapped, "url", { value: response.url });
+  return wrapped;
 }

@@ -13,7 +13,8 @@ import { deserializeMessage, serializeMessage } from "@modelcontextprotocol/sdk/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
-import { answeredIdOf, MAX_UPSTREAM_MESSAGE_BYTES, OversizedMessageError, oversizedAnswer } from "./message-bound.js";
+import { MAX_UPSTREAM_MESSAGE_BYTES, OversizedMessageError } from "./message-bound.js";
+import { PendingRequests } from "./pending-requests.js";
 import { LineReader } from "./stdio-lines.js";
 
 /** Most stderr bytes logged per child; the rest is drained unlogged. */
@@ -32,8 +33,6 @@ export interface ChildSpec {
 
 /** How long close waits for the child after ending its stdin, and again after SIGTERM. */
 const CLOSE_STEP_MS = 2000;
-/** Requests awaiting an answer that are remembered at most; the oldest are forgotten first. */
-const MAX_PENDING = 4096;
 
 /** A stdio client transport that remembers its child, logs its stderr and bounds each message. */
 export class ChildProcessTransport implements Transport {
@@ -43,8 +42,8 @@ export class ChildProcessTransport implements Transport {
   /** The child's pid once spawned; kept after exit. */
   childPid: number | undefined;
   private child: ChildProcess | undefined;
-  /** The method of every request sent and not yet answered, by id: what an answer over the bound is owed. */
-  private readonly pending = new Map<string | number, string>();
+  /** The requests sent and not yet answered: what an answer over the bound is owed. */
+  private readonly pending = new PendingRequests();
   private readonly lines: LineReader;
   /** The last non-empty stderr lines, oldest first. */
   private readonly lastStderrLines: string[] = [];
@@ -92,7 +91,7 @@ export class ChildProcessTransport implements Transport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.child?.stdin;
     if (stdin === undefined || stdin === null) return Promise.reject(new Error("Not connected"));
-    this.track(message);
+    this.pending.sent(message);
     return new Promise((resolve) => {
       if (stdin.write(serializeMessage(message))) resolve();
       else stdin.once("drain", resolve);
@@ -120,17 +119,6 @@ export class ChildProcessTransport implements Transport {
     }
   }
 
-  /** Remembers a request until its answer, and forgets one its answer was sent for or that was cancelled. */
-  private track(message: JSONRPCMessage): void {
-    if ("method" in message && "id" in message) {
-      this.pending.set(message.id, message.method);
-      if (this.pending.size > MAX_PENDING) this.pending.delete(this.pending.keys().next().value as string | number);
-    } else if ("method" in message && message.method === "notifications/cancelled") {
-      const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof id === "string" || typeof id === "number") this.pending.delete(id);
-    }
-  }
-
   /** One line from the child: a message, or an error for a line that is not one (the connection goes on). */
   private receive(text: string): void {
     let message: JSONRPCMessage;
@@ -140,21 +128,15 @@ export class ChildProcessTransport implements Transport {
       this.onerror?.(err instanceof Error ? err : new Error(String(err)));
       return;
     }
-    if (!("method" in message) && "id" in message && message.id !== undefined) this.pending.delete(message.id);
+    this.pending.received(message);
     this.onmessage?.(message);
   }
 
   /** A line over the bound: the request it answered gets an error in its place; anything else is reported and dropped. */
   private oversized(head: string, tail: string): void {
-    const id = answeredIdOf(head, tail);
-    const method = id === undefined ? undefined : this.pending.get(id);
-    if (id !== undefined && method !== undefined) {
-      this.pending.delete(id);
-      const answer = oversizedAnswer({ jsonrpc: "2.0", id, method }, this.maxMessageBytes);
-      if (answer !== undefined) this.onmessage?.(answer);
-      return;
-    }
-    this.onerror?.(new OversizedMessageError(this.maxMessageBytes));
+    const answer = this.pending.owedFor(head, tail, this.maxMessageBytes);
+    if (answer !== undefined) this.onmessage?.(answer);
+    else this.onerror?.(new OversizedMessageError(this.maxMessageBytes));
   }
 
   private readStderr(chunk: Buffer): void {

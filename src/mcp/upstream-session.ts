@@ -11,8 +11,8 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
-import { sseTransport } from "./http-transports.js";
-import { boundedAnswerFetch, OversizedMessageError } from "./message-bound.js";
+import { LegacySseTransport } from "./http-transports.js";
+import { OversizedMessageError } from "./message-bound.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
 import { ChildProcessTransport } from "./stdio-transport.js";
@@ -147,7 +147,7 @@ class McpUpstreamSession implements UpstreamSession {
       this.connectionEnded(new Error(transport instanceof ChildProcessTransport ? "the stdio process exited" : "the connection closed"));
     };
     transport.onerror = (err) => {
-      // A stdio message over the bound that answered no pending request is dropped; the child goes on.
+      // A stdio line or legacy SSE event over the bound that answered no pending request is dropped; the connection goes on.
       if (err instanceof OversizedMessageError) this.logger.warn({ upstream: this.label, err: err.message }, "upstream message dropped");
       // After open, an SseError can only come from the GET stream: it dropped, and the eventsource
       // package would silently reconnect to a new, uninitialized server session.
@@ -347,8 +347,7 @@ export function createSessionFactory(opts: { logger: Logger; env?: NodeJS.Proces
     if (target.connectionType === "http") {
       return { transport: new UpstreamHttpTransport({ url, headers: target.headers, dispatcher: agent, ...(target.bearer ? { bearer: target.bearer } : {}) }), label };
     }
-    const send = boundedAnswerFetch(target.bearer ? bearerFetch(fetch, target.bearer) : fetch);
-    return { transport: sseTransport(url, target.headers, send), label };
+    return { transport: new LegacySseTransport(url, target.headers, target.bearer ? bearerFetch(fetch, target.bearer) : fetch), label };
   }
 
   return {

@@ -59,24 +59,12 @@ function answering(type: string, parts: string[], status = 200): typeof fetch {
 const GET = { method: "GET" };
 
 describe("boundedAnswerFetch", () => {
-  test("passes answers within the bound as they are", async () => {
-    const events = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n", "\ndata: 2\n\n"]), 20)("http://x", GET);
-    assert.equal(await events.text(), "data: 1\n\ndata: 2\n\n");
+  test("passes an answer within the bound as it is", async () => {
     const json = await boundedAnswerFetch(answering("application/json", ['{"a":', "1}"]), 20)("http://x", GET);
     assert.deepEqual(await json.json(), { a: 1 });
   });
 
-  test("counts an event stream event by event: many small events pass", async () => {
-    const res = await boundedAnswerFetch(answering("text/event-stream", Array.from({ length: 10 }, () => "data: 12345\n\n")), 20)("http://x", GET);
-    assert.equal((await res.text()).length, 130);
-  });
-
-  test("fails an event stream once an event passes the bound", async () => {
-    const res = await boundedAnswerFetch(answering("text/event-stream", ["data: 1\n\n", "data: 123456789012345678901234567890"]), 20)("http://x", GET);
-    await assert.rejects(res.text(), OversizedMessageError);
-  });
-
-  test("fails any other body once it passes the bound", async () => {
+  test("fails a body once it passes the bound", async () => {
     const res = await boundedAnswerFetch(answering("application/json", ["[".repeat(15), "]".repeat(15)]), 20)("http://x", GET);
     await assert.rejects(res.text(), OversizedMessageError);
   });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
-import { KEPT_END_BYTES, LineReader } from "../../src/mcp/stdio-lines.js";
+import { KEPT_END_BYTES } from "../../src/mcp/message-pieces.js";
+import { LineReader } from "../../src/mcp/stdio-lines.js";
 
 /** A reader with a bound of `max` bytes and what it handed on. */
 function reader(max: number): { lines: string[]; oversized: [string, string][]; push: (text: string | Buffer) => void } {
