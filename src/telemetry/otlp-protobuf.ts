@@ -161,46 +161,18 @@ class Writer {
 
   /**
    * A KeyValue under `field` whose key and value are short ASCII text, a non-negative integer or a
-   * boolean, written in one pass with its lengths known up front (every length one byte). Returns false,
-   * having written nothing, for anything else: the general path (open and close) takes those.
+   * boolean: its body is encoded once and then copied whole each time the pair recurs (RecurringAttributes).
+   * Returns false, having written nothing, for anything else: the general path (open and close) takes those.
    */
   shortAttribute(field: number, key: string, value: AttributeValue): boolean {
-    let valueLength: number;
-    if (typeof value === "string") valueLength = 2 + value.length;
-    else if (typeof value === "number") {
-      if (value < 0 || !Number.isSafeInteger(value)) return false;
-      valueLength = 1 + varintSize(value);
-    } else if (typeof value === "boolean") valueLength = 2;
-    else return false;
-    const keyLength = key.length;
-    const length = 2 + keyLength + 2 + valueLength;
-    if (length > 0x7f || field > 15) return false;
-    this.room(length + 2);
+    const body = RECURRING.body(key, value);
+    if (body === null || field > 15) return false;
+    this.room(body.length + 2);
     const buf = this.buf;
-    let at = this.pos;
-    buf[at++] = (field << 3) | WIRE_LDELIM;
-    buf[at++] = length;
-    buf[at++] = (1 << 3) | WIRE_LDELIM;
-    buf[at++] = keyLength;
-    at = copyAscii(buf, at, key);
-    if (at === -1) return false;
-    buf[at++] = (2 << 3) | WIRE_LDELIM;
-    buf[at++] = valueLength;
-    if (typeof value === "string") {
-      buf[at++] = (1 << 3) | WIRE_LDELIM;
-      buf[at++] = value.length;
-      at = copyAscii(buf, at, value);
-      if (at === -1) return false;
-    } else if (typeof value === "number") {
-      buf[at++] = (3 << 3) | WIRE_VARINT;
-      this.pos = at;
-      this.varint(value);
-      return true;
-    } else {
-      buf[at++] = (2 << 3) | WIRE_VARINT;
-      buf[at++] = value ? 1 : 0;
-    }
-    this.pos = at;
+    buf[this.pos++] = (field << 3) | WIRE_LDELIM;
+    buf[this.pos++] = body.length;
+    buf.set(body, this.pos);
+    this.pos += body.length;
     return true;
   }
 
@@ -254,6 +226,83 @@ class Writer {
   finish(): Buffer {
     return this.buf.subarray(0, this.pos);
   }
+}
+
+/** Values remembered per attribute key at most: a key whose values keep changing (token counts) stops there. */
+const MAX_VALUES_PER_KEY = 64;
+/** Attribute keys remembered at most. */
+const MAX_KEYS = 256;
+
+/**
+ * The encoded bodies of short KeyValues, by key and value. A request's spans carry the same few dozen keys,
+ * most with values that recur from request to request (an operation, a provider, a model, a route, a
+ * status), and copying a pair's bytes whole costs a fraction of writing its text character by character.
+ */
+class RecurringAttributes {
+  private readonly byKey = new Map<string, Map<string | number | boolean, Uint8Array>>();
+
+  /** The body of the KeyValue (key, value), or null when it is not short (its length over one byte, text not ASCII, an array). */
+  body(key: string, value: AttributeValue): Uint8Array | null {
+    // An array is a new object each time: it would never be found again.
+    if (typeof value === "object") return null;
+    let values = this.byKey.get(key);
+    const known = values?.get(value);
+    if (known !== undefined) return known;
+    const body = encodeShortAttribute(key, value);
+    // Only short pairs are kept: a long text (captured content) is neither found again nor worth holding.
+    if (body === null) return null;
+    if (values === undefined && this.byKey.size < MAX_KEYS) {
+      values = new Map();
+      this.byKey.set(key, values);
+    }
+    if (values !== undefined && values.size < MAX_VALUES_PER_KEY) values.set(value, body);
+    return body;
+  }
+}
+
+const RECURRING = new RecurringAttributes();
+
+/**
+ * A KeyValue's body (its key, then its AnyValue) when the key and value are short ASCII text, a non-negative
+ * integer or a boolean and the whole fits a one-byte length; null otherwise.
+ */
+function encodeShortAttribute(key: string, value: AttributeValue): Uint8Array | null {
+  let valueLength: number;
+  if (typeof value === "string") valueLength = 2 + value.length;
+  else if (typeof value === "number") {
+    if (value < 0 || !Number.isSafeInteger(value)) return null;
+    valueLength = 1 + varintSize(value);
+  } else if (typeof value === "boolean") valueLength = 2;
+  else return null;
+  const length = 2 + key.length + 2 + valueLength;
+  if (length > 0x7f) return null;
+  const body = Buffer.allocUnsafe(length);
+  let at = 0;
+  body[at++] = (1 << 3) | WIRE_LDELIM;
+  body[at++] = key.length;
+  at = copyAscii(body, at, key);
+  if (at === -1) return null;
+  body[at++] = (2 << 3) | WIRE_LDELIM;
+  body[at++] = valueLength;
+  if (typeof value === "string") {
+    body[at++] = (1 << 3) | WIRE_LDELIM;
+    body[at++] = value.length;
+    at = copyAscii(body, at, value);
+    if (at === -1) return null;
+  } else if (typeof value === "number") {
+    body[at++] = (3 << 3) | WIRE_VARINT;
+    for (let rest = value; ; rest = Math.floor(rest / 128)) {
+      if (rest <= 0x7f) {
+        body[at++] = rest;
+        break;
+      }
+      body[at++] = (rest & 0x7f) | 0x80;
+    }
+  } else {
+    body[at++] = (2 << 3) | WIRE_VARINT;
+    body[at++] = value ? 1 : 0;
+  }
+  return body;
 }
 
 /**

@@ -84,6 +84,19 @@ describe("OTLP protobuf encoding", () => {
     assert.deepEqual(span?.attributes, attributes);
   });
 
+  test("encodes a recurring attribute pair the same each time, beside other values of its key", () => {
+    const { tracer, ended } = recorder();
+    const sets = [
+      { "gen_ai.provider.name": "openai", "gw.stream": false, "http.response.status_code": 200 },
+      { "gen_ai.provider.name": "anthropic", "gw.stream": true, "http.response.status_code": 429 },
+      // Equal text built anew: the pair is found by its value, not by the string object.
+      { "gen_ai.provider.name": ["open", "ai"].join(""), "gw.stream": false, "http.response.status_code": 200 },
+    ];
+    for (const attributes of [...sets, ...sets]) tracer.startSpan("s", { attributes: { ...attributes } }, ROOT_CONTEXT).end();
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(decoded.map((span) => span.attributes), [...sets, ...sets]);
+  });
+
   test("encodes events with their attributes and a multi-byte length", () => {
     const { tracer, ended } = recorder();
     const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
