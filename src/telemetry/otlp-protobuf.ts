@@ -276,7 +276,8 @@ function encodeShortAttribute(key: string, value: AttributeValue): Uint8Array | 
   else return null;
   const length = 2 + key.length + 2 + valueLength;
   if (length > 0x7f) return null;
-  const body = Buffer.allocUnsafe(length);
+  // Memory of its own: a slice of Buffer's shared pool would keep the whole pool alive while it is remembered.
+  const body = new Uint8Array(length);
   let at = 0;
   body[at++] = (1 << 3) | WIRE_LDELIM;
   body[at++] = key.length;
@@ -309,7 +310,7 @@ function encodeShortAttribute(key: string, value: AttributeValue): Uint8Array | 
  * Copies ASCII `text` into `buf` from `at`, by hand (Buffer.write's argument handling costs more than the
  * copy for short text); returns where the copy ended, or -1 at the first non-ASCII character.
  */
-function copyAscii(buf: Buffer, at: number, text: string): number {
+function copyAscii(buf: Uint8Array, at: number, text: string): number {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c > 0x7f) return -1;
