@@ -11,7 +11,7 @@ import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import type { ClientCapabilities } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../telemetry/logger.js";
 import { withDeadline } from "./deadline.js";
-import { LegacySseTransport } from "./http-transports.js";
+import { LegacySseTransport } from "./legacy-sse-transport.js";
 import { OversizedMessageError } from "./message-bound.js";
 import { bearerFetch, type BearerSource } from "./oauth/bearer-fetch.js";
 import { stdioEnvironment } from "./stdio-environment.js";
