@@ -161,18 +161,24 @@ class Writer {
 
   /**
    * A KeyValue under `field` whose key and value are short ASCII text, a non-negative integer or a
-   * boolean: its body is encoded once and then copied whole each time the pair recurs (RecurringAttributes).
-   * Returns false, having written nothing, for anything else: the general path (open and close) takes those.
+   * boolean. A pair seen before is copied whole (RecurringAttributes); a new one is written in one pass
+   * with its lengths known up front (every length one byte) and offered to be remembered. Returns false,
+   * having written nothing, for anything else: the general path (open and close) takes those.
    */
   shortAttribute(field: number, key: string, value: AttributeValue): boolean {
-    const body = RECURRING.body(key, value);
-    if (body === null || field > 15) return false;
-    this.room(body.length + 2);
+    if (field > 15 || typeof value === "object") return false;
+    const known = RECURRING.get(key, value);
+    const length = known !== undefined ? known.length : shortAttributeLength(key, value);
+    if (length === -1) return false;
+    this.room(length + 2);
     const buf = this.buf;
-    buf[this.pos++] = (field << 3) | WIRE_LDELIM;
-    buf[this.pos++] = body.length;
-    buf.set(body, this.pos);
-    this.pos += body.length;
+    const start = this.pos + 2;
+    if (known !== undefined) buf.set(known, start);
+    else if (writeShortAttribute(buf, start, key, value) === -1) return false;
+    buf[start - 2] = (field << 3) | WIRE_LDELIM;
+    buf[start - 1] = length;
+    this.pos = start + length;
+    if (known === undefined) RECURRING.offer(key, value, buf.subarray(start, this.pos));
     return true;
   }
 
@@ -241,69 +247,69 @@ const MAX_KEYS = 256;
 class RecurringAttributes {
   private readonly byKey = new Map<string, Map<string | number | boolean, Uint8Array>>();
 
-  /** The body of the KeyValue (key, value), or null when it is not short (its length over one byte, text not ASCII, an array). */
-  body(key: string, value: AttributeValue): Uint8Array | null {
-    // An array is a new object each time: it would never be found again.
-    if (typeof value === "object") return null;
+  /** The remembered body of the KeyValue (key, value), if any. */
+  get(key: string, value: string | number | boolean): Uint8Array | undefined {
+    return this.byKey.get(key)?.get(value);
+  }
+
+  /** Remembers a copy of `body`, the pair's encoding, while there is room for its key and value. */
+  offer(key: string, value: string | number | boolean, body: Uint8Array): void {
     let values = this.byKey.get(key);
-    const known = values?.get(value);
-    if (known !== undefined) return known;
-    const body = encodeShortAttribute(key, value);
-    // Only short pairs are kept: a long text (captured content) is neither found again nor worth holding.
-    if (body === null) return null;
-    if (values === undefined && this.byKey.size < MAX_KEYS) {
+    if (values === undefined) {
+      if (this.byKey.size >= MAX_KEYS) return;
       values = new Map();
       this.byKey.set(key, values);
     }
-    if (values !== undefined && values.size < MAX_VALUES_PER_KEY) values.set(value, body);
-    return body;
+    // A copy in memory of its own: the batch's buffer is reused, and a slice of Buffer's pool would keep the pool alive.
+    if (values.size < MAX_VALUES_PER_KEY) values.set(value, new Uint8Array(body));
   }
 }
 
 const RECURRING = new RecurringAttributes();
 
-/**
- * A KeyValue's body (its key, then its AnyValue) when the key and value are short ASCII text, a non-negative
- * integer or a boolean and the whole fits a one-byte length; null otherwise.
- */
-function encodeShortAttribute(key: string, value: AttributeValue): Uint8Array | null {
+/** The length of a KeyValue's body (its key, then its AnyValue) when it fits a one-byte length; -1 otherwise. */
+function shortAttributeLength(key: string, value: string | number | boolean): number {
   let valueLength: number;
   if (typeof value === "string") valueLength = 2 + value.length;
   else if (typeof value === "number") {
-    if (value < 0 || !Number.isSafeInteger(value)) return null;
+    if (value < 0 || !Number.isSafeInteger(value)) return -1;
     valueLength = 1 + varintSize(value);
-  } else if (typeof value === "boolean") valueLength = 2;
-  else return null;
+  } else valueLength = 2;
   const length = 2 + key.length + 2 + valueLength;
-  if (length > 0x7f) return null;
-  // Memory of its own: a slice of Buffer's shared pool would keep the whole pool alive while it is remembered.
-  const body = new Uint8Array(length);
-  let at = 0;
-  body[at++] = (1 << 3) | WIRE_LDELIM;
-  body[at++] = key.length;
-  at = copyAscii(body, at, key);
-  if (at === -1) return null;
-  body[at++] = (2 << 3) | WIRE_LDELIM;
-  body[at++] = valueLength;
+  return length > 0x7f ? -1 : length;
+}
+
+/**
+ * Writes a short KeyValue's body (shortAttributeLength says it fits) into `buf` from `at`; returns where it
+ * ended, or -1 when the key or the text is not ASCII.
+ */
+function writeShortAttribute(buf: Uint8Array, at: number, key: string, value: string | number | boolean): number {
+  buf[at++] = (1 << 3) | WIRE_LDELIM;
+  buf[at++] = key.length;
+  at = copyAscii(buf, at, key);
+  if (at === -1) return -1;
+  buf[at++] = (2 << 3) | WIRE_LDELIM;
   if (typeof value === "string") {
-    body[at++] = (1 << 3) | WIRE_LDELIM;
-    body[at++] = value.length;
-    at = copyAscii(body, at, value);
-    if (at === -1) return null;
-  } else if (typeof value === "number") {
-    body[at++] = (3 << 3) | WIRE_VARINT;
-    for (let rest = value; ; rest = Math.floor(rest / 128)) {
-      if (rest <= 0x7f) {
-        body[at++] = rest;
-        break;
-      }
-      body[at++] = (rest & 0x7f) | 0x80;
-    }
-  } else {
-    body[at++] = (2 << 3) | WIRE_VARINT;
-    body[at++] = value ? 1 : 0;
+    buf[at++] = 2 + value.length;
+    buf[at++] = (1 << 3) | WIRE_LDELIM;
+    buf[at++] = value.length;
+    return copyAscii(buf, at, value);
   }
-  return body;
+  if (typeof value === "boolean") {
+    buf[at++] = 2;
+    buf[at++] = (2 << 3) | WIRE_VARINT;
+    buf[at++] = value ? 1 : 0;
+    return at;
+  }
+  buf[at++] = 1 + varintSize(value);
+  buf[at++] = (3 << 3) | WIRE_VARINT;
+  for (let rest = value; ; rest = Math.floor(rest / 128)) {
+    if (rest <= 0x7f) {
+      buf[at++] = rest;
+      return at;
+    }
+    buf[at++] = (rest & 0x7f) | 0x80;
+  }
 }
 
 /**

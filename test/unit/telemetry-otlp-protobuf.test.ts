@@ -146,6 +146,20 @@ describe("span batches", () => {
     assert.deepEqual(decodeExport(second.request(IDENTITY)).map((s) => s.name), ["second"]);
   });
 
+  test("a pair first written into a batch's buffer is encoded the same after that buffer was written over", () => {
+    const { tracer, ended } = recorder();
+    tracer.startSpan("first", { attributes: { "gw.reused.pair": "kept-value" } }, ROOT_CONTEXT).end();
+    const first = new SpanBatch();
+    for (const span of ended.splice(0)) first.add(span);
+    first.request(IDENTITY);
+    tracer.startSpan("over", { attributes: { "gw.other": "x".repeat(60) } }, ROOT_CONTEXT).end();
+    tracer.startSpan("again", { attributes: { "gw.reused.pair": "kept-value" } }, ROOT_CONTEXT).end();
+    const second = new SpanBatch(first.buffer);
+    for (const span of ended) second.add(span);
+    assert.equal(second.buffer, first.buffer, "the buffer is reused, not replaced");
+    assert.deepEqual(decodeExport(second.request(IDENTITY)).map((s) => s.attributes), [{ "gw.other": "x".repeat(60) }, { "gw.reused.pair": "kept-value" }]);
+  });
+
   test("exports whole when the resource's attributes outgrow the room kept for the envelope", () => {
     const { tracer, ended } = recorder();
     tracer.startSpan("s", {}, ROOT_CONTEXT).end();
