@@ -43,12 +43,7 @@ class Writer {
 
   varint(value: number): void {
     this.room(10);
-    // Values here are lengths, counts, enums and tags: non-negative and below 2^53.
-    while (value > 0x7f) {
-      this.buf[this.pos++] = (value & 0x7f) | 0x80;
-      value = Math.floor(value / 128);
-    }
-    this.buf[this.pos++] = value;
+    this.pos = writeVarint(this.buf, this.pos, value);
   }
 
   tag(field: number, wire: number): void {
@@ -303,13 +298,18 @@ function writeShortAttribute(buf: Uint8Array, at: number, key: string, value: st
   }
   buf[at++] = 1 + varintSize(value);
   buf[at++] = (3 << 3) | WIRE_VARINT;
-  for (let rest = value; ; rest = Math.floor(rest / 128)) {
-    if (rest <= 0x7f) {
-      buf[at++] = rest;
-      return at;
-    }
-    buf[at++] = (rest & 0x7f) | 0x80;
+  return writeVarint(buf, at, value);
+}
+
+/** Writes `value` as a varint into `buf` from `at` (room for it known); returns where it ended. */
+function writeVarint(buf: Uint8Array, at: number, value: number): number {
+  // Values here are lengths, counts, enums, tags and short attributes' integers: non-negative and below 2^53.
+  while (value > 0x7f) {
+    buf[at++] = (value & 0x7f) | 0x80;
+    value = Math.floor(value / 128);
   }
+  buf[at++] = value;
+  return at;
 }
 
 /**
