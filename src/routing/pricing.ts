@@ -26,9 +26,18 @@ export function bundledPriceEntries(): PriceEntry[] {
   });
 }
 
+/** Lookups a table remembers before it starts over: model names come from requests, so their number is unbounded. */
+const MAX_REMEMBERED = 4096;
+
 /** A price list with the fallback chain. */
 export class PriceTable {
   readonly #prices: Readonly<Record<string, TokenPrice>>;
+  /**
+   * What the chain found, by mode and provider, then model: every answered request is priced, and the chain
+   * builds up to a score of keys to find one price (or none), the same each time for the same three names.
+   */
+  readonly #found: Readonly<Record<PricingMode, Map<string, Map<string, TokenPrice | null>>>> = { chat: new Map(), responses: new Map(), embedding: new Map() };
+  #remembered = 0;
 
   constructor(prices: Readonly<Record<string, TokenPrice>> = BUNDLED_PRICES) {
     this.#prices = prices;
@@ -73,7 +82,23 @@ export class PriceTable {
 
   /** The price of a model at a provider, or null when the chain finds none. */
   lookup(provider: string, model: string, mode: PricingMode): TokenPrice | null {
-    return this.#inMode(model, provider, mode) ?? (mode === "responses" ? this.#inMode(model, provider, "chat") : null);
+    const byProvider = this.#found[mode];
+    let byModel = byProvider.get(provider);
+    const known = byModel?.get(model);
+    if (known !== undefined) return known;
+    const price = this.#inMode(model, provider, mode) ?? (mode === "responses" ? this.#inMode(model, provider, "chat") : null);
+    if (this.#remembered >= MAX_REMEMBERED) {
+      for (const remembered of Object.values(this.#found)) remembered.clear();
+      this.#remembered = 0;
+      byModel = undefined;
+    }
+    if (byModel === undefined) {
+      byModel = new Map();
+      byProvider.set(provider, byModel);
+    }
+    byModel.set(model, price);
+    this.#remembered++;
+    return price;
   }
 
   /** The model's `max_output_tokens` from the datasheet, or null when it gives none. */

@@ -40,6 +40,27 @@ test("answers null for a model it cannot price", () => {
   assert.equal(table.cost({ provider: "openai", upstreamModel: "nope", alias: null, mode: "chat" }, { input_tokens: 1, output_tokens: 1 }), null);
 });
 
+test("answers a repeated lookup, found or not, as the first time, each mode and provider apart", () => {
+  const fresh = new PriceTable({
+    "gpt-4o|openai|chat": { input_cost_per_token: 2e-6, output_cost_per_token: 8e-6 },
+    "gpt-4o|openai|embedding": { input_cost_per_token: 1e-8, output_cost_per_token: 0 },
+  });
+  for (let round = 0; round < 2; round++) {
+    assert.equal(fresh.lookup("openai", "gpt-4o", "chat")?.input_cost_per_token, 2e-6);
+    assert.equal(fresh.lookup("openai", "gpt-4o", "embedding")?.input_cost_per_token, 1e-8);
+    assert.equal(fresh.lookup("azure", "gpt-4o", "responses")?.input_cost_per_token, 2e-6);
+    assert.equal(fresh.lookup("anthropic", "gpt-4o", "chat"), null);
+    assert.equal(fresh.lookup("openai", "gpt-5", "chat"), null);
+  }
+});
+
+test("still prices a model after more distinct lookups than it remembers", () => {
+  const fresh = new PriceTable({ "gpt-4o|openai|chat": { input_cost_per_token: 2e-6, output_cost_per_token: 8e-6 } });
+  assert.equal(fresh.lookup("openai", "gpt-4o", "chat")?.input_cost_per_token, 2e-6);
+  for (let i = 0; i < 5000; i++) assert.equal(fresh.lookup("openai", `unknown-${i}`, "chat"), null);
+  assert.equal(fresh.lookup("openai", "gpt-4o", "chat")?.input_cost_per_token, 2e-6);
+});
+
 test("the bundled table prices the well-known models", () => {
   const bundled = new PriceTable();
   for (const [provider, model] of [["openai", "gpt-4o-mini"], ["anthropic", "claude-sonnet-4-20250514"], ["groq", "llama-3.3-70b-versatile"], ["mistral", "mistral-large-latest"]] as const) {
