@@ -1,7 +1,8 @@
 /**
- * The structured logger: each line's ISO-8601 time (formatted once per millisecond) and the batched
- * destination that stdout is written through, which must still write a lone line without waiting for a
- * batch to fill, keep the order of many batches, and write what it holds when the process exits.
+ * The structured logger: each line's ISO-8601 time (formatted once per millisecond, its date and time of day
+ * once per second) and the batched destination that stdout is written through, which must still write a lone
+ * line without waiting for a batch to fill, keep the order of many batches, and write what it holds when the
+ * process exits.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -12,7 +13,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { batchedDestination, createLogger, mayHoldRedacted } from "../../src/telemetry/logger.js";
+import { batchedDestination, createLogger, mayHoldRedacted, TimeField } from "../../src/telemetry/logger.js";
 
 /** A logger whose lines are parsed into `lines`. */
 function capturing(): { lines: Array<Record<string, unknown>>; logger: ReturnType<typeof createLogger> } {
@@ -61,6 +62,14 @@ test("stamps a line logged in a later millisecond with the later time", async ()
   logger.info("second");
   const [a, b] = lines.map((line) => Date.parse(line["time"] as string));
   assert.ok(a !== undefined && b !== undefined && b > a, `times ${String(a)} and ${String(b)}`);
+});
+
+test("formats each millisecond as Date#toISOString does, across seconds, days and a clock set back", () => {
+  const field = new TimeField();
+  const start = Date.UTC(2026, 11, 31, 23, 59, 59, 990);
+  const times = [start, start, start + 9, start + 10, start + 11, start + 1010, start - 1, start - 1000, Date.UTC(1999, 0, 1), Date.UTC(2026, 5, 1, 12, 0, 0, 7)];
+  for (let i = 0; i < 3000; i++) times.push(start + i * 7);
+  for (const time of times) assert.equal(field.at(time), `,"time":"${new Date(time).toISOString()}"`, `at ${time}`);
 });
 
 test("writes a lone line to the batched destination without waiting for a batch to fill", () =>
