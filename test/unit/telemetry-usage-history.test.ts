@@ -37,6 +37,25 @@ test("counted calls land in their minute and add up across buckets", () => {
   assert.equal(history.takeDirty().length, 0);
 });
 
+test("an event after the changed buckets were handed out marks its minute changed again", () => {
+  let now = 10 * MINUTE_MS + 5;
+  const history = new UsageHistory(() => now);
+  history.request("k", "openai/m", false);
+  assert.deepEqual(history.takeDirty().map((b) => b.requests), [1]);
+  now += 10;
+  history.request("k", "openai/m", false);
+  assert.deepEqual(history.takeDirty().map((b) => [b.minute, b.requests]), [[10 * MINUTE_MS, 2]]);
+});
+
+test("an event with a clock set back lands in its own earlier minute", () => {
+  let now = 10 * MINUTE_MS + 5;
+  const history = new UsageHistory(() => now);
+  history.request("k", "openai/m", false);
+  now -= MINUTE_MS;
+  history.request("k", "openai/m", false);
+  assert.deepEqual(history.takeDirty().map((b) => [b.minute, b.requests]), [[10 * MINUTE_MS, 1], [9 * MINUTE_MS, 1]]);
+});
+
 test("a tally map keeps only its busiest entries", () => {
   const map = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`t${i}`, { requests: i, tokens: 0, costUsd: 0 }]));
   const capped = capTallies(map, 50);
