@@ -67,22 +67,36 @@ function randomWord(): number {
   return (Math.random() * 0x100000000) >>> 0;
 }
 
-/** Every byte as two hex digits: a traceparent is built per upstream attempt, and `Number#toString(16)` was a visible part of it. */
-const BYTE_HEX: readonly string[] = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
-
-/** A 32-bit word as eight hex digits. */
-function wordHex(word: number): string {
-  return BYTE_HEX[word >>> 24]! + BYTE_HEX[(word >>> 16) & 0xff]! + BYTE_HEX[(word >>> 8) & 0xff]! + BYTE_HEX[word & 0xff]!;
-}
+/** The ASCII codes of the hex digits. */
+const HEX_DIGIT_CODES = Buffer.from("0123456789abcdef", "latin1");
 
 /**
- * A hex id as one flat string: concatenation leaves a tree of pieces that every later use (a header
- * value's validation, a log line's escaping, the traceparent built from it) would walk or flatten again.
+ * Where an id's text is put together before it becomes one string: ids are written as text per request (a
+ * traceparent per upstream attempt, a log line's ids), and joining two-digit pieces made a string per piece
+ * and a tree of them that every later reader (a header's validation, a log line's escaping) flattened again.
+ * Used only synchronously, from one thread.
  */
-function flatHex(hex: string): string {
-  // Reading a character of a concatenation flattens it in place (V8).
-  void hex.charCodeAt(0);
-  return hex;
+const ID_TEXT = Buffer.allocUnsafeSlow(64);
+
+/** Puts a 32-bit word's eight hex digits into ID_TEXT at `at`; returns where they end. */
+function putWordHex(at: number, word: number): number {
+  for (let shift = 28; shift >= 0; shift -= 4) ID_TEXT[at++] = HEX_DIGIT_CODES[(word >>> shift) & 0xf] as number;
+  return at;
+}
+
+/** Puts a trace id's 32 hex digits into ID_TEXT at `at`; returns where they end. */
+function putTraceHex(at: number, trace: { w0: number; w1: number; w2: number; w3: number }): number {
+  return putWordHex(putWordHex(putWordHex(putWordHex(at, trace.w0), trace.w1), trace.w2), trace.w3);
+}
+
+/** ID_TEXT up to `end`, as one string. */
+function idText(end: number): string {
+  return ID_TEXT.toString("latin1", 0, end);
+}
+
+/** A span id's 16 hex digits, from its high and low words. */
+function spanIdText(high: number, low: number): string {
+  return idText(putWordHex(putWordHex(0, high), low));
 }
 
 /** The four 32-bit words of eight hex digits each, from a validated 32-digit trace id. */
@@ -118,7 +132,7 @@ export class TraceIdentity {
   }
 
   get hex(): string {
-    this.text ??= flatHex(wordHex(this.w0) + wordHex(this.w1) + wordHex(this.w2) + wordHex(this.w3));
+    this.text ??= idText(putTraceHex(0, this));
     return this.text;
   }
 }
@@ -170,13 +184,22 @@ export class RecordingSpan implements Span {
 
   /** The span id as 16 hex digits. */
   get spanIdHex(): string {
-    this.idText ??= flatHex(wordHex(this.idHigh) + wordHex(this.idLow));
+    this.idText ??= spanIdText(this.idHigh, this.idLow);
     return this.idText;
   }
 
   /** The W3C traceparent of this (sampled) span, without building its SpanContext. */
   traceparent(): string {
-    return `00-${this.trace.hex}-${this.spanIdHex}-01`;
+    // "00-<trace id>-<span id>-01", put together in one go.
+    ID_TEXT[0] = ID_TEXT[1] = 0x30;
+    ID_TEXT[2] = 0x2d;
+    let at = putTraceHex(3, this.trace);
+    ID_TEXT[at++] = 0x2d;
+    at = putWordHex(putWordHex(at, this.idHigh), this.idLow);
+    ID_TEXT[at++] = 0x2d;
+    ID_TEXT[at++] = 0x30;
+    ID_TEXT[at++] = 0x31;
+    return idText(at);
   }
 
   spanContext(): SpanContext {
@@ -314,7 +337,7 @@ export class RecordingTracer implements SpanStarter {
     const { identity } = decided;
     // The API's non-recording span carries the ids, so that traceparent still propagates; `|| 1`: an
     // all-zero span id is invalid.
-    return trace.wrapSpanContext({ traceId: identity.hex, spanId: wordHex(randomWord() || 1) + wordHex(randomWord()), traceFlags: TraceFlags.NONE, ...(identity.state ? { traceState: identity.state } : {}) });
+    return trace.wrapSpanContext({ traceId: identity.hex, spanId: spanIdText(randomWord() || 1, randomWord()), traceFlags: TraceFlags.NONE, ...(identity.state ? { traceState: identity.state } : {}) });
   }
 
   /** The trace a new span under `parentSpan` belongs to, and whether the sampler keeps it. */

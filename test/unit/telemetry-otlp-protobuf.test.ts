@@ -220,6 +220,18 @@ describe("recorded spans", () => {
     assert.match(headers[0] ?? "", /^00-000102030a0b0c0d00f0ff0000000001-[0-9a-f]{16}-01$/);
   });
 
+  test("write every hex digit of a continued trace id back as it came, in the ids and the traceparent", () => {
+    const { tracer } = recorder();
+    const traceId = "0123456789abcdeffedcba9876543210";
+    const parent = trace.setSpanContext(ROOT_CONTEXT, { traceId, spanId: "fedcba9876543210", traceFlags: TraceFlags.SAMPLED, isRemote: true });
+    const span = tracer.startSpan("continued", {}, parent) as RecordingSpan;
+    const { spanId } = span.spanContext();
+    assert.equal(span.spanContext().traceId, traceId);
+    assert.match(spanId, /^[0-9a-f]{16}$/);
+    assert.equal(span.traceparent(), `00-${traceId}-${spanId}-01`);
+    span.end();
+  });
+
   test("are not recorded when the sampler says no, and their children stay unsampled with the same trace id", () => {
     const ended: RecordingSpan[] = [];
     const tracer = new RecordingTracer((span) => ended.push(span), (_traceId, parent) => parent !== undefined && (parent.traceFlags & TraceFlags.SAMPLED) === 1);
