@@ -137,6 +137,9 @@ export class TraceIdentity {
   }
 }
 
+/** The status of a span nobody set one on: one object for all of them, never changed (setStatus replaces it). */
+const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
+
 /** A recorded span: what the OTLP encoder reads once it has ended. */
 export class RecordingSpan implements Span {
   readonly attributes: Attributes;
@@ -145,7 +148,7 @@ export class RecordingSpan implements Span {
   events: SpanEvent[] | undefined;
   droppedEvents = 0;
   links: Link[] | undefined;
-  status: SpanStatus = { code: SpanStatusCode.UNSET };
+  status: SpanStatus = UNSET;
   endMs = 0;
   private ended = false;
   private context: SpanContext | undefined;
