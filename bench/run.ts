@@ -54,9 +54,10 @@
  *    headers, is sent to the feature's side only), and both are stopped before the next pair starts, so at most two
  *    gateways are up. The pair is of one age: a gateway kept up for the whole phase went on getting cheaper per
  *    request for minutes, so every feature started after it looked dearer than it was. Each feature is measured
- *    as two such pairs, each taking half the slices, the second started and led the other way round: two
- *    processes of one build can differ by several percent in CPU per request for their whole lives, so two pairs
- *    halve what one process's luck weighs, and no side always starts or leads. The first feature, `none`,
+ *    as BENCH_FEATURE_PAIRS such pairs (default 2), each taking BENCH_SECONDS of slices, every second one started
+ *    and led the other way round: two processes of one build can differ by several percent in CPU per request for
+ *    their whole lives, so each further pair shrinks what one process's luck weighs, and no side always starts or
+ *    leads. The first feature, `none`,
  *    configures nothing: its figures are the measure's own spread, to read the others against. It prints
  *    `feature <name>: throughput <x>% of all-off, CPU per request <y>x`, or why a feature was not measured: a
  *    gateway that does not start with its configuration, or a feature that, configured, lets through a request
@@ -149,6 +150,9 @@ const SELECTED_VARIANTS = subset(
 );
 
 const SECONDS = positiveNumber("BENCH_SECONDS", 10);
+/** Pairs of gateways measured per feature: an even number, so that as many start each way round. */
+const FEATURE_PAIRS = positiveNumber("BENCH_FEATURE_PAIRS", 2);
+if (!Number.isInteger(FEATURE_PAIRS) || FEATURE_PAIRS % 2 !== 0) throw new Error(`BENCH_FEATURE_PAIRS must be an even whole number, got ${FEATURE_PAIRS}`);
 const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const WARMUP_MS = 2_000;
 const CONNECTIONS = 32;
@@ -995,8 +999,8 @@ function addFigures(x: Figures, y: Figures): Figures {
   return { rps: (requests * 1000) / ms, requests, cpuUsPerRequest: (x.cpuUsPerRequest * x.requests + y.cpuUsPerRequest * y.requests) / requests };
 }
 
-/** A feature's two pairs (one started in each order) as one outcome; a pair not measured makes the feature not measured. */
-function bothOrders(first: FeatureOutcome, second: FeatureOutcome): FeatureOutcome {
+/** Two of a feature's measures (pairs, or pairs already joined) as one outcome; one not measured makes the feature not measured. */
+function joinedPairs(first: FeatureOutcome, second: FeatureOutcome): FeatureOutcome {
   if ("notMeasured" in first) return first;
   if ("notMeasured" in second) return second;
   const allOff = addFigures(first.allOff, second.allOff);
@@ -1018,22 +1022,22 @@ function bothOrders(first: FeatureOutcome, second: FeatureOutcome): FeatureOutco
 /**
  * Per feature, starts an all-off gateway and one with the feature on, lets them take turns and stops both before
  * the next pair starts, so no more than two gateways are up at once; then does the same with the two started in
- * the other order. Each pair takes half the slices, the side started first leading.
+ * the other order, FEATURE_PAIRS pairs in all. Each pair takes SECONDS of slices, the side started first leading.
  */
 async function measureFeatures(gatewayEnv: Record<string, string>, collectorUrl: string): Promise<FeaturesRun> {
   const start = (name: string, feature: Feature | null): Promise<Child> =>
     startGateway(name, gatewayEnv, { appOptions: {}, config: { ...ALL_OFF_CONFIG, ...feature?.config }, virtualKey: feature?.virtualKey });
   const outcomes: FeatureOutcome[] = [];
   for (const feature of features(collectorUrl).filter((candidate) => SELECTED_FEATURES.has(candidate.name))) {
-    const pairs: FeatureOutcome[] = [];
-    for (const allOffFirst of [true, false]) {
+    let joined: FeatureOutcome | undefined;
+    for (let index = 0; index < FEATURE_PAIRS; index++) {
+      const allOffFirst = index % 2 === 0;
       process.stderr.write(`features: starting an all-off gateway and one with ${feature.name}, ${allOffFirst ? "all-off" : feature.name} first...\n`);
       const pair = await measurePair(feature, allOffFirst, start);
       if (!("notMeasured" in pair)) process.stderr.write(`features: ${feature.name}, ${allOffFirst ? "all-off" : feature.name} first: throughput ${pct(pair.throughputRatio)} of all-off, CPU per request ${fmt(pair.cpuRatio)}x\n`);
-      pairs.push(pair);
+      joined = joined === undefined ? pair : joinedPairs(joined, pair);
     }
-    const [first, second] = pairs as [FeatureOutcome, FeatureOutcome];
-    outcomes.push(bothOrders(first, second));
+    if (joined !== undefined) outcomes.push(joined);
   }
   return { allOff: { description: ALL_OFF }, features: outcomes };
 }
@@ -1076,7 +1080,7 @@ async function measurePair(feature: Feature, allOffFirst: boolean, start: (name:
 /** Prints one line per feature; answers the phase's error count. */
 function reportFeatures(run: FeaturesRun, loadAtStart: number | null): number {
   if (loadAtStart !== null) console.log(`\nnode ${process.version}, ${CONNECTIONS} connections closed loop; ${conditions(loadAtStart)}`);
-  console.log(`\nfeatures, each alone against an all-off gateway of its own age (${run.allOff.description}), taking turns in 1 s slices (${2 * SECONDS} s per feature, half with each of the pair started first):`);
+  console.log(`\nfeatures, each alone against an all-off gateway of its own age (${run.allOff.description}), taking turns in 1 s slices (${FEATURE_PAIRS} pairs of ${SECONDS} s per feature, half of them with each side started first):`);
   let errors = 0;
   const samples: string[] = [];
   for (const outcome of run.features) {
