@@ -5,12 +5,12 @@
  * Messages endpoint through the chat translation (official `@anthropic-ai/sdk`).
  */
 import assert from "node:assert/strict";
-import { generateKeyPairSync } from "node:crypto";
 import { after, before, describe, test } from "node:test";
 import Anthropic from "@anthropic-ai/sdk";
 import type OpenAI from "openai";
 import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
 import { MALFORMED_GEMINI, MOCK_GEMINI_ARGS, MOCK_GEMINI_MODELS, startMockGoogle, type MockGoogle } from "../fixtures/mock-google.js";
+import { rsaKeyPair } from "../fixtures/rsa-key-pair.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { errorType, readChatStream, refusal, sdk } from "../helpers/inference.js";
 
@@ -32,7 +32,7 @@ function geminiProvider(key: Record<string, unknown> = { models: ["gemini-2.5-fl
 const VIRTUAL_KEYS = [{ id: "vk", name: "vk", value: VK, is_active: true, provider_configs: [{ provider: "gemini", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] }];
 
 before(async () => {
-  const { publicKey } = generateKeyPairSync("rsa", { modulusLength: 2048 });
+  const { publicKey } = rsaKeyPair();
   mock = await startMockGoogle({ apiKey: API_KEY, serviceAccount: { clientEmail: "unused@example.iam.gserviceaccount.com", publicKey } });
   app = await startApp({ inference: inferenceOptionsFromFile({ gemini: geminiProvider() }, VIRTUAL_KEYS) });
   client = sdk(app, VK);
