@@ -4,7 +4,8 @@
  * process of its own (the runner's default); a file listed as exclusive runs alone, before them. Each run
  * prints its time. The files run compiled to JavaScript (compiled-tree.ts); `GW_TEST_TSX=1` runs the
  * TypeScript sources through tsx instead. `GW_TEST_NODE` names the node binary to run the files with
- * (default: this one), so one lane can run on another Node version.
+ * (default: this one), so one lane can run on another Node version. A file's process that runs longer than
+ * GW_TEST_FILE_LIMIT_S seconds (default 900) is stopped as hung and named (file-watchdog.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { readdirSync, rmSync } from "node:fs";
@@ -13,8 +14,13 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exitCodeOf } from "./child-exit.js";
 import { compileTree } from "./compiled-tree.js";
+import { watchTestFiles } from "./file-watchdog.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** The longest a test file's process may run before it is stopped as hung (GW_TEST_FILE_LIMIT_S, default 15 minutes). */
+const FILE_LIMIT_S = Number(process.env["GW_TEST_FILE_LIMIT_S"] || 900);
+if (!(Number.isInteger(FILE_LIMIT_S) && FILE_LIMIT_S > 0)) throw new Error(`GW_TEST_FILE_LIMIT_S must be a whole number of seconds, got "${process.env["GW_TEST_FILE_LIMIT_S"]}"`);
 
 /**
  * The slow lane: what builds the bundle or starts the built gateway, drives a browser, runs Prometheus, builds
@@ -107,6 +113,7 @@ function runFiles(files: readonly string[], concurrency: number, tree: string | 
   // which the runner passes on to each file's process.
   const args = ["--liftoff-only", ...loader, "--test", `--test-concurrency=${concurrency}`, ...paths];
   running = spawn(node, args, { cwd: root, stdio: "inherit" });
+  watchTestFiles(running, { limitS: FILE_LIMIT_S, everyMs: 5_000, report: (line) => process.stderr.write(line) });
   return exitCodeOf(running, (message) => process.stderr.write(message));
 }
 
