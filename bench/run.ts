@@ -57,8 +57,8 @@
  *    as BENCH_FEATURE_PAIRS such pairs (default 2), each taking BENCH_SECONDS of slices, every second one started
  *    and led the other way round: two processes of one build can differ by several percent in CPU per request for
  *    their whole lives, so each further pair shrinks what one process's luck weighs, and no side always starts or
- *    leads. The first feature, `none`,
- *    configures nothing: its figures are the measure's own spread, to read the others against. It prints
+ *    leads. The first feature, `none`, configures nothing: its figures are the measure's own spread, to read the
+ *    others against. It prints
  *    `feature <name>: throughput <x>% of all-off, CPU per request <y>x`, or why a feature was not measured: a
  *    gateway that does not start with its configuration, or a feature that, configured, lets through a request
  *    it should refuse (not applied to this request path yet). A feature nobody configured must cost nothing; one
@@ -151,8 +151,8 @@ const SELECTED_VARIANTS = subset(
 
 const SECONDS = positiveNumber("BENCH_SECONDS", 10);
 /** Pairs of gateways measured per feature: an even number, so that as many start each way round. */
-const FEATURE_PAIRS = positiveNumber("BENCH_FEATURE_PAIRS", 2);
-if (!Number.isInteger(FEATURE_PAIRS) || FEATURE_PAIRS % 2 !== 0) throw new Error(`BENCH_FEATURE_PAIRS must be an even whole number, got ${FEATURE_PAIRS}`);
+const FEATURE_PAIRS = Number(process.env["BENCH_FEATURE_PAIRS"] || 2);
+if (!Number.isInteger(FEATURE_PAIRS) || FEATURE_PAIRS < 2 || FEATURE_PAIRS % 2 !== 0) throw new Error(`BENCH_FEATURE_PAIRS must be an even whole number of at least 2, got "${process.env["BENCH_FEATURE_PAIRS"]}"`);
 const PROFILE = process.env["BENCH_PROFILE"] === "1";
 const WARMUP_MS = 2_000;
 const CONNECTIONS = 32;
