@@ -12,7 +12,7 @@
  */
 import { mkdir, mkdtemp, readdir, rm, symlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { basename, dirname, join } from "node:path";
 import { build } from "esbuild";
 
 /** The folders whose TypeScript the tests load; everything else in the repository is only linked. */
@@ -75,4 +75,14 @@ async function mirror(root: string, folder: string, sources: string[], links: st
       if (entry.isFile() && entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) sources.push(path);
     }
   }
+}
+
+/**
+ * Compiles the one TypeScript file `source`, which may import only types, to an ES module in `outdir`; resolves
+ * with its path. For a module node loads before any `--import` hook can run (a test reporter, on Node 20).
+ */
+export async function compileFile(source: string, outdir: string): Promise<string> {
+  const outfile = join(outdir, basename(source).replace(/\.ts$/, ".mjs"));
+  await build({ entryPoints: [source], outfile, format: "esm", platform: "node", target: "node20.19", logLevel: "error" });
+  return outfile;
 }

@@ -13,8 +13,8 @@ export interface WatchdogOptions {
   limitS: number;
   /** How often the runner's children are looked at, in milliseconds. */
   everyMs: number;
-  /** Told of each file stopped, with a line to print. */
-  report: (line: string) => void;
+  /** Told of each file stopped, with a line to print and the file's path as its process was given it. */
+  report: (line: string, file: string) => void;
 }
 
 /** The file a test process runs: the last argument that names a test file, else its whole command line. */
@@ -37,7 +37,8 @@ export function watchTestFiles(runner: ChildProcess, options: WatchdogOptions): 
         const seconds = Number(match[2]);
         if (seconds <= options.limitS || stopped.has(pid)) continue;
         stopped.add(pid);
-        options.report(`== ${fileOf(match[3] ?? "")} ran for more than ${options.limitS} s: stopped it (process ${pid}) as hung\n`);
+        const file = fileOf(match[3] ?? "");
+        options.report(`== ${file} ran for more than ${options.limitS} s: stopped it (process ${pid}) as hung\n`, file);
         try {
           process.kill(pid, "SIGKILL");
         } catch {

@@ -8,12 +8,13 @@
  * GW_TEST_FILE_LIMIT_S seconds (default 900) is stopped as hung and named (file-watchdog.ts).
  */
 import { spawn, type ChildProcess } from "node:child_process";
-import { readdirSync, rmSync } from "node:fs";
-import { availableParallelism } from "node:os";
-import { join } from "node:path";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
+import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { exitCodeOf } from "./child-exit.js";
-import { compileTree } from "./compiled-tree.js";
+import { compileFile, compileTree } from "./compiled-tree.js";
+import { readFileEnds } from "./file-ends.js";
 import { watchTestFiles } from "./file-watchdog.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -100,21 +101,47 @@ function laneFiles(lane: string): string[] {
 /** The test runner child of the group running now, stopped with the lanes when they are interrupted. */
 let running: ChildProcess | undefined;
 
+/** The runs so far, numbering the files their file-ends reporters write into the scratch folder. */
+let reports = 0;
+
 /**
  * Runs `files` through node's test runner at `concurrency`, from `tree` (a compiled tree's directory, or
- * undefined to run the sources through tsx); resolves with its exit code.
+ * undefined to run the sources through tsx); resolves with its exit code. Names every file whose process ended
+ * with a signal or a code of its own, and runs once more, alone, files a signal ended before any test reported
+ * (file-ends.ts), their second run's code then standing for the group's.
  */
-function runFiles(files: readonly string[], concurrency: number, tree: string | undefined): Promise<number> {
-  if (files.length === 0) return Promise.resolve(0);
+async function runFiles(files: readonly string[], concurrency: number, tree: string | undefined, again = true): Promise<number> {
+  if (files.length === 0) return 0;
   const node = process.env["GW_TEST_NODE"] || process.execPath;
   const loader = tree === undefined ? ["--import", "tsx"] : ["--enable-source-maps"];
+  const at = tree ?? root;
   const paths = tree === undefined ? files : files.map((file) => join(tree, file.replace(/\.ts$/, ".js")));
+  const endsFile = join(scratch, `file-ends-${++reports}.jsonl`);
+  const reporters = ["--test-reporter=spec", "--test-reporter-destination=stdout", `--test-reporter=${endsReporter}`, `--test-reporter-destination=${endsFile}`];
   // As `npm start` runs the gateway: the embedded database's WebAssembly stays in V8's baseline compiler,
   // which the runner passes on to each file's process.
-  const args = ["--liftoff-only", ...loader, "--test", `--test-concurrency=${concurrency}`, ...paths];
+  const args = ["--liftoff-only", ...loader, "--test", `--test-concurrency=${concurrency}`, ...reporters, ...paths];
   running = spawn(node, args, { cwd: root, stdio: "inherit" });
-  watchTestFiles(running, { limitS: FILE_LIMIT_S, everyMs: 5_000, report: (line) => process.stderr.write(line) });
-  return exitCodeOf(running, (message) => process.stderr.write(message));
+  const hung = new Set<string>();
+  const laneName = (path: string): string => relative(at, resolve(root, path)).replace(/\.js$/, ".ts");
+  const report = (line: string, file: string): void => {
+    hung.add(laneName(file));
+    process.stderr.write(line);
+  };
+  watchTestFiles(running, { limitS: FILE_LIMIT_S, everyMs: 5_000, report });
+  const code = await exitCodeOf(running, (message) => process.stderr.write(message));
+  let text = "";
+  try {
+    text = readFileSync(endsFile, "utf8");
+    rmSync(endsFile, { force: true });
+  } catch {
+    // No report: the runner itself did not start or was stopped; its code says so.
+  }
+  const ends = readFileEnds(text, laneName, hung);
+  for (const line of ends.lines) process.stderr.write(line);
+  if (code === 0 || ends.again.length === 0 || !again) return code;
+  process.stderr.write(`== running again, alone, ${ends.again.length} file(s) a signal ended before any test reported: ${ends.again.join(", ")}\n`);
+  return runFiles(ends.again, 1, tree, false);
 }
 
 const lanes = process.argv.slice(2);
@@ -131,16 +158,18 @@ const parallel = files.filter((f) => !EXCLUSIVE.has(f));
 const alone = files.filter((f) => EXCLUSIVE.has(f));
 const started = Date.now();
 const tree = process.env["GW_TEST_TSX"] === "1" ? undefined : await compileTree(root);
-if (tree !== undefined) {
-  process.stdout.write(`== compiled the sources into ${tree.dir} in ${Date.now() - started} ms\n`);
-  // An interrupted run (Ctrl-C, a CI timeout) stops its test runner and leaves no compiled tree behind.
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
-    process.once(signal, () => {
-      running?.kill(signal);
-      rmSync(tree.dir, { recursive: true, force: true });
-      process.exit(130);
-    });
-  }
+// The runners' file-ends reporter and what it writes. Node 20's runner loads a reporter before the `--import`
+// hooks, so the reporter runs as JavaScript compiled for it even when the tests run through tsx.
+const scratch = mkdtempSync(join(tmpdir(), "gw-lanes-"));
+const endsReporter = await compileFile(join(root, "test/file-ends-reporter.ts"), scratch);
+if (tree !== undefined) process.stdout.write(`== compiled the sources into ${tree.dir} in ${Date.now() - started} ms\n`);
+// An interrupted run (Ctrl-C, a CI timeout) stops its test runner and leaves no compiled tree or scratch behind.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => {
+    running?.kill(signal);
+    for (const dir of [tree?.dir, scratch]) if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    process.exit(130);
+  });
 }
 // The files that run alone go first, so the runner's last summary is the lane's main one.
 const codes: number[] = [];
@@ -150,6 +179,7 @@ for (const [group, concurrency, what] of [[alone, 1, "alone"], [parallel, availa
   if (group.length > 0) process.stdout.write(`== ${group.length} files ${what} in ${Math.round((Date.now() - groupStarted) / 1000)} s\n`);
 }
 await tree?.remove();
+rmSync(scratch, { recursive: true, force: true });
 const seconds = Math.round((Date.now() - started) / 1000);
 const failed = codes.some((code) => code !== 0);
 process.stdout.write(`== lane ${lanes.join("+")}: ${files.length} files in ${seconds} s with ${process.env["GW_TEST_NODE"] || process.execPath}${failed ? ", FAILED" : ""}\n`);
