@@ -1,5 +1,5 @@
 /**
- * The processes the benches that look at the gateway from outside start (`bench/outside.ts`,
+ * The processes the benches that look at the gateway from outside start (`bench/outside.ts`, `bench/served-turns.ts`,
  * `bench/allocation-sites.ts`, `bench/mcp-relay.ts`): bundled bench children (the mock upstream, the floor), and
  * the gateway exactly as `npm start` runs it (`dist/main.js` with the node flags and environment `bin/gw-serve`
  * gives it on its database) from a config file, by default one provider with one key and one virtual key, at its
@@ -17,12 +17,26 @@ import { fileURLToPath } from "node:url";
 import { buildServerBundle } from "../src/build-bundle.js";
 import { SERVING_ENVIRONMENT, servingNodeFlags } from "../src/serving-environment.js";
 import { dropSchema, randomSchemaName } from "../src/store/index.js";
+import { TreeRssPeaks } from "./process-tree.js";
 
 const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 const START_TIMEOUT_MS = 120_000;
 
 /** The virtual key the served gateway's config holds. */
 export const SERVED_VIRTUAL_KEY = "sk-gw-outside";
+
+/** The path the outside benches load. */
+export const OUTSIDE_PATH = "/v1/chat/completions";
+/** The headers of every loaded request: JSON, and the served gateway's virtual key. */
+export const OUTSIDE_HEADERS: Readonly<Record<string, string>> = { "content-type": "application/json", authorization: `Bearer ${SERVED_VIRTUAL_KEY}` };
+const OUTSIDE_MESSAGES = [
+  { role: "system", content: "You are a concise assistant." },
+  { role: "user", content: "Explain in two sentences why connection pooling matters for an API gateway." },
+];
+/** The JSON load's body: a short chat completion the mock upstream answers with about 600 bytes. */
+export const OUTSIDE_CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: OUTSIDE_MESSAGES, temperature: 0.2, max_tokens: 160 });
+/** The streaming load's body: the mock upstream answers it with 50 SSE chunks. */
+export const OUTSIDE_STREAM_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: OUTSIDE_MESSAGES, stream: true });
 
 /** A started process that serves HTTP: its URL and process. */
 export interface Served {
@@ -151,4 +165,34 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const log = await readFile(logFile, "utf8").catch(() => "");
   await stop();
   throw new Error(`the gateway did not become ready within ${START_TIMEOUT_MS / 1000} s:\n${log.slice(-2000)}`);
+}
+
+/**
+ * The children a bench starts: each stopped on SIGINT while it runs, and its process tree's peak RSS sampled
+ * every 100 ms from its start. Pass `watch` as a start's `spawned`.
+ */
+export class WatchedChildren {
+  readonly peaks = new TreeRssPeaks(100);
+  private readonly running = new Set<ChildProcess>();
+
+  constructor() {
+    process.on("SIGINT", () => {
+      for (const child of this.running) child.kill("SIGTERM");
+      process.exit(130);
+    });
+  }
+
+  readonly watch = (child: ChildProcess): void => {
+    this.running.add(child);
+    child.once("exit", () => this.running.delete(child));
+    this.peaks.watch(child.pid);
+  };
+}
+
+/** The median of `values` (NaN for none). */
+export function median(values: readonly number[]): number {
+  if (values.length === 0) return Number.NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }

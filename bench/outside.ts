@@ -21,12 +21,10 @@
  * script does).
  */
 import autocannon from "autocannon";
-import type { ChildProcess } from "node:child_process";
 import { loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
-import { SERVED_VIRTUAL_KEY, startBundledChild, startServedGateway, type Served } from "./outside-processes.js";
+import { median, OUTSIDE_CHAT_BODY, OUTSIDE_HEADERS, OUTSIDE_PATH, OUTSIDE_STREAM_BODY, startBundledChild, startServedGateway, WatchedChildren, type Served } from "./outside-processes.js";
 import { cpuMs } from "./process-cpu.js";
-import { TreeRssPeaks } from "./process-tree.js";
 import { concurrentStreams, Errors, type StreamFigures, type StreamRequest } from "./stream-load.js";
 
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 10);
@@ -41,14 +39,7 @@ const STREAM_WARMUP_MS = 2_000;
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const BUILD_DIR = here("../.tmp/bench-outside");
-const PATH = "/v1/chat/completions";
-const HEADERS = { "content-type": "application/json", authorization: `Bearer ${SERVED_VIRTUAL_KEY}` };
-const MESSAGES = [
-  { role: "system", content: "You are a concise assistant." },
-  { role: "user", content: "Explain in two sentences why connection pooling matters for an API gateway." },
-];
-const CHAT_BODY = JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160 });
-const STREAM_REQUEST: StreamRequest = { path: PATH, headers: HEADERS, body: JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, stream: true }) };
+const STREAM_REQUEST: StreamRequest = { path: OUTSIDE_PATH, headers: OUTSIDE_HEADERS, body: OUTSIDE_STREAM_BODY };
 
 /** A started target: its URL and the process whose tree is measured. */
 type Target = Served;
@@ -61,15 +52,7 @@ interface Figures {
   peakRssMiB: number | null;
 }
 
-const peaks = new TreeRssPeaks(100);
-const running = new Set<ChildProcess>();
-
-/** Stopped on SIGINT while it runs, and its memory sampled from its start. */
-function watch(child: ChildProcess): void {
-  running.add(child);
-  child.once("exit", () => running.delete(child));
-  peaks.watch(child.pid);
-}
+const { peaks, watch } = new WatchedChildren();
 
 /** A bundled bench child, its memory watched from its start. */
 function startChild(file: string, env: Record<string, string>): Promise<Target> {
@@ -84,7 +67,7 @@ function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Pro
 
 /** autocannon's closed loop on `url` for `seconds`; the requests per second, after checking every answer was a 200. */
 async function cannon(url: string, seconds: number, errors: Errors): Promise<{ rps: number; requests: number }> {
-  const result = await autocannon({ url: url + PATH, method: "POST", headers: HEADERS, body: CHAT_BODY, connections: CONNECTIONS, duration: seconds });
+  const result = await autocannon({ url: url + OUTSIDE_PATH, method: "POST", headers: OUTSIDE_HEADERS, body: OUTSIDE_CHAT_BODY, connections: CONNECTIONS, duration: seconds });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) errors.add(`${failed} of ${result.requests.total} answers were not 200s (${result.non2xx} non-2xx, ${result.errors} errors, ${result.timeouts} timeouts)`);
   return { rps: result.requests.total / result.duration, requests: result.requests.total };
@@ -104,17 +87,7 @@ async function measure(target: Target, errors: Errors): Promise<Figures> {
   }
 }
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-};
 const fixed = (value: number | null, digits: number): string => (value === null || !Number.isFinite(value) ? "-" : value.toFixed(digits));
-
-process.on("SIGINT", () => {
-  for (const child of running) child.kill("SIGTERM");
-  process.exit(130);
-});
 
 const errors = new Errors();
 const upstream = await startChild("upstream.ts", {});

@@ -1,0 +1,99 @@
+/**
+ * `npm run bench:turns`: two served targets in turns, for a change whose effect is smaller than the machine's
+ * drift between the rounds of `npm run bench:outside`. Not a test: it prints figures and asserts nothing but
+ * that every answer was a 200.
+ *
+ * Both targets start first and stay up: A, the gateway as `npm start` runs it with BENCH_TURNS_A's node flags
+ * after the launcher's (a later flag wins), or with BENCH_TURNS_FLOOR=1 the floor (floor.ts, parsing the body);
+ * B, the gateway with BENCH_TURNS_B's flags. After 3 s of warm-up each, they take the same load in slices of
+ * BENCH_SECONDS (default 2) in the order A B, B A, ... for BENCH_TURNS_PAIRS pairs (default 12): autocannon's
+ * 32-connection JSON load, or with BENCH_TURNS_STREAMS=1 eight connections each streaming 50-chunk answers. Each
+ * pair's ratio of B to A is taken within seconds, so the machine's drift moves both sides of it; the figures
+ * judged are the medians of the pairs' ratios. BENCH_DATABASE_URL runs the gateways on that PostgreSQL server.
+ */
+import autocannon from "autocannon";
+import { fileURLToPath } from "node:url";
+import { median, OUTSIDE_CHAT_BODY, OUTSIDE_HEADERS, OUTSIDE_PATH, OUTSIDE_STREAM_BODY, startBundledChild, startServedGateway, WatchedChildren, type Served } from "./outside-processes.js";
+import { cpuMs } from "./process-cpu.js";
+import { concurrentStreams, Errors, type StreamRequest } from "./stream-load.js";
+
+const flags = (name: string): string[] => (process.env[name] ?? "").split(" ").filter((flag) => flag !== "");
+const A_FLAGS = flags("BENCH_TURNS_A");
+const B_FLAGS = flags("BENCH_TURNS_B");
+const FLOOR = process.env["BENCH_TURNS_FLOOR"] === "1";
+const STREAMS = process.env["BENCH_TURNS_STREAMS"] === "1";
+const PAIRS = Number(process.env["BENCH_TURNS_PAIRS"] ?? 12);
+const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 2);
+const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+if (!Number.isInteger(PAIRS) || PAIRS < 1 || !(SECONDS > 0)) throw new Error("BENCH_TURNS_PAIRS must be a positive integer and BENCH_SECONDS a positive number");
+if (FLOOR && A_FLAGS.length > 0) throw new Error("BENCH_TURNS_A gives the gateway's flags: with BENCH_TURNS_FLOOR=1 A is the floor");
+
+const BUILD_DIR = fileURLToPath(new URL("../.tmp/bench-outside", import.meta.url));
+const STREAM_REQUEST: StreamRequest = { path: OUTSIDE_PATH, headers: OUTSIDE_HEADERS, body: OUTSIDE_STREAM_BODY };
+
+/** One slice's figures: work done per second and CPU per unit of work (a request or a stream). */
+interface Slice {
+  perSecond: number;
+  cpuUs: number;
+  p99Ms: number;
+}
+
+const { peaks, watch } = new WatchedChildren();
+
+/** One slice of load on `target`. */
+async function slice(target: Served, seconds: number, errors: Errors): Promise<Slice> {
+  const cpuBefore = cpuMs(target.process.pid);
+  if (STREAMS) {
+    const figures = await concurrentStreams(target.url, STREAM_REQUEST, 8, 500, seconds, errors);
+    const streams = figures.streamsPerSecond * seconds;
+    return { perSecond: figures.streamsPerSecond, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / streams, p99Ms: figures.p50 };
+  }
+  const result = await autocannon({ url: target.url + OUTSIDE_PATH, method: "POST", headers: OUTSIDE_HEADERS, body: OUTSIDE_CHAT_BODY, connections: 32, duration: seconds });
+  const failed = result.non2xx + result.errors + result.timeouts;
+  if (failed > 0) errors.add(`${failed} of ${result.requests.total} answers were not 200s`);
+  return { perSecond: result.requests.total / result.duration, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / result.requests.total, p99Ms: result.latency.p99 };
+}
+
+const errors = new Errors();
+const upstream = await startBundledChild("./upstream.ts", {}, BUILD_DIR);
+const targets: Served[] = [];
+try {
+  const a = FLOOR
+    ? await startBundledChild("./floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }, BUILD_DIR, watch)
+    : await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: A_FLAGS, spawned: watch });
+  targets.push(a);
+  const b = await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: B_FLAGS, spawned: watch });
+  targets.push(b);
+  await slice(a, 3, errors);
+  await slice(b, 3, errors);
+  const slices: { a: Slice[]; b: Slice[] } = { a: [], b: [] };
+  for (let pair = 0; pair < PAIRS; pair++) {
+    // A B, then B A: neither side always follows the other.
+    if (pair % 2 === 0) {
+      slices.a.push(await slice(a, SECONDS, errors));
+      slices.b.push(await slice(b, SECONDS, errors));
+    } else {
+      slices.b.push(await slice(b, SECONDS, errors));
+      slices.a.push(await slice(a, SECONDS, errors));
+    }
+  }
+  const ratios = (pick: (s: Slice) => number) => slices.a.map((s, i) => pick(slices.b[i] as Slice) / pick(s));
+  const unit = STREAMS ? "streams" : "requests";
+  const describe = (name: string, target: Served, own: Slice[], given: string) =>
+    `${name} ${given}: ${median(own.map((s) => s.perSecond)).toFixed(0)} ${unit}/s, ${median(own.map((s) => s.cpuUs)).toFixed(1)} µs CPU per ${unit.slice(0, -1)}, ` +
+    `${STREAMS ? "first byte p50" : "p99"} ${median(own.map((s) => s.p99Ms)).toFixed(1)} ms, peak RSS ${(peaks.peakOf(target.process.pid) ?? Number.NaN).toFixed(0)} MiB (medians of ${PAIRS} slices)\n`;
+  process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : `the gateway${A_FLAGS.length > 0 ? ` with ${A_FLAGS.join(" ")}` : ""}`));
+  process.stdout.write(describe("B", b, slices.b, `the gateway${B_FLAGS.length > 0 ? ` with ${B_FLAGS.join(" ")}` : ""}`));
+  const perSecond = ratios((s) => s.perSecond);
+  const cpu = ratios((s) => s.cpuUs);
+  process.stdout.write(`B against A, medians of ${PAIRS} pairs: ${unit}/s ${median(perSecond).toFixed(3)}x (pairs ${perSecond.map((r) => r.toFixed(2)).join(" ")})\n`);
+  process.stdout.write(`  CPU per ${unit.slice(0, -1)} ${median(cpu).toFixed(3)}x (pairs ${cpu.map((r) => r.toFixed(2)).join(" ")})\n`);
+} finally {
+  for (const target of targets) await target.stop();
+  await upstream.stop();
+  peaks.stop();
+}
+if (errors.count > 0) {
+  process.stdout.write(`\n${errors.count} failed slices: the figures are invalid\n${[...errors.samples].join("\n")}\n`);
+  process.exitCode = 1;
+}
