@@ -31,27 +31,28 @@ if (FLOOR && A_FLAGS.length > 0) throw new Error("BENCH_TURNS_A gives the gatewa
 const BUILD_DIR = fileURLToPath(new URL("../.tmp/bench-outside", import.meta.url));
 const STREAM_REQUEST: StreamRequest = { path: OUTSIDE_PATH, headers: OUTSIDE_HEADERS, body: OUTSIDE_STREAM_BODY };
 
-/** One slice's figures: work done per second and CPU per unit of work (a request or a stream). */
+/** One slice's figures: work done per second, CPU per unit of work (a request or a stream), and its latency. */
 interface Slice {
   perSecond: number;
   cpuUs: number;
-  p99Ms: number;
+  /** The JSON load's p99 latency, or a stream's p50 time to first byte, in ms. */
+  latencyMs: number;
 }
 
 const { peaks, watch } = new WatchedChildren();
 
 /** One slice of load on `target`. */
 async function slice(target: Served, seconds: number, errors: Errors): Promise<Slice> {
-  const cpuBefore = cpuMs(target.process.pid);
   if (STREAMS) {
-    const figures = await concurrentStreams(target.url, STREAM_REQUEST, 8, 500, seconds, errors);
-    const streams = figures.streamsPerSecond * seconds;
-    return { perSecond: figures.streamsPerSecond, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / streams, p99Ms: figures.p50 };
+    let cpuBefore = Number.NaN;
+    const figures = await concurrentStreams(target.url, STREAM_REQUEST, 8, 500, seconds, errors, () => (cpuBefore = cpuMs(target.process.pid)));
+    return { perSecond: figures.streamsPerSecond, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / figures.requests, latencyMs: figures.p50 };
   }
+  const cpuBefore = cpuMs(target.process.pid);
   const result = await autocannon({ url: target.url + OUTSIDE_PATH, method: "POST", headers: OUTSIDE_HEADERS, body: OUTSIDE_CHAT_BODY, connections: 32, duration: seconds });
   const failed = result.non2xx + result.errors + result.timeouts;
   if (failed > 0) errors.add(`${failed} of ${result.requests.total} answers were not 200s`);
-  return { perSecond: result.requests.total / result.duration, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / result.requests.total, p99Ms: result.latency.p99 };
+  return { perSecond: result.requests.total / result.duration, cpuUs: ((cpuMs(target.process.pid) - cpuBefore) * 1000) / result.requests.total, latencyMs: result.latency.p99 };
 }
 
 const errors = new Errors();
@@ -81,7 +82,7 @@ try {
   const unit = STREAMS ? "streams" : "requests";
   const describe = (name: string, target: Served, own: Slice[], given: string) =>
     `${name} ${given}: ${median(own.map((s) => s.perSecond)).toFixed(0)} ${unit}/s, ${median(own.map((s) => s.cpuUs)).toFixed(1)} µs CPU per ${unit.slice(0, -1)}, ` +
-    `${STREAMS ? "first byte p50" : "p99"} ${median(own.map((s) => s.p99Ms)).toFixed(1)} ms, peak RSS ${(peaks.peakOf(target.process.pid) ?? Number.NaN).toFixed(0)} MiB (medians of ${PAIRS} slices)\n`;
+    `${STREAMS ? "first byte p50" : "p99"} ${median(own.map((s) => s.latencyMs)).toFixed(1)} ms, peak RSS ${(peaks.peakOf(target.process.pid) ?? Number.NaN).toFixed(0)} MiB (medians of ${PAIRS} slices)\n`;
   process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : `the gateway${A_FLAGS.length > 0 ? ` with ${A_FLAGS.join(" ")}` : ""}`));
   process.stdout.write(describe("B", b, slices.b, `the gateway${B_FLAGS.length > 0 ? ` with ${B_FLAGS.join(" ")}` : ""}`));
   const perSecond = ratios((s) => s.perSecond);

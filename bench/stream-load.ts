@@ -56,8 +56,11 @@ export interface StreamFigures {
   requests: number;
 }
 
-/** `connections` workers streaming one answer after another: `warmupMs` uncounted, then `seconds` counted. */
-export async function concurrentStreams(url: string, request: StreamRequest, connections: number, warmupMs: number, seconds: number, errors: Errors): Promise<StreamFigures> {
+/**
+ * `connections` workers streaming one answer after another: `warmupMs` uncounted, then `seconds` counted;
+ * `measuring` is called as the counted part begins (to read a process's CPU time from there).
+ */
+export async function concurrentStreams(url: string, request: StreamRequest, connections: number, warmupMs: number, seconds: number, errors: Errors, measuring?: () => void): Promise<StreamFigures> {
   const pool = new Pool(url, { connections, pipelining: 1 });
   const loop = async (until: number, samples: number[] | null): Promise<void> => {
     await Promise.all(
@@ -72,6 +75,7 @@ export async function concurrentStreams(url: string, request: StreamRequest, con
   try {
     await loop(performance.now() + warmupMs, null);
     const samples: number[] = [];
+    measuring?.();
     const started = performance.now();
     await loop(started + seconds * 1000, samples);
     const elapsed = performance.now() - started;
