@@ -18,7 +18,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { buildServerBundle } from "../src/build-bundle.js";
-import { SERVED_VIRTUAL_KEY, startBundledChild, startServedGateway, type Served } from "./outside-processes.js";
+import { OUTSIDE_CHAT_BODY, OUTSIDE_HEADERS, OUTSIDE_PATH, OUTSIDE_STREAM_BODY, startBundledChild, startServedGateway, type Served } from "./outside-processes.js";
 
 const REQUESTS = Number(process.env["BENCH_REQUESTS"] ?? 10_000);
 const TOP = Number(process.env["BENCH_TOP"] ?? 30);
@@ -27,10 +27,6 @@ const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const BUILD_DIR = here("../.tmp/bench-allocation");
-const MESSAGES = [
-  { role: "system", content: "You are a concise assistant." },
-  { role: "user", content: "Explain in two sentences why connection pooling matters for an API gateway." },
-];
 
 /** One kind of request sampled: its body, its load and how many to warm up with. */
 interface Kind {
@@ -42,8 +38,8 @@ interface Kind {
 }
 
 const KINDS: readonly Kind[] = [
-  { name: "JSON answer", body: JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, temperature: 0.2, max_tokens: 160 }), connections: 32, warmup: 20_000, requests: REQUESTS },
-  { name: "50-chunk stream", body: JSON.stringify({ model: "gpt-4o-mini", messages: MESSAGES, stream: true }), connections: 8, warmup: 3_000, requests: Math.max(100, Math.round(REQUESTS / 10)) },
+  { name: "JSON answer", body: OUTSIDE_CHAT_BODY, connections: 32, warmup: 20_000, requests: REQUESTS },
+  { name: "50-chunk stream", body: OUTSIDE_STREAM_BODY, connections: 8, warmup: 3_000, requests: Math.max(100, Math.round(REQUESTS / 10)) },
 ];
 
 /** A node of a V8 sampling heap profile. */
@@ -75,9 +71,9 @@ async function ask(gateway: Served, message: object): Promise<unknown> {
 /** Sends `amount` requests of `kind`; throws when any answer was not a 200. */
 async function load(gateway: Served, kind: Kind, amount: number): Promise<void> {
   const result = await autocannon({
-    url: `${gateway.url}/v1/chat/completions`,
+    url: gateway.url + OUTSIDE_PATH,
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${SERVED_VIRTUAL_KEY}` },
+    headers: OUTSIDE_HEADERS,
     body: kind.body,
     connections: kind.connections,
     amount,

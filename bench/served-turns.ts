@@ -95,6 +95,6 @@ try {
   peaks.stop();
 }
 if (errors.count > 0) {
-  process.stdout.write(`\n${errors.count} failed slices: the figures are invalid\n${[...errors.samples].join("\n")}\n`);
+  process.stdout.write(`\n${errors.count} failures (slices with non-200 answers, failed streams): the figures are invalid\n${[...errors.samples].join("\n")}\n`);
   process.exitCode = 1;
 }
