@@ -6,7 +6,7 @@
 import { randomUUID } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
-import { McpClientRecord, VirtualMcpServerRecord, type McpOauthConfig, type McpTokenExchangeConfig } from "../store/index.js";
+import { McpClientRecord, VirtualMcpServerRecord, writeRecord, type McpOauthConfig, type McpTokenExchangeConfig } from "../store/index.js";
 import type { OauthConfigSpec } from "./oauth/oauth-config.js";
 import type { TokenExchangeSpec } from "./token-exchange/token-exchange-config.js";
 import type { McpClientSpec } from "./client-spec.js";
@@ -110,7 +110,7 @@ export async function insertClient(
     createdAt: now,
     updatedAt: now,
   });
-  await em.persistAndFlush(rec);
+  await writeRecord(em, rec);
   return rec;
 }
 

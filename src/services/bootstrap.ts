@@ -20,7 +20,7 @@ import {
 import { changedImmutableFields, validateSpec, type McpClientSpec } from "../mcp/client-spec.js";
 import { assignSpec, findClientByName, insertClient, recordToSpec } from "../mcp/client-repository.js";
 import { invalidField } from "../errors.js";
-import { GovernanceGroupRecord, GuardrailRecord, inNativeTransaction, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, VirtualMcpServerRecord, type Store } from "../store/index.js";
+import { GovernanceGroupRecord, GuardrailRecord, inNativeTransaction, ProviderRecord, RoutingRuleRecord, SettingRecord, VirtualKeyRecord, VirtualMcpServerRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
@@ -122,8 +122,8 @@ async function seedSetting<T extends object>(em: EntityManager, key: string, fil
  */
 export async function seedStore(store: Store, input: SeedInput, logger: Logger): Promise<SeedChanges> {
   const notes: Note[] = [];
-  // Every write below flushes itself, so an unchanged file flushes nothing: a restart then enters no
-  // AsyncLocalStorage on the serving thread (store/native-transaction.ts says why that matters).
+  // Every write below is a native statement, never a flush, so seeding enters no AsyncLocalStorage on the
+  // serving thread (store/native-transaction.ts says why that matters).
   const changes = await inNativeTransaction(store, async (em): Promise<SeedChanges> => ({
     toolManager: await seedSetting(em, SETTING_TOOL_MANAGER, input.toolManager, DEFAULT_TOOL_MANAGER),
     client: await seedSetting(em, SETTING_CLIENT, input.client, DEFAULT_CLIENT),
@@ -198,7 +198,7 @@ async function seedMcpClients(em: EntityManager, clients: readonly McpClientSpec
     };
     validateSpec(next, prefix);
     assignSpec(existing, next);
-    await em.flush();
+    await writeRecord(em, existing);
     await markApplied(em, seedKey, spec);
     notes.push({ fields: { client_id: existing.id, client: spec.name }, msg: "MCP client updated from the config file" });
     written.push({ id: existing.id, name: spec.name });
@@ -208,17 +208,16 @@ async function seedMcpClients(em: EntityManager, clients: readonly McpClientSpec
 
 /**
  * Applies one entity the config file declares when it is new or its file entry changed since it was last
- * applied: `apply` checks it against the store and assigns it (creating it when `existing` is null), then it
- * is flushed, marked applied and noted as `<what> created|updated`. True when written.
+ * applied: `apply` checks it against the store and assigns it (creating it when `existing` is null) and
+ * returns the record, which is written, marked applied and noted as `<what> created|updated`. True when written.
  */
 async function seedEntity(
   em: EntityManager,
   notes: Note[],
-  entry: { seedKey: string; fileValue: unknown; existing: object | null; apply: () => Promise<void> | void; what: string; fields: Record<string, unknown> },
+  entry: { seedKey: string; fileValue: unknown; existing: object | null; apply: () => Promise<object> | object; what: string; fields: Record<string, unknown> },
 ): Promise<boolean> {
   if (entry.existing && !(await fileChanged(em, entry.seedKey, entry.fileValue))) return false;
-  await entry.apply();
-  await em.flush();
+  await writeRecord(em, await entry.apply());
   await markApplied(em, entry.seedKey, entry.fileValue);
   notes.push({ fields: entry.fields, msg: `${entry.what} ${entry.existing ? "updated" : "created"} from the config file` });
   return true;
@@ -229,9 +228,7 @@ async function seedProviders(em: EntityManager, providers: Readonly<Record<strin
   const written: string[] = [];
   for (const [name, wire] of Object.entries(providers)) {
     const existing = await em.findOne(ProviderRecord, { name });
-    const apply = (): void => {
-      assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
-    };
+    const apply = (): ProviderRecord => assignProvider(em, existing, parseProviderWire(name, wire, `providers.${name}`), "config");
     if (await seedEntity(em, notes, { seedKey: `provider:${name}`, fileValue: wire, existing, apply, what: "provider", fields: { provider: name } })) written.push(name);
   }
   return written;
@@ -244,11 +241,11 @@ async function seedVirtualKeys(em: EntityManager, keys: readonly Wire[], notes: 
     const path = `governance.virtual_keys[${index}]`;
     const parsed = parseVirtualKeyWire(wire, path);
     const existing = await em.findOne(VirtualKeyRecord, { id: parsed.key.id });
-    const apply = async (): Promise<void> => {
+    const apply = async (): Promise<VirtualKeyRecord> => {
       const field = await clashingKeyField(em, parsed.key.id, parsed.key.name, parsed.key.value);
       if (field !== null) throw invalidField(`${path}.${field}`, `is already used by another stored virtual key; every key needs its own ${field}`);
       await checkKeyMembership(em, parsed, (name) => `${path}.${name}`);
-      assignVirtualKey(em, existing, parsed, "config");
+      return assignVirtualKey(em, existing, parsed, "config");
     };
     const entry = { seedKey: `virtual_key:${parsed.key.id}`, fileValue: wire, existing, apply, what: "virtual key", fields: { virtual_key_id: parsed.key.id } };
     if (await seedEntity(em, notes, entry)) written.push(parsed.key.id);
@@ -264,9 +261,9 @@ async function seedRoutingRules(em: EntityManager, rules: readonly Wire[], notes
     const at = (field: string): string => `${path}.${field}`;
     const parsed = parseRoutingRule(routingRuleFromJson(wire, path), at);
     const existing = await em.findOne(RoutingRuleRecord, { id: parsed.fields.id });
-    const apply = async (): Promise<void> => {
+    const apply = async (): Promise<RoutingRuleRecord> => {
       await checkRuleReferences(em, parsed, at);
-      assignRoutingRule(em, existing, parsed, "config");
+      return assignRoutingRule(em, existing, parsed, "config");
     };
     const entry = { seedKey: `routing_rule:${parsed.fields.id}`, fileValue: wire, existing, apply, what: "routing rule", fields: { routing_rule_id: parsed.fields.id } };
     if (await seedEntity(em, notes, entry)) written.push(parsed.fields.id);
@@ -283,9 +280,9 @@ async function seedGroups(em: EntityManager, groups: FileGroups, notes: Note[]):
       const at = (field: string): string => `${path}.${field}`;
       const parsed = parseGroupWire(kind, wire, at);
       const existing = await em.findOne(GovernanceGroupRecord, { id: parsed.fields.id, kind });
-      const apply = async (): Promise<void> => {
+      const apply = async (): Promise<GovernanceGroupRecord> => {
         await checkGroupReferences(em, parsed, at);
-        assignGroup(em, existing, parsed, "config");
+        return assignGroup(em, existing, parsed, "config");
       };
       const entry = { seedKey: `${kind}:${parsed.fields.id}`, fileValue: wire, existing, apply, what: kind.replace("_", " "), fields: { id: parsed.fields.id, kind } };
       if (await seedEntity(em, notes, entry)) written.push(parsed.fields.id);
@@ -302,9 +299,9 @@ async function seedGuardrails(em: EntityManager, guardrails: readonly Wire[], no
     const at = (field: string): string => `${path}.${field}`;
     const msg = guardrailFromJson(wire, path);
     const existing = await em.findOne(GuardrailRecord, { id: msg.id });
-    const apply = async (): Promise<void> => {
+    const apply = async (): Promise<GuardrailRecord> => {
       const parsed = parseGuardrail(msg, at, existing?.secretHeaders ?? null);
-      assignGuardrail(em, existing, await resolveGuardrailReferences(em, parsed, at), "config");
+      return assignGuardrail(em, existing, await resolveGuardrailReferences(em, parsed, at), "config");
     };
     const entry = { seedKey: `guardrail:${msg.id}`, fileValue: wire, existing, apply, what: "guardrail", fields: { guardrail_id: msg.id } };
     if (await seedEntity(em, notes, entry)) written.push(msg.id);
@@ -324,10 +321,10 @@ async function seedVirtualMcpServers(em: EntityManager, servers: readonly Wire[]
     const at = (field: string): string => `${path}.${field}`;
     const fields = parseVirtualServer(virtualServerFromJson(wire, path), at);
     const existing = await em.findOne(VirtualMcpServerRecord, { name: fields.name });
-    const apply = async (): Promise<void> => {
+    const apply = async (): Promise<VirtualMcpServerRecord> => {
       await checkNameFreeOfClients(em, fields.name, at);
       await checkMembers(em, fields.members, at, [], "none");
-      assignVirtualServer(em, existing, fields, "config");
+      return assignVirtualServer(em, existing, fields, "config");
     };
     const entry = { seedKey: `virtual_mcp_server:${fields.name}`, fileValue: wire, existing, apply, what: "virtual MCP server", fields: { virtual_server: fields.name } };
     if (await seedEntity(em, notes, entry)) written.push(fields.name);

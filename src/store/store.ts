@@ -5,6 +5,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir } from "node:fs/promises";
 import { resolve } from "node:path";
+import type { ForkOptions } from "@mikro-orm/core";
 import { MikroORM, type EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -46,8 +47,8 @@ export interface Store {
    * advisory lock); on the embedded database, which serves one node, it just runs it.
    */
   exclusive<T>(name: string, work: () => Promise<T>): Promise<T>;
-  /** A fresh EntityManager: one unit of work per request. */
-  fork(): EntityManager;
+  /** A fresh EntityManager: one unit of work per request (`options` as the ORM's `fork` takes them). */
+  fork(options?: ForkOptions): EntityManager;
   /** Closes the ORM, the socket server and PGlite; idempotent. */
   close(): Promise<void>;
 }
@@ -115,7 +116,7 @@ export async function openStore(options: StoreOptions): Promise<Store> {
     nodeId,
     schema: schema ?? "public",
     exclusive: (name, work) => (embedded === undefined ? withAdvisoryLock(readyOrm, `gw:${schema ?? "public"}:${name}`, work) : work()),
-    fork: () => readyOrm.em.fork(),
+    fork: (options) => readyOrm.em.fork(options),
     close() {
       closing ??= (async () => {
         await readyOrm.close(true);

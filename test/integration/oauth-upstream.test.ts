@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, test } from "node:test";
+import { McpOauthCredentialRecord } from "../../src/store/index.js";
 import { api, startApp, type TestApp } from "../helpers/app.js";
 import { startOauthFixture, type OauthFixture } from "../fixtures/oauth-server.js";
 import { connectOauthClient, executeTool, oauthSuite } from "../helpers/oauth-clients.js";
@@ -209,6 +210,17 @@ describe("refresh and reauthorization", () => {
     const done = await api(app, "POST", created.body.complete_url);
     assert.equal(done.status, 410);
     assert.equal((await api(app, "GET", created.body.status_url)).body.status, "failed");
+  });
+
+  test("a restart moves an attempt left pending past its expiry to failed", async () => {
+    const created = await api(app, "POST", "/api/mcp/client", { name: "forgotten", connection_type: "http", connection_string: oauth.mcpUrl, auth_type: "oauth" });
+    const id = /\/api\/oauth\/config\/([^/]+)\/status$/.exec(created.body.status_url)?.[1];
+    assert.ok(id, created.body.status_url);
+    now += 16 * 60_000;
+    await app.stop({ keepData: true });
+    app = await startApp(app.restartOptions);
+    const stored = await app.store.fork().findOneOrFail(McpOauthCredentialRecord, { id });
+    assert.deepEqual([stored.status, stored.secrets], ["failed", {}]);
   });
 
   test("a callback after the attempt expired answers 410", async () => {

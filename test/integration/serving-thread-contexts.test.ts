@@ -1,6 +1,7 @@
 /**
  * What the serving thread does in the background while it serves (the usage counters' writes, the
- * provider's model list), and a restart whose config file did not change, enter no AsyncLocalStorage: on Node 20 the first store entered turns promise hooks
+ * provider's model list), a first start that applies the config file and a restart whose file did not change,
+ * enter no AsyncLocalStorage: on Node 20 the first store entered turns promise hooks
  * on for the whole process, a cost every request pays from then on. Entries are counted by wrapping the
  * public `run` and `enterWith` for this test only.
  */
@@ -8,7 +9,7 @@ import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
 import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
-import { inferenceOptionsFromFile } from "../../src/services/inference/config.js";
+import { inferenceOptionsFromFile, type InferenceOptions } from "../../src/services/inference/config.js";
 import { UsageRecord } from "../../src/store/index.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
 import { startApp, type TestApp } from "../helpers/app.js";
@@ -36,6 +37,7 @@ function countEntries(): void {
 
 let upstream: MockUpstream;
 let app: TestApp;
+let inference: InferenceOptions;
 
 before(async () => {
   countEntries();
@@ -47,7 +49,9 @@ before(async () => {
     value: "sk-gw-quiet",
     provider_configs: [{ provider: "openai", allowed_models: ["*"], key_ids: ["*"], weight: 1, budgets: [{ max_limit: 1000, reset_duration: "1h" }], rate_limit: { token_max_limit: 1_000_000, token_reset_duration: "1h" } }],
   };
-  const inference = { ...inferenceOptionsFromFile(providers, [virtualKey], [], { business_unit: [], customer: [], team: [] }), usageFlushIntervalMs: FLUSH_MS };
+  const rules = [{ id: "rule-quiet", name: "quiet rule", cel_expression: `headers["x-never"] == "1"`, targets: [{ provider: "openai" }] }];
+  const groups = { business_unit: [], customer: [], team: [{ id: "team-quiet", name: "quiet team" }] };
+  inference = { ...inferenceOptionsFromFile(providers, [{ ...virtualKey, team_id: "team-quiet" }], rules, groups), usageFlushIntervalMs: FLUSH_MS };
   app = await startApp({ inference });
 });
 
@@ -85,6 +89,20 @@ test("serving requests and writing their usage enters no AsyncLocalStorage", asy
   await serveAndFlush(app);
   counting = false;
   assert.deepEqual(entries, []);
+});
+
+test("a first start that applies its config file enters no AsyncLocalStorage", async () => {
+  entries.length = 0;
+  counting = true;
+  const fresh = await startApp({ inference });
+  counting = false;
+  try {
+    assert.deepEqual(entries, []);
+    // What it wrote serves: the provider, the key and its team as the file declares them.
+    await serveAndFlush(fresh);
+  } finally {
+    await fresh.stop();
+  }
 });
 
 test("a restart whose config file did not change enters no AsyncLocalStorage", async () => {

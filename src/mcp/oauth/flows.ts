@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError } from "../../errors.js";
-import { McpClientRecord, McpOauthCredentialRecord } from "../../store/index.js";
+import { McpClientRecord, McpOauthCredentialRecord, writeRecord } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import type { McpClientSpec } from "../client-spec.js";
 import { exchangeCode, oauthFailure, startAuthorization, type StartedAuthorization } from "./authorization.js";
@@ -81,9 +81,8 @@ export function expireIfDue(rec: McpOauthCredentialRecord, now: number): boolean
 /** Moves every attempt left pending past its expiry to failed, dropping its verifier and state. */
 export async function sweepExpired(em: EntityManager, now: number): Promise<number> {
   const due = await em.find(McpOauthCredentialRecord, { status: "pending", expiresAt: { $lte: new Date(now) } });
-  for (const rec of due) expireIfDue(rec, now);
-  // No flush when nothing is due: one on the serving thread turns Node 20's promise hooks on for good.
-  if (due.length > 0) await em.flush();
+  // Plain statements, never a flush: one on the serving thread turns Node 20's promise hooks on for good.
+  for (const rec of due) if (expireIfDue(rec, now)) await writeRecord(em, rec);
   return due.length;
 }
 
