@@ -61,6 +61,8 @@ export type ServedGatewayOptions = ServedGatewaySettings &
 
 /** What every start may set. */
 interface ServedGatewaySettings {
+  /** The built gateway to run in place of this checkout's `dist/main.js` (another commit's build, to compare). */
+  main?: string | undefined;
   /** A PostgreSQL server to run on, in a schema of its own; the embedded database when undefined. */
   databaseUrl?: string | undefined;
   /** Node options put after the serving flags, before `dist/main.js` (a profiler, a preload). */
@@ -135,7 +137,7 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const schema = databaseUrl === undefined ? undefined : randomSchemaName();
   const out = openSync(logFile, "w");
   const stdio: StdioOptions = options.ipc === true ? ["ignore", out, "inherit", "ipc"] : ["ignore", out, "inherit"];
-  const child = spawn(process.execPath, [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+  const child = spawn(process.execPath, [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), options.main ?? MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
     env: {
       ...process.env,
       ...SERVING_ENVIRONMENT,

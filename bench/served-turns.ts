@@ -10,8 +10,12 @@
  * 32-connection JSON load, or with BENCH_TURNS_STREAMS=1 eight connections each streaming 50-chunk answers. Each
  * pair's ratio of B to A is taken within seconds, so the machine's drift moves both sides of it; the figures
  * judged are the medians of the pairs' ratios. BENCH_DATABASE_URL runs the gateways on that PostgreSQL server.
+ * BENCH_TURNS_A_MAIN and BENCH_TURNS_B_MAIN run another build's `dist/main.js` as that side, with this checkout's
+ * launcher flags: two commits in turns (docs/benchmark.md shows how to build one beside the checkout).
  */
 import autocannon from "autocannon";
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { median, OUTSIDE_CHAT_BODY, OUTSIDE_HEADERS, OUTSIDE_PATH, OUTSIDE_STREAM_BODY, startBundledChild, startServedGateway, WatchedChildren, type Served } from "./outside-processes.js";
 import { cpuMs } from "./process-cpu.js";
@@ -20,13 +24,20 @@ import { concurrentStreams, Errors, type StreamRequest } from "./stream-load.js"
 const flags = (name: string): string[] => (process.env[name] ?? "").split(" ").filter((flag) => flag !== "");
 const A_FLAGS = flags("BENCH_TURNS_A");
 const B_FLAGS = flags("BENCH_TURNS_B");
+const mainOf = (name: string): string | undefined => {
+  const main = process.env[name] || undefined;
+  if (main !== undefined && !existsSync(main)) throw new Error(`${name}: no built gateway at ${main}; build that checkout first (npm run build)`);
+  return main === undefined ? undefined : resolve(main);
+};
+const A_MAIN = mainOf("BENCH_TURNS_A_MAIN");
+const B_MAIN = mainOf("BENCH_TURNS_B_MAIN");
 const FLOOR = process.env["BENCH_TURNS_FLOOR"] === "1";
 const STREAMS = process.env["BENCH_TURNS_STREAMS"] === "1";
 const PAIRS = Number(process.env["BENCH_TURNS_PAIRS"] ?? 12);
 const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 2);
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
 if (!Number.isInteger(PAIRS) || PAIRS < 1 || !(SECONDS > 0)) throw new Error("BENCH_TURNS_PAIRS must be a positive integer and BENCH_SECONDS a positive number");
-if (FLOOR && A_FLAGS.length > 0) throw new Error("BENCH_TURNS_A gives the gateway's flags: with BENCH_TURNS_FLOOR=1 A is the floor");
+if (FLOOR && (A_FLAGS.length > 0 || A_MAIN !== undefined)) throw new Error("BENCH_TURNS_A and BENCH_TURNS_A_MAIN set up the gateway A: with BENCH_TURNS_FLOOR=1 A is the floor");
 
 const BUILD_DIR = fileURLToPath(new URL("../.tmp/bench-outside", import.meta.url));
 const STREAM_REQUEST: StreamRequest = { path: OUTSIDE_PATH, headers: OUTSIDE_HEADERS, body: OUTSIDE_STREAM_BODY };
@@ -61,9 +72,9 @@ const targets: Served[] = [];
 try {
   const a = FLOOR
     ? await startBundledChild("./floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }, BUILD_DIR, watch)
-    : await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: A_FLAGS, spawned: watch });
+    : await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: A_FLAGS, main: A_MAIN, spawned: watch });
   targets.push(a);
-  const b = await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: B_FLAGS, spawned: watch });
+  const b = await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: B_FLAGS, main: B_MAIN, spawned: watch });
   targets.push(b);
   await slice(a, 3, errors);
   await slice(b, 3, errors);
@@ -83,8 +94,9 @@ try {
   const describe = (name: string, target: Served, own: Slice[], given: string) =>
     `${name} ${given}: ${median(own.map((s) => s.perSecond)).toFixed(0)} ${unit}/s, ${median(own.map((s) => s.cpuUs)).toFixed(1)} µs CPU per ${unit.slice(0, -1)}, ` +
     `${STREAMS ? "first byte p50" : "p99"} ${median(own.map((s) => s.latencyMs)).toFixed(1)} ms, peak RSS ${(peaks.peakOf(target.process.pid) ?? Number.NaN).toFixed(0)} MiB (medians of ${PAIRS} slices)\n`;
-  process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : `the gateway${A_FLAGS.length > 0 ? ` with ${A_FLAGS.join(" ")}` : ""}`));
-  process.stdout.write(describe("B", b, slices.b, `the gateway${B_FLAGS.length > 0 ? ` with ${B_FLAGS.join(" ")}` : ""}`));
+  const gateway = (main: string | undefined, flags: string[]): string => `the gateway${main === undefined ? "" : ` of ${main}`}${flags.length > 0 ? ` with ${flags.join(" ")}` : ""}`;
+  process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : gateway(A_MAIN, A_FLAGS)));
+  process.stdout.write(describe("B", b, slices.b, gateway(B_MAIN, B_FLAGS)));
   const perSecond = ratios((s) => s.perSecond);
   const cpu = ratios((s) => s.cpuUs);
   process.stdout.write(`B against A, medians of ${PAIRS} pairs: ${unit}/s ${median(perSecond).toFixed(3)}x (pairs ${perSecond.map((r) => r.toFixed(2)).join(" ")})\n`);
