@@ -9,7 +9,7 @@
  * names (the oldest live node) downloads on schedule, and the others reload what it stored when told.
  */
 import type { Store } from "../store/index.js";
-import { PRICING_SNAPSHOT_ID, PricingSnapshotRecord, writeRecord } from "../store/index.js";
+import { PRICING_SNAPSHOT_ID, PricingSnapshotRecord } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { PricingDownloadError, downloadPricingFile } from "./pricing-download.js";
 import { PricingDataError, isPriceEntryList, parsePricingDatasheet, type PriceEntry } from "./pricing-data.js";
@@ -206,9 +206,8 @@ export class PricingSync {
       }
       if (this.#stopped) throw new PricingSyncError("the gateway is stopping");
       const syncedAt = new Date(this.#now());
-      const em = this.#options.store.fork();
-      const fields = { sourceUrl: url, entries, modelsCount: entries.length, syncedAt };
-      await writeRecord(em, em.create(PricingSnapshotRecord, { id: PRICING_SNAPSHOT_ID, ...fields }));
+      // A native upsert, not a flush: a flush would enter the ORM's AsyncLocalStorage (store/native-transaction.ts).
+      await this.#options.store.fork().upsert(PricingSnapshotRecord, { id: PRICING_SNAPSHOT_ID, sourceUrl: url, entries, modelsCount: entries.length, syncedAt });
       const snapshot: PricingSnapshot = { table: PriceTable.fromEntries(entries), entries, source: "url", syncedAt };
       this.#apply(snapshot, url);
       logger.info({ models_count: entries.length }, "pricing: datasheet downloaded and stored");
