@@ -15,26 +15,31 @@ import type { MethodBody } from "./calls.js";
 import type { Engine } from "./engine-deps.js";
 import type { InferenceProvider } from "./state.js";
 
+/** The request naming the target's upstream model: the request itself when it already does (no adapter changes its request). */
+function withModel<T extends { model: string }>(body: T, model: string): T {
+  return body.model === model ? body : { ...body, model };
+}
+
 /** The adapter's non-streaming call for the method, with the target's upstream model. */
 export function callAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderResult> {
-  if (call.method === "responses") return adapter.responses({ ...call.body, model }, options);
-  if (call.method === "embedding") return adapter.embeddings({ ...call.body, model }, options);
+  if (call.method === "responses") return adapter.responses(withModel(call.body, model), options);
+  if (call.method === "embedding") return adapter.embeddings(withModel(call.body, model), options);
   if (call.method === "messages") {
-    const req = { ...call.body, model };
+    const req = withModel(call.body, model);
     return adapter.messages ? adapter.messages(req, options) : bridgeMessages(adapter, req, options);
   }
-  return adapter.chat({ ...call.body, model }, options);
+  return adapter.chat(withModel(call.body, model), options);
 }
 
 /** The adapter's streaming call for the method, with the target's upstream model. */
 export function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model: string, options: CallOptions): Promise<ProviderStream> {
   if (call.method === "embedding") throw new GatewayError("invalid_argument", "embeddings do not stream", { type: "caller_invalid_request", httpStatus: 400, field: "stream" });
-  if (call.method === "responses") return adapter.responsesStream({ ...call.body, model }, options);
+  if (call.method === "responses") return adapter.responsesStream(withModel(call.body, model), options);
   if (call.method === "messages") {
-    const req = { ...call.body, model };
+    const req = withModel(call.body, model);
     return adapter.messagesStream ? adapter.messagesStream(req, options) : bridgeMessagesStream(adapter, req, options);
   }
-  return adapter.chatStream({ ...call.body, model }, options);
+  return adapter.chatStream(withModel(call.body, model), options);
 }
 
 /** The options of one upstream call with the key `choice` picked. */

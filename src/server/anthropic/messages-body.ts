@@ -84,25 +84,32 @@ export function checkConversation(body: JsonObject): unknown[] {
   return messages;
 }
 
-/** Checks a Messages request body; the returned body has its stream flag normalised. */
-export function validateMessagesBody(body: JsonObject): { model: string; max_tokens: number; messages: unknown[]; stream?: boolean } & JsonObject {
-  const model = requireModel(body);
+/** A checked Messages request body. */
+type MessagesBody = { model: string; max_tokens: number; messages: unknown[]; stream?: boolean } & JsonObject;
+
+/** Checks a Messages request body: `stream`, when present, is a boolean or null. */
+export function validateMessagesBody(body: JsonObject): MessagesBody {
+  requireModel(body);
   const maxTokens = body["max_tokens"];
   if (typeof maxTokens !== "number" || !Number.isInteger(maxTokens) || maxTokens < 1) {
     throw badRequest(`max_tokens: required, a whole number of at least 1, got ${JSON.stringify(maxTokens) ?? "nothing"}`, "max_tokens");
   }
-  const messages = checkConversation(body);
+  checkConversation(body);
   const stop = body["stop_sequences"];
   if (stop !== undefined && !(Array.isArray(stop) && stop.every((s) => typeof s === "string"))) {
     throw badRequest("stop_sequences: must be a list of strings", "stop_sequences");
   }
-  const stream = checkStreamAndFallbacks(body);
-  return { ...body, model, max_tokens: maxTokens, messages, ...(stream ? { stream: true } : {}) };
+  checkStreamAndFallbacks(body);
+  // The checks above are all the type claims: the body itself goes on, not a copy of it.
+  return body as MessagesBody;
 }
 
+/** A checked count_tokens body. */
+type CountTokensBody = { model: string; messages: unknown[] } & JsonObject;
+
 /** Checks a count_tokens body: a Messages request without max_tokens. */
-export function validateCountTokensBody(body: JsonObject): { model: string; messages: unknown[] } & JsonObject {
-  const model = requireModel(body);
-  const messages = checkConversation(body);
-  return { ...body, model, messages };
+export function validateCountTokensBody(body: JsonObject): CountTokensBody {
+  requireModel(body);
+  checkConversation(body);
+  return body as CountTokensBody;
 }

@@ -4,7 +4,7 @@
  * telemetry are the chat path's. The answer is OpenAI's embeddings list, passed through from
  * OpenAI-compatible upstreams and translated from the others.
  */
-import type { JsonObject } from "../../providers/types.js";
+import type { EmbeddingsRequest, JsonObject } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import type { MethodBody } from "../../inference/calls.js";
 import { badRequest, checkStreamAndFallbacks, createV1Handler, requireModel, type ChatCompletionsOptions, type V1Endpoint } from "./chat-completions.js";
@@ -24,7 +24,7 @@ function validInput(input: unknown): boolean {
 
 /** Checks model, input, encoding_format, dimensions and fallbacks; other fields pass through to OpenAI-compatible upstreams. */
 export function validateEmbeddingsBody(body: JsonObject): Extract<MethodBody, { method: "embedding" }> {
-  const model = requireModel(body);
+  requireModel(body);
   if (!validInput(body["input"])) {
     throw badRequest("input is required: a non-empty string, a list of non-empty strings, or token arrays (lists of integers)", "input");
   }
@@ -37,7 +37,8 @@ export function validateEmbeddingsBody(body: JsonObject): Extract<MethodBody, { 
   if (dimensions !== undefined && dimensions !== null && !(Number.isSafeInteger(dimensions) && (dimensions as number) > 0)) {
     throw badRequest("dimensions must be a whole number > 0", "dimensions");
   }
-  return { method: "embedding", body: { ...body, model, input: body["input"] } };
+  // The checks above are all the type claims: the body itself goes on, not a copy of it.
+  return { method: "embedding", body: body as EmbeddingsRequest };
 }
 
 const EMBEDDINGS_ENDPOINT: V1Endpoint = {

@@ -4,7 +4,7 @@
  * Responses format (`event: <type>` plus `data: <json>` per event, no `[DONE]`). Everything else is the
  * /v1 handler chat completions use: the OpenAI error envelope, aborts, fallbacks.
  */
-import type { JsonObject } from "../../providers/types.js";
+import type { JsonObject, ResponsesRequest } from "../../providers/types.js";
 import type { RequestScope } from "../../services/context.js";
 import type { MethodBody } from "../../inference/calls.js";
 import {
@@ -23,13 +23,14 @@ export type ResponsesOptions = ChatCompletionsOptions;
 
 /** Checks model, input, stream and fallbacks; everything else passes through to the upstream unchanged. */
 export function validateResponsesBody(body: JsonObject): Extract<MethodBody, { method: "responses" }> {
-  const model = requireModel(body);
+  requireModel(body);
   const input = body["input"];
   if (typeof input !== "string" && !(Array.isArray(input) && input.length > 0)) {
     throw badRequest("input is required: a string, or a non-empty list of input items", "input");
   }
-  const stream = checkStreamAndFallbacks(body);
-  return { method: "responses", body: { ...body, model, input, ...(stream ? { stream: true } : {}) } };
+  checkStreamAndFallbacks(body);
+  // The checks above are all the type claims: the body itself goes on, not a copy of it.
+  return { method: "responses", body: body as ResponsesRequest };
 }
 
 /** The `event:` line of an event; none when its type could break the SSE framing. */
