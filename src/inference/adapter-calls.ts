@@ -6,7 +6,7 @@
 import type { RequestAbort } from "../cancellation.js";
 import { GatewayError } from "../errors.js";
 import { bridgeMessages, bridgeMessagesStream } from "../providers/messages-bridge/bridge.js";
-import type { CallOptions, ProviderAdapter, ProviderResult, ProviderStream } from "../providers/types.js";
+import type { CallOptions, ClientBody, ProviderAdapter, ProviderResult, ProviderStream } from "../providers/types.js";
 import type { KeyChoice } from "../routing/key-selection.js";
 import { RoutingError } from "../routing/routing-error.js";
 import type { RouteTarget } from "../routing/types.js";
@@ -45,7 +45,7 @@ export function streamAdapter(adapter: ProviderAdapter, call: MethodBody, model:
 /** The options of one upstream call with the key `choice` picked. */
 export function callOptions(
   engine: Engine,
-  call: { body: { model: string }; rawBody?: string | undefined; textChunks?: boolean | undefined; signal: RequestAbort | AbortSignal },
+  call: { body: { model: string }; rawBody?: ClientBody | undefined; textChunks?: boolean | undefined; signal: RequestAbort | AbortSignal },
   provider: InferenceProvider,
   providerName: string,
   choice: KeyChoice,
@@ -60,7 +60,7 @@ export function callOptions(
   // The upstream continues the caller's trace under this attempt's span.
   if (span !== undefined) options.headers = { ...forwarded, traceparent: span.traceparent() };
   // The client's own bytes may go upstream only when the model is not rewritten.
-  if (call.rawBody !== undefined && call.rawBody !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
+  if (call.rawBody !== undefined && call.rawBody.text !== "" && choice.upstreamModel === call.body.model) options.rawBody = call.rawBody;
   if (call.textChunks === true) options.textOnlyChunks = true;
   const timeoutMs = provider.timeoutMs ?? engine.inference.upstreamTimeoutMs;
   if (timeoutMs !== undefined) options.timeoutMs = timeoutMs;

@@ -31,7 +31,7 @@ export function planCache(engine: Engine, req: InferenceRequest): void {
   }
   if (cache === undefined || call.method === "embedding") return;
   const primary = req.routed().primary;
-  let plan = cache.plan({ method: call.method ?? "chat", provider: primary.provider, model: primary.model, body: call.body }, req.virtualKey, headers, call.rawBody);
+  let plan = cache.plan({ method: call.method ?? "chat", provider: primary.provider, model: primary.model, body: call.body }, req.virtualKey, headers, call.rawBody?.text);
   if (plan !== null && plan.mode === "semantic" && cache.semanticProblem !== null) plan = { ...plan, mode: "direct", semantic: null };
   req.plan = plan;
   if (plan !== null) req.remembered = cache.recall(plan);

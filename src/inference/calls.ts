@@ -9,6 +9,7 @@ import { headerReader, headerValue } from "../http-headers.js";
 import type {
   ChunkStream,
   ChatRequest,
+  ClientBody,
   CountTokensRequest,
   EmbeddingsRequest,
   JsonObject,
@@ -49,7 +50,7 @@ export type MethodBody =
 /** One validated request as a /v1 handler hands it over. */
 export type ChatCall = MethodBody & {
   /** The body as the client sent it, when `body` is that JSON (validated, unchanged); forwarded as is when the upstream would get the same JSON. */
-  rawBody?: string;
+  rawBody?: ClientBody;
   /**
    * The handler writes each stream chunk out as its text and reads no field (CallOptions.textOnlyChunks);
    * anything in between that reads a chunk's fields reads them through chunkFields.
@@ -99,7 +100,7 @@ export interface CountTokensCall {
   /** The request JSON; `model` is a non-empty string and `messages` checked. */
   body: CountTokensRequest;
   /** The body as the client sent it, forwarded as is when the upstream would get the same JSON. */
-  rawBody?: string;
+  rawBody?: ClientBody;
   headers: IncomingHttpHeaders;
   signal: RequestAbort | AbortSignal;
   /** What the HTTP layer read from the request; its trace gets the route and the upstream count's attempt. */

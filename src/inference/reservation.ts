@@ -25,7 +25,7 @@ export function reserve(engine: Engine, req: InferenceRequest): Promise<void> | 
   const { inference } = engine;
   const primary = req.routed().primary;
   const mode = req.method === "responses" || req.method === "embedding" ? req.method : "chat";
-  const worst = req.remembered !== null ? SPENDS_NOTHING : lazyWorstCase(call.body, mode, primary, inference.prices, call.rawBody);
+  const worst = req.remembered !== null ? SPENDS_NOTHING : lazyWorstCase(call.body, mode, primary, inference.prices, call.rawBody?.text);
   const reserving = inference.gate.reserve(virtualKey, worst, providerConfigOf(virtualKey, primary.provider));
   if (reserving instanceof Promise) return reserving.then((reserved) => hold(req, virtualKey, reserved));
   hold(req, virtualKey, reserving);

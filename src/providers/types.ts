@@ -123,6 +123,15 @@ export interface TokenUsage {
   output_tokens: number;
 }
 
+/**
+ * A request body exactly as the client sent it: the text it was parsed from, and that text's UTF-8 bytes,
+ * which go upstream as they are when the text does (not encoded again).
+ */
+export interface ClientBody {
+  readonly text: string;
+  readonly bytes: Uint8Array;
+}
+
 /** Per-call options: which key to use and when to give up. */
 export interface CallOptions {
   key: ProviderKey;
@@ -132,7 +141,7 @@ export interface CallOptions {
    * The request exactly as the client encoded it, when `req` is that JSON unchanged: an adapter that would
    * send the same JSON sends these bytes instead (no re-encoding, numbers and field order kept).
    */
-  rawBody?: string;
+  rawBody?: ClientBody;
   /** Upper bound on waiting for response headers. */
   timeoutMs?: number;
   /** Upper bound on any gap between body chunks. */

@@ -125,6 +125,12 @@ test("sends the client's own bytes upstream when the model needs no rewrite", as
   assert.equal(lastUpstreamBody, text);
 });
 
+test("sends the client's own bytes without the byte-order mark they began with", async () => {
+  const text = '{"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "caf\u00e9 \ud83d\ude00"}]}';
+  await post(`\ufeff${text}`);
+  assert.equal(lastUpstreamBody, text);
+});
+
 test("re-encodes the body when the gateway rewrites the model", async () => {
   await post('{"model": "openai/gpt-4o-mini", "fallbacks": [], "messages": [{"role": "user", "content": "hi"}]}');
   assert.deepEqual(JSON.parse(lastUpstreamBody), { model: "gpt-4o-mini", messages: [{ role: "user", content: "hi" }] });

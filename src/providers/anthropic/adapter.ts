@@ -35,7 +35,7 @@ export function createAnthropicAdapter(config: ProviderConfig, dispatcher?: Disp
   const name = config.name;
   const base = config.baseUrl ?? ANTHROPIC_BASE_URL;
 
-  const messages = (body: JsonObject | string, options: CallOptions, path = "/v1/messages", version?: string): UpstreamCall =>
+  const messages = (body: JsonObject | Uint8Array, options: CallOptions, path = "/v1/messages", version?: string): UpstreamCall =>
     postCall(joinUrl(base, path), headers(options.key, version), body, options);
 
   /** A call of the Messages API itself: the caller's anthropic-version, when allowed through, is the one sent. */

@@ -5,7 +5,7 @@
  */
 import type { SseEvent } from "../http/sse.js";
 import { streamCutShort, streamEventObject } from "../http/upstream-http.js";
-import type { JsonObject, TokenUsage } from "../types.js";
+import type { ClientBody, JsonObject, TokenUsage } from "../types.js";
 import { StreamUsage } from "./response-translation.js";
 import { midStreamError } from "./stream-translation.js";
 
@@ -13,10 +13,10 @@ import { midStreamError } from "./stream-translation.js";
 const GATEWAY_ONLY_FIELDS: ReadonlySet<string> = new Set(["fallbacks"]);
 
 /** The upstream body: the client's bytes when they encode exactly what would be sent, else the JSON re-encoded. */
-export function passthroughBody(req: JsonObject, model: string, rawBody: string | undefined): JsonObject | string {
+export function passthroughBody(req: JsonObject, model: string, rawBody: ClientBody | undefined): JsonObject | Uint8Array {
   let gatewayOnly = false;
   for (const field of GATEWAY_ONLY_FIELDS) if (field in req) gatewayOnly = true;
-  if (rawBody !== undefined && !gatewayOnly && req["model"] === model) return rawBody;
+  if (rawBody !== undefined && !gatewayOnly && req["model"] === model) return rawBody.bytes;
   const body: JsonObject = {};
   // Copied rather than deleted from: a `delete` turns the object into a slow dictionary for JSON.stringify.
   for (const field in req) if (!GATEWAY_ONLY_FIELDS.has(field)) body[field] = req[field];

@@ -29,7 +29,7 @@ export interface UpstreamCall {
   /** The caller's headers that client.allowed_headers lets through (lower-case names). */
   forwardedHeaders?: Readonly<Record<string, string>> | undefined;
   /** A JSON object, or JSON text already encoded. */
-  body?: JsonObject | string;
+  body?: JsonObject | string | Uint8Array;
   signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
   /** The longest silence between two body chunks. */
@@ -39,7 +39,7 @@ export interface UpstreamCall {
 }
 
 /** A POST of `body` to `url` with the provider's `headers`, carrying the call's forwarded headers, abort and timeout. */
-export function postCall(url: string, headers: Record<string, string>, body: JsonObject | string, options: Omit<CallOptions, "key">): UpstreamCall {
+export function postCall(url: string, headers: Record<string, string>, body: JsonObject | string | Uint8Array, options: Omit<CallOptions, "key">): UpstreamCall {
   return { method: "POST", url, headers, forwardedHeaders: options.headers, body, ...callLimits(options) };
 }
 
@@ -491,9 +491,9 @@ function dispatchTarget(url: string): { origin: string; path: string } {
   return target;
 }
 
-function encodeBody(body: JsonObject | string | undefined): string | null {
+function encodeBody(body: JsonObject | string | Uint8Array | undefined): string | Uint8Array | null {
   if (body === undefined) return null;
-  return typeof body === "string" ? body : JSON.stringify(body);
+  return typeof body === "string" || body instanceof Uint8Array ? body : JSON.stringify(body);
 }
 
 /**

@@ -9,7 +9,7 @@ import type { SseEvent } from "../http/sse.js";
 import { callLimits, send, sendJson, streamCutShort, streamEventObject, type UpstreamCall } from "../http/upstream-http.js";
 import { textOnlyChunk, withRawText } from "../raw-event.js";
 import { UpstreamPool } from "../http/upstream-pool.js";
-import type { CallOptions, ChatRequest, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
+import type { CallOptions, ChatRequest, ClientBody, EmbeddingsRequest, JsonObject, ProviderAdapter, ProviderModel, ResponsesRequest, TokenUsage } from "../types.js";
 import { chatUsage, noUsage, responsesUsage } from "../usage.js";
 import type { OpenAiCompatibleProfile, OpenAiOperation } from "./profile.js";
 
@@ -35,9 +35,9 @@ function upstreamBody(req: JsonObject, model: string | undefined, omit: Readonly
  * The non-streaming upstream body: the client's own bytes when they encode exactly the JSON that would
  * be sent (same model, nothing to leave out), else the request re-encoded without the omitted fields.
  */
-function nonStreamingBody(req: JsonObject, model: string | undefined, rawBody: string | undefined): JsonObject | string {
+function nonStreamingBody(req: JsonObject, model: string | undefined, rawBody: ClientBody | undefined): JsonObject | Uint8Array {
   const fits = rawBody !== undefined && (model === undefined || model === req["model"]) && !hasAny(req, OMIT_FROM_NON_STREAMING);
-  return fits ? rawBody : upstreamBody(req, model, OMIT_FROM_NON_STREAMING);
+  return fits ? rawBody.bytes : upstreamBody(req, model, OMIT_FROM_NON_STREAMING);
 }
 
 /**
@@ -49,15 +49,16 @@ function nonStreamingBody(req: JsonObject, model: string | undefined, rawBody: s
 function streamingBody(
   req: JsonObject,
   model: string | undefined,
-  rawBody: string | undefined,
+  rawBody: ClientBody | undefined,
   members: string | null,
   build: (body: JsonObject) => JsonObject,
-): JsonObject | string {
+): JsonObject | string | Uint8Array {
   if (members !== null && rawBody !== undefined && req["stream"] === true && (model === undefined || model === req["model"]) && !hasAny(req, OMIT_FROM_STREAMING)) {
-    if (members === "") return rawBody;
+    if (members === "") return rawBody.bytes;
     // The bytes parsed as one JSON object with members, so the last brace closes it.
-    const end = rawBody.lastIndexOf("}");
-    if (end !== -1) return `${rawBody.slice(0, end)},${members}${rawBody.slice(end)}`;
+    const text = rawBody.text;
+    const end = text.lastIndexOf("}");
+    if (end !== -1) return `${text.slice(0, end)},${members}${text.slice(end)}`;
   }
   return build(upstreamBody(req, model, OMIT_FROM_STREAMING));
 }

@@ -44,7 +44,7 @@ export function createCountTokensHandler(opts: ChatCompletionsOptions): (req: Re
     });
     try {
       const body = await readJsonBodyWithText(req, opts.maxBodyBytes);
-      const counted: JsonObject = await opts.chat.countTokens({ body: validateCountTokensBody(body.json), rawBody: body.text, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
+      const counted: JsonObject = await opts.chat.countTokens({ body: validateCountTokensBody(body.json), rawBody: body.raw, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });
       sendJson(res, 200, counted);
     } catch (err) {
       if (err instanceof ClientClosedError || abort.aborted || res.destroyed) return;

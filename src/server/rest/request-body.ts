@@ -7,6 +7,7 @@ import { isUtf8 } from "node:buffer";
 import { GatewayError } from "../../errors.js";
 import { isJsonObject } from "../../proto-json/message-from-json.js";
 import { invalidRequest, payloadTooLarge, unsupportedMediaType } from "./rest-error.js";
+import type { ClientBody } from "../../providers/types.js";
 import type { Req } from "../node-http.js";
 
 /** Thrown when the client goes away mid-body; there is nobody left to answer. */
@@ -24,33 +25,36 @@ export async function readJsonBody(req: Req, maxBytes: number): Promise<Record<s
 }
 
 /**
- * The body as a JSON object and the text it was parsed from ("" for an empty body), for forwarding it
- * unchanged. Parsed as the read settles, so the inference path's read is one promise, not an async
+ * The body as a JSON object, and the text it was parsed from with its bytes ("" for an empty body), for
+ * forwarding it unchanged. Parsed as the read settles, so the inference path's read is one promise, not an async
  * function awaiting another.
  */
-export function readJsonBodyWithText(req: Req, maxBytes: number): Promise<{ json: Record<string, unknown>; text: string }> {
+export function readJsonBodyWithText(req: Req, maxBytes: number): Promise<{ json: Record<string, unknown>; raw: ClientBody }> {
   return readBytes(req, maxBytes, true, (bytes) => parseJsonBody(req, bytes));
 }
 
-function parseJsonBody(req: Req, bytes: Buffer): { json: Record<string, unknown>; text: string } {
-  if (bytes.length === 0) return { json: {}, text: "" };
+const EMPTY: ClientBody = { text: "", bytes: new Uint8Array(0) };
+
+function parseJsonBody(req: Req, bytes: Buffer): { json: Record<string, unknown>; raw: ClientBody } {
+  if (bytes.length === 0) return { json: {}, raw: EMPTY };
   checkContentType(req);
 
   // isUtf8 is a native check; TextDecoder's fatal mode costs a decoder per request.
   if (!isUtf8(bytes)) throw invalidRequest("request body is not valid UTF-8");
   const decoded = bytes.toString("utf8");
-  // A leading byte-order mark is dropped, as TextDecoder does.
-  const text = decoded.charCodeAt(0) === 0xfeff ? decoded.slice(1) : decoded;
+  // A leading byte-order mark (three bytes) is dropped, as TextDecoder does.
+  const bom = decoded.charCodeAt(0) === 0xfeff;
+  const text = bom ? decoded.slice(1) : decoded;
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (err) {
     // Whitespace alone counts as an empty body; checked only here so a valid body is never copied by trim().
-    if (text.trim() === "") return { json: {}, text: "" };
+    if (text.trim() === "") return { json: {}, raw: EMPTY };
     throw invalidRequest(`request body is not valid JSON: ${err instanceof Error ? err.message : String(err)}`);
   }
   if (!isJsonObject(json)) throw invalidRequest(`request body must be a JSON object, got ${describe(json)}`);
-  return { json, text };
+  return { json, raw: { text, bytes: bom ? bytes.subarray(3) : bytes } };
 }
 
 function describe(json: unknown): string {

@@ -234,7 +234,7 @@ export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoi
       // One literal of one shape: spreading `call` and the optional fields into it took V8's slow
       // property-definition path on every request. The cast joins `call`'s method and body, which
       // validate() returned together.
-      const chatCall = { method: call.method, body: call.body, rawBody: body.text, textChunks: endpoint.textChunks === true, headers: req.headers, url: req.url, signal: abort, scope } as ChatCall;
+      const chatCall = { method: call.method, body: call.body, rawBody: body.raw, textChunks: endpoint.textChunks === true, headers: req.headers, url: req.url, signal: abort, scope } as ChatCall;
       const outcome = await opts.chat.complete(chatCall);
       // Tells the caller whether the response cache answered (hit-direct, hit-semantic) or stored (miss).
       const headers = answerHeaders(outcome);
