@@ -6,7 +6,8 @@
  *
  *   node --import tsx bench/profile-account.ts bench/profiles/gateway/<file>.cpuprofile [cpu µs per request] [start fraction] [end fraction]
  *
- * A profile of `bench/outside.ts` holds the throughput loop in its first half: pass 0.05 0.45.
+ * A profile of `bench/outside.ts` holds the throughput loop in its first half, after a start-up of a second or
+ * two whose embedded database work would be charged to the requests: pass 0.1 0.45.
  */
 import { busyStacks, type ProfileNode } from "./cpu-profile.js";
 
