@@ -28,7 +28,7 @@ export interface UpstreamCall {
   headers: Record<string, string>;
   /** The caller's headers that client.allowed_headers lets through (lower-case names). */
   forwardedHeaders?: Readonly<Record<string, string>> | undefined;
-  /** A JSON object, or JSON text already encoded. */
+  /** A JSON object, or JSON already encoded (text, or the client's own bytes). */
   body?: JsonObject | string | Uint8Array;
   signal?: AbortSource | undefined;
   timeoutMs?: number | undefined;
