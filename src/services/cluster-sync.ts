@@ -15,9 +15,9 @@ import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
 import { entityLockKey, entityLocks } from "./entity-write-lock.js";
 import { loadGroups } from "./inference/group-records.js";
-import { loadRoutingRules, reloadInference } from "./inference/records.js";
-import { loadGuardrails } from "./guardrails/guardrail-records.js";
-import { loadVirtualServers } from "./virtual-mcp-servers/virtual-server-records.js";
+import { loadRoutingRules, reloadInference, reloadRoutingRule } from "./inference/records.js";
+import { loadGuardrails, reloadGuardrail } from "./guardrails/guardrail-records.js";
+import { loadVirtualServers, reloadVirtualServer } from "./virtual-mcp-servers/virtual-server-records.js";
 
 const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
@@ -75,7 +75,7 @@ export function applyOnReceipt(change: ConfigChange, payload: Readonly<Record<st
 }
 
 /** The entities re-read row by row, which take their turn with this node's own writes of the same row. */
-const READ_BY_ROW = new Set(["virtual_key", "provider", "mcp_client"]);
+const READ_BY_ROW = new Set(["virtual_key", "provider", "mcp_client", "routing_rule", "guardrail", "virtual_mcp_server"]);
 
 /**
  * Re-reads one changed row into the running gateway. A row re-read on its own waits for this node's write of
@@ -103,13 +103,13 @@ async function applyChange(change: ConfigChange, target: ClusterSyncTarget): Pro
       break;
     }
     case "routing_rule":
-      await loadRoutingRules(store, inference, logger);
+      await reloadRoutingRule(store, inference, logger, change.id);
       break;
     case "guardrail":
-      await loadGuardrails(store, target.guardrails, logger);
+      await reloadGuardrail(store, target.guardrails, logger, change.id);
       break;
     case "virtual_mcp_server":
-      await loadVirtualServers(store, target.virtualServers, logger);
+      await reloadVirtualServer(store, target.virtualServers, logger, change.id);
       break;
     case "governance_group":
       if (change.op === "delete") for (const level of GROUP_LEVELS) inference.hierarchy.remove(level, change.id);

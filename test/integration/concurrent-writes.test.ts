@@ -62,6 +62,13 @@ function chat(app: TestApp, model: string, text: string, key?: string) {
   return api(app, "POST", "/v1/chat/completions", { model, messages: [{ role: "user", content: text }] }, key ? { authorization: `Bearer ${key}` } : {});
 }
 
+/** The model the upstream was asked for when `app` served a request for openai/gpt-4o. */
+async function routedModel(app: TestApp): Promise<unknown> {
+  const res = await chat(app, "openai/gpt-4o", "hi");
+  assert.equal(res.status, 200, JSON.stringify(res.body));
+  return upstream.last().body?.["model"];
+}
+
 describe("concurrent writes on one node", () => {
   let app: TestApp;
 
@@ -207,6 +214,24 @@ describe("concurrent writes on two nodes", { skip: testDatabaseUrl ? false : "ne
       const stored = (await api(first, "GET", path)).body.virtual_key;
       assert.equal(stored.budget?.max_limit, round + 1, `round ${round}: ${JSON.stringify(stored)}`);
       assert.equal(stored.rate_limit?.request_max_limit, round + 10, `round ${round}: ${JSON.stringify(stored)}`);
+    }
+  });
+
+  test("a routing rule disabled on one node while the other renames it stops routing on both", async () => {
+    for (let round = 0; round < ROUNDS; round++) {
+      const name = `nodes-rule-${randomUUID()}`;
+      const rule = await created(first, "/api/governance/routing-rules", { name, cel_expression: `model == "gpt-4o"`, targets: [{ provider: "openai", model: "gpt-4o-mini" }] });
+      await eventually(`the rule routing on ${second.url}`, async () => ((await routedModel(second)) === "gpt-4o-mini" ? true : undefined));
+      const path = `/api/governance/routing-rules/${rule.id as string}`;
+      const statuses = await together([api(first, "PUT", path, { enabled: false }), api(second, "PUT", path, { name: `${name}-renamed` })]);
+      assert.deepEqual(statuses, [200, 200]);
+      const stored = (await api(second, "GET", path)).body.routing_rule;
+      assert.equal(stored.enabled, false, `round ${round}`);
+      assert.equal(stored.name, `${name}-renamed`, `round ${round}`);
+      for (const node of [first, second]) {
+        await eventually(`the disabled rule ignored on ${node.url}`, async () => ((await routedModel(node)) === "gpt-4o" ? true : undefined));
+      }
+      assert.equal((await api(first, "DELETE", path)).status, 200);
     }
   });
 

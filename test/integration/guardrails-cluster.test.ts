@@ -1,6 +1,6 @@
 /**
  * Two gateways on one PostgreSQL schema: a guardrail written through one reaches the other's in-memory
- * snapshot, and so does its deletion. Needs a PostgreSQL server (the embedded database serves one node).
+ * snapshot (that guardrail alone re-read), and so does its deletion. Needs a PostgreSQL server (the embedded database serves one node).
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -38,6 +38,19 @@ describe("guardrails on two nodes", { skip: testDatabaseUrl ? false : "needs a P
     assert.equal(created.status, 200, JSON.stringify(created.body));
     const held = await eventually("the guardrail on the other node", async () => reader.guardrails.byId("gr-shared") ?? undefined);
     assert.deepEqual(held.check.type === "webhook" ? held.check.headers : null, { authorization: "Bearer shared-secret" });
+  });
+
+  test("an update on one node re-reads that guardrail alone on the other", async () => {
+    for (const id of ["gr-kept", "gr-changed"]) {
+      const created = await api(writer, "POST", "/api/guardrails", { id, name: id, stages: ["input"], check: { type: "secrets" }, action: "block" });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+      await eventually(`${id} on the other node`, async () => reader.guardrails.byId(id) ?? undefined);
+    }
+    const kept = reader.guardrails.byId("gr-kept");
+    assert.equal((await api(writer, "PUT", "/api/guardrails/gr-changed", { action: "warn" })).status, 200);
+    await eventually("the update on the other node", async () => (reader.guardrails.byId("gr-changed")?.action === "warn" ? true : undefined));
+    // The same object: the other node read back the changed row, not every guardrail.
+    assert.equal(reader.guardrails.byId("gr-kept"), kept);
   });
 
   test("a guardrail deleted on one node leaves the other's snapshot", async () => {

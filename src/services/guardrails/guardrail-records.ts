@@ -78,15 +78,30 @@ export function assignGuardrail(em: EntityManager, existing: GuardrailRecord | n
   return existing;
 }
 
-/** Loads every stored guardrail into `set`, compiling each again (boot, config reload, another node's change). */
+/** A stored guardrail compiled again; null (and logged) when it no longer passes validation. */
+function storedGuardrail(rec: GuardrailRecord, logger: Logger): GuardrailDefinition | null {
+  try {
+    return parseStoredGuardrail(rec).guardrail;
+  } catch (err) {
+    logger.error({ err, guardrail_id: rec.id, guardrail: rec.name }, "stored guardrail no longer passes validation; it does not run until fixed through the API");
+    return null;
+  }
+}
+
+/** Loads every stored guardrail into `set`, compiling each again (boot, config reload, a lost change listener). */
 export async function loadGuardrails(store: Store, set: GuardrailSet, logger: Logger): Promise<void> {
   const guardrails: GuardrailDefinition[] = [];
   for (const rec of await store.fork().find(GuardrailRecord, {}, { orderBy: { id: "asc" } })) {
-    try {
-      guardrails.push(parseStoredGuardrail(rec).guardrail);
-    } catch (err) {
-      logger.error({ err, guardrail_id: rec.id, guardrail: rec.name }, "stored guardrail no longer passes validation; it does not run until fixed through the API");
-    }
+    const guardrail = storedGuardrail(rec, logger);
+    if (guardrail !== null) guardrails.push(guardrail);
   }
   set.replaceAll(guardrails);
+}
+
+/** Reads one guardrail back into `set` (another node's change): put as stored, or removed when gone or no longer valid. */
+export async function reloadGuardrail(store: Store, set: GuardrailSet, logger: Logger, id: string): Promise<void> {
+  const rec = await store.fork().findOne(GuardrailRecord, { id });
+  const guardrail = rec === null ? null : storedGuardrail(rec, logger);
+  if (guardrail === null) set.remove(id);
+  else set.put(guardrail);
 }

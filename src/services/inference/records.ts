@@ -126,17 +126,32 @@ export async function loadInference(store: Store, state: InferenceState, logger:
   });
 }
 
+/** A stored routing rule compiled again; null (and logged) when it no longer passes validation. */
+function storedRoutingRule(rec: RoutingRuleRecord, logger: Logger): RoutingRule | null {
+  try {
+    return parseStoredRoutingRule(rec).rule;
+  } catch (err) {
+    logger.error({ err, routing_rule_id: rec.id }, "stored routing rule no longer passes validation; it is skipped until fixed through the API");
+    return null;
+  }
+}
+
 /** Loads every stored routing rule into the state, compiling each condition again (boot and config reload). */
 export async function loadRoutingRules(store: Store, state: InferenceState, logger: Logger): Promise<void> {
   const rules: RoutingRule[] = [];
   for (const rec of await store.fork().find(RoutingRuleRecord, {}, { orderBy: { id: "asc" } })) {
-    try {
-      rules.push(parseStoredRoutingRule(rec).rule);
-    } catch (err) {
-      logger.error({ err, routing_rule_id: rec.id }, "stored routing rule no longer passes validation; it is skipped until fixed through the API");
-    }
+    const rule = storedRoutingRule(rec, logger);
+    if (rule !== null) rules.push(rule);
   }
   state.routingRules.replaceAll(rules);
+}
+
+/** Reads one routing rule back into the state (another node's change): put as stored, or removed when gone or no longer valid. */
+export async function reloadRoutingRule(store: Store, state: InferenceState, logger: Logger, id: string): Promise<void> {
+  const rec = await store.fork().findOne(RoutingRuleRecord, { id });
+  const rule = rec === null ? null : storedRoutingRule(rec, logger);
+  if (rule === null) state.routingRules.remove(id);
+  else state.routingRules.put(rule);
 }
 
 /**

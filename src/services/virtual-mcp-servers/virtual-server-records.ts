@@ -6,7 +6,7 @@
 import { isDeepStrictEqual } from "node:util";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { invalidField } from "../../errors.js";
-import type { VirtualServers } from "../../mcp/relay/virtual-servers.js";
+import type { VirtualServerDefinition, VirtualServers } from "../../mcp/relay/virtual-servers.js";
 import { McpClientRecord, VirtualMcpServerRecord, type StoredVirtualMember, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { definitionOf, parseVirtualServer, virtualServerMessageOf, type VirtualServerFields } from "./virtual-server-input.js";
@@ -69,15 +69,30 @@ export function assignVirtualServer(em: EntityManager, existing: VirtualMcpServe
   return existing;
 }
 
-/** Loads every stored virtual server into `servers` (boot, config reload, another node's change). */
+/** A stored virtual server's definition; null (and logged) when it no longer passes validation. */
+function storedVirtualServer(rec: VirtualMcpServerRecord, logger: Logger): VirtualServerDefinition | null {
+  try {
+    return definitionOf(parseVirtualServer(virtualServerMessageOf(rec), (field) => field));
+  } catch (err) {
+    logger.error({ err, virtual_server: rec.name }, "stored virtual MCP server no longer passes validation; it is not served until fixed through the API");
+    return null;
+  }
+}
+
+/** Loads every stored virtual server into `servers` (boot, config reload, a lost change listener). */
 export async function loadVirtualServers(store: Store, servers: VirtualServers, logger: Logger): Promise<void> {
-  const definitions = [];
+  const definitions: VirtualServerDefinition[] = [];
   for (const rec of await store.fork().find(VirtualMcpServerRecord, {}, { orderBy: { name: "asc" } })) {
-    try {
-      definitions.push(definitionOf(parseVirtualServer(virtualServerMessageOf(rec), (field) => field)));
-    } catch (err) {
-      logger.error({ err, virtual_server: rec.name }, "stored virtual MCP server no longer passes validation; it is not served until fixed through the API");
-    }
+    const definition = storedVirtualServer(rec, logger);
+    if (definition !== null) definitions.push(definition);
   }
   servers.replaceAll(definitions);
+}
+
+/** Reads one virtual server back into `servers` (another node's change): put as stored, or removed when gone or no longer valid. */
+export async function reloadVirtualServer(store: Store, servers: VirtualServers, logger: Logger, name: string): Promise<void> {
+  const rec = await store.fork().findOne(VirtualMcpServerRecord, { name });
+  const definition = rec === null ? null : storedVirtualServer(rec, logger);
+  if (definition === null) servers.remove(name);
+  else servers.put(definition);
 }
