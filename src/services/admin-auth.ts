@@ -7,7 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { boundedCache } from "../bounded-cache.js";
 import { GatewayError } from "../errors.js";
-import { AdminSessionRecord, type Store } from "../store/index.js";
+import { AdminSessionRecord, insertRecord, type Store } from "../store/index.js";
 import type { AdminPrincipal } from "./context.js";
 import { LoginThrottle } from "./login-throttle.js";
 
@@ -92,7 +92,7 @@ export class AdminAuth {
     const expiresAt = new Date(Date.now() + this.config.sessionTtlMs);
     const em = this.store.fork();
     const record = em.create(AdminSessionRecord, { tokenHash: hash, username, createdAt: new Date(), expiresAt });
-    await em.persistAndFlush(record);
+    await insertRecord(em, record);
     this.cache.set(hash, { username, expiresAt: expiresAt.getTime() });
     return { token, expiresAt };
   }

@@ -7,6 +7,7 @@
  */
 import { LockMode } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
+import { inNativeTransaction, type Store } from "../store/index.js";
 
 /**
  * Find options for the row a write reads: locked until its transaction ends, and read from the database
@@ -68,20 +69,17 @@ export function entityLocks(store: object): KeyedLock {
 }
 
 /**
- * Runs one write of one entity under this node's lock on it: `write` in a transaction of `em` (reading the
- * row with FOR_UPDATE), then, once committed, `install` with what `write` returned. The lock is taken before
- * the transaction starts and nothing inside the transaction waits for it, so the embedded database's single
- * connection is never held by a writer waiting for another.
+ * Runs one write of one entity under this node's lock on it: `write` in a native transaction on a fresh entity
+ * manager (reading the row with FOR_UPDATE), then, once committed, `install` with what `write` returned. `write`
+ * writes what it changes itself, natively (`insertRecord`, `writeRecord`, `deleteRecord`, native statements),
+ * never through a flush: the ORM runs each flush inside an AsyncLocalStorage, and on Node 20 the first one
+ * entered keeps promise hooks on for every request after. The lock is taken before the transaction starts and
+ * nothing inside the transaction waits for it, so the embedded database's single connection is never held by a
+ * writer waiting for another.
  */
-export async function writeEntity<T>(
-  store: object,
-  em: EntityManager,
-  ref: EntityRef,
-  write: (tx: EntityManager) => Promise<T>,
-  install?: (written: T) => Promise<void> | void,
-): Promise<T> {
+export async function writeEntity<T>(store: Store, ref: EntityRef, write: (tx: EntityManager) => Promise<T>, install?: (written: T) => Promise<void> | void): Promise<T> {
   return entityLocks(store).run(entityLockKey(ref), async () => {
-    const written = await em.transactional(write);
+    const written = await inNativeTransaction(store, write);
     await install?.(written);
     return written;
   });

@@ -14,7 +14,7 @@ import type { WindowState } from "../routing/hierarchy.js";
 import type { ConfigWindow } from "../routing/usage-limits.js";
 import { formatDuration } from "../config/duration.js";
 import type { VirtualKey as RoutingVirtualKey } from "../routing/types.js";
-import { GovernanceGroupRecord, RoutingRuleRecord, UsageRecord, VirtualKeyRecord, type Store } from "../store/index.js";
+import { deleteRecord, GovernanceGroupRecord, insertRecord, RoutingRuleRecord, saveRecord, UsageRecord, VirtualKeyRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import {
   BusinessUnitSchema,
@@ -151,17 +151,16 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
     const parsed = parseGroupWire(kind, wire, (f) => f);
     await checkGroupReferences(em, parsed, (f) => f);
     const rec = assignGroup(em, existing, parsed, existing?.source ?? "api");
-    await em.flush();
+    await saveRecord(em, rec);
     return { rec, owner: parsed.owner };
   };
   const install = ({ owner }: Awaited<ReturnType<typeof save>>): void => inference.hierarchy.put(owner);
   return {
-    async create(msg: T | undefined, field: string, ctx: HandlerContext): Promise<T> {
-      const em = emOf(ctx, store);
+    async create(msg: T | undefined, field: string): Promise<T> {
       const wire = wireOfMessage(msg, field);
       if (wire["id"] === undefined || wire["id"] === "") wire["id"] = `${kind.replace("_", "-")}-${randomUUID()}`;
       const id = String(wire["id"]);
-      const { rec } = await writeEntity(store, em, ref(id), async (tx) => {
+      const { rec } = await writeEntity(store, ref(id), async (tx) => {
         if (await tx.findOne(GovernanceGroupRecord, { id })) throw new GatewayError("already_exists", `"${id}" already exists`, { field: "id" });
         return save(tx, null, wire);
       }, install);
@@ -175,8 +174,8 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
     async get(id: string, ctx: HandlerContext): Promise<T> {
       return messageOf(await getRec(emOf(ctx, store), id));
     },
-    async update(id: string, msg: T | undefined, paths: readonly string[], field: string, ctx: HandlerContext): Promise<T> {
-      const { rec: saved } = await writeEntity(store, emOf(ctx, store), ref(id), async (tx) => {
+    async update(id: string, msg: T | undefined, paths: readonly string[], field: string): Promise<T> {
+      const { rec: saved } = await writeEntity(store, ref(id), async (tx) => {
         const rec = await getRec(tx, id, true);
         if (msg === undefined) throw invalidField(field, "is required");
         const next = wireOfMessage(applyFieldMask(schema, messageOf(rec), msg, paths, `a ${what}`), field);
@@ -185,11 +184,11 @@ function groupCrud<T extends Message>(kind: GroupKind, schema: DescMessage, deps
       deps.logger.info({ id: saved.id, kind, fields: paths }, `${what} updated`);
       return messageOf(saved);
     },
-    async remove(id: string, ctx: HandlerContext): Promise<void> {
-      const rec = await writeEntity(store, emOf(ctx, store), ref(id), async (tx) => {
+    async remove(id: string): Promise<void> {
+      const rec = await writeEntity(store, ref(id), async (tx) => {
         const found = await getRec(tx, id, true);
         await checkGroupDeletable(tx, found);
-        await tx.remove(found).flush();
+        await deleteRecord(tx, found);
         return found;
       }, (found) => inference.hierarchy.remove(kind, found.id));
       deps.logger.info({ id: rec.id, kind }, `${what} deleted`);
@@ -231,37 +230,37 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return usageHistoryMessage(range, await new UsageHistoryStore(store, inference.usageHistory).read(range));
     },
 
-    createBusinessUnit: async (req, ctx) => ({ businessUnit: await units.create(req.businessUnit, "business_unit", ctx) }),
+    createBusinessUnit: async (req) => ({ businessUnit: await units.create(req.businessUnit, "business_unit") }),
     listBusinessUnits: async (_req, ctx) => {
       const businessUnits = await units.list(ctx);
       return { businessUnits, count: businessUnits.length };
     },
     getBusinessUnit: async (req, ctx) => ({ businessUnit: await units.get(req.id, ctx) }),
-    updateBusinessUnit: async (req, ctx) => ({ businessUnit: await units.update(req.id, req.businessUnit, req.updateMask?.paths ?? [], "business_unit", ctx) }),
-    deleteBusinessUnit: async (req, ctx) => {
-      await units.remove(req.id, ctx);
+    updateBusinessUnit: async (req) => ({ businessUnit: await units.update(req.id, req.businessUnit, req.updateMask?.paths ?? [], "business_unit") }),
+    deleteBusinessUnit: async (req) => {
+      await units.remove(req.id);
       return { status: "success" };
     },
-    createCustomer: async (req, ctx) => ({ customer: await customers.create(req.customer, "customer", ctx) }),
+    createCustomer: async (req) => ({ customer: await customers.create(req.customer, "customer") }),
     listCustomers: async (_req, ctx) => {
       const all = await customers.list(ctx);
       return { customers: all, count: all.length };
     },
     getCustomer: async (req, ctx) => ({ customer: await customers.get(req.id, ctx) }),
-    updateCustomer: async (req, ctx) => ({ customer: await customers.update(req.id, req.customer, req.updateMask?.paths ?? [], "customer", ctx) }),
-    deleteCustomer: async (req, ctx) => {
-      await customers.remove(req.id, ctx);
+    updateCustomer: async (req) => ({ customer: await customers.update(req.id, req.customer, req.updateMask?.paths ?? [], "customer") }),
+    deleteCustomer: async (req) => {
+      await customers.remove(req.id);
       return { status: "success" };
     },
-    createTeam: async (req, ctx) => ({ team: await teams.create(req.team, "team", ctx) }),
+    createTeam: async (req) => ({ team: await teams.create(req.team, "team") }),
     listTeams: async (_req, ctx) => {
       const all = await teams.list(ctx);
       return { teams: all, count: all.length };
     },
     getTeam: async (req, ctx) => ({ team: await teams.get(req.id, ctx) }),
-    updateTeam: async (req, ctx) => ({ team: await teams.update(req.id, req.team, req.updateMask?.paths ?? [], "team", ctx) }),
-    deleteTeam: async (req, ctx) => {
-      await teams.remove(req.id, ctx);
+    updateTeam: async (req) => ({ team: await teams.update(req.id, req.team, req.updateMask?.paths ?? [], "team") }),
+    deleteTeam: async (req) => {
+      await teams.remove(req.id);
       return { status: "success" };
     },
 
@@ -300,20 +299,20 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { levels };
     },
 
-    async createVirtualKey(req, ctx) {
+    async createVirtualKey(req) {
       const wire = wireOf(req.virtualKey);
       wire["id"] ??= `vk-${randomUUID()}`;
       if (wire["value"] === undefined || wire["value"] === "") wire["value"] = `sk-gw-${randomBytes(24).toString("base64url")}`;
       const parsed = parseVirtualKeyWire(wire, "");
       checkCacheSupported(parsed.key);
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: parsed.key.id }, async (em) => {
+      const rec = await writeEntity(store, { kind: "virtual_key", id: parsed.key.id }, async (em) => {
         if (await em.findOne(VirtualKeyRecord, { id: parsed.key.id })) {
           throw new GatewayError("already_exists", `virtual key "${parsed.key.id}" already exists`, { field: "id" });
         }
         await assertUnique(em, parsed.key.id, parsed.key.name, parsed.key.value);
         await checkKeyMembership(em, parsed, (field) => field);
         const created = assignVirtualKey(em, null, parsed, "api");
-        await em.flush();
+        await insertRecord(em, created);
         return created;
       }, async (created) => {
         inference.putVirtualKey(parsed.key);
@@ -332,9 +331,9 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { virtualKey: messageOf(await getRecord(emOf(ctx, store), req.id), false) };
     },
 
-    async updateVirtualKey(req, ctx) {
+    async updateVirtualKey(req) {
       const paths = req.updateMask?.paths ?? [];
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: req.id }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "virtual_key", id: req.id }, async (em) => {
         const rec = await getRecord(em, req.id, true);
         if (req.virtualKey === undefined) throw invalidField("virtual_key", "is required");
         const next = wireOf(applyFieldMask(VirtualKeySchema, messageOf(rec, false), req.virtualKey, paths, "a virtual key"));
@@ -347,7 +346,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
         await assertUnique(em, rec.id, parsed.key.name, parsed.key.value);
         await checkKeyMembership(em, parsed, (field) => field);
         assignVirtualKey(em, rec, parsed, rec.source);
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, key: parsed.key };
       }, async ({ rec, key }) => {
         inference.putVirtualKey(key);
@@ -357,15 +356,14 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { virtualKey: messageOf(rec, false) };
     },
 
-    async deleteVirtualKey(req, ctx) {
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_key", id: req.id }, async (em) => {
+    async deleteVirtualKey(req) {
+      const { rec } = await writeEntity(store, { kind: "virtual_key", id: req.id }, async (em) => {
         const rec = await getRecord(em, req.id, true);
-        em.remove(rec);
+        await deleteRecord(em, rec);
         await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
         // Rules scoped to the key go with it: nothing else could ever match them.
         const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id }, FOR_UPDATE);
-        for (const rule of rules) em.remove(rule);
-        await em.flush();
+        for (const rule of rules) await deleteRecord(em, rule);
         return { rec, rules };
       }, async ({ rec, rules }) => {
         inference.removeVirtualKey(rec.id);
@@ -376,17 +374,17 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { status: "success" };
     },
 
-    async createRoutingRule(req, ctx) {
+    async createRoutingRule(req) {
       const msg = ruleOf(req.routingRule);
       if (msg.id === "") msg.id = `rr-${randomUUID()}`;
       const parsed = parseRoutingRule(msg, (field) => field);
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: parsed.fields.id }, async (em) => {
+      const rec = await writeEntity(store, { kind: "routing_rule", id: parsed.fields.id }, async (em) => {
         if (await em.findOne(RoutingRuleRecord, { id: parsed.fields.id })) {
           throw new GatewayError("already_exists", `routing rule "${parsed.fields.id}" already exists`, { field: "id" });
         }
         await checkRuleReferences(em, parsed, (field) => field);
         const created = assignRoutingRule(em, null, parsed, "api");
-        await em.flush();
+        await insertRecord(em, created);
         return created;
       }, () => inference.routingRules.put(parsed.rule));
       deps.logger.info({ routing_rule_id: rec.id }, "routing rule created");
@@ -402,25 +400,25 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
       return { routingRule: routingRuleMessageOf(await getRuleRecord(emOf(ctx, store), req.id)) };
     },
 
-    async updateRoutingRule(req, ctx) {
+    async updateRoutingRule(req) {
       const paths = req.updateMask?.paths ?? [];
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: req.id }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "routing_rule", id: req.id }, async (em) => {
         const rec = await getRuleRecord(em, req.id, true);
         const next = applyFieldMask(RoutingRuleSchema, routingRuleMessageOf(rec), ruleOf(req.routingRule), paths, "a routing rule");
         const parsed = parseRoutingRule(next, (field) => field);
         await checkRuleReferences(em, parsed, (field) => field);
         assignRoutingRule(em, rec, parsed, rec.source);
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, rule: parsed.rule };
       }, ({ rule }) => inference.routingRules.put(rule));
       deps.logger.info({ routing_rule_id: rec.id, fields: paths }, "routing rule updated");
       return { routingRule: routingRuleMessageOf(rec) };
     },
 
-    async deleteRoutingRule(req, ctx) {
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "routing_rule", id: req.id }, async (em) => {
+    async deleteRoutingRule(req) {
+      const rec = await writeEntity(store, { kind: "routing_rule", id: req.id }, async (em) => {
         const found = await getRuleRecord(em, req.id, true);
-        await em.remove(found).flush();
+        await deleteRecord(em, found);
         return found;
       }, (found) => inference.routingRules.remove(found.id));
       deps.logger.info({ routing_rule_id: rec.id }, "routing rule deleted");

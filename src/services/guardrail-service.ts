@@ -8,7 +8,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
-import { GuardrailRecord, type Store } from "../store/index.js";
+import { deleteRecord, GuardrailRecord, insertRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { GuardrailAction, GuardrailSchema, GuardrailService, type Guardrail } from "../../gen/gw/admin/v1/guardrail_pb.js";
 import { emOf } from "./context.js";
@@ -45,17 +45,17 @@ async function getRecord(em: EntityManager, id: string, forUpdate = false): Prom
 export function createGuardrailService(deps: GuardrailServiceDeps): ServiceImpl<typeof GuardrailService> {
   const { store, logger, guardrails } = deps;
   return {
-    async createGuardrail(req, ctx) {
+    async createGuardrail(req) {
       const msg = given(req.guardrail);
       if (msg.id === "") msg.id = `gr-${randomUUID()}`;
       const parsed = parseGuardrail(msg, asIs);
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: parsed.fields.id }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "guardrail", id: parsed.fields.id }, async (em) => {
         if (await em.findOne(GuardrailRecord, { id: parsed.fields.id })) {
           throw new GatewayError("already_exists", `guardrail "${parsed.fields.id}" already exists`, { field: "id" });
         }
         const resolved = await resolveGuardrailReferences(em, parsed, asIs);
         const created = assignGuardrail(em, null, resolved, "api");
-        await em.flush();
+        await insertRecord(em, created);
         return { rec: created, guardrail: resolved.guardrail };
       }, ({ guardrail }) => guardrails.put(guardrail));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name }, "guardrail created");
@@ -71,9 +71,9 @@ export function createGuardrailService(deps: GuardrailServiceDeps): ServiceImpl<
       return { guardrail: guardrailMessageOf(await getRecord(emOf(ctx, store), req.id)) };
     },
 
-    async updateGuardrail(req, ctx) {
+    async updateGuardrail(req) {
       const paths = req.updateMask?.paths ?? [];
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: req.id }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "guardrail", id: req.id }, async (em) => {
         const rec = await getRecord(em, req.id, true);
         const next = applyFieldMask(GuardrailSchema, guardrailMessageOf(rec), given(req.guardrail), paths, "a guardrail");
         // A guardrail moved off redact drops the redaction it had, unless the update itself names one.
@@ -81,17 +81,17 @@ export function createGuardrailService(deps: GuardrailServiceDeps): ServiceImpl<
         const parsed = parseGuardrail(next, asIs, rec.secretHeaders);
         const resolved = await resolveGuardrailReferences(em, parsed, asIs, rec);
         assignGuardrail(em, rec, resolved, rec.source);
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, guardrail: resolved.guardrail };
       }, ({ guardrail }) => guardrails.put(guardrail));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name, fields: paths }, "guardrail updated");
       return { guardrail: guardrailMessageOf(rec) };
     },
 
-    async deleteGuardrail(req, ctx) {
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "guardrail", id: req.id }, async (em) => {
+    async deleteGuardrail(req) {
+      const rec = await writeEntity(store, { kind: "guardrail", id: req.id }, async (em) => {
         const found = await getRecord(em, req.id, true);
-        await em.remove(found).flush();
+        await deleteRecord(em, found);
         return found;
       }, (found) => guardrails.remove(found.id));
       logger.info({ guardrail_id: rec.id, guardrail: rec.name }, "guardrail deleted");

@@ -9,7 +9,7 @@ import { snapshotOf, type McpRuntime } from "../mcp/runtime.js";
 import { assertNameFree, assignSpec, getClient, insertClient, listClients, recordToSpec } from "../mcp/client-repository.js";
 import { discoverTools, type DiscoveredTool } from "../mcp/discover.js";
 import { perUserWireHeaders } from "../mcp/wire-headers.js";
-import { McpClientRecord, type Store } from "../store/index.js";
+import { deleteRecord, inNativeTransaction, insertRecord, McpClientRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
 import { McpClientSchema, McpClientService, type McpClient } from "../../gen/gw/admin/v1/mcp_client_pb.js";
@@ -142,7 +142,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     const started = await prepareFlow(recordToSpec(rec), oauthPublicBase(origin, deps.settings));
     await sweepExpired(em, runtime.now());
     const flow = flowRecord(em, rec.id, started, runtime.now());
-    await em.flush();
+    await insertRecord(em, flow);
     deps.logger.info({ client_id: rec.id, client: rec.name, oauth_config_id: flow.id }, "upstream OAuth authorization started");
     return pendingOauthPayload(rec, flow, started.authorizeUrl, message);
   }
@@ -182,10 +182,10 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       if (isOauth(spec.authType)) {
         // Discovery and registration first: an authorization server that is down or answers garbage stores nothing.
         const started = await prepareFlow(spec, oauthPublicBase(ctx.values.get(kRequestScope).origin, deps.settings));
-        const { rec, flow } = await em.transactional(async (tx) => {
+        const { rec, flow } = await inNativeTransaction(store, async (tx) => {
           const created = await insertClient(tx, spec, { source: "api", verified: false, tools: [] });
           const attempt = flowRecord(tx, created.id, started, runtime.now());
-          await tx.flush();
+          await insertRecord(tx, attempt);
           return { rec: created, flow: attempt };
         });
         deps.logger.info({ client_id: rec.id, client: spec.name, connection_type: spec.connectionType, auth_type: spec.authType, oauth_config_id: flow.id }, "MCP client created; waiting for OAuth consent");
@@ -207,8 +207,8 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       return { status: "success", message, clientId: rec.id };
     },
 
-    async updateMcpClient(req, ctx) {
-      const { rec, next } = await writeEntity(store, emOf(ctx, store), clientRef(req.clientId), async (em) => {
+    async updateMcpClient(req) {
+      const { rec, next } = await writeEntity(store, clientRef(req.clientId), async (em) => {
         const rec = await lockedClient(em, req.clientId);
         const current = recordToSpec(rec);
         if (!req.client) throw invalidField("client", "is required");
@@ -222,7 +222,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
           rec.discoveryHeaders = state.values;
           rec.discoveryStatus = state.status === "active" ? "active" : "needs_update";
         }
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, current, next, schemaChanged };
       }, async ({ rec, current, next, schemaChanged }) => {
         await runtime.update(snapshotOf(rec));
@@ -238,10 +238,10 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       };
     },
 
-    async deleteMcpClient(req, ctx) {
-      const rec = await writeEntity(store, emOf(ctx, store), clientRef(req.clientId), async (em) => {
+    async deleteMcpClient(req) {
+      const rec = await writeEntity(store, clientRef(req.clientId), async (em) => {
         const found = await lockedClient(em, req.clientId);
-        await em.removeAndFlush(found);
+        await deleteRecord(em, found);
         await em.nativeDelete(McpOauthCredentialRecord, { clientId: found.id });
         return found;
       }, async (found) => {
@@ -301,14 +301,14 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       const spec = recordToSpec(rec);
       const tools = await verifyUpstream(spec, req.userHeaders);
       // The upstream call is made outside the lock; the write then applies to the client as last committed.
-      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+      await writeEntity(store, clientRef(rec.id), async (tx) => {
         const locked = await lockedClient(tx, rec.id);
         locked.tools = tools;
         locked.verified = true;
         locked.discoveryHeaders = { ...req.userHeaders };
         locked.discoveryStatus = "active";
         locked.updatedAt = new Date();
-        await tx.flush();
+        await writeRecord(tx, locked);
         return locked;
       }, (locked) => runtime.update(snapshotOf(locked)));
       deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length }, "MCP client verified");
@@ -353,14 +353,14 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         throw verifyFailed(err, [token, subjectToken]);
       }
       const repaired = rec.verified;
-      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+      await writeEntity(store, clientRef(rec.id), async (tx) => {
         const locked = await lockedClient(tx, rec.id);
         locked.tools = tools;
         locked.verified = true;
         locked.discoveryHeaders = discovery;
         locked.discoveryStatus = "active";
         locked.updatedAt = new Date();
-        await tx.flush();
+        await writeRecord(tx, locked);
         return locked;
       }, (locked) => runtime.update(snapshotOf(locked)));
       deps.logger.info({ client_id: rec.id, client: rec.name, state: "healthy", tools_count: tools.length, repaired }, "token_exchange client verified");
@@ -402,7 +402,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
     async completeOauth(req, ctx) {
       const em = emOf(ctx, store);
       const attempt = await findAttempt(em, req.oauthConfigId);
-      if (expireIfDue(attempt, runtime.now())) await em.flush();
+      if (expireIfDue(attempt, runtime.now())) await writeRecord(em, attempt);
       if (attempt.status === "failed" && attempt.error === FLOW_EXPIRED) {
         throw new GatewayError("failed_precondition", `${FLOW_EXPIRED} (15 minutes); start a new one with initiate-verification or reauthorize`, { type: "oauth_flow_expired", httpStatus: 410 });
       }
@@ -426,7 +426,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
       }
       const wasVerified = rec.verified;
       const connectionString = rec.connectionString;
-      await writeEntity(store, em, clientRef(rec.id), async (tx) => {
+      await writeEntity(store, clientRef(rec.id), async (tx) => {
         const locked = await lockedClient(tx, rec.id);
         // The newest authorized attempt is the client's credential; the ones it replaces are over.
         await tx.nativeUpdate(McpOauthCredentialRecord, { clientId: locked.id, status: "authorized", id: { $ne: attempt.id } }, { status: "revoked", secrets: {}, updatedAt: new Date() });
@@ -435,7 +435,7 @@ export function createMcpClientService(deps: McpClientServiceDeps): ServiceImpl<
         // per_user_oauth: the admin's token is the admin discovery credential, used for the tool sync only.
         if (locked.authType === "per_user_oauth") locked.discoveryStatus = "active";
         locked.updatedAt = new Date();
-        await tx.flush();
+        await writeRecord(tx, locked);
         return locked;
       }, async (locked) => {
         runtime.oauth.adopt(attempt, connectionString);

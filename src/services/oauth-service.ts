@@ -8,7 +8,7 @@ import { expireIfDue, findAttempt, handleCallback } from "../mcp/oauth/flows.js"
 import { grantOf } from "../mcp/oauth/oauth-tokens.js";
 import type { McpRuntime } from "../mcp/runtime.js";
 import { upstreamMessage } from "../mcp/upstream-errors.js";
-import { McpClientRecord, type McpOauthCredentialRecord, type Store } from "../store/index.js";
+import { McpClientRecord, writeRecord, type McpOauthCredentialRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { OauthService } from "../../gen/gw/admin/v1/oauth_pb.js";
 import { emOf } from "./context.js";
@@ -24,7 +24,7 @@ export interface OauthServiceDeps extends FlowFinisherDeps {
 /** An attempt, with a pending one past its expiry moved to failed first. */
 async function currentAttempt(em: EntityManager, id: string, now: number): Promise<McpOauthCredentialRecord> {
   const rec = await findAttempt(em, id);
-  if (expireIfDue(rec, now)) await em.flush();
+  if (expireIfDue(rec, now)) await writeRecord(em, rec);
   return rec;
 }
 
@@ -91,7 +91,7 @@ export function createOauthService(deps: OauthServiceDeps): ServiceImpl<typeof O
       rec.stateHash = null;
       rec.secrets = {};
       rec.updatedAt = new Date();
-      await em.flush();
+      await writeRecord(em, rec);
       if (runtime.oauth.credentialOf(rec.clientId) === rec.id) {
         runtime.oauth.forget(rec.clientId, rec.id);
         runtime.credentialRevoked(rec.clientId, `the OAuth credential was revoked by an admin`);

@@ -8,7 +8,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import { REDACTED } from "../mcp/client-spec.js";
-import { ProviderRecord, type Store } from "../store/index.js";
+import { deleteRecord, insertRecord, ProviderRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { ProviderSchema, ProviderService, type Provider } from "../../gen/gw/catalog/v1/catalog_pb.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
@@ -87,17 +87,17 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
   const modelLists = deps.modelLists;
 
   return {
-    async createProvider(req, ctx) {
+    async createProvider(req) {
       const wire = wireOf(req.provider);
       const name = nameOf(wire);
       checkProviderName(name, "name");
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: name }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "provider", id: name }, async (em) => {
         if (await em.findOne(ProviderRecord, { name })) {
           throw new GatewayError("already_exists", `provider "${name}" already exists; change it with PUT /api/v1/providers/${name}`, { field: "name" });
         }
         const parsed = parseProviderWire(name, wire, "provider");
         const created = assignProvider(em, null, parsed, "api");
-        await em.flush();
+        await insertRecord(em, created);
         return { rec: created, parsed };
       }, ({ parsed }) => inference.putProvider(parsed));
       logger.info({ provider: name }, "provider created");
@@ -105,9 +105,9 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       return { provider: messageOf(rec) };
     },
 
-    async updateProvider(req, ctx) {
+    async updateProvider(req) {
       const paths = req.updateMask?.paths ?? [];
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: req.name }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "provider", id: req.name }, async (em) => {
         const rec = await getRecord(em, req.name, true);
         if (req.provider === undefined) throw invalidField("provider", "is required");
         const next = wireOf(applyFieldMask(ProviderSchema, messageOf(rec), req.provider, paths, "a provider"));
@@ -116,7 +116,7 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
         next["keys"] = keepStoredValues(next["keys"] ?? [], rec.keys);
         const parsed = parseProviderWire(rec.name, next, "provider");
         assignProvider(em, rec, parsed, rec.source);
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, parsed };
       }, ({ parsed }) => inference.putProvider(parsed));
       logger.info({ provider: rec.name, fields: paths }, "provider updated");
@@ -133,10 +133,10 @@ export function createProviderService(deps: ProviderServiceDeps): ServiceImpl<ty
       return { provider: messageOf(await getRecord(emOf(ctx, store), req.name)) };
     },
 
-    async deleteProvider(req, ctx) {
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "provider", id: req.name }, async (em) => {
+    async deleteProvider(req) {
+      const rec = await writeEntity(store, { kind: "provider", id: req.name }, async (em) => {
         const found = await getRecord(em, req.name, true);
-        await em.remove(found).flush();
+        await deleteRecord(em, found);
         return found;
       }, (found) => inference.removeProvider(found.name));
       logger.info({ provider: rec.name }, "provider deleted");

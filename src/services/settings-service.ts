@@ -20,7 +20,6 @@ import {
   type ClientSettings as ClientSettingsMessage,
   type ToolManagerConfig,
 } from "../../gen/gw/admin/v1/settings_pb.js";
-import { emOf } from "./context.js";
 import { FOR_UPDATE, writeEntity } from "./entity-write-lock.js";
 import { gatewayStatus, type GatewayStatusDeps } from "./gateway-status.js";
 
@@ -49,13 +48,12 @@ export async function saveSetting(em: EntityManager, key: string, value: unknown
  */
 async function writeSetting<T extends object>(
   store: Store,
-  em: EntityManager,
   key: string,
   current: T,
   change: (base: T) => T,
   install: (next: T) => void,
 ): Promise<T> {
-  return writeEntity(store, em, { kind: "setting", id: key }, async (tx) => {
+  return writeEntity(store, { kind: "setting", id: key }, async (tx) => {
     await tx.createQueryBuilder(SettingRecord).insert({ key, value: current, updatedAt: new Date() }).onConflict("key").ignore().execute();
     const row = await tx.findOne(SettingRecord, { key }, FOR_UPDATE);
     const stored = row !== null && typeof row.value === "object" && row.value !== null ? (row.value as Partial<T>) : {};
@@ -210,10 +208,10 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
     getToolManagerConfig() {
       return { config: toolManagerMessage(settings.toolManager) };
     },
-    async updateToolManagerConfig(req, ctx) {
+    async updateToolManagerConfig(req) {
       const config = req.config;
       if (!config) throw invalidField("config", "is required");
-      const next = await writeSetting(store, emOf(ctx, store), SETTING_TOOL_MANAGER, settings.toolManager, (base) => applyToolManager(base, req.updateMask?.paths ?? [], config), (written) =>
+      const next = await writeSetting(store, SETTING_TOOL_MANAGER, settings.toolManager, (base) => applyToolManager(base, req.updateMask?.paths ?? [], config), (written) =>
         settings.setToolManager(written),
       );
       deps.logger.info({ fields: req.updateMask?.paths }, "tool manager settings updated");
@@ -222,8 +220,8 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
     getLoadBalancerConfig() {
       return { ...settings.loadBalancer };
     },
-    async updateLoadBalancerConfig(req, ctx) {
-      const next = await writeSetting(store, emOf(ctx, store), SETTING_LOAD_BALANCER, settings.loadBalancer, (base) => {
+    async updateLoadBalancerConfig(req) {
+      const next = await writeSetting(store, SETTING_LOAD_BALANCER, settings.loadBalancer, (base) => {
         const changed = { ...base };
         if (req.directionSelectionEnabled !== undefined) changed.directionSelectionEnabled = req.directionSelectionEnabled;
         if (req.routeSelectionEnabled !== undefined) changed.routeSelectionEnabled = req.routeSelectionEnabled;
@@ -238,9 +236,9 @@ export function createSettingsService(deps: SettingsServiceDeps): ServiceImpl<ty
     getConfig() {
       return { config: { client: clientMessage(settings.client) } };
     },
-    async updateConfig(req, ctx) {
+    async updateConfig(req) {
       const paths = req.updateMask?.paths ?? [];
-      const next = await writeSetting(store, emOf(ctx, store), SETTING_CLIENT, settings.client, (base) => applyClientSettings(base, paths, req.config?.client), (written) =>
+      const next = await writeSetting(store, SETTING_CLIENT, settings.client, (base) => applyClientSettings(base, paths, req.config?.client), (written) =>
         settings.setClient(written),
       );
       deps.logger.info({ fields: paths }, "gateway configuration updated");

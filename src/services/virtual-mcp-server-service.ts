@@ -8,7 +8,7 @@ import type { EntityManager } from "@mikro-orm/postgresql";
 import { GatewayError, invalidField } from "../errors.js";
 import type { VirtualServers } from "../mcp/relay/virtual-servers.js";
 import { applyFieldMask } from "../proto-json/field-mask.js";
-import { VirtualMcpServerRecord, type Store } from "../store/index.js";
+import { deleteRecord, insertRecord, VirtualMcpServerRecord, writeRecord, type Store } from "../store/index.js";
 import type { Logger } from "../telemetry/logger.js";
 import { VirtualMcpServerSchema, VirtualMcpServerService, type VirtualMcpServer } from "../../gen/gw/admin/v1/virtual_mcp_server_pb.js";
 import { emOf } from "./context.js";
@@ -44,16 +44,16 @@ async function getRecord(em: EntityManager, name: string, forUpdate = false): Pr
 export function createVirtualMcpServerService(deps: VirtualMcpServerServiceDeps): ServiceImpl<typeof VirtualMcpServerService> {
   const { store, logger, virtualServers } = deps;
   return {
-    async createVirtualMcpServer(req, ctx) {
+    async createVirtualMcpServer(req) {
       const fields = parseVirtualServer(given(req.virtualServer), asIs);
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: fields.name }, async (em) => {
+      const rec = await writeEntity(store, { kind: "virtual_mcp_server", id: fields.name }, async (em) => {
         await checkNameFreeOfClients(em, fields.name, asIs);
         if (await em.findOne(VirtualMcpServerRecord, { name: fields.name })) {
           throw new GatewayError("already_exists", `virtual MCP server "${fields.name}" already exists`, { field: "name" });
         }
         await checkMembers(em, fields.members, asIs);
         const created = assignVirtualServer(em, null, fields, "api");
-        await em.flush();
+        await insertRecord(em, created);
         return created;
       }, () => virtualServers.put(definitionOf(fields)));
       logger.info({ virtual_server: rec.name, members: fields.members.map((member) => member.client) }, "virtual MCP server created");
@@ -69,25 +69,25 @@ export function createVirtualMcpServerService(deps: VirtualMcpServerServiceDeps)
       return { virtualServer: virtualServerMessageOf(await getRecord(emOf(ctx, store), req.name)) };
     },
 
-    async updateVirtualMcpServer(req, ctx) {
+    async updateVirtualMcpServer(req) {
       const paths = req.updateMask?.paths ?? [];
-      const { rec } = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: req.name }, async (em) => {
+      const { rec } = await writeEntity(store, { kind: "virtual_mcp_server", id: req.name }, async (em) => {
         const rec = await getRecord(em, req.name, true);
         const next = applyFieldMask(VirtualMcpServerSchema, virtualServerMessageOf(rec), given(req.virtualServer), paths, "a virtual MCP server");
         const fields = parseVirtualServer(next, asIs);
         await checkMembers(em, fields.members, asIs, rec.members);
         assignVirtualServer(em, rec, fields, rec.source);
-        await em.flush();
+        await writeRecord(em, rec);
         return { rec, fields };
       }, ({ fields }) => virtualServers.put(definitionOf(fields)));
       logger.info({ virtual_server: rec.name, fields: paths }, "virtual MCP server updated");
       return { virtualServer: virtualServerMessageOf(rec) };
     },
 
-    async deleteVirtualMcpServer(req, ctx) {
-      const rec = await writeEntity(store, emOf(ctx, store), { kind: "virtual_mcp_server", id: req.name }, async (em) => {
+    async deleteVirtualMcpServer(req) {
+      const rec = await writeEntity(store, { kind: "virtual_mcp_server", id: req.name }, async (em) => {
         const found = await getRecord(em, req.name, true);
-        await em.remove(found).flush();
+        await deleteRecord(em, found);
         return found;
       }, (found) => virtualServers.remove(found.name));
       logger.info({ virtual_server: rec.name }, "virtual MCP server deleted");

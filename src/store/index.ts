@@ -6,7 +6,7 @@ export { parseEncryptionKey } from "./encryption-key.js";
 export { SecretBox } from "./secret-box.js";
 export { ensureVectorExtension, ResponseCacheTable, type NearestAnswer, type StoredAnswer } from "./response-cache-table.js";
 export { applicationNameOf, openStore, type Store, type StoreOptions } from "./store.js";
-export { inNativeTransaction, writeRecord } from "./native-transaction.js";
+export { deleteRecord, inNativeTransaction, insertRecord, saveRecord, writeRecord } from "./native-transaction.js";
 export { pendingMigrations } from "./pending-migrations.js";
 export { openRawConnection, type PgNotification, type RawConnection } from "./raw-connection.js";
 export { dropSchema, randomSchemaName } from "./test-support.js";

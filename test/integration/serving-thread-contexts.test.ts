@@ -1,9 +1,9 @@
 /**
  * What the serving thread does in the background while it serves (the usage counters' writes, the
- * provider's model list), a first start that applies the config file and a restart whose file did not change,
- * enter no AsyncLocalStorage: on Node 20 the first store entered turns promise hooks
- * on for the whole process, a cost every request pays from then on. Entries are counted by wrapping the
- * public `run` and `enterWith` for this test only.
+ * provider's model list), a first start that applies the config file, a restart whose file did not change,
+ * and an admin signing in and changing what the admin API manages, enter no AsyncLocalStorage: on Node 20
+ * the first store entered turns promise hooks on for the whole process, a cost every request pays from then
+ * on. Entries are counted by wrapping the public `run` and `enterWith` for this test only.
  */
 import assert from "node:assert/strict";
 import { AsyncLocalStorage } from "node:async_hooks";
@@ -11,8 +11,9 @@ import { after, before, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { inferenceOptionsFromFile, type InferenceOptions } from "../../src/services/inference/config.js";
 import { UsageRecord } from "../../src/store/index.js";
+import { startMcpFixture } from "../fixtures/mcp-server.js";
 import { startMockOpenAi, type MockUpstream } from "../fixtures/mock-openai.js";
-import { startApp, type TestApp } from "../helpers/app.js";
+import { api, startApp, type TestApp } from "../helpers/app.js";
 import { fileKey } from "../helpers/inference.js";
 
 /** Short, so the counters are written while the test counts. */
@@ -113,4 +114,52 @@ test("a restart whose config file did not change enters no AsyncLocalStorage", a
   await serveAndFlush(app);
   counting = false;
   assert.deepEqual(entries, []);
+});
+
+test("an admin signing in and writing through the admin API enters no AsyncLocalStorage", async () => {
+  const admin = await startApp({ inference, auth: { enabled: true, username: "admin", password: "quiet-pw", sessionTtlMs: 3_600_000 } });
+  const mcp = await startMcpFixture();
+  try {
+    entries.length = 0;
+    counting = true;
+    const login = await api(admin, "POST", "/api/session/login", { username: "admin", password: "quiet-pw" });
+    assert.equal(login.status, 200, JSON.stringify(login.body));
+    const auth = { authorization: `Bearer ${login.body.token}` };
+    /** One admin call that must succeed. */
+    const call = async (method: string, path: string, body?: unknown): Promise<any /* JSON of any shape */> => {
+      const res = await api(admin, method, path, body, auth);
+      assert.equal(res.status, 200, `${method} ${path}: ${JSON.stringify(res.body)}`);
+      return res.body;
+    };
+    await call("POST", "/api/v1/providers", { name: "acme", keys: [{ id: "acme-1", name: "acme-1", value: "sk-acme" }], network_config: { base_url: upstream.url } });
+    await call("PUT", "/api/v1/providers/acme", { keys: [{ id: "acme-1", name: "acme-1", value: "sk-acme-2" }], network_config: { base_url: upstream.url } });
+    await call("POST", "/api/governance/teams", { id: "team-admin", name: "admin team" });
+    await call("PUT", "/api/governance/teams/team-admin", { name: "admin team, renamed" });
+    await call("POST", "/api/governance/virtual-keys", { id: "vk-admin", name: "admin key", team_id: "team-admin", provider_configs: [{ provider: "acme", allowed_models: ["*"], key_ids: ["*"], weight: 1 }] });
+    await call("PUT", "/api/governance/virtual-keys/vk-admin", { name: "admin key, renamed" });
+    await call("POST", "/api/governance/routing-rules", { id: "rr-admin", name: "admin rule", cel_expression: `headers["x-never"] == "1"`, targets: [{ provider: "acme" }] });
+    await call("PUT", "/api/governance/routing-rules/rr-admin", { enabled: false });
+    await call("POST", "/api/guardrails", { id: "gr-admin", name: "admin guardrail", stages: ["input"], check: { type: "secrets" }, action: "block" });
+    await call("PUT", "/api/guardrails/gr-admin", { action: "warn" });
+    await call("PUT", "/api/settings/mcp/tool-manager-config", { max_agent_depth: 7 });
+    const client = await call("POST", "/api/mcp/client", { name: "quiet", connection_type: "http", connection_string: mcp.httpUrl, tools_to_execute: ["*"] });
+    await call("PUT", `/api/mcp/client/${client.client_id}`, { tools_to_execute: ["echo"] });
+    await call("POST", "/api/mcp/virtual-servers", { name: "quiet_server", members: [{ client: "quiet", tools: ["echo"] }] });
+    await call("PUT", "/api/mcp/virtual-servers/quiet_server", { description: "renamed" });
+    await call("DELETE", "/api/mcp/virtual-servers/quiet_server");
+    await call("DELETE", `/api/mcp/client/${client.client_id}`);
+    await call("DELETE", "/api/guardrails/gr-admin");
+    await call("DELETE", "/api/governance/routing-rules/rr-admin");
+    await call("DELETE", "/api/governance/virtual-keys/vk-admin");
+    await call("DELETE", "/api/governance/teams/team-admin");
+    await call("DELETE", "/api/v1/providers/acme");
+    counting = false;
+    assert.deepEqual(entries, []);
+    // What was written was stored: the key is gone, so it no longer authenticates.
+    assert.equal((await api(admin, "GET", "/api/governance/virtual-keys/vk-admin", undefined, auth)).status, 404);
+  } finally {
+    counting = false;
+    await admin.stop();
+    await mcp.close();
+  }
 });

@@ -9,7 +9,7 @@
  * for the Retry. Neither flow ids nor tokens are ever logged.
  */
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-import { McpUserFlowRecord, type McpUserFlowSecrets, type Store } from "../../store/index.js";
+import { insertRecord, McpUserFlowRecord, writeRecord, type McpUserFlowSecrets, type Store } from "../../store/index.js";
 import type { CallerIdentity } from "./identity.js";
 
 /** A pending flow expires after 15 minutes (docs/credentials-oauth-sso.md). */
@@ -158,7 +158,7 @@ export class FlowRegistry {
       createdAt: new Date(now),
       expiresAt: new Date(now + FLOW_TTL_MS),
     });
-    await em.flush();
+    await insertRecord(em, rec);
     await this.trim(em);
     return toFlow(rec);
   }
@@ -204,7 +204,7 @@ export class FlowRegistry {
     const tempToken = token(32);
     rec.tempTokenHash = digest(tempToken);
     rec.secrets = { ...rec.secrets, tempToken };
-    await em.flush();
+    await writeRecord(em, rec);
     return tempToken;
   }
 
@@ -222,7 +222,7 @@ export class FlowRegistry {
     const secrets: McpUserFlowSecrets = { ...kept, codeVerifier, authorizeUrl };
     rec.stateHash = digest(state);
     rec.secrets = secrets;
-    await em.flush();
+    await writeRecord(em, rec);
     return { stateHash: rec.stateHash, codeVerifier, authorizeUrl, browsers: [] };
   }
 
@@ -235,7 +235,7 @@ export class FlowRegistry {
     const known = rec.secrets.browsers ?? [];
     if (known.includes(hash)) return;
     rec.secrets = { ...rec.secrets, browsers: [...known, hash].slice(-MAX_BROWSERS) };
-    await em.flush();
+    await writeRecord(em, rec);
   }
 
   /** Whether a presented flow cookie is one of the browsers that started this authorization. */

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { LockMode } from "@mikro-orm/core";
-import { McpUserCredentialRecord, type McpCredentialStatus, type McpIdentityKind, type Store } from "../../store/index.js";
+import { inNativeTransaction, McpUserCredentialRecord, saveRecord, writeRecord, type McpCredentialStatus, type McpIdentityKind, type Store } from "../../store/index.js";
 
 /** A credential as the cache holds it. */
 export interface StoredCredential {
@@ -116,7 +116,7 @@ export class CredentialRepository {
           updatedAt: at,
         });
       }
-      await em.flush();
+      await saveRecord(em, rec);
       if (existing) this.uncache(existing);
       const stored = fromRecord(rec);
       this.cache(stored);
@@ -140,8 +140,8 @@ export class CredentialRepository {
         }
         if (change.status !== undefined) rec.status = change.status;
         rec.updatedAt = at;
+        await writeRecord(em, rec);
       }
-      await em.flush();
       for (const rec of records) {
         const old = this.byId.get(rec.id);
         if (old) this.uncache(old);
@@ -157,7 +157,7 @@ export class CredentialRepository {
    * may wait on the network, and only this credential's row is held meanwhile.
    */
   async withRowLock(id: string, work: (stored: StoredCredential) => Promise<CredentialChange | null>): Promise<StoredCredential | undefined> {
-    const rec = await this.store.fork().transactional(async (tx) => {
+    const rec = await inNativeTransaction(this.store, async (tx) => {
       const row = await tx.findOne(McpUserCredentialRecord, { id }, { lockMode: LockMode.PESSIMISTIC_WRITE });
       if (!row) return null;
       const change = await work(fromRecord(row));
@@ -166,7 +166,10 @@ export class CredentialRepository {
         row.headerKeys = Object.keys(change.values);
       }
       if (change?.status !== undefined) row.status = change.status;
-      if (change) row.updatedAt = new Date(this.now());
+      if (change) {
+        row.updatedAt = new Date(this.now());
+        await writeRecord(tx, row);
+      }
       return row;
     });
     const old = this.byId.get(id);

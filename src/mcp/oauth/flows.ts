@@ -125,7 +125,7 @@ export async function handleCallback(em: EntityManager, query: CallbackQuery, no
   const clientName = client?.name ?? "";
   const outcome = (status: "authorized" | "failed", message: string): CallbackOutcome => ({ flowId: rec.id, status, message, clientId: rec.clientId, clientName });
   if (expireIfDue(rec, now) || (rec.status === "failed" && rec.error === FLOW_EXPIRED)) {
-    await em.flush();
+    await writeRecord(em, rec);
     throw new GatewayError("failed_precondition", `${FLOW_EXPIRED} (15 minutes); start a new one (initiate-verification or reauthorize)`, { type: "oauth_flow_expired", httpStatus: 410 });
   }
   if (rec.status !== "pending" || !client) {
@@ -136,7 +136,7 @@ export async function handleCallback(em: EntityManager, query: CallbackQuery, no
     rec.error = message;
     rec.secrets = {};
     rec.updatedAt = new Date(now);
-    await em.flush();
+    await writeRecord(em, rec);
     logger.warn({ client_id: rec.clientId, oauth_config_id: rec.id, err: message }, "upstream OAuth authorization failed");
     return outcome("failed", message);
   };
@@ -154,7 +154,7 @@ export async function handleCallback(em: EntityManager, query: CallbackQuery, no
     rec.tokenScopes = cols.scopes;
     rec.error = null;
     rec.updatedAt = new Date(now);
-    await em.flush();
+    await writeRecord(em, rec);
     logger.info({ client_id: rec.clientId, oauth_config_id: rec.id, scopes: cols.scopes }, "upstream OAuth authorization obtained");
     return outcome("authorized", `authorized: complete it with POST /api/mcp/client/${rec.id}/complete-oauth`);
   } catch (err) {

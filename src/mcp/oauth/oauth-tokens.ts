@@ -10,7 +10,7 @@ import { LockMode } from "@mikro-orm/core";
 import type { OAuthDiscoveryState } from "@modelcontextprotocol/sdk/client/auth.js";
 import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js";
 import { GatewayError } from "../../errors.js";
-import { McpOauthCredentialRecord, type Store } from "../../store/index.js";
+import { inNativeTransaction, McpOauthCredentialRecord, writeRecord, type Store } from "../../store/index.js";
 import type { Logger } from "../../telemetry/logger.js";
 import { upstreamMessage } from "../upstream-errors.js";
 import { isDeadGrant, oauthFailure, refreshTokens, type GrantContext } from "./authorization.js";
@@ -176,9 +176,8 @@ export class OauthTokens {
 
   private async runRefresh(live: Live): Promise<void> {
     const sent = live.accessToken;
-    const em = this.deps.store.fork();
     try {
-      await em.transactional(async (tx) => {
+      await inNativeTransaction(this.deps.store, async (tx) => {
         const rec = await tx.findOne(McpOauthCredentialRecord, { id: live.credentialId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         if (!rec || rec.status !== "authorized") {
           this.kill(live, `the OAuth credential was ${rec ? rec.status : "deleted"}`);
@@ -203,6 +202,7 @@ export class OauthTokens {
             this.kill(live, oauthFailure("the OAuth token refresh", err).message);
             rec.error = live.dead;
             rec.updatedAt = new Date();
+            await writeRecord(tx, rec);
             return;
           }
           throw oauthFailure("the OAuth token refresh", err);
@@ -213,6 +213,7 @@ export class OauthTokens {
         if (cols.scopes.length > 0) rec.tokenScopes = cols.scopes;
         rec.error = null;
         rec.updatedAt = new Date();
+        await writeRecord(tx, rec);
         this.adoptInto(live, rec);
         this.deps.logger.info({ client_id: live.clientId, oauth_config_id: live.credentialId }, "upstream OAuth token refreshed");
       });

@@ -4,7 +4,7 @@
  * (reconnect, close, check, credential revoked or renewed), and shutdown.
  */
 import { GatewayError } from "../../errors.js";
-import { McpClientRecord } from "../../store/index.js";
+import { McpClientRecord, writeRecord } from "../../store/index.js";
 import { allClients, recordToSpec } from "../client-repository.js";
 import { ClientRuntime, type ClientSnapshot } from "../client-runtime.js";
 import { isOauth } from "../client-spec.js";
@@ -60,7 +60,7 @@ export class ClientLifecycle {
     const records = await allClients(em);
     // The config file may have changed per_user_header_keys since the last boot: apply the schema-change
     // transition to the admin discovery credentials, then (below) to the per-user credentials.
-    if (records.map(applyDiscoverySchema).includes(true)) await em.flush();
+    for (const rec of records) if (applyDiscoverySchema(rec)) await writeRecord(em, rec);
     // Credentials first: a tool call may arrive as soon as the first client is up.
     await this.state.credentials.load(records.map((rec) => ({ id: rec.id, spec: recordToSpec(rec) })));
     await this.loadOauthTokens(records);
@@ -95,7 +95,7 @@ export class ClientLifecycle {
     if (clientIds.length === 0) return;
     const em = this.state.deps.store.fork();
     const records = await em.find(McpClientRecord, { id: { $in: [...clientIds] } });
-    if (records.map(applyDiscoverySchema).includes(true)) await em.flush();
+    for (const rec of records) if (applyDiscoverySchema(rec)) await writeRecord(em, rec);
     // An authorization completed on another node is in the store only: take its tokens before reconnecting.
     await this.loadOauthTokens(records);
     for (const rec of records) {

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import { exportJWK, generateKeyPair, type JWK } from "jose";
 import type { Adapter, AdapterPayload } from "oidc-provider";
-import { OAuth2ModelRecord, type Store } from "../../store/index.js";
+import { OAuth2ModelRecord, writeRecord, type Store } from "../../store/index.js";
 
 /** The kind under which the signing keys are kept. */
 const KEYS_KIND = "SigningKeys";
@@ -150,7 +150,7 @@ class StoreAdapter implements Adapter {
     const rec = await em.findOne(OAuth2ModelRecord, { key: this.key(id) });
     if (!rec) return;
     rec.payload = { ...rec.payload, consumed: Math.floor(Date.now() / 1000) };
-    await em.flush();
+    await writeRecord(em, rec);
   }
 
   async destroy(id: string): Promise<void> {

@@ -12,7 +12,7 @@ import { parseCookie, stringifySetCookie } from "cookie";
 import { boundedCache } from "../../bounded-cache.js";
 import { egressFetch } from "../../config/egress-connections.js";
 import { GatewayError } from "../../errors.js";
-import { SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
+import { insertRecord, SsoLoginRecord, SsoSessionRecord, type Store } from "../../store/index.js";
 import type { SsoCaller } from "../inference/caller.js";
 import { verifyIdToken, type IdpTokens, type IdpUser } from "./idp-tokens.js";
 import { sha256Hex } from "../../sha256.js";
@@ -140,14 +140,14 @@ export class SsoLogin {
     const now = this.now();
     // Logins never finished are dropped after their 15 minutes and one more (a late callback is told it expired meanwhile).
     await em.nativeDelete(SsoLoginRecord, { expiresAt: { $lt: new Date(now - LOGIN_TTL_MS) } });
-    em.create(SsoLoginRecord, {
+    const record = em.create(SsoLoginRecord, {
       stateHash: sha256Hex(state),
       secrets: { verifier: login.verifier, nonce: login.nonce },
       returnTo: login.returnTo,
       redirectUri: login.redirectUri,
       expiresAt: new Date(now + LOGIN_TTL_MS),
     });
-    await em.flush();
+    await insertRecord(em, record);
     const sso = this.idp.settings;
     const url = new URL(authorizationEndpoint);
     url.searchParams.set("response_type", "code");
@@ -189,8 +189,7 @@ export class SsoLogin {
     const expiresAt = Math.min(now + SESSION_MAX_MS, Math.max(user.expiresAt, now + (tokens.expiresInS ?? 0) * 1000));
     const idHash = sha256Hex(sessionId);
     await em.nativeDelete(SsoSessionRecord, { expiresAt: { $lte: new Date(now) } });
-    em.create(SsoSessionRecord, { idHash, user: { ...user }, secrets: { accessToken: tokens.accessToken }, expiresAt: new Date(expiresAt) });
-    await em.flush();
+    await insertRecord(em, em.create(SsoSessionRecord, { idHash, user: { ...user }, secrets: { accessToken: tokens.accessToken }, expiresAt: new Date(expiresAt) }));
     evictOldest(this.sessions);
     this.sessions.set(idHash, { user, accessToken: tokens.accessToken, expiresAt });
     return { sessionId, maxAgeS: Math.max(1, Math.floor((expiresAt - this.now()) / 1000)), returnTo: login.returnTo };
