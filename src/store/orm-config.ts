@@ -3,6 +3,7 @@
  * generated against exactly the mapping the app runs with.
  */
 import { fileURLToPath } from "node:url";
+import { FlushMode } from "@mikro-orm/core";
 import { defineConfig, type Options } from "@mikro-orm/postgresql";
 import { GatewayError } from "../errors.js";
 import type { Logger } from "../telemetry/logger.js";
@@ -77,6 +78,10 @@ export function createOrmConfig(options: {
       transactional: true,
       allOrNothing: true,
     },
+    // The gateway writes every record itself with native statements (native-transaction.ts) and never
+    // flushes: a flush, and so a query's automatic one, runs inside an AsyncLocalStorage, which on Node 20
+    // turns promise hooks on for every request after.
+    flushMode: FlushMode.COMMIT,
     // A NUL in a value would cut the statement short and cost the connection: refused as bad input instead.
     onQuery: refuseUnstorableText,
     debug,

@@ -14,6 +14,7 @@ import { EncryptedJsonType } from "./encrypted-json-type.js";
 import { KEY_FILE_NAME, parseEncryptionKey, readKeyFile } from "./encryption-key.js";
 import { KeyCheckRecord } from "./entities/key-check-record.js";
 import { CHECK_ROW_ID, sealKeyCheck } from "./key-check.js";
+import { inNativeTransaction } from "./native-transaction.js";
 import { SecretBox } from "./secret-box.js";
 import { openStore } from "./store.js";
 
@@ -77,7 +78,7 @@ export async function rotateEncryptionKey(options: RotateKeyOptions): Promise<Ro
   const values: Record<string, number> = {};
   try {
     const columns = sealedColumns(store.orm.em);
-    await store.fork().transactional(async (em) => {
+    await inNativeTransaction(store, async (em) => {
       for (const column of columns) {
         values[`${column.table}.${column.column}`] = await resealColumn(em, column, currentBox, newBox);
       }

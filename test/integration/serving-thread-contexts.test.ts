@@ -1,7 +1,8 @@
 /**
  * What the serving thread does in the background while it serves (the usage counters' writes, the
  * provider's model list), a first start that applies the config file, a restart whose file did not change,
- * and an admin signing in and changing what the admin API manages, enter no AsyncLocalStorage: on Node 20
+ * an admin signing in and changing what the admin API manages, and a user's MCP credential gathered through
+ * the auth-required flow, enter no AsyncLocalStorage: on Node 20
  * the first store entered turns promise hooks on for the whole process, a cost every request pays from then
  * on. Entries are counted by wrapping the public `run` and `enterWith` for this test only.
  */
@@ -160,6 +161,35 @@ test("an admin signing in and writing through the admin API enters no AsyncLocal
   } finally {
     counting = false;
     await admin.stop();
+    await mcp.close();
+  }
+});
+
+test("a per-user credential gathered through the auth-required flow enters no AsyncLocalStorage", async () => {
+  const mcp = await startMcpFixture({ acceptHeader: { name: "x-user-token", values: ["user-secret"] } });
+  const perUser = await startApp({ inference });
+  try {
+    entries.length = 0;
+    counting = true;
+    const created = await api(perUser, "POST", "/api/mcp/client", {
+      name: "crm", connection_type: "http", connection_string: mcp.httpUrl, auth_type: "per_user_headers",
+      per_user_header_keys: ["x-user-token"], user_headers: { "x-user-token": "user-secret" }, tools_to_execute: ["*"],
+    });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    const key = await api(perUser, "POST", "/api/governance/virtual-keys", { id: "vk-user", name: "user", value: "sk-gw-user", mcp_configs: [{ mcp_client_name: "crm", tools_to_execute: ["*"] }] });
+    assert.equal(key.status, 200, JSON.stringify(key.body));
+    const execute = () => api(perUser, "POST", "/v1/mcp/tool/execute", { id: "c1", type: "function", function: { name: "crm-echo", arguments: JSON.stringify({ text: "hi" }) } }, { "x-gw-vk": "sk-gw-user" });
+    const required = await execute();
+    assert.equal(required.status, 401, JSON.stringify(required.body));
+    const flow = new URL(required.body.mcp_auth_required.submit_url).searchParams.get("flow");
+    const submitted = await api(perUser, "PUT", `/api/mcp/per-user-headers/flows/${flow}`, { headers: { "x-user-token": "user-secret" } });
+    assert.equal(submitted.status, 200, JSON.stringify(submitted.body));
+    assert.equal((await execute()).status, 200);
+    counting = false;
+    assert.deepEqual(entries, []);
+  } finally {
+    counting = false;
+    await perUser.stop();
     await mcp.close();
   }
 });
