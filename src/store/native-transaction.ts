@@ -5,7 +5,7 @@
  * so does every flush of its unit of work; on Node 20 the first store entered turns promise hooks on for the
  * whole process, which every request then pays for. Nothing here enters one.
  */
-import { FlushMode, wrap } from "@mikro-orm/core";
+import { wrap } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
 import type { Store } from "./store.js";
 
@@ -72,11 +72,12 @@ export async function deleteRecord(em: EntityManager, record: object): Promise<v
 /**
  * Runs `work` on a fresh entity manager inside one transaction, committed when it resolves and rolled
  * back when it throws. No flush runs at the end: what `work` persists it writes itself (inside the
- * transaction), natively (`writeRecord`), as each flush enters an AsyncLocalStorage too.
+ * transaction), natively (`insertRecord`, `writeRecord`, `deleteRecord`), as each flush enters an
+ * AsyncLocalStorage too.
  */
 export async function inNativeTransaction<T>(store: Store, work: (em: EntityManager) => Promise<T>): Promise<T> {
-  // A query must not flush what `em.create` queued (the ORM's default): `writeRecord` has written it already.
-  const em = store.fork({ flushMode: FlushMode.COMMIT });
+  // No query flushes first: the store's flush mode is COMMIT (orm-config.ts).
+  const em = store.fork();
   return em.getConnection("write").transactional(async (trx) => {
     em.setTransactionContext(trx);
     try {
