@@ -107,9 +107,15 @@ async function stopProcess(child: ChildProcess): Promise<void> {
  * Bundles the bench child `file` (a path relative to this folder) into `buildDir`, spawns it with `env` added,
  * and resolves with its URL from its first stdout line, `{"port": n}`; it stops when its stdin closes.
  */
-export async function startBundledChild(file: string, env: Record<string, string>, buildDir: string, spawned?: (child: ChildProcess) => void): Promise<Served> {
+export async function startBundledChild(
+  file: string,
+  env: Record<string, string>,
+  buildDir: string,
+  spawned?: (child: ChildProcess) => void,
+  nodeOptions: readonly string[] = [],
+): Promise<Served> {
   await buildServerBundle([fileURLToPath(new URL(file, import.meta.url))], buildDir);
-  const child = spawn(process.execPath, [join(buildDir, file.replace(/^\.\//, "").replace(/\.ts$/, ".js"))], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [...nodeOptions, join(buildDir, file.replace(/^\.\//, "").replace(/\.ts$/, ".js"))], { env: { ...process.env, ...env }, stdio: ["pipe", "pipe", "inherit"] });
   spawned?.(child);
   const first = await new Promise<string>((resolve, reject) => {
     child.once("exit", (code) => reject(new Error(`${file} exited before reporting its port (code ${code})`)));

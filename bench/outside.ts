@@ -16,9 +16,10 @@
  * process tree is sampled every 100 ms from its start, and its CPU time per request read from /proc. Three rounds
  * (BENCH_ROUNDS); the figures judged are the medians of the rounds' ratios of gateway to floor.
  * BENCH_DATABASE_URL adds, in each round, the gateway on that PostgreSQL server (in a schema of its own, dropped
- * at the end). BENCH_PROFILE=1 profiles each gateway (100 µs sampling) into bench/profiles/outside/: the first
- * half of a profile is the throughput loop, most of the second the streams. Build first (`npm run build`; the npm
- * script does).
+ * at the end). BENCH_PROFILE=1 profiles the floor and each gateway (100 µs sampling) into
+ * bench/profiles/outside/<target>/ (floor, gateway, gateway-pg), so that where each spends its CPU can be set side
+ * by side: the first half of a profile is the throughput loop, most of the second the streams. Build first (`npm
+ * run build`; the npm script does).
  */
 import autocannon from "autocannon";
 import { loadavg } from "node:os";
@@ -54,15 +55,19 @@ interface Figures {
 
 const { peaks, watch } = new WatchedChildren();
 
-/** A bundled bench child, its memory watched from its start. */
-function startChild(file: string, env: Record<string, string>): Promise<Target> {
-  return startBundledChild(`./${file}`, env, BUILD_DIR, watch);
+/** The node flags that profile a target into bench/profiles/outside/<name>/ under BENCH_PROFILE=1. */
+function profiling(name: string): string[] {
+  return PROFILE ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", here(`./profiles/outside/${name}`)] : [];
+}
+
+/** A bundled bench child, its memory watched from its start; `profiled` names its profiles' folder. */
+function startChild(file: string, env: Record<string, string>, profiled?: string): Promise<Target> {
+  return startBundledChild(`./${file}`, env, BUILD_DIR, watch, profiled === undefined ? [] : profiling(profiled));
 }
 
 /** The gateway as `npm start` runs it, its memory watched from its start. */
-function startGateway(upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
-  const profile = PROFILE ? ["--cpu-prof", "--cpu-prof-interval", "100", "--cpu-prof-dir", here("./profiles/outside")] : [];
-  return startServedGateway({ upstreamUrl, databaseUrl, nodeOptions: profile, spawned: watch });
+function startGateway(name: string, upstreamUrl: string, databaseUrl: string | undefined): Promise<Target> {
+  return startServedGateway({ upstreamUrl, databaseUrl, nodeOptions: profiling(name), spawned: watch });
 }
 
 /** autocannon's closed loop on `url` for `seconds`; the requests per second, after checking every answer was a 200. */
@@ -100,10 +105,10 @@ try {
   for (let round = 1; round <= ROUNDS; round++) {
     const figures: Record<string, Figures> = {};
     process.stdout.write(`round ${round} of ${ROUNDS} (load average ${fixed(loadavg()[0] ?? NaN, 1)}): floor`);
-    figures["floor"] = await measure(await startChild("floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }), errors);
+    figures["floor"] = await measure(await startChild("floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }, "floor"), errors);
     for (const gateway of gateways) {
       process.stdout.write(`, ${gateway.name}`);
-      figures[gateway.name] = await measure(await startGateway(upstream.url, gateway.databaseUrl), errors);
+      figures[gateway.name] = await measure(await startGateway(gateway.name, upstream.url, gateway.databaseUrl), errors);
     }
     process.stdout.write("\n");
     rounds.push(figures);

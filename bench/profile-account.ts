@@ -7,7 +7,8 @@
  *   node --import tsx bench/profile-account.ts bench/profiles/gateway/<file>.cpuprofile [cpu µs per request] [start fraction] [end fraction]
  *
  * A profile of `bench/outside.ts` holds the throughput loop in its first half, after a start-up of a second or
- * two whose embedded database work would be charged to the requests: pass 0.1 0.45.
+ * two whose embedded database work would be charged to the requests: pass 0.1 0.45. The floor's profile from the
+ * same run is read the same way, to set the two side by side.
  */
 import { busyStacks, type ProfileNode } from "./cpu-profile.js";
 
