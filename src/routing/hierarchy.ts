@@ -157,6 +157,11 @@ export class Hierarchy {
     this.#ownersVersion += 1;
   }
 
+  /** Every business unit, customer and team held. */
+  owners(): LevelOwner[] {
+    return [...this.#owners.values()];
+  }
+
   /** Changes with every owner added, changed or removed. */
   get ownersVersion(): number {
     return this.#ownersVersion;

@@ -14,12 +14,10 @@ import { readSettings } from "./bootstrap.js";
 import type { ReloadTarget } from "./config-reload.js";
 import { virtualKeyChangedHook } from "./credential-service.js";
 import { entityLockKey, entityLocks } from "./entity-write-lock.js";
-import { loadGroups } from "./inference/group-records.js";
+import { loadGroups, reloadGroup } from "./inference/group-records.js";
 import { loadRoutingRules, reloadInference, reloadRoutingRule } from "./inference/records.js";
 import { loadGuardrails, reloadGuardrail } from "./guardrails/guardrail-records.js";
 import { loadVirtualServers, reloadVirtualServer } from "./virtual-mcp-servers/virtual-server-records.js";
-
-const GROUP_LEVELS = ["business_unit", "customer", "team"] as const;
 
 /** What another node's change may reach: the configuration, the pricing datasheet the oldest node stores, SSO and admin sessions. */
 export interface ClusterSyncTarget extends ReloadTarget {
@@ -75,7 +73,7 @@ export function applyOnReceipt(change: ConfigChange, payload: Readonly<Record<st
 }
 
 /** The entities re-read row by row, which take their turn with this node's own writes of the same row. */
-const READ_BY_ROW = new Set(["virtual_key", "provider", "mcp_client", "routing_rule", "guardrail", "virtual_mcp_server"]);
+const READ_BY_ROW = new Set(["virtual_key", "provider", "mcp_client", "routing_rule", "guardrail", "virtual_mcp_server", "governance_group"]);
 
 /**
  * Re-reads one changed row into the running gateway. A row re-read on its own waits for this node's write of
@@ -112,8 +110,7 @@ async function applyChange(change: ConfigChange, target: ClusterSyncTarget): Pro
       await reloadVirtualServer(store, target.virtualServers, logger, change.id);
       break;
     case "governance_group":
-      if (change.op === "delete") for (const level of GROUP_LEVELS) inference.hierarchy.remove(level, change.id);
-      await loadGroups(store, inference, logger);
+      await reloadGroup(store, inference, logger, change.id);
       break;
     case "setting":
       await applySettings(target);

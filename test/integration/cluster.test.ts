@@ -175,6 +175,34 @@ describe("a cluster of three nodes on one PostgreSQL", { skip: skip ?? false }, 
     });
   });
 
+  /** The request limit of each team `at` holds in memory (what its limits are enforced with), by id. */
+  async function teamLimits(at: ClusterNode): Promise<Map<string, unknown>> {
+    const res = await api(at, "GET", "/api/governance/group-usage");
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    const levels = (res.body.levels ?? []) as Json[];
+    return new Map(levels.filter((level) => level["level"] === "team").map((level) => [String(level["id"]), (level["requests"] as Json | undefined)?.["max_limit"]]));
+  }
+
+  test("holds on the other nodes a team created, changed and deleted on one, and leaves the others as they were", async () => {
+    const limit = (max: number) => ({ rate_limit: { request_max_limit: max, request_reset_duration: "1h" } });
+    for (const [id, max] of [["team-kept", 3], ["team-moving", 7]] as const) {
+      const created = await api(node(0), "POST", "/api/governance/teams", { id, name: id, ...limit(max) });
+      assert.equal(created.status, 200, JSON.stringify(created.body));
+    }
+    await eventually("both teams on the third node", async () => {
+      const held = await teamLimits(node(2));
+      return held.get("team-kept") === 3 && held.get("team-moving") === 7 ? true : undefined;
+    });
+    const changed = await api(node(1), "PUT", "/api/governance/teams/team-moving", limit(9));
+    assert.equal(changed.status, 200, JSON.stringify(changed.body));
+    await eventually("the changed limit on the third node", async () => ((await teamLimits(node(2))).get("team-moving") === 9 ? true : undefined));
+    const deleted = await api(node(0), "DELETE", "/api/governance/teams/team-moving");
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    await eventually("the deleted team gone from the third node", async () => ((await teamLimits(node(2))).has("team-moving") ? undefined : true));
+    assert.equal((await teamLimits(node(2))).get("team-kept"), 3);
+    assert.equal((await teamLimits(node(1))).has("team-moving"), false);
+  });
+
   test("serves on the other nodes a virtual key one node read from its config file on SIGHUP", async () => {
     const fromFile = { id: "from-file", name: "from-file", value: "sk-gw-from-file", provider_configs: [{ provider: "openai", allowed_models: ["gpt-4o-mini"], key_ids: ["*"], weight: 1 }] };
     await writeFile(place.configPath, JSON.stringify({ ...CONFIG, governance: { virtual_keys: [fromFile] } }));
@@ -185,20 +213,40 @@ describe("a cluster of three nodes on one PostgreSQL", { skip: skip ?? false }, 
     await servedOn(node(2), "from-file");
   });
 
-  test("takes up changes again after its listen connection is terminated", async () => {
-    const target = node(2);
+  /** Terminates `target`'s listen connection on the server; it dials again after half a second. */
+  async function terminateListen(target: ClusterNode): Promise<void> {
     const self = (await liveNodes(target)).find((entry) => entry["address"] === target.url);
-    assert.ok(self, "the third node lists itself");
+    assert.ok(self, "the node lists itself");
     const orm = await MikroORM.init({ entities: [], discovery: { warnWhenNoEntities: false }, ...connectionOf(CLUSTER_DATABASE_URL), pool: { min: 0, max: 1 }, ensureDatabase: false, debug: false });
     try {
       const killed = await orm.em.getConnection().execute<Json[]>("select pg_terminate_backend(pid) as done from pg_stat_activity where application_name = ?", [`gw-listen:${self["id"]}`]);
-      assert.equal(killed.length, 1, "exactly the third node's listen connection was found");
+      assert.equal(killed.length, 1, "exactly the node's listen connection was found");
     } finally {
       await orm.close(true);
     }
-    await waitForLog(target.gw, "listening for configuration changes again");
+  }
+
+  test("takes up changes again after its listen connection is terminated", async () => {
+    const target = node(2);
+    const logged = logLineCount(target.gw);
+    await terminateListen(target);
+    await waitForLog(target.gw, "listening for configuration changes again", logged);
     await createKey(node(0), "after-reconnect");
     await servedOn(target, "after-reconnect");
+  });
+
+  test("drops a team deleted while its listen connection was down", async () => {
+    const target = node(2);
+    const created = await api(node(0), "POST", "/api/governance/teams", { id: "team-gap", name: "team-gap" });
+    assert.equal(created.status, 200, JSON.stringify(created.body));
+    await eventually("the team on the third node", async () => ((await teamLimits(target)).has("team-gap") ? true : undefined));
+    const logged = logLineCount(target.gw);
+    await terminateListen(target);
+    // Within the half second before the node dials again: the deletion's notification never reaches it.
+    const deleted = await api(node(0), "DELETE", "/api/governance/teams/team-gap");
+    assert.equal(deleted.status, 200, JSON.stringify(deleted.body));
+    await waitForLog(target.gw, "listening for configuration changes again", logged);
+    await eventually("the deleted team gone from the third node", async () => ((await teamLimits(target)).has("team-gap") ? undefined : true));
   });
 
   test("reports an MCP server reachable from two of three nodes as degraded, with each node's state", async () => {

@@ -118,13 +118,38 @@ export function assignGroup(em: EntityManager, existing: GovernanceGroupRecord |
   return existing;
 }
 
-/** Loads every group into the hierarchy (boot and config reload). */
+/**
+ * Loads every group into the hierarchy (boot, config reload, and after the cluster's change notifications were
+ * lost), and drops those no longer stored.
+ */
 export async function loadGroups(store: Store, state: InferenceState, logger: Logger): Promise<void> {
-  for (const rec of await store.fork().find(GovernanceGroupRecord, {}, { orderBy: { id: "asc" } })) {
-    try {
-      state.hierarchy.put(parseGroupWire(rec.kind, groupWireOf(rec), (field) => field).owner);
-    } catch (err) {
-      logger.error({ err, id: rec.id, kind: rec.kind }, "stored group no longer passes validation; its limits are not enforced until fixed through the API");
-    }
+  const stored = await store.fork().find(GovernanceGroupRecord, {}, { orderBy: { id: "asc" } });
+  const kept = new Set(stored.map((rec) => `${rec.kind}:${rec.id}`));
+  for (const owner of state.hierarchy.owners()) if (!kept.has(`${owner.level}:${owner.id}`)) state.hierarchy.remove(owner.level, owner.id);
+  for (const rec of stored) installGroup(state, logger, rec);
+}
+
+/**
+ * Re-reads one group into the hierarchy (another node changed it): installed as stored, or removed from every
+ * level once it is gone.
+ */
+export async function reloadGroup(store: Store, state: InferenceState, logger: Logger, id: string): Promise<void> {
+  const rec = await store.fork().findOne(GovernanceGroupRecord, { id });
+  for (const kind of GROUP_KINDS) {
+    // Ids are unique across levels: at most the stored kind holds it. A deleted group's stored counters go with it.
+    if (kind !== rec?.kind && (rec === null || state.hierarchy.get(kind, id) !== null)) state.hierarchy.remove(kind, id);
+  }
+  if (rec !== null) installGroup(state, logger, rec);
+}
+
+/** Every kind of group. */
+const GROUP_KINDS = Object.keys(PARENT_OF) as GroupKind[];
+
+/** Puts a stored group into the hierarchy; one that no longer passes validation is logged and left out. */
+function installGroup(state: InferenceState, logger: Logger, rec: GovernanceGroupRecord): void {
+  try {
+    state.hierarchy.put(parseGroupWire(rec.kind, groupWireOf(rec), (field) => field).owner);
+  } catch (err) {
+    logger.error({ err, id: rec.id, kind: rec.kind }, "stored group no longer passes validation; its limits are not enforced until fixed through the API");
   }
 }
