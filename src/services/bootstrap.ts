@@ -25,7 +25,7 @@ import type { Logger } from "../telemetry/logger.js";
 import { parseProviderWire } from "./inference/provider-wire.js";
 import { assignProvider, assignRoutingRule, assignVirtualKey, checkRuleReferences, clashingKeyField } from "./inference/records.js";
 import { GROUP_SECTION, type FileGroups } from "./inference/config.js";
-import { assignGroup, checkGroupReferences, checkKeyMembership, parseGroupWire, type GroupKind } from "./inference/group-records.js";
+import { assignGroup, checkGroupReferences, checkKeyMembership, GROUP_KINDS, parseGroupWire } from "./inference/group-records.js";
 import { parseRoutingRule, routingRuleFromJson } from "./inference/routing-rule-input.js";
 import { parseVirtualKeyWire } from "./inference/virtual-key-wire.js";
 import type { Wire } from "../config/wire-fields.js";
@@ -274,7 +274,7 @@ async function seedRoutingRules(em: EntityManager, rules: readonly Wire[], notes
 /** Creates or updates the business units, customers and teams the config file declares (parents first); returns the ids written. */
 async function seedGroups(em: EntityManager, groups: FileGroups, notes: Note[]): Promise<string[]> {
   const written: string[] = [];
-  for (const kind of ["business_unit", "customer", "team"] as GroupKind[]) {
+  for (const kind of GROUP_KINDS) {
     for (const [index, wire] of groups[kind].entries()) {
       const path = `governance.${GROUP_SECTION[kind]}[${index}]`;
       const at = (field: string): string => `${path}.${field}`;

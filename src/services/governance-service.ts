@@ -363,7 +363,7 @@ export function createGovernanceService(deps: GovernanceServiceDeps): ServiceImp
         await em.nativeDelete(UsageRecord, { virtualKeyId: rec.id });
         // Rules scoped to the key go with it: nothing else could ever match them.
         const rules = await em.find(RoutingRuleRecord, { scope: "virtual_key", scopeId: rec.id }, FOR_UPDATE);
-        for (const rule of rules) await deleteRecord(em, rule);
+        if (rules.length > 0) await em.nativeDelete(RoutingRuleRecord, { id: { $in: rules.map((rule) => rule.id) } });
         return { rec, rules };
       }, async ({ rec, rules }) => {
         inference.removeVirtualKey(rec.id);

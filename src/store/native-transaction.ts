@@ -1,9 +1,10 @@
 /**
  * Writes without the ORM's flush, for everything the gateway stores while it serves (admin API writes,
  * sign-ins, MCP credentials, the usage counters, seeding): native statements (find, insert, upsert, update
- * and delete, raw SQL), one record at a time, in a connection-level transaction when several go together. The ORM's `transactional` runs its callback inside an AsyncLocalStorage, and
- * so does every flush of its unit of work; on Node 20 the first store entered turns promise hooks on for the
- * whole process, which every request then pays for. Nothing here enters one.
+ * and delete, raw SQL), one record at a time, in a connection-level transaction when several go together.
+ * The ORM's `transactional` runs its callback inside an AsyncLocalStorage, and so does every flush of its unit
+ * of work; on Node 20 the first store entered turns promise hooks on for the whole process, which every
+ * request then pays for. Nothing here enters one.
  */
 import { wrap } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/postgresql";
@@ -23,10 +24,8 @@ function fillDefaults(em: EntityManager, record: object, isNew: boolean): void {
 
 /**
  * Writes one record, new (from `em.create`) or loaded and assigned, with a native upsert on its primary key
- * (a loaded one only when something changed), and leaves it managed as written, so no flush is needed for it:
- * a flush would enter the AsyncLocalStorage.
- * The mapping's `onCreate` (a new record) or `onUpdate` (a loaded one) defaults are filled first, as a flush
- * would. For flat records only (no relations: nothing cascades).
+ * (a loaded one only when something changed), its defaults filled first (`fillDefaults`), and leaves it
+ * managed as written, so no flush is needed for it. For flat records only (no relations: nothing cascades).
  */
 export async function writeRecord(em: EntityManager, record: object): Promise<void> {
   const isNew = !wrap(record).isManaged();

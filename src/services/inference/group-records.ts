@@ -23,6 +23,9 @@ export const PARENT_OF: Record<GroupKind, { field: string; kind: GroupKind } | n
   team: { field: "customer_id", kind: "customer" },
 };
 
+/** Every kind of group, parents first. */
+export const GROUP_KINDS: readonly GroupKind[] = ["business_unit", "customer", "team"];
+
 /** How a kind is named in messages. */
 export const KIND_NAME: Record<GroupKind, string> = { business_unit: "business unit", customer: "customer", team: "team" };
 
@@ -141,9 +144,6 @@ export async function reloadGroup(store: Store, state: InferenceState, logger: L
   }
   if (rec !== null) installGroup(state, logger, rec);
 }
-
-/** Every kind of group. */
-const GROUP_KINDS = Object.keys(PARENT_OF) as GroupKind[];
 
 /** Puts a stored group into the hierarchy; one that no longer passes validation is logged and left out. */
 function installGroup(state: InferenceState, logger: Logger, rec: GovernanceGroupRecord): void {
