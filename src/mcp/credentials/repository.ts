@@ -128,20 +128,23 @@ export class CredentialRepository {
   update(changes: ReadonlyMap<string, CredentialChange>): Promise<void> {
     if (changes.size === 0) return Promise.resolve();
     return this.serial(async () => {
-      const em = this.store.fork();
-      const records = await em.find(McpUserCredentialRecord, { id: { $in: [...changes.keys()] } });
-      const at = new Date(this.now());
-      for (const rec of records) {
-        const change = changes.get(rec.id);
-        if (!change) continue;
-        if (change.values !== undefined) {
-          rec.values = { ...change.values };
-          rec.headerKeys = Object.keys(change.values);
+      // All or none, as one flush wrote them: the cache takes them only once every row is written.
+      const records = await inNativeTransaction(this.store, async (em) => {
+        const found = await em.find(McpUserCredentialRecord, { id: { $in: [...changes.keys()] } });
+        const at = new Date(this.now());
+        for (const rec of found) {
+          const change = changes.get(rec.id);
+          if (!change) continue;
+          if (change.values !== undefined) {
+            rec.values = { ...change.values };
+            rec.headerKeys = Object.keys(change.values);
+          }
+          if (change.status !== undefined) rec.status = change.status;
+          rec.updatedAt = at;
+          await writeRecord(em, rec);
         }
-        if (change.status !== undefined) rec.status = change.status;
-        rec.updatedAt = at;
-        await writeRecord(em, rec);
-      }
+        return found;
+      });
       for (const rec of records) {
         const old = this.byId.get(rec.id);
         if (old) this.uncache(old);
