@@ -8,21 +8,22 @@
  */
 import type { SsoCaller } from "./caller.js";
 import type { IdpTokens } from "../sso/idp-tokens.js";
-import { randomBytes } from "node:crypto";
 import type { RuntimeSettings } from "../../config/runtime-settings.js";
 import { asAbortSignal } from "../../cancellation.js";
 import { GatewayError } from "../../errors.js";
 import { autoRunnableCalls, EXECUTE_TOOL_CODE, isMetaTool, runMetaTool } from "../../mcp/code-mode/meta-tools.js";
 import { originOfHeaders } from "../../mcp/credentials/index.js";
 import type { McpRuntime, OfferedTool } from "../../mcp/runtime.js";
+import { isObject } from "../../providers/chat-translation/chat-input.js";
 import type { ChatRequest, JsonObject, MessagesRequest, ResponsesRequest } from "../../providers/types.js";
 import type { InferenceObserver } from "../../telemetry/inference-observer.js";
 import type { TraceNode } from "../../telemetry/tracing.js";
 import type { CustomLabelValues } from "../../telemetry/metrics.js";
 import type { AdminAuth } from "../admin-auth.js";
-import { followUpToolChoice, injectTools, toolsForCaller, type AgentWire } from "./agent-tools.js";
+import { injectTools, toolsForCaller, type AgentWire } from "./agent-tools.js";
 import { INCLUDE_CLIENTS_HEADER, INCLUDE_TOOLS_HEADER, parseInclude, sentInclude, type Include } from "./tool-visibility.js";
-import { addUsage, executedSummary, type ExecutedCall } from "./agent-summary.js";
+import { addUsage, type ExecutedCall } from "./agent-summary.js";
+import { WIRE_FORMATS, type ModelCall } from "./agent-wire-formats.js";
 import { resolveToolCaller, type ToolCaller } from "./caller.js";
 import type { ChatCall, ChatOutcome, ChatService } from "../../inference/calls.js";
 import type { Inference } from "../../inference/state.js";
@@ -58,153 +59,10 @@ interface LoopCaller extends ToolCaller {
 /** The tools the runtime offers right now. */
 type OfferedTools = ReturnType<McpRuntime["offeredTools"]>;
 
-/** A tool call the model made, in either wire format. */
-interface ModelCall {
-  /** tool_call_id (chat) or call_id (Responses). */
-  id: string;
-  name: string;
-  /** The JSON-encoded arguments as the model sent them. */
-  arguments: string;
-  /** The call as it appeared in the answer, handed back untouched when it stays pending. */
-  raw: JsonObject;
-}
-
-/** How the loop reads and writes one wire format. */
-interface WireFormat {
-  /** The function calls of an answer, in order. */
-  calls(answer: JsonObject): ModelCall[];
-  /** The next request: the answer's calls and their results appended to the conversation. */
-  followUp(request: JsonObject, answer: JsonObject, executed: readonly ExecutedCall[]): JsonObject;
-  /** The answer of a mixed turn: the summary of what ran plus only the pending calls. */
-  mixed(answer: JsonObject, executed: readonly ExecutedCall[], pending: readonly ModelCall[]): JsonObject;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === "object" && !Array.isArray(value);
-}
-
-function firstChoice(answer: JsonObject): { choice: JsonObject; message: JsonObject } | null {
-  const choices = answer["choices"];
-  const choice = Array.isArray(choices) ? choices[0] : undefined;
-  if (!isObject(choice) || !isObject(choice["message"])) return null;
-  return { choice, message: choice["message"] };
-}
-
-/** Chat completions: tool_calls of choices[0]; results as `role: tool` messages. */
-const CHAT_FORMAT: WireFormat = {
-  calls(answer) {
-    const calls = firstChoice(answer)?.message["tool_calls"];
-    if (!Array.isArray(calls)) return [];
-    return calls.filter(isObject).map((call) => {
-      const fn = isObject(call["function"]) ? call["function"] : isObject(call["custom"]) ? call["custom"] : {};
-      const args = fn["arguments"] ?? fn["input"];
-      return { id: String(call["id"] ?? ""), name: String(fn["name"] ?? ""), arguments: typeof args === "string" ? args : "", raw: call };
-    });
-  },
-  followUp(request, answer, executed) {
-    const message = firstChoice(answer)?.message ?? {};
-    // Only the fields an assistant message takes as input: echoing response-only fields (refusal,
-    // annotations, audio) back is refused by some upstreams.
-    const assistant: JsonObject = { role: "assistant", content: message["content"] ?? null, tool_calls: message["tool_calls"] };
-    const messages = Array.isArray(request["messages"]) ? request["messages"] : [];
-    const results = executed.map((call) => ({ role: "tool", tool_call_id: call.id, content: call.content }));
-    return withToolChoice({ ...request, messages: [...messages, assistant, ...results] });
-  },
-  mixed(answer, executed, pending) {
-    const first = firstChoice(answer);
-    if (first === null) return answer;
-    const message = { ...first.message, content: executedSummary(executed), tool_calls: pending.map((call) => call.raw) };
-    const choices = answer["choices"] as unknown[];
-    return { ...answer, choices: [{ ...first.choice, message, finish_reason: "stop" }, ...choices.slice(1)] };
-  },
-};
-
-/** The objects of a list field of an answer (Responses `output`, Messages `content`). */
-function objectsIn(answer: JsonObject, field: "output" | "content"): JsonObject[] {
-  const list = answer[field];
-  return Array.isArray(list) ? list.filter(isObject) : [];
-}
-
-function outputItems(answer: JsonObject): JsonObject[] {
-  return objectsIn(answer, "output");
-}
-
-/** The Responses API: function_call output items; results as function_call_output input items. */
-const RESPONSES_FORMAT: WireFormat = {
-  calls(answer) {
-    return outputItems(answer)
-      .filter((item) => item["type"] === "function_call")
-      .map((item) => ({
-        id: String(item["call_id"] ?? ""),
-        name: String(item["name"] ?? ""),
-        arguments: typeof item["arguments"] === "string" ? item["arguments"] : "",
-        raw: item,
-      }));
-  },
-  followUp(request, answer, executed) {
-    const input = request["input"];
-    // The loop is stateless (it never relies on the upstream storing responses): the whole turn goes back
-    // as input, the way OpenAI documents function calling.
-    const prior = typeof input === "string" ? [{ role: "user", content: input }] : Array.isArray(input) ? input : [];
-    const results = executed.map((call) => ({ type: "function_call_output", call_id: call.id, output: call.content }));
-    return withToolChoice({ ...request, input: [...prior, ...outputItems(answer), ...results] });
-  },
-  mixed(answer, executed, pending) {
-    // Reasoning and other items stay; the model's own message items give way to the summary, and of the
-    // function calls only the pending ones are handed back.
-    const other = outputItems(answer).filter((item) => item["type"] !== "message" && item["type"] !== "function_call");
-    const summary = {
-      type: "message",
-      id: `msg_gw_${randomBytes(12).toString("hex")}`,
-      status: "completed",
-      role: "assistant",
-      content: [{ type: "output_text", text: executedSummary(executed), annotations: [] }],
-    };
-    return { ...answer, output: [...other, summary, ...pending.map((call) => call.raw)] };
-  },
-};
-
-function contentBlocks(answer: JsonObject): JsonObject[] {
-  return objectsIn(answer, "content");
-}
-
-/** Anthropic Messages: tool_use content blocks; results as tool_result blocks of the next user turn. */
-const MESSAGES_FORMAT: WireFormat = {
-  calls(answer) {
-    return contentBlocks(answer)
-      .filter((block) => block["type"] === "tool_use")
-      .map((block) => ({ id: String(block["id"] ?? ""), name: String(block["name"] ?? ""), arguments: JSON.stringify(block["input"] ?? {}), raw: block }));
-  },
-  followUp(request, answer, executed) {
-    const messages = Array.isArray(request["messages"]) ? request["messages"] : [];
-    const results = executed.map((call) => ({ type: "tool_result", tool_use_id: call.id, content: call.content, ...(call.isError ? { is_error: true } : {}) }));
-    const next: JsonObject = { ...request, messages: [...messages, { role: "assistant", content: answer["content"] }, { role: "user", content: results }] };
-    // A forced choice (any, or a named tool) becomes auto, so the model can answer once it has the results.
-    const choice = request["tool_choice"];
-    if (isObject(choice) && (choice["type"] === "any" || choice["type"] === "tool")) {
-      next["tool_choice"] = { type: "auto", ...(choice["disable_parallel_tool_use"] === true ? { disable_parallel_tool_use: true } : {}) };
-    }
-    return next;
-  },
-  mixed(answer, executed, pending) {
-    // Thinking stays; the model's text gives way to the summary, and of the tool uses only the pending ones are handed back.
-    const other = contentBlocks(answer).filter((block) => block["type"] !== "text" && block["type"] !== "tool_use");
-    const content = [...other, { type: "text", text: executedSummary(executed) }, ...pending.map((call) => call.raw)];
-    return { ...answer, content, stop_reason: "end_turn", stop_sequence: null };
-  },
-};
-
-const FORMATS: Record<AgentWire, WireFormat> = { chat: CHAT_FORMAT, responses: RESPONSES_FORMAT, messages: MESSAGES_FORMAT };
-
 /** The wire format of a call. */
 function wireOf(call: ChatCall): AgentWire {
   // Embeddings never come here: they go to the inference service directly, having no tools to inject.
   return call.method === undefined || call.method === "embedding" ? "chat" : call.method;
-}
-
-function withToolChoice(request: JsonObject): JsonObject {
-  if (request["tool_choice"] === undefined) return request;
-  return { ...request, tool_choice: followUpToolChoice(request["tool_choice"]) };
 }
 
 /** The call with another body, keeping its method. */
@@ -244,164 +102,177 @@ function streamRefusal(wire: AgentWire): GatewayError {
 
 /** Creates the /v1 inference entry point with agent mode in front of `deps.chat`. */
 export function createAgentService(deps: AgentDeps): ChatService {
-  const { chat, runtime, settings, observer } = deps;
+  return { complete: (call) => complete(deps, call), countTokens: deps.chat.countTokens, refuse: deps.chat.refuse };
+}
 
-  /** The options of one tool execution for the loop's caller; its spans hang under `trace`. */
-  function executeOptions(caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined) {
-    const { key } = caller;
-    return {
-      timeoutMs,
-      signal,
-      identity: caller.identity,
-      subjectToken: caller.subjectToken,
-      origin: caller.origin,
-      ...(caller.custom ? { custom: caller.custom } : {}),
-      ...(trace ? { trace } : {}),
-      ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
-    };
+/**
+ * A request without MCP tools to offer (the common case) goes straight to the inference service, with no
+ * extra promise in between: hence not async.
+ */
+function complete(deps: AgentDeps, call: ChatCall): Promise<ChatOutcome> {
+  let include: Include;
+  try {
+    // Checked even when no tool is offered: a malformed include header is a 400 either way.
+    include = parseInclude(call.headers);
+  } catch (err) {
+    countRefusal(deps.chat, call, err);
+    return Promise.reject(err);
   }
+  // With client.mcp_disable_auto_tool_inject, only a request that asks for tools by header gets any.
+  if (deps.settings.client.mcpDisableAutoToolInject && !sentInclude(include)) return deps.chat.complete(call);
+  const available = deps.runtime.offeredTools();
+  // No MCP tool at all: nothing to inject, no caller to resolve.
+  if (available.length === 0) return deps.chat.complete(call);
+  return completeWithTools(deps, call, available, include);
+}
 
-  /**
-   * Whether the loop runs this call itself: an auto-executable tool, or executeToolCode whose code calls
-   * only auto-executable tools by name (then the names it may call; read before the code runs).
-   */
-  function runnable(call: ModelCall, auto: ReadonlySet<string>, caller: LoopCaller): { allowedCalls?: ReadonlySet<string> } | null {
-    if (auto.has(call.name)) return {};
-    if (call.name !== EXECUTE_TOOL_CODE || !caller.metaTools.has(call.name)) return null;
-    const args = parseArguments(call.arguments);
-    if (typeof args === "string") return {};
-    const allowedCalls = autoRunnableCalls(args, caller.codeMode);
-    return allowedCalls === null ? null : { allowedCalls };
+/** Injects the caller's tools; runs the loop when any of them is auto-executable. */
+async function completeWithTools(deps: AgentDeps, sent: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
+  const { chat } = deps;
+  let caller: ToolCaller;
+  try {
+    caller = await resolveToolCaller(headerReader(sent.headers), deps);
+  } catch {
+    // The inference service refuses the same key itself, and records the refusal in the metrics.
+    return chat.complete(sent);
   }
+  const { key } = caller;
+  // The inference service takes the key as found here rather than looking it up again.
+  const call: ChatCall = { ...sent, virtualKey: key };
+  const { tools: offered, codeMode } = toolsForCaller(available, { key, clients, tools });
+  if (offered.length === 0) return chat.complete(call);
+  const { tools: wireTools, injected } = injectTools(call.body, offered, wireOf(call));
+  if (injected.length === 0) return chat.complete(call);
+  const request: JsonObject = { ...call.body, tools: wireTools };
+  const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
+  if (auto.size === 0) return chat.complete(withBody(call, request));
+  if (call.body.stream === true) {
+    const refusal = streamRefusal(wireOf(call));
+    countRefusal(chat, call, refusal);
+    throw refusal;
+  }
+  const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
+  // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
+  const origin = originOfHeaders(call.headers);
+  return loop(deps, call, request, auto, { ...caller, origin, custom: call.scope?.dims.metricValues, codeMode, metaTools });
+}
 
-  async function execute(call: ModelCall, caller: LoopCaller, timeoutMs: number, signal: AbortSignal, trace: TraceNode | undefined, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
-    const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
-    const args = parseArguments(call.arguments);
-    if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
-    let failure: unknown = null;
-    let executed: ExecutedCall;
+/** The model calls and the tool calls they ask for, until an answer asks for none the gateway may run, or max_agent_depth. */
+async function loop(deps: AgentDeps, call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, caller: LoopCaller): Promise<ChatOutcome> {
+  const { chat, settings, observer } = deps;
+  const format = WIRE_FORMATS[wireOf(call)];
+  // Read once per request, so a settings change applies from the next request on, never mid-loop.
+  const { maxAgentDepth, toolExecutionTimeoutMs } = settings.toolManager;
+  let usage: JsonObject | null = null;
+  let depth = 0;
+  let next = request;
+  // The MCP SDK takes only a real AbortSignal.
+  const signal = asAbortSignal(call.signal);
+  const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
+  const scope = call.scope;
+  for (;;) {
+    // Each model call and the tool calls it asks for hang under one iteration span.
+    const iteration = scope?.trace?.iteration(depth + 1);
     try {
-      if (caller.metaTools.has(call.name)) {
-        const options = executeOptions(caller, timeoutMs, signal, trace);
-        const outcome = await runMetaTool(call.name, args, {
-          tools: caller.codeMode,
-          bindingLevel: settings.toolManager.codeModeBindingLevel,
-          timeoutMs,
-          signal,
-          invoke: (name, toolArgs, inner) => runtime.execute(name, toolArgs, { ...options, signal: inner }),
-          ...(allowedCalls ? { allowedCalls } : {}),
-        });
-        executed = done(outcome.content, outcome.isError);
-      } else {
-        const result = await runtime.execute(call.name, args, executeOptions(caller, timeoutMs, signal, trace));
-        executed = done(result.content, result.isError);
+      const outcome = await chat.complete(withBody(iteration && scope ? { ...call, scope: { ...scope, trace: iteration } } : call, next));
+      // Agent requests never stream; a stream here would mean the body changed under us.
+      if (outcome.kind !== "json") return outcome;
+      const answer = outcome.body;
+      usage = addUsage(usage, answer["usage"]);
+      const calls = format.calls(answer);
+      if (calls.length === 0) return finish(answer);
+      depth++;
+      const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
+      const runs = decided.filter((d) => d.run !== null);
+      if (runs.length === 0 || depth >= maxAgentDepth) {
+        observer.toolCallsReturned(depth, calls.length);
+        return finish(answer);
       }
-    } catch (err) {
-      // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
-      // payload) reaches the model verbatim, so the application can show the user where to go.
-      const toolResult: unknown = isObject(err) ? err["toolResult"] : undefined;
-      if (typeof toolResult === "string") executed = done(toolResult, true);
-      else if (err instanceof GatewayError) executed = done(errorResult(err.type, err.message), true);
-      else {
-        failure = err;
-        executed = done(errorResult("tool_execution_failed", `tool ${call.name} could not be executed; the gateway log has the details`), true);
-      }
-    }
-    observer.toolCall(call.name, failure);
-    return executed;
-  }
-
-  async function loop(call: ChatCall, request: JsonObject, auto: ReadonlySet<string>, caller: LoopCaller): Promise<ChatOutcome> {
-    const format = FORMATS[wireOf(call)];
-    // Read once per request, so a settings change applies from the next request on, never mid-loop.
-    const { maxAgentDepth, toolExecutionTimeoutMs } = settings.toolManager;
-    let usage: JsonObject | null = null;
-    let depth = 0;
-    let next = request;
-    // The MCP SDK takes only a real AbortSignal.
-    const signal = asAbortSignal(call.signal);
-    const finish = (answer: JsonObject): ChatOutcome => ({ kind: "json", body: usage === null ? answer : { ...answer, usage } });
-    const scope = call.scope;
-    for (;;) {
-      // Each model call and the tool calls it asks for hang under one iteration span.
-      const iteration = scope?.trace?.iteration(depth + 1);
-      try {
-        const outcome = await chat.complete(withBody(iteration && scope ? { ...call, scope: { ...scope, trace: iteration } } : call, next));
-        // Agent requests never stream; a stream here would mean the body changed under us.
-        if (outcome.kind !== "json") return outcome;
-        const answer = outcome.body;
-        usage = addUsage(usage, answer["usage"]);
-        const calls = format.calls(answer);
-        if (calls.length === 0) return finish(answer);
-        depth++;
-        const decided = calls.map((c) => ({ call: c, run: runnable(c, auto, caller) }));
-        const runs = decided.filter((d) => d.run !== null);
-        if (runs.length === 0 || depth >= maxAgentDepth) {
-          observer.toolCallsReturned(depth, calls.length);
-          return finish(answer);
-        }
-        const executed = await Promise.all(runs.map((d) => execute(d.call, caller, toolExecutionTimeoutMs, signal, iteration, d.run?.allowedCalls)));
-        const pending = decided.filter((d) => d.run === null).map((d) => d.call);
-        if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
-        next = format.followUp(next, answer, executed);
-      } finally {
-        iteration?.end();
-      }
+      const executed = await Promise.all(runs.map((d) => execute(deps, d.call, caller, { timeoutMs: toolExecutionTimeoutMs, signal, trace: iteration }, d.run?.allowedCalls)));
+      const pending = decided.filter((d) => d.run === null).map((d) => d.call);
+      if (pending.length > 0) return finish(format.mixed(answer, executed, pending));
+      next = format.followUp(next, answer, executed);
+    } finally {
+      iteration?.end();
     }
   }
+}
 
-  // Not async: without MCP tools (the common case) the call goes straight to the inference service,
-  // with no extra promise in between.
-  function complete(call: ChatCall): Promise<ChatOutcome> {
-    let include: Include;
-    try {
-      // Checked even when no tool is offered: a malformed include header is a 400 either way.
-      include = parseInclude(call.headers);
-    } catch (err) {
-      countRefusal(call, err);
-      return Promise.reject(err);
+/**
+ * Whether the loop runs this call itself: an auto-executable tool, or executeToolCode whose code calls
+ * only auto-executable tools by name (then the names it may call; read before the code runs).
+ */
+function runnable(call: ModelCall, auto: ReadonlySet<string>, caller: LoopCaller): { allowedCalls?: ReadonlySet<string> } | null {
+  if (auto.has(call.name)) return {};
+  if (call.name !== EXECUTE_TOOL_CODE || !caller.metaTools.has(call.name)) return null;
+  const args = parseArguments(call.arguments);
+  if (typeof args === "string") return {};
+  const allowedCalls = autoRunnableCalls(args, caller.codeMode);
+  return allowedCalls === null ? null : { allowedCalls };
+}
+
+/** How long one tool execution may take, what cancels it, and the iteration span its spans hang under. */
+interface ExecutionLimits {
+  timeoutMs: number;
+  signal: AbortSignal;
+  trace: TraceNode | undefined;
+}
+
+/** Runs one tool call the loop took on; a failure becomes the model's error result, never the request's. */
+async function execute(deps: AgentDeps, call: ModelCall, caller: LoopCaller, limits: ExecutionLimits, allowedCalls?: ReadonlySet<string>): Promise<ExecutedCall> {
+  const { runtime, settings, observer } = deps;
+  const done = (content: string, isError: boolean): ExecutedCall => ({ id: call.id, name: call.name, content, isError });
+  const args = parseArguments(call.arguments);
+  if (typeof args === "string") return done(errorResult("invalid_arguments", `${call.name}: ${args}`), true);
+  let failure: unknown = null;
+  let executed: ExecutedCall;
+  try {
+    const options = executeOptions(caller, limits);
+    if (caller.metaTools.has(call.name)) {
+      const outcome = await runMetaTool(call.name, args, {
+        tools: caller.codeMode,
+        bindingLevel: settings.toolManager.codeModeBindingLevel,
+        timeoutMs: limits.timeoutMs,
+        signal: limits.signal,
+        invoke: (name, toolArgs, inner) => runtime.execute(name, toolArgs, { ...options, signal: inner }),
+        ...(allowedCalls ? { allowedCalls } : {}),
+      });
+      executed = done(outcome.content, outcome.isError);
+    } else {
+      const result = await runtime.execute(call.name, args, options);
+      executed = done(result.content, result.isError);
     }
-    // With client.mcp_disable_auto_tool_inject, only a request that asks for tools by header gets any.
-    if (settings.client.mcpDisableAutoToolInject && !sentInclude(include)) return chat.complete(call);
-    const available = runtime.offeredTools();
-    // No MCP tool at all: nothing to inject, no caller to resolve.
-    if (available.length === 0) return chat.complete(call);
-    return completeWithTools(call, available, include);
-  }
-
-  async function completeWithTools(sent: ChatCall, available: OfferedTools, { clients, tools }: Include): Promise<ChatOutcome> {
-    let caller: ToolCaller;
-    try {
-      caller = await resolveToolCaller(headerReader(sent.headers), deps);
-    } catch {
-      // The inference service refuses the same key itself, and records the refusal in the metrics.
-      return chat.complete(sent);
+  } catch (err) {
+    // A refusal that carries its own tool result (the per-user credential flow's mcp_auth_required
+    // payload) reaches the model verbatim, so the application can show the user where to go.
+    const toolResult: unknown = isObject(err) ? err["toolResult"] : undefined;
+    if (typeof toolResult === "string") executed = done(toolResult, true);
+    else if (err instanceof GatewayError) executed = done(errorResult(err.type, err.message), true);
+    else {
+      failure = err;
+      executed = done(errorResult("tool_execution_failed", `tool ${call.name} could not be executed; the gateway log has the details`), true);
     }
-    const { key } = caller;
-    // The inference service takes the key as found here rather than looking it up again.
-    const call: ChatCall = { ...sent, virtualKey: key };
-    const { tools: offered, codeMode } = toolsForCaller(available, { key, clients, tools });
-    if (offered.length === 0) return chat.complete(call);
-    const { tools: wireTools, injected } = injectTools(call.body, offered, wireOf(call));
-    if (injected.length === 0) return chat.complete(call);
-    const request: JsonObject = { ...call.body, tools: wireTools };
-    const auto = new Set(injected.filter((tool) => tool.autoExecute).map((tool) => tool.name));
-    if (auto.size === 0) return chat.complete(withBody(call, request));
-    if (call.body.stream === true) {
-      const refusal = streamRefusal(wireOf(call));
-      countRefusal(call, refusal);
-      throw refusal;
-    }
-    const metaTools = new Set(injected.filter((tool) => isMetaTool(tool.name)).map((tool) => tool.name));
-    // A per-user submission link points back at the origin the caller used, unless mcp_external_client_url says otherwise.
-    const origin = originOfHeaders(call.headers);
-    return loop(call, request, auto, { ...caller, origin, custom: call.scope?.dims.metricValues, codeMode, metaTools });
   }
+  observer.toolCall(call.name, failure);
+  return executed;
+}
 
-  /** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
-  function countRefusal(call: ChatCall, err: unknown): void {
-    if (err instanceof GatewayError) chat.refuse({ method: call.method ?? "chat", model: call.body.model, headers: call.headers, scope: call.scope }, err);
-  }
+/** The options of one tool execution for the loop's caller; its spans hang under the limits' trace. */
+function executeOptions(caller: LoopCaller, { timeoutMs, signal, trace }: ExecutionLimits) {
+  const { key } = caller;
+  return {
+    timeoutMs,
+    signal,
+    identity: caller.identity,
+    subjectToken: caller.subjectToken,
+    origin: caller.origin,
+    ...(caller.custom ? { custom: caller.custom } : {}),
+    ...(trace ? { trace } : {}),
+    ...(key !== null ? { governance: { virtualKeyId: key.id, virtualKeyName: key.name } } : {}),
+  };
+}
 
-  return { complete, countTokens: chat.countTokens, refuse: chat.refuse };
+/** Counts a refusal of agent mode's own (a bad include header, streaming with auto-executed tools). */
+function countRefusal(chat: ChatService, call: ChatCall, err: unknown): void {
+  if (err instanceof GatewayError) chat.refuse({ method: call.method ?? "chat", model: call.body.model, headers: call.headers, scope: call.scope }, err);
 }
