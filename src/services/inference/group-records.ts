@@ -139,8 +139,11 @@ export async function loadGroups(store: Store, state: InferenceState, logger: Lo
 export async function reloadGroup(store: Store, state: InferenceState, logger: Logger, id: string): Promise<void> {
   const rec = await store.fork().findOne(GovernanceGroupRecord, { id });
   for (const kind of GROUP_KINDS) {
-    // Ids are unique across levels: at most the stored kind holds it. A deleted group's stored counters go with it.
-    if (kind !== rec?.kind && (rec === null || state.hierarchy.get(kind, id) !== null)) state.hierarchy.remove(kind, id);
+    if (kind === rec?.kind) continue;
+    // Ids are unique across levels, so no other level may hold it. A deleted group leaves every level, its
+    // stored counters with it; a stored one is taken only from a level that still holds it, so no counters
+    // are deleted at levels it never was.
+    if (rec === null || state.hierarchy.get(kind, id) !== null) state.hierarchy.remove(kind, id);
   }
   if (rec !== null) installGroup(state, logger, rec);
 }
