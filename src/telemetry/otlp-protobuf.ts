@@ -7,6 +7,7 @@
  */
 import type { Attributes, AttributeValue, Link } from "@opentelemetry/api";
 import type { RecordingSpan, SpanEvent } from "./recording-tracer.js";
+import { attributeKey, type AttributeKey, type RecurringValue } from "./span-attribute-keys.js";
 
 /** The resource and scope every span of a request is exported under. */
 export interface ExportIdentity {
@@ -155,25 +156,26 @@ class Writer {
   }
 
   /**
-   * A KeyValue under `field` whose key and value are short ASCII text, a non-negative integer or a
-   * boolean. A pair seen before is copied whole (RecurringAttributes); a new one is written in one pass
-   * with its lengths known up front (every length one byte) and offered to be remembered. Returns false,
-   * having written nothing, for anything else: the general path (open and close) takes those.
+   * A KeyValue under `field` whose key is short ASCII text and whose value is short ASCII text, a
+   * non-negative integer or a boolean. A pair the key had before is copied whole; a new one is written in
+   * one pass with its lengths known up front (every length one byte) and offered to the key to remember.
+   * Returns false, having written nothing, for anything else: the general path (open and close) takes those.
    */
-  shortAttribute(field: number, key: string, value: AttributeValue): boolean {
-    if (field > 15 || typeof value === "object") return false;
-    const known = RECURRING.get(key, value);
-    const length = known !== undefined ? known.length : shortAttributeLength(key, value);
+  shortAttribute(field: number, key: AttributeKey, value: AttributeValue): boolean {
+    const keyField = key.field;
+    if (field > 15 || keyField === undefined || typeof value === "object") return false;
+    const known = key.encoded(value);
+    const length = known !== undefined ? known.length : shortAttributeLength(keyField, value);
     if (length === -1) return false;
     this.room(length + 2);
     const buf = this.buf;
     const start = this.pos + 2;
     if (known !== undefined) buf.set(known, start);
-    else if (writeShortAttribute(buf, start, key, value) === -1) return false;
+    else if (writeShortAttribute(buf, start, keyField, value) === -1) return false;
     buf[start - 2] = (field << 3) | WIRE_LDELIM;
     buf[start - 1] = length;
     this.pos = start + length;
-    if (known === undefined) RECURRING.offer(key, value, buf.subarray(start, this.pos));
+    if (known === undefined) key.remember(value, buf.subarray(start, this.pos));
     return true;
   }
 
@@ -229,60 +231,25 @@ class Writer {
   }
 }
 
-/** Values remembered per attribute key at most: a key whose values keep changing (token counts) stops there. */
-const MAX_VALUES_PER_KEY = 64;
-/** Attribute keys remembered at most. */
-const MAX_KEYS = 256;
-
-/**
- * The encoded bodies of short KeyValues, by key and value. A request's spans carry the same few dozen keys,
- * most with values that recur from request to request (an operation, a provider, a model, a route, a
- * status), and copying a pair's bytes whole costs a fraction of writing its text character by character.
- */
-class RecurringAttributes {
-  private readonly byKey = new Map<string, Map<string | number | boolean, Uint8Array>>();
-
-  /** The remembered body of the KeyValue (key, value), if any. */
-  get(key: string, value: string | number | boolean): Uint8Array | undefined {
-    return this.byKey.get(key)?.get(value);
-  }
-
-  /** Remembers a copy of `body`, the pair's encoding, while there is room for its key and value. */
-  offer(key: string, value: string | number | boolean, body: Uint8Array): void {
-    let values = this.byKey.get(key);
-    if (values === undefined) {
-      if (this.byKey.size >= MAX_KEYS) return;
-      values = new Map();
-      this.byKey.set(key, values);
-    }
-    // A copy in memory of its own: the batch's buffer is reused, and a slice of Buffer's pool would keep the pool alive.
-    if (values.size < MAX_VALUES_PER_KEY) values.set(value, new Uint8Array(body));
-  }
-}
-
-const RECURRING = new RecurringAttributes();
-
-/** The length of a KeyValue's body (its key, then its AnyValue) when it fits a one-byte length; -1 otherwise. */
-function shortAttributeLength(key: string, value: string | number | boolean): number {
+/** The length of a KeyValue's body (its key field, then its AnyValue) when it fits a one-byte length; -1 otherwise. */
+function shortAttributeLength(keyField: Uint8Array, value: RecurringValue): number {
   let valueLength: number;
   if (typeof value === "string") valueLength = 2 + value.length;
   else if (typeof value === "number") {
     if (value < 0 || !Number.isSafeInteger(value)) return -1;
     valueLength = 1 + varintSize(value);
   } else valueLength = 2;
-  const length = 2 + key.length + 2 + valueLength;
+  const length = keyField.length + 2 + valueLength;
   return length > 0x7f ? -1 : length;
 }
 
 /**
  * Writes a short KeyValue's body (shortAttributeLength says it fits) into `buf` from `at`; returns where it
- * ended, or -1 when the key or the text is not ASCII.
+ * ended, or -1 when the text is not ASCII.
  */
-function writeShortAttribute(buf: Uint8Array, at: number, key: string, value: string | number | boolean): number {
-  buf[at++] = (1 << 3) | WIRE_LDELIM;
-  buf[at++] = key.length;
-  at = copyAscii(buf, at, key);
-  if (at === -1) return -1;
+function writeShortAttribute(buf: Uint8Array, at: number, keyField: Uint8Array, value: RecurringValue): number {
+  // By hand: the field is a few dozen bytes, for which Uint8Array#set's call costs more than the copy.
+  for (let i = 0; i < keyField.length; i++) buf[at++] = keyField[i] as number;
   buf[at++] = (2 << 3) | WIRE_LDELIM;
   if (typeof value === "string") {
     buf[at++] = 2 + value.length;
@@ -363,17 +330,21 @@ function writeAnyValue(w: Writer, field: number, value: AttributeValue): void {
   w.close(field, start, 1);
 }
 
-/** Repeated KeyValue attributes under `field`. */
+/** A KeyValue attribute under `field`. */
+function writeAttribute(w: Writer, field: number, key: AttributeKey, value: AttributeValue): void {
+  if (w.shortAttribute(field, key, value)) return;
+  const start = w.open(field, 1);
+  w.string(1, key.name);
+  writeAnyValue(w, 2, value);
+  w.close(field, start, 1);
+}
+
+/** Repeated KeyValue attributes under `field`, from an object (an event's, a link's, the resource's). */
 function writeAttributes(w: Writer, field: number, attributes: Attributes | undefined): void {
   if (attributes === undefined) return;
-  for (const key in attributes) {
-    const value = attributes[key];
-    if (value === undefined || value === null) continue;
-    if (w.shortAttribute(field, key, value)) continue;
-    const start = w.open(field, 1);
-    w.string(1, key);
-    writeAnyValue(w, 2, value);
-    w.close(field, start, 1);
+  for (const name in attributes) {
+    const value = attributes[name];
+    if (value !== undefined && value !== null) writeAttribute(w, field, attributeKey(name), value);
   }
 }
 
@@ -412,7 +383,9 @@ function writeSpan(w: Writer, span: RecordingSpan): void {
   w.fixed64Nanos(span.startMs);
   w.tag(8, WIRE_FIXED64);
   w.fixed64Nanos(span.endMs);
-  writeAttributes(w, 9, span.attributes);
+  const keys = span.attributeKeys;
+  const values = span.attributeValues;
+  for (let i = 0; i < keys.length; i++) writeAttribute(w, 9, keys[i] as AttributeKey, values[i] as AttributeValue);
   if (span.droppedAttributes > 0) {
     w.tag(10, WIRE_VARINT);
     w.varint(span.droppedAttributes);

@@ -23,6 +23,7 @@ import {
   type TimeInput,
   type TraceState,
 } from "@opentelemetry/api";
+import { attributeKey, type AttributeKey } from "./span-attribute-keys.js";
 
 /** Attributes a span keeps at most (the OpenTelemetry default); later ones are counted as dropped. */
 export const MAX_ATTRIBUTES = 128;
@@ -65,6 +66,12 @@ function timeMs(input: TimeInput | undefined): number {
 /** A random 32-bit word. */
 function randomWord(): number {
   return (Math.random() * 0x100000000) >>> 0;
+}
+
+/** A new span id's high word, given its low one: never both zero, which is invalid. */
+function spanIdHigh(low: number): number {
+  const high = randomWord();
+  return high === 0 && low === 0 ? 1 : high;
 }
 
 /** The ASCII codes of the hex digits. */
@@ -142,8 +149,9 @@ const UNSET: SpanStatus = Object.freeze({ code: SpanStatusCode.UNSET });
 
 /** A recorded span: what the OTLP encoder reads once it has ended. */
 export class RecordingSpan implements Span {
-  readonly attributes: Attributes;
-  attributeCount = 0;
+  /** The attributes' keys in the order first set; `attributeValues` holds each one's value at the same index. */
+  readonly attributeKeys: AttributeKey[] = [];
+  readonly attributeValues: AttributeValue[] = [];
   droppedAttributes = 0;
   events: SpanEvent[] | undefined;
   droppedEvents = 0;
@@ -169,20 +177,7 @@ export class RecordingSpan implements Span {
     readonly startMs: number,
     attributes: Attributes | undefined,
   ) {
-    // The caller's attribute object is kept as it is when it fits the limit: TraceNode builds a fresh
-    // one for each span, so copying it would only cost.
-    if (attributes === undefined) this.attributes = {};
-    else {
-      let count = 0;
-      for (const key in attributes) if (attributes[key] !== undefined && attributes[key] !== null) count++;
-      if (count <= MAX_ATTRIBUTES) {
-        this.attributes = attributes;
-        this.attributeCount = count;
-      } else {
-        this.attributes = {};
-        this.setAttributes(attributes);
-      }
-    }
+    if (attributes !== undefined) this.setAttributes(attributes);
   }
 
   /** The span id as 16 hex digits. */
@@ -211,16 +206,28 @@ export class RecordingSpan implements Span {
   }
 
   setAttribute(key: string, value: AttributeValue): this {
+    return this.set(attributeKey(key), value);
+  }
+
+  /** Sets an attribute by its key object: what the gateway's own tracing code calls, with keys it holds. */
+  set(key: AttributeKey, value: AttributeValue): this {
     if (this.ended || value === undefined || value === null) return this;
-    const current = this.attributes[key];
-    if (current === undefined || current === null) {
-      if (this.attributeCount >= MAX_ATTRIBUTES) {
-        this.droppedAttributes++;
+    const keys = this.attributeKeys;
+    // A span has a dozen attributes at most in the gateway's own use: a scan beats a map of its own.
+    for (let i = 0; i < keys.length; i++) {
+      const held = keys[i] as AttributeKey;
+      // A name is interned for good or never, so an interned key's identity decides.
+      if (held === key || (!key.interned && held.name === key.name)) {
+        this.attributeValues[i] = value;
         return this;
       }
-      this.attributeCount++;
     }
-    this.attributes[key] = value;
+    if (keys.length >= MAX_ATTRIBUTES) {
+      this.droppedAttributes++;
+      return this;
+    }
+    keys.push(key);
+    this.attributeValues.push(value);
     return this;
   }
 
@@ -298,13 +305,13 @@ interface Decision {
 export interface SpanStarter {
   /** A span under the span in `context` (a caller's remote one for a request), or a new trace. */
   startSpan(name: string, options: SpanOptions, context: Context): Span;
-  /** A span under `parent`, without building a context for it. */
-  startChild(name: string, options: SpanOptions, parent: Span): Span;
+  /** A span under a recording `parent` (so recorded too: its trace is sampled), without building a context for it. */
+  startChild(name: string, kind: SpanKind, parent: RecordingSpan): RecordingSpan;
   /**
    * A span under the span in `context`, or undefined when the sampler drops it: `describe` names the span
    * and gives its options only once it is kept, so a dropped request builds neither.
    */
-  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): Span | undefined;
+  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): RecordingSpan | undefined;
 }
 
 /**
@@ -322,11 +329,12 @@ export class RecordingTracer implements SpanStarter {
     return this.startUnder(name, options, trace.getSpan(context));
   }
 
-  startChild(name: string, options: SpanOptions, parent: Span): Span {
-    return this.startUnder(name, options, parent);
+  startChild(name: string, kind: SpanKind, parent: RecordingSpan): RecordingSpan {
+    const idLow = randomWord();
+    return new RecordingSpan(this.sink, parent.trace, spanIdHigh(idLow), idLow, true, parent.idHigh, parent.idLow, name, kind, nowMs(), undefined);
   }
 
-  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): Span | undefined {
+  startSampled(context: Context, describe: () => { name: string; options: SpanOptions }): RecordingSpan | undefined {
     const parentSpan = trace.getSpan(context);
     const decided = this.decide(parentSpan);
     if (!decided.sampled) return undefined;
@@ -355,9 +363,8 @@ export class RecordingTracer implements SpanStarter {
 
   private startDecided(decided: Decision, parentSpan: Span | undefined, name: string, options: SpanOptions): RecordingSpan {
     const kind = options.kind ?? SpanKind.INTERNAL;
-    let idHigh = randomWord();
     const idLow = randomWord();
-    if (idHigh === 0 && idLow === 0) idHigh = 1;
+    const idHigh = spanIdHigh(idLow);
     const { identity, remote } = decided;
     if (parentSpan instanceof RecordingSpan) return this.recording(identity, idHigh, idLow, true, parentSpan.idHigh, parentSpan.idLow, name, kind, options);
     if (remote === undefined) return this.recording(identity, idHigh, idLow, false, 0, 0, name, kind, options);

@@ -6,8 +6,9 @@
  * context manager, whose promise hooks would cost every traced request a large share of its CPU time on
  * Node 20.
  */
-import { SpanKind, SpanStatusCode, type Attributes, type Context, type Span, type TextMapPropagator } from "@opentelemetry/api";
-import { RecordingSpan, type SpanStarter } from "./recording-tracer.js";
+import { SpanKind, SpanStatusCode, type Context, type TextMapPropagator } from "@opentelemetry/api";
+import type { RecordingSpan, SpanStarter } from "./recording-tracer.js";
+import { attributeKey } from "./span-attribute-keys.js";
 
 /** A running tracer: what otlp-tracing.ts builds when tracing is configured. */
 export interface Tracing {
@@ -33,19 +34,46 @@ export interface TraceIdSource {
   ids(): TraceIds;
 }
 
-/** The ids of a span, for log lines. */
-function idsOf(span: Span): TraceIds {
-  if (span instanceof RecordingSpan) return { trace_id: span.trace.hex, span_id: span.spanIdHex };
-  const ctx = span.spanContext();
-  return { trace_id: ctx.traceId, span_id: ctx.spanId };
-}
-
-/** The traceparent header value of a span, for an upstream request. */
-export function traceparentOf(span: Span): string {
-  if (span instanceof RecordingSpan) return span.traceparent();
-  const ctx = span.spanContext();
-  return `00-${ctx.traceId}-${ctx.spanId}-${(ctx.traceFlags & 1) === 1 ? "01" : "00"}`;
-}
+/** The attribute keys the gateway's spans carry, held here so that setting one looks nothing up. */
+const KEY = {
+  operation: attributeKey("gen_ai.operation.name"),
+  provider: attributeKey("gen_ai.provider.name"),
+  requestModel: attributeKey("gen_ai.request.model"),
+  responseModel: attributeKey("gen_ai.response.model"),
+  inputTokens: attributeKey("gen_ai.usage.input_tokens"),
+  outputTokens: attributeKey("gen_ai.usage.output_tokens"),
+  finishReasons: attributeKey("gen_ai.response.finish_reasons"),
+  inputMessages: attributeKey("gen_ai.input.messages"),
+  outputMessages: attributeKey("gen_ai.output.messages"),
+  toolName: attributeKey("gen_ai.tool.name"),
+  toolArguments: attributeKey("gen_ai.tool.call.arguments"),
+  keyId: attributeKey("gw.provider.key_id"),
+  fallbackIndex: attributeKey("gw.fallback_index"),
+  retryIndex: attributeKey("gw.retry_index"),
+  stream: attributeKey("gw.stream"),
+  status: attributeKey("http.response.status_code"),
+  errorType: attributeKey("error.type"),
+  method: attributeKey("http.request.method"),
+  route: attributeKey("http.route"),
+  virtualKeyId: attributeKey("gw.virtual_key.id"),
+  virtualKeyName: attributeKey("gw.virtual_key.name"),
+  routeProvider: attributeKey("gw.route.provider"),
+  routeModel: attributeKey("gw.route.model"),
+  routeFallbacks: attributeKey("gw.route.fallbacks"),
+  routeEngines: attributeKey("gw.route.engines"),
+  routeKeyId: attributeKey("gw.route.key_id"),
+  routeCacheHit: attributeKey("gw.route.cache_hit"),
+  guardrailId: attributeKey("gw.guardrail.id"),
+  guardrailName: attributeKey("gw.guardrail.name"),
+  guardrailType: attributeKey("gw.guardrail.type"),
+  guardrailStage: attributeKey("gw.guardrail.stage"),
+  guardrailResult: attributeKey("gw.guardrail.result"),
+  iteration: attributeKey("gw.agent.iteration"),
+  mcpMethod: attributeKey("mcp.method.name"),
+  mcpClient: attributeKey("gw.mcp.client.name"),
+  mcpAuthType: attributeKey("gw.mcp.auth_type"),
+  mcpPrefixedName: attributeKey("gw.mcp.tool.prefixed_name"),
+};
 
 /** What the route decision span records. */
 export interface RouteFacts {
@@ -105,13 +133,13 @@ export class AttemptSpan {
   private firstTokenSeen = false;
 
   constructor(
-    private readonly span: Span,
+    private readonly span: RecordingSpan,
     private readonly captureContent: boolean,
   ) {}
 
   /** The traceparent upstream servers continue. */
   traceparent(): string {
-    return traceparentOf(this.span);
+    return this.span.traceparent();
   }
 
   /** Marks the first event of a stream. */
@@ -126,14 +154,14 @@ export class AttemptSpan {
     if (this.ended) return;
     this.ended = true;
     const span = this.span;
-    if (outcome.status !== null) span.setAttribute("http.response.status_code", outcome.status);
-    if (outcome.responseModel) span.setAttribute("gen_ai.response.model", outcome.responseModel);
-    if (outcome.inputTokens !== undefined) span.setAttribute("gen_ai.usage.input_tokens", outcome.inputTokens);
-    if (outcome.outputTokens !== undefined) span.setAttribute("gen_ai.usage.output_tokens", outcome.outputTokens);
-    if (outcome.finishReasons && outcome.finishReasons.length > 0) span.setAttribute("gen_ai.response.finish_reasons", outcome.finishReasons);
-    if (this.captureContent && outcome.completion !== undefined) span.setAttribute("gen_ai.output.messages", contentText(outcome.completion));
+    if (outcome.status !== null) span.set(KEY.status, outcome.status);
+    if (outcome.responseModel) span.set(KEY.responseModel, outcome.responseModel);
+    if (outcome.inputTokens !== undefined) span.set(KEY.inputTokens, outcome.inputTokens);
+    if (outcome.outputTokens !== undefined) span.set(KEY.outputTokens, outcome.outputTokens);
+    if (outcome.finishReasons && outcome.finishReasons.length > 0) span.set(KEY.finishReasons, outcome.finishReasons);
+    if (this.captureContent && outcome.completion !== undefined) span.set(KEY.outputMessages, contentText(outcome.completion));
     if (outcome.errorType !== undefined) {
-      span.setAttribute("error.type", outcome.errorType);
+      span.set(KEY.errorType, outcome.errorType);
       span.setStatus({ code: SpanStatusCode.ERROR, message: outcome.errorType });
     }
     span.end();
@@ -155,15 +183,15 @@ export interface GuardrailCheckFacts {
 export class GuardrailSpan {
   private ended = false;
 
-  constructor(private readonly span: Span) {}
+  constructor(private readonly span: RecordingSpan) {}
 
   /** Ends the span with the check's result (pass, block, redact, warn, error) and, for a failed check, why. */
   end(result: string, errorType?: string): void {
     if (this.ended) return;
     this.ended = true;
-    this.span.setAttribute("gw.guardrail.result", result);
+    this.span.set(KEY.guardrailResult, result);
     if (errorType !== undefined) {
-      this.span.setAttribute("error.type", errorType);
+      this.span.set(KEY.errorType, errorType);
       this.span.setStatus({ code: SpanStatusCode.ERROR, message: errorType });
     }
     this.span.end();
@@ -178,32 +206,28 @@ export class TraceNode {
   private readonly root: TraceNode;
   private logIds: TraceIds | undefined;
   /** The route decision's span until the key is chosen, which is routing's last step. */
-  private openRoute: Span | undefined;
+  private openRoute: RecordingSpan | undefined;
 
   constructor(
     private readonly tracing: Tracing,
-    readonly span: Span,
+    readonly span: RecordingSpan,
     root?: TraceNode,
   ) {
     this.root = root ?? this;
   }
 
-  private start(name: string, kind: SpanKind, attributes: Attributes): Span {
-    return this.tracing.tracer.startChild(name, { kind, attributes }, this.span);
-  }
-
-  private childNode(span: Span): TraceNode {
-    return new TraceNode(this.tracing, span, this.root);
+  private start(name: string, kind: SpanKind): RecordingSpan {
+    return this.tracing.tracer.startChild(name, kind, this.span);
   }
 
   /** The traceparent of this span. */
   traceparent(): string {
-    return traceparentOf(this.span);
+    return this.span.traceparent();
   }
 
   /** The ids of this span, for the log lines written under it (one object, however often asked). */
   ids(): TraceIds {
-    this.logIds ??= idsOf(this.span);
+    this.logIds ??= { trace_id: this.span.trace.hex, span_id: this.span.spanIdHex };
     return this.logIds;
   }
 
@@ -215,8 +239,7 @@ export class TraceNode {
 
   /** Records the request's virtual key (its id, never its value) on the SERVER span. */
   virtualKey(id: string, name: string): void {
-    this.root.span.setAttribute("gw.virtual_key.id", id);
-    this.root.span.setAttribute("gw.virtual_key.name", name);
+    this.root.span.set(KEY.virtualKeyId, id).set(KEY.virtualKeyName, name);
   }
 
   /**
@@ -225,17 +248,16 @@ export class TraceNode {
    */
   route(facts: RouteFacts): void {
     this.endRoute();
-    this.openRoute = this.start("route", SpanKind.INTERNAL, {
-      "gw.route.provider": facts.provider,
-      "gw.route.model": facts.model,
-      "gw.route.fallbacks": facts.fallbacks,
-      "gw.route.engines": [...facts.engines],
-    });
+    this.openRoute = this.start("route", SpanKind.INTERNAL)
+      .set(KEY.routeProvider, facts.provider)
+      .set(KEY.routeModel, facts.model)
+      .set(KEY.routeFallbacks, facts.fallbacks)
+      .set(KEY.routeEngines, [...facts.engines]);
   }
 
   /** Ends the route span with the cache's answer: no key is chosen for a hit. */
   routeCacheHit(cacheType: "direct" | "semantic"): void {
-    this.openRoute?.setAttribute("gw.route.cache_hit", cacheType);
+    this.openRoute?.set(KEY.routeCacheHit, cacheType);
     this.endRoute();
   }
 
@@ -250,36 +272,34 @@ export class TraceNode {
   /** One upstream attempt: a CLIENT span named by the GenAI conventions; retries and fallbacks are siblings. */
   attempt(facts: AttemptFacts): AttemptSpan {
     if (this.openRoute !== undefined) {
-      this.openRoute.setAttribute("gw.route.key_id", facts.keyId);
+      this.openRoute.set(KEY.routeKeyId, facts.keyId);
       this.endRoute();
     }
-    const attributes: Attributes = {
-      "gen_ai.operation.name": facts.operation,
-      "gen_ai.provider.name": facts.provider,
-      "gen_ai.request.model": facts.requestModel,
-      "gw.provider.key_id": facts.keyId,
-      "gw.fallback_index": facts.fallbackIndex,
-      "gw.retry_index": facts.retryIndex,
-      "gw.stream": facts.stream,
-    };
-    if (this.tracing.captureContent && facts.prompt !== undefined) attributes["gen_ai.input.messages"] = contentText(facts.prompt);
-    return new AttemptSpan(this.start(`${facts.operation} ${facts.requestModel}`, SpanKind.CLIENT, attributes), this.tracing.captureContent);
+    const span = this.start(`${facts.operation} ${facts.requestModel}`, SpanKind.CLIENT)
+      .set(KEY.operation, facts.operation)
+      .set(KEY.provider, facts.provider)
+      .set(KEY.requestModel, facts.requestModel)
+      .set(KEY.keyId, facts.keyId)
+      .set(KEY.fallbackIndex, facts.fallbackIndex)
+      .set(KEY.retryIndex, facts.retryIndex)
+      .set(KEY.stream, facts.stream);
+    if (this.tracing.captureContent && facts.prompt !== undefined) span.set(KEY.inputMessages, contentText(facts.prompt));
+    return new AttemptSpan(span, this.tracing.captureContent);
   }
 
   /** One guardrail check of one stage. */
   guardrailCheck(facts: GuardrailCheckFacts): GuardrailSpan {
-    const attributes: Attributes = {
-      "gw.guardrail.id": facts.id,
-      "gw.guardrail.name": facts.name,
-      "gw.guardrail.type": facts.type,
-      "gw.guardrail.stage": facts.stage,
-    };
-    return new GuardrailSpan(this.start(`guardrail ${facts.name}`, facts.callsOut ? SpanKind.CLIENT : SpanKind.INTERNAL, attributes));
+    const span = this.start(`guardrail ${facts.name}`, facts.callsOut ? SpanKind.CLIENT : SpanKind.INTERNAL)
+      .set(KEY.guardrailId, facts.id)
+      .set(KEY.guardrailName, facts.name)
+      .set(KEY.guardrailType, facts.type)
+      .set(KEY.guardrailStage, facts.stage);
+    return new GuardrailSpan(span);
   }
 
   /** One agent-mode iteration: the model call and the tool calls it asked for. */
   iteration(depth: number): TraceNode {
-    return this.childNode(this.start("agent iteration", SpanKind.INTERNAL, { "gw.agent.iteration": depth }));
+    return new TraceNode(this.tracing, this.start("agent iteration", SpanKind.INTERNAL).set(KEY.iteration, depth), this.root);
   }
 
   /**
@@ -287,26 +307,24 @@ export class TraceNode {
    * upstream server, named by its method per the MCP conventions; a tools/call also names its tool.
    */
   relayedMcpRequest(facts: { method: string; tool: string; client: string }): AttemptSpan {
-    const attributes: Attributes = { "mcp.method.name": facts.method, "gw.mcp.client.name": facts.client };
-    if (facts.tool !== "") {
-      attributes["gen_ai.operation.name"] = "execute_tool";
-      attributes["gen_ai.tool.name"] = facts.tool;
-    }
-    return new AttemptSpan(this.start(facts.tool === "" ? facts.method : `${facts.method} ${facts.tool}`, SpanKind.CLIENT, attributes), false);
+    const span = this.start(facts.tool === "" ? facts.method : `${facts.method} ${facts.tool}`, SpanKind.CLIENT)
+      .set(KEY.mcpMethod, facts.method)
+      .set(KEY.mcpClient, facts.client);
+    if (facts.tool !== "") span.set(KEY.operation, "execute_tool").set(KEY.toolName, facts.tool);
+    return new AttemptSpan(span, false);
   }
 
   /** One MCP tool call, per the MCP conventions. */
   toolCall(facts: ToolFacts): AttemptSpan {
-    const attributes: Attributes = {
-      "mcp.method.name": "tools/call",
-      "gen_ai.operation.name": "execute_tool",
-      "gen_ai.tool.name": facts.tool,
-      "gw.mcp.client.name": facts.client,
-      "gw.mcp.auth_type": facts.authType,
-      "gw.mcp.tool.prefixed_name": facts.name,
-    };
-    if (this.tracing.captureContent && facts.args !== undefined) attributes["gen_ai.tool.call.arguments"] = contentText(facts.args);
-    return new AttemptSpan(this.start(`tools/call ${facts.tool}`, SpanKind.CLIENT, attributes), this.tracing.captureContent);
+    const span = this.start(`tools/call ${facts.tool}`, SpanKind.CLIENT)
+      .set(KEY.mcpMethod, "tools/call")
+      .set(KEY.operation, "execute_tool")
+      .set(KEY.toolName, facts.tool)
+      .set(KEY.mcpClient, facts.client)
+      .set(KEY.mcpAuthType, facts.authType)
+      .set(KEY.mcpPrefixedName, facts.name);
+    if (this.tracing.captureContent && facts.args !== undefined) span.set(KEY.toolArguments, contentText(facts.args));
+    return new AttemptSpan(span, this.tracing.captureContent);
   }
 }
 
@@ -316,7 +334,7 @@ export class ServerTrace {
 
   constructor(
     tracing: Tracing,
-    private readonly span: Span,
+    private readonly span: RecordingSpan,
   ) {
     this.node = new TraceNode(tracing, span);
   }
@@ -329,9 +347,9 @@ export class ServerTrace {
   /** Ends the span with the response status (5xx and a client gone are errors). */
   end(status: number): void {
     this.node.endRoute();
-    this.span.setAttribute("http.response.status_code", status);
+    this.span.set(KEY.status, status);
     if (status >= 500) this.span.setStatus({ code: SpanStatusCode.ERROR });
-    if (status >= 500 || status === 499) this.span.setAttribute("error.type", String(status));
+    if (status >= 500 || status === 499) this.span.set(KEY.errorType, String(status));
     this.span.end();
   }
 }
@@ -347,12 +365,11 @@ export function startServerTrace(
   route: string,
   dims: () => Readonly<Record<string, string>>,
 ): ServerTrace | undefined {
-  const span = tracing.tracer.startSampled(tracing.extract(req.headers), () => {
-    const method = req.method ?? "GET";
-    const attributes: Attributes = { "http.request.method": method, "http.route": route };
-    const values = dims();
-    for (const label in values) attributes[`gw.dim.${label}`] = values[label];
-    return { name: `${method} ${route}`, options: { kind: SpanKind.SERVER, attributes } };
-  });
-  return span === undefined ? undefined : new ServerTrace(tracing, span);
+  const method = req.method ?? "GET";
+  const span = tracing.tracer.startSampled(tracing.extract(req.headers), () => ({ name: `${method} ${route}`, options: { kind: SpanKind.SERVER } }));
+  if (span === undefined) return undefined;
+  span.set(KEY.method, method).set(KEY.route, route);
+  const values = dims();
+  for (const label in values) span.setAttribute(`gw.dim.${label}`, values[label] as string);
+  return new ServerTrace(tracing, span);
 }
