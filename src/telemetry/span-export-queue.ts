@@ -1,9 +1,12 @@
 /**
- * The batch queue between ended spans and the collector: ending a span encodes it into the batch that is
- * filling (SpanBatch), bounded in spans; batches leave from a timer or, once a full batch is waiting, on
- * the next turn of the event loop, never inside the request that ended the span. One export is in flight
- * at a time. A full queue drops the new span; a failed export loses its batch; both are counted, never
- * retried at a request's expense. A batch encodes into the buffer of the last one the collector took.
+ * The batch queue between ended spans and the collector, bounded in spans. Spans that end during a turn of
+ * the event loop are encoded together on the next turn into the batch that is filling (SpanBatch): the
+ * encoder then runs warm over many spans, where encoding each span as it ended, between the other work of
+ * its request, cost it several times as much; a span waits one turn, too short for the garbage collector
+ * to move it. A full batch leaves at once, a partial one from a timer, never inside the request that ended
+ * a span. One export is in flight at a time. A full queue drops the new span; a failed export loses its
+ * batch; both are counted, never retried at a request's expense. A batch encodes into the buffer of the
+ * last one the collector took.
  */
 import { SpanBatch } from "./otlp-protobuf.js";
 import type { RecordingSpan } from "./recording-tracer.js";
@@ -31,7 +34,11 @@ export interface SpanQueueOptions {
 export class SpanExportQueue {
   /** Batches waiting, oldest first; only the last one may still be filling. */
   private batches: SpanBatch[] = [];
+  /** Spans in the batches. */
   private queued = 0;
+  /** Spans ended since the last encoding, in the order they ended. */
+  private ended: RecordingSpan[] = [];
+  private encoding: NodeJS.Immediate | undefined;
   private timer: NodeJS.Timeout | undefined;
   private immediate: NodeJS.Immediate | undefined;
   private inFlight: Promise<void> | undefined;
@@ -45,13 +52,37 @@ export class SpanExportQueue {
     private readonly options: SpanQueueOptions,
   ) {}
 
-  /** Queues an ended span (the tracer's sink): its encoding only, no I/O; never throws into the request. */
+  /** Queues an ended span (the tracer's sink) to be encoded on the next turn; never throws into the request. */
   readonly add = (span: RecordingSpan): void => {
     if (this.closed) return;
-    if (this.queued >= this.options.maxQueueSize) {
+    if (this.queued + this.ended.length >= this.options.maxQueueSize) {
       this.lost(1, "the export queue is full (the collector is slow or unreachable)");
       return;
     }
+    if (this.ended.push(span) === 1) {
+      this.encoding = setImmediate(this.encodeEnded);
+      this.encoding.unref();
+    }
+  };
+
+  /** Spans waiting to be sent. */
+  get size(): number {
+    return this.queued + this.ended.length;
+  }
+
+  /** Encodes the spans that ended into the batches, then sends a full batch or times a partial one. */
+  private readonly encodeEnded = (): void => {
+    if (this.encoding !== undefined) clearImmediate(this.encoding);
+    this.encoding = undefined;
+    for (const span of this.ended) this.encode(span);
+    this.ended.length = 0;
+    if (this.inFlight !== undefined || this.closed) return;
+    if ((this.batches[0]?.count ?? 0) >= this.options.maxBatchSize) void this.flushOne();
+    else this.schedule();
+  };
+
+  /** Encodes `span` into the batch that is filling, a new one when it is full. */
+  private encode(span: RecordingSpan): void {
     let batch = this.batches.at(-1);
     if (batch === undefined || batch.count >= this.options.maxBatchSize) {
       batch = new SpanBatch(this.spare);
@@ -65,12 +96,6 @@ export class SpanExportQueue {
       return;
     }
     this.queued++;
-    if (this.inFlight === undefined) this.schedule();
-  };
-
-  /** Spans waiting to be sent. */
-  get size(): number {
-    return this.queued;
   }
 
   /** Sends a full batch on the next turn, a partial one once the delay passes. */
@@ -125,6 +150,7 @@ export class SpanExportQueue {
   /** Sends everything queued (batch after batch) until done or `deadline` (epoch ms), then stops taking spans. */
   async close(deadline: number): Promise<void> {
     this.closed = true;
+    this.encodeEnded();
     if (this.timer !== undefined) clearTimeout(this.timer);
     if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.timer = undefined;

@@ -105,6 +105,16 @@ describe("the span export queue", () => {
     await queue.close(Date.now() + 1000);
   });
 
+  test("sends the spans that ended in the turn it is closed in", async () => {
+    const batches: number[] = [];
+    const queue = new SpanExportQueue(async (batch) => {
+      batches.push(batch.count);
+    }, () => undefined, { maxQueueSize: 100, maxBatchSize: 4, delayMs: 60_000 });
+    spansOf(queue, 6);
+    await queue.close(Date.now() + 1000);
+    assert.deepEqual(batches, [4, 2]);
+  });
+
   test("sends everything queued when closed, in batches", async () => {
     const batches: number[] = [];
     const queue = new SpanExportQueue(async (batch) => {
@@ -136,6 +146,8 @@ describe("the span export queue's encoding", () => {
     });
     broken.end();
     tracer.startSpan("after", {}, ROOT_CONTEXT).end();
+    assert.deepEqual(reasons, [], "spans are encoded on the next turn, not in the one that ended them");
+    await turn();
     assert.equal(queue.size, 2);
     await queue.close(Date.now() + 1000);
     assert.deepEqual(reasons, ["a span could not be encoded: no message today"]);
