@@ -157,25 +157,34 @@ class Writer {
 
   /**
    * A KeyValue under `field` whose key is short ASCII text and whose value is short ASCII text, a
-   * non-negative integer or a boolean. A pair the key had before is copied whole; a new one is written in
-   * one pass with its lengths known up front (every length one byte) and offered to the key to remember.
-   * Returns false, having written nothing, for anything else: the general path (open and close) takes those.
+   * non-negative integer, a boolean or a list of one short ASCII text. A pair the key had before is copied
+   * whole; a new one is written in one pass with its lengths known up front (every length one byte) and
+   * offered to the key to remember. Returns false, having written nothing, for anything else: the general
+   * path (open and close) takes those.
    */
   shortAttribute(field: number, key: AttributeKey, value: AttributeValue): boolean {
     const keyField = key.field;
-    if (field > 15 || keyField === undefined || typeof value === "object") return false;
-    const known = key.encoded(value);
-    const length = known !== undefined ? known.length : shortAttributeLength(keyField, value);
+    if (field > 15 || keyField === undefined) return false;
+    const list = typeof value === "object";
+    let item: AttributeValue | null | undefined = value;
+    if (list) {
+      if (value.length !== 1) return false;
+      item = value[0];
+      if (typeof item !== "string") return false;
+    }
+    const one = item as RecurringValue;
+    const known = key.encoded(one, list);
+    const length = known !== undefined ? known.length : shortAttributeLength(keyField, one, list);
     if (length === -1) return false;
     this.room(length + 2);
     const buf = this.buf;
     const start = this.pos + 2;
     if (known !== undefined) buf.set(known, start);
-    else if (writeShortAttribute(buf, start, keyField, value) === -1) return false;
+    else if (writeShortAttribute(buf, start, keyField, one, list) === -1) return false;
     buf[start - 2] = (field << 3) | WIRE_LDELIM;
     buf[start - 1] = length;
     this.pos = start + length;
-    if (known === undefined) key.remember(value, buf.subarray(start, this.pos));
+    if (known === undefined) key.remember(one, list, buf.subarray(start, this.pos));
     return true;
   }
 
@@ -231,10 +240,15 @@ class Writer {
   }
 }
 
-/** The length of a KeyValue's body (its key field, then its AnyValue) when it fits a one-byte length; -1 otherwise. */
-function shortAttributeLength(keyField: Uint8Array, value: RecurringValue): number {
+/**
+ * The length of a KeyValue's body (its key field, then its AnyValue) when it fits a one-byte length; -1
+ * otherwise. With `list`, the value is a list of the one text `value`.
+ */
+function shortAttributeLength(keyField: Uint8Array, value: RecurringValue, list: boolean): number {
   let valueLength: number;
-  if (typeof value === "string") valueLength = 2 + value.length;
+  // AnyValue { array_value { values: AnyValue { string_value } } }: three more tags and lengths.
+  if (list) valueLength = 6 + (value as string).length;
+  else if (typeof value === "string") valueLength = 2 + value.length;
   else if (typeof value === "number") {
     if (value < 0 || !Number.isSafeInteger(value)) return -1;
     valueLength = 1 + varintSize(value);
@@ -247,10 +261,21 @@ function shortAttributeLength(keyField: Uint8Array, value: RecurringValue): numb
  * Writes a short KeyValue's body (shortAttributeLength says it fits) into `buf` from `at`; returns where it
  * ended, or -1 when the text is not ASCII.
  */
-function writeShortAttribute(buf: Uint8Array, at: number, keyField: Uint8Array, value: RecurringValue): number {
-  // By hand: the field is a few dozen bytes, for which Uint8Array#set's call costs more than the copy.
-  for (let i = 0; i < keyField.length; i++) buf[at++] = keyField[i] as number;
+function writeShortAttribute(buf: Uint8Array, at: number, keyField: Uint8Array, value: RecurringValue, list: boolean): number {
+  buf.set(keyField, at);
+  at += keyField.length;
   buf[at++] = (2 << 3) | WIRE_LDELIM;
+  if (list) {
+    const text = value as string;
+    buf[at++] = 6 + text.length;
+    buf[at++] = (5 << 3) | WIRE_LDELIM;
+    buf[at++] = 4 + text.length;
+    buf[at++] = (1 << 3) | WIRE_LDELIM;
+    buf[at++] = 2 + text.length;
+    buf[at++] = (1 << 3) | WIRE_LDELIM;
+    buf[at++] = text.length;
+    return copyAscii(buf, at, text);
+  }
   if (typeof value === "string") {
     buf[at++] = 2 + value.length;
     buf[at++] = (1 << 3) | WIRE_LDELIM;

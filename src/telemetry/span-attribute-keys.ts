@@ -22,6 +22,8 @@ export class AttributeKey {
   readonly field: Uint8Array | undefined;
   /** Encoded KeyValue bodies of the values this key had, by value; undefined for a key nobody interned. */
   private readonly recurring: Map<RecurringValue, Uint8Array> | undefined;
+  /** The same for lists of one text (finish reasons, routing engines), by that text. */
+  private lists: Map<string, Uint8Array> | undefined;
 
   constructor(
     readonly name: string,
@@ -36,16 +38,17 @@ export class AttributeKey {
     return this.recurring !== undefined;
   }
 
-  /** The remembered encoding of the KeyValue (this key, `value`), if any. */
-  encoded(value: RecurringValue): Uint8Array | undefined {
-    return this.recurring?.get(value);
+  /** The remembered encoding of the KeyValue (this key, `value`), or (this key, [`value`]) when `list`, if any. */
+  encoded(value: RecurringValue, list: boolean): Uint8Array | undefined {
+    return list ? this.lists?.get(value as string) : this.recurring?.get(value);
   }
 
-  /** Remembers a copy of `body`, the KeyValue's encoding with `value`, while the key has room. */
-  remember(value: RecurringValue, body: Uint8Array): void {
-    const recurring = this.recurring;
+  /** Remembers a copy of `body`, the KeyValue's encoding with `value` (or [`value`]), while the key has room. */
+  remember(value: RecurringValue, list: boolean, body: Uint8Array): void {
+    if (this.recurring === undefined) return;
+    const values = list ? (this.lists ??= new Map()) : this.recurring;
     // A copy in memory of its own: the batch's buffer is reused, and a slice of Buffer's pool would keep the pool alive.
-    if (recurring !== undefined && recurring.size < MAX_VALUES_PER_KEY) recurring.set(value, new Uint8Array(body));
+    if (values.size < MAX_VALUES_PER_KEY) values.set(value, new Uint8Array(body));
   }
 }
 

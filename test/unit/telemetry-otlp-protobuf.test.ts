@@ -97,6 +97,19 @@ describe("OTLP protobuf encoding", () => {
     assert.deepEqual(decoded.map((span) => span.attributes), [...sets, ...sets]);
   });
 
+  test("encodes a list of one text the same each time, apart from that text as a plain value", () => {
+    const { tracer, ended } = recorder();
+    const sets = [
+      { "gen_ai.response.finish_reasons": ["stop"], "gw.route.engines": "stop" },
+      { "gen_ai.response.finish_reasons": "stop", "gw.route.engines": ["stop"] },
+      { "gen_ai.response.finish_reasons": ["arrêt"], "gw.route.engines": ["x".repeat(120)] },
+      { "gen_ai.response.finish_reasons": [["st", "op"].join("")], "gw.route.engines": [] },
+    ];
+    for (const attributes of [...sets, ...sets]) tracer.startSpan("s", { attributes: { ...attributes } }, ROOT_CONTEXT).end();
+    const decoded = decodeExport(encodeExportRequest(IDENTITY, ended));
+    assert.deepEqual(decoded.map((span) => span.attributes), [...sets, ...sets]);
+  });
+
   test("encodes events with their attributes and a multi-byte length", () => {
     const { tracer, ended } = recorder();
     const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
