@@ -16,7 +16,7 @@ export interface AccessLineFields {
   duration_ms: number;
   /** The request's x-gw-dim-* values. */
   dims: Readonly<Record<string, string>>;
-  /** The request's trace, when it is traced. */
+  /** The request's trace, when it is traced: lowercase hex, as the tracer writes ids, so written as it is. */
   trace_id?: string;
   span_id?: string;
 }
@@ -40,7 +40,7 @@ export function accessLogOf(logger: Logger): AccessLog {
       logger[level](fields, "request");
       return;
     }
-    const trace = fields.trace_id === undefined || fields.span_id === undefined ? "" : `,"trace_id":${JSON.stringify(fields.trace_id)},"span_id":${JSON.stringify(fields.span_id)}`;
+    const trace = fields.trace_id === undefined || fields.span_id === undefined ? "" : `,"trace_id":"${fields.trace_id}","span_id":"${fields.span_id}"`;
     destination.write(
       `${opening[level]}${isoTimeOncePerMs()}${bound},"path":${JSON.stringify(fields.path)},"method":${JSON.stringify(fields.method)},"status":${fields.status},"duration_ms":${fields.duration_ms},"dims":${dimensionsText(fields.dims)}${trace},"msg":"request"}\n`,
     );
