@@ -281,3 +281,20 @@ describe("recorded spans", () => {
     assert.equal(decoded?.name, "POST /v1/chat/completions");
   });
 });
+
+describe("attribute keys past the interning bound", () => {
+  // Last in this file: it fills the module's table of interned keys for every test after it.
+  test("still replace an earlier value of the same name, and encode like interned ones", () => {
+    const { tracer, ended } = recorder();
+    for (let i = 0; i < 300; i++) tracer.startSpan("filler", { attributes: { [`filler.${i}`]: i } }, ROOT_CONTEXT).end();
+    const late = ["late", "key"].join(".");
+    const span = tracer.startSpan("s", {}, ROOT_CONTEXT);
+    span.setAttribute(late, "first");
+    span.setAttribute("late.key", "second");
+    span.setAttribute("late.other", ["stop"]);
+    span.end();
+    const request = encodeExportRequest(IDENTITY, ended);
+    assert.equal(request.toString("latin1").split("late.key").length - 1, 1, "the key is sent once");
+    assert.deepEqual(decodeExport(request).at(-1)?.attributes, { "late.key": "second", "late.other": ["stop"] });
+  });
+});
