@@ -67,6 +67,8 @@ interface ServedGatewaySettings {
   databaseUrl?: string | undefined;
   /** Node options put after the serving flags, before `dist/main.js` (a profiler, a preload). */
   nodeOptions?: readonly string[];
+  /** Environment variables set for the child over this process's (tracing's OTEL_* variables, say). */
+  env?: Readonly<Record<string, string>>;
   /** Adds an IPC channel to the child (for a preloaded module that takes commands). */
   ipc?: boolean;
   /** Told of the child as soon as it is spawned (to watch its memory, to stop it on SIGINT). */
@@ -146,6 +148,7 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const child = spawn(process.execPath, [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), options.main ?? MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
     env: {
       ...process.env,
+      ...options.env,
       ...SERVING_ENVIRONMENT,
       GW_ENCRYPTION_KEY: randomBytes(32).toString("hex"),
       GW_DATABASE_URL: databaseUrl ?? "",

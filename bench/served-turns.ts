@@ -12,6 +12,8 @@
  * judged are the medians of the pairs' ratios. BENCH_DATABASE_URL runs the gateways on that PostgreSQL server.
  * BENCH_TURNS_A_MAIN and BENCH_TURNS_B_MAIN run another build's `dist/main.js` as that side, with this checkout's
  * launcher flags: two commits in turns (docs/benchmark.md shows how to build one beside the checkout).
+ * BENCH_TURNS_TRACED names the sides (`a`, `b` or `ab`) that trace every request and export the spans over
+ * OTLP/HTTP to a no-op collector the bench starts; the other side's tracing is off whatever the environment says.
  */
 import autocannon from "autocannon";
 import { existsSync } from "node:fs";
@@ -38,6 +40,9 @@ const SECONDS = Number(process.env["BENCH_SECONDS"] ?? 2);
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
 if (!Number.isInteger(PAIRS) || PAIRS < 1 || !(SECONDS > 0)) throw new Error("BENCH_TURNS_PAIRS must be a positive integer and BENCH_SECONDS a positive number");
 if (FLOOR && (A_FLAGS.length > 0 || A_MAIN !== undefined)) throw new Error("BENCH_TURNS_A and BENCH_TURNS_A_MAIN set up the gateway A: with BENCH_TURNS_FLOOR=1 A is the floor");
+const TRACED = process.env["BENCH_TURNS_TRACED"] ?? "";
+if (!["", "a", "b", "ab"].includes(TRACED)) throw new Error(`BENCH_TURNS_TRACED must be a, b or ab (the sides that trace), got "${TRACED}"`);
+if (FLOOR && TRACED.includes("a")) throw new Error("BENCH_TURNS_TRACED names A, which BENCH_TURNS_FLOOR=1 makes the floor: it has no tracing");
 
 const BUILD_DIR = fileURLToPath(new URL("../.tmp/bench-outside", import.meta.url));
 const STREAM_REQUEST: StreamRequest = { path: OUTSIDE_PATH, headers: OUTSIDE_HEADERS, body: OUTSIDE_STREAM_BODY };
@@ -68,13 +73,21 @@ async function slice(target: Served, seconds: number, errors: Errors): Promise<S
 
 const errors = new Errors();
 const upstream = await startBundledChild("./upstream.ts", {}, BUILD_DIR);
+const collector = TRACED === "" ? undefined : await startBundledChild("./collector.ts", {}, BUILD_DIR);
+/** A side's tracing: every request's spans to the collector, or none (a caller's OTEL_* endpoints set aside). */
+const tracingEnv = (side: "a" | "b"): Record<string, string> | undefined =>
+  collector === undefined
+    ? undefined
+    : TRACED.includes(side)
+      ? { OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "", OTEL_TRACES_SAMPLER: "always_on" }
+      : { OTEL_EXPORTER_OTLP_ENDPOINT: "", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "" };
 const targets: Served[] = [];
 try {
   const a = FLOOR
     ? await startBundledChild("./floor.ts", { BENCH_UPSTREAM_URL: upstream.url, BENCH_FLOOR_PARSE: "1" }, BUILD_DIR, watch)
-    : await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: A_FLAGS, main: A_MAIN, spawned: watch });
+    : await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: A_FLAGS, main: A_MAIN, env: tracingEnv("a"), spawned: watch });
   targets.push(a);
-  const b = await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: B_FLAGS, main: B_MAIN, spawned: watch });
+  const b = await startServedGateway({ upstreamUrl: upstream.url, databaseUrl: DATABASE_URL, nodeOptions: B_FLAGS, main: B_MAIN, env: tracingEnv("b"), spawned: watch });
   targets.push(b);
   await slice(a, 3, errors);
   await slice(b, 3, errors);
@@ -94,9 +107,10 @@ try {
   const describe = (name: string, target: Served, own: Slice[], given: string) =>
     `${name} ${given}: ${median(own.map((s) => s.perSecond)).toFixed(0)} ${unit}/s, ${median(own.map((s) => s.cpuUs)).toFixed(1)} µs CPU per ${unit.slice(0, -1)}, ` +
     `${STREAMS ? "first byte p50" : "p99"} ${median(own.map((s) => s.latencyMs)).toFixed(1)} ms, peak RSS ${(peaks.peakOf(target.process.pid) ?? Number.NaN).toFixed(0)} MiB (medians of ${PAIRS} slices)\n`;
-  const gateway = (main: string | undefined, flags: string[]): string => `the gateway${main === undefined ? "" : ` of ${main}`}${flags.length > 0 ? ` with ${flags.join(" ")}` : ""}`;
-  process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : gateway(A_MAIN, A_FLAGS)));
-  process.stdout.write(describe("B", b, slices.b, gateway(B_MAIN, B_FLAGS)));
+  const gateway = (main: string | undefined, flags: string[], side: "a" | "b"): string =>
+    `the gateway${main === undefined ? "" : ` of ${main}`}${flags.length > 0 ? ` with ${flags.join(" ")}` : ""}${TRACED.includes(side) ? ", tracing every request" : ""}`;
+  process.stdout.write(describe("A", a, slices.a, FLOOR ? "the floor" : gateway(A_MAIN, A_FLAGS, "a")));
+  process.stdout.write(describe("B", b, slices.b, gateway(B_MAIN, B_FLAGS, "b")));
   const perSecond = ratios((s) => s.perSecond);
   const cpu = ratios((s) => s.cpuUs);
   process.stdout.write(`B against A, medians of ${PAIRS} pairs: ${unit}/s ${median(perSecond).toFixed(3)}x (pairs ${perSecond.map((r) => r.toFixed(2)).join(" ")})\n`);
@@ -104,6 +118,7 @@ try {
 } finally {
   for (const target of targets) await target.stop();
   await upstream.stop();
+  await collector?.stop();
   peaks.stop();
 }
 if (errors.count > 0) {
