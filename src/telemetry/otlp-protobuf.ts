@@ -166,13 +166,9 @@ class Writer {
     const keyField = key.field;
     if (field > 15 || keyField === undefined) return false;
     const list = typeof value === "object";
-    let item: AttributeValue | null | undefined = value;
-    if (list) {
-      if (value.length !== 1) return false;
-      item = value[0];
-      if (typeof item !== "string") return false;
-    }
-    const one = item as RecurringValue;
+    // A list takes this path only as one text, remembered by that text.
+    if (list && (value.length !== 1 || typeof value[0] !== "string")) return false;
+    const one = (list ? value[0] : value) as RecurringValue;
     const known = key.encoded(one, list);
     const length = known !== undefined ? known.length : shortAttributeLength(keyField, one, list);
     if (length === -1) return false;
