@@ -82,17 +82,20 @@ const WIRE_TEXT = Symbol("gw.wireText");
 export interface WireText {
   text: string;
   count: number;
+  /** The same as the upstream's bytes, when they are known to be exactly `text` in UTF-8. */
+  bytes: Uint8Array | undefined;
 }
 
 type WireMarked = { [WIRE_TEXT]?: WireText };
 
 /**
  * Marks a batch of chunks from one upstream read: its first `count` chunks, each marked with its raw text,
- * arrived together as `text`, exactly `data: <raw text>\n\n` each. A writer that frames chunks that way may
- * send `text` for them instead of framing each again (after checking each still has its raw text).
+ * arrived together as `text` (and as `bytes`, when given), exactly `data: <raw text>\n\n` each. A writer that
+ * frames chunks that way may send `text` or `bytes` for them instead of framing each again (after checking
+ * each still has its raw text).
  */
-export function withWireText(batch: JsonObject[], text: string, count: number): void {
-  (batch as WireMarked)[WIRE_TEXT] = { text, count };
+export function withWireText(batch: JsonObject[], text: string, count: number, bytes?: Uint8Array): void {
+  (batch as WireMarked)[WIRE_TEXT] = { text, count, bytes };
 }
 
 /** The wire text of a batch's leading chunks, when withWireText marked it. */

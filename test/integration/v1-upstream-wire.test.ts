@@ -26,6 +26,14 @@ const STREAM_EVENTS = [
   "[DONE]",
 ];
 
+/** Stream answers sent as these bytes when a request's message is `ask`. */
+const RAW_STREAMS = [
+  // Spacing JSON.stringify would not keep, and text outside ASCII.
+  { ask: "spaced", bytes: Buffer.from('data: {"id": "c",  "object": "chat.completion.chunk", "choices": [ {"index": 0, "delta": {"content": "caf\u00e9 \ud83d\ude00"}} ]}\n\ndata: [DONE]\n\n') },
+  // A byte that is not UTF-8 inside the content.
+  { ask: "invalid", bytes: Buffer.concat([Buffer.from('data: {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a'), Buffer.from([0x80]), Buffer.from('b"}}]}\n\ndata: [DONE]\n\n')]) },
+];
+
 let upstream: http.Server;
 let app: TestApp;
 /** The body text of the upstream's latest request. */
@@ -50,6 +58,12 @@ before(async () => {
       if (body.includes('"content":"hang"')) {
         res.on("close", () => onHungClose());
         onHungArrive();
+        return;
+      }
+      const raw = RAW_STREAMS.find((stream) => body.includes(`"content":"${stream.ask}"`));
+      if (raw !== undefined) {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(raw.bytes);
         return;
       }
       // The gateway's model-list fetch at start is a GET with no body.
@@ -169,4 +183,25 @@ test("re-encodes a stream when the gateway rewrites the model", async () => {
     messages: [{ role: "user", content: "hi" }],
     stream_options: { include_usage: true },
   });
+});
+
+/** Streams a chat completion asking `content` and returns the bytes the client read (a 200 is required). */
+async function streamBytes(content: string): Promise<Buffer> {
+  const res = await fetch(`${app.url}/v1/chat/completions`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-gw-raw" },
+    body: JSON.stringify({ model: "gpt-4o-mini", stream: true, messages: [{ role: "user", content }] }),
+  });
+  assert.equal(res.status, 200);
+  return Buffer.from(await res.arrayBuffer());
+}
+
+test("forwards a stream's events exactly as the upstream encoded them", async () => {
+  assert.equal((await streamBytes("spaced")).toString("hex"), (RAW_STREAMS[0]?.bytes as Buffer).toString("hex"));
+});
+
+test("sends a byte of a stream that is not UTF-8 as the replacement character", async () => {
+  const read = (await streamBytes("invalid")).toString("utf8");
+  assert.equal(read, 'data: {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "a\ufffdb"}}]}\n\ndata: [DONE]\n\n');
+  assert.ok((await streamBytes("invalid")).includes(Buffer.from("a\ufffdb")), "the replacement character's own bytes reach the client");
 });

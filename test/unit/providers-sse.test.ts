@@ -131,3 +131,43 @@ test("dispatches the last event of a body whose lines end with a lone carriage r
     { event: "message", data: "b" },
   ]);
 });
+
+/** The bytes the parser gives for the last of `reads`' leading `data: <data>\n\n` events, as hex; null when it gives none. */
+function wireBytesAfter(...reads: Uint8Array[]): string | null {
+  const parser = new SseParser();
+  for (const read of reads) parser.push(read);
+  const bytes = parser.wireBytes(parser.wireEvents);
+  return bytes === undefined ? null : Buffer.from(bytes).toString("hex");
+}
+
+const utf8 = (text: string): Uint8Array => new TextEncoder().encode(text);
+const hex = (text: string): string => Buffer.from(text).toString("hex");
+
+test("gives a read's own bytes for its events when the read is all of them", () => {
+  const read = utf8('data: {"a":1}\n\ndata: {"b":2}\n\n');
+  const parser = new SseParser();
+  parser.push(read);
+  assert.equal(parser.wireBytes(2), read);
+});
+
+test("gives the bytes of the events before a partial one, non-ASCII text counted in bytes", () => {
+  assert.equal(wireBytesAfter(utf8('data: {"a":"\u00e9\u4e16"}\n\ndata: {"b"')), hex('data: {"a":"\u00e9\u4e16"}\n\n'));
+  assert.equal(wireBytesAfter(utf8("data: 1\n\ndata: 2\n\n")), hex("data: 1\n\ndata: 2\n\n"));
+});
+
+test("gives the bytes of a read's events up to a character cut at its end", () => {
+  const bytes = utf8("data: \u00e9\n\n\u00e9");
+  assert.equal(wireBytesAfter(bytes.subarray(0, bytes.length - 1)), hex("data: \u00e9\n\n"));
+});
+
+test("gives no bytes for a read holding a byte the decoder replaced", () => {
+  // The client would get U+FFFD's three bytes for it, as the text says, not the upstream's one.
+  assert.equal(wireBytesAfter(Uint8Array.from([...utf8("data: \""), 0x80, ...utf8('"\n\n')])), null);
+});
+
+test("gives no bytes for a pushed string", () => {
+  const parser = new SseParser();
+  parser.push("data: 1\n\n");
+  assert.equal(parser.wireEvents, 1);
+  assert.equal(parser.wireBytes(1), undefined);
+});

@@ -75,6 +75,23 @@ test("joins the events written in one turn into one chunk of the response", asyn
   }
 });
 
+test("joins bytes and text written in one turn into one chunk, in the order written", async () => {
+  const { server, port } = await serve(async (res) => {
+    const writer = new SseWriter(res);
+    writer.write(Buffer.from("data: 1\n\n"));
+    writer.write("data: 2\n\n");
+    writer.write(Buffer.from("data: 3\n\n"));
+    await nextTurn();
+    writer.write(Buffer.from("data: 4\n\n"));
+    writer.end("data: [DONE]\n\n");
+  });
+  try {
+    assert.deepEqual(chunksOf(await rawResponse(port)), ["data: 1\n\ndata: 2\n\ndata: 3\n\n", "data: 4\n\ndata: [DONE]\n\n"]);
+  } finally {
+    server.close();
+  }
+});
+
 test("ends the response with the events still held", async () => {
   const { server, port } = await serve(async (res) => {
     const writer = new SseWriter(res);

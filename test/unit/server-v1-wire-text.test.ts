@@ -67,3 +67,15 @@ test("frames a marked batch again when one of its chunks was changed since it ar
   withWireText(batch, 'data: {"n": 1}\n\ndata: {"n": 2}\n\n', 2);
   assert.equal(await streamed([batch]), 'data: {"n":9}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n');
 });
+
+test("sends a batch whose chunks all arrived together unchanged as the bytes they arrived in", async () => {
+  const batch = [arrived('{"n":1}'), arrived('{"n":2}')];
+  withWireText(batch, 'data: {"n": 1}\n\ndata: {"n": 2}\n\n', 2, Buffer.from('data: {"n":  1}\n\ndata: {"n":  2}\n\n'));
+  assert.equal(await streamed([batch]), 'data: {"n":  1}\n\ndata: {"n":  2}\n\ndata: [DONE]\n\n');
+});
+
+test("sends a batch's marked leading chunks as their text, not their bytes, when more chunks follow them", async () => {
+  const batch = [arrived('{"n":1}'), { n: 2 }];
+  withWireText(batch, 'data: {"n": 1}\n\n', 1, Buffer.from('data: {"n":  1}\n\n'));
+  assert.equal(await streamed([batch]), 'data: {"n": 1}\n\ndata: {"n":2}\n\ndata: [DONE]\n\n');
+});

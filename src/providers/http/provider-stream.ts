@@ -162,7 +162,7 @@ class MappedSseStream extends UpstreamEventStream {
             if (unchanged === index && rawTextOf(chunk) === event.data) unchanged++;
           }
           const wire = Math.min(unchanged, parser.wireEvents);
-          if (wire > 0) withWireText(batch, parser.wireText(wire), wire);
+          if (wire > 0) withWireText(batch, parser.wireText(wire), wire, parser.wireBytes(wire));
         } catch (err) {
           // The events before a failing one were sent before it: the caller gets them, then the failure.
           if (batch.length > 0) yield batch;

@@ -25,7 +25,8 @@ const LF = 10;
  *
  * It also remembers how many of a read's leading events arrived exactly as `data: <data>\n\n` from the read's
  * start (wireEvents), so a writer that frames events that way can send that text as it arrived (wireText)
- * instead of framing every event again.
+ * instead of framing every event again, or the read's own bytes (wireBytes), which the writer then need not
+ * encode again.
  */
 export class SseParser {
   // StringDecoder, not TextDecoder: the same UTF-8 decoding of a stream split anywhere (a character cut
@@ -43,6 +44,8 @@ export class SseParser {
   private text = "";
   /** Where each of the last push's leading `data: <data>\n\n` events ends in `text`; reused push after push. */
   private readonly wireEnds: number[] = [];
+  /** The last push's bytes when its text began with them (nothing of an earlier read before it); null otherwise. */
+  private read: Uint8Array | null = null;
 
   constructor(private readonly limit?: SseByteLimit) {}
 
@@ -58,6 +61,22 @@ export class SseParser {
     return end === this.text.length ? this.text : this.text.slice(0, end);
   }
 
+  /**
+   * The bytes the last push's first `count` events (1 to wireEvents) arrived as, a view of the pushed chunk;
+   * undefined when the decoder replaced a byte of theirs (their text then differs from them) or a string
+   * was pushed.
+   */
+  wireBytes(count: number): Uint8Array | undefined {
+    const text = this.wireText(count);
+    const read = this.read;
+    // Searching a one-byte string for U+FFFD fails at once.
+    if (read === null || text.includes("\ufffd")) return undefined;
+    // A character takes at least as many bytes as UTF-16 units (a held-back part of one, none): the read as
+    // long in bytes as in units is one byte a unit, and so is each part of it.
+    const end = this.text.length === read.length ? text.length : Buffer.byteLength(text);
+    return end === read.length ? read : read.subarray(0, end);
+  }
+
   /** The events `chunk` completes (often none or many); throws the limit's error past its bytes. */
   push(chunk: Uint8Array | string): SseEvent[] {
     const limit = this.limit;
@@ -66,7 +85,8 @@ export class SseParser {
       if (this.bytes > limit.maxBytes) throw limit.error();
     }
     let text = typeof chunk === "string" ? chunk : this.decoder.write(chunk);
-    // The events arrive as written from the read's start only when nothing of an earlier read is pending.
+    // The events arrive as written from the read's start only when nothing of an earlier read is pending. A
+    // character cut at the end of the earlier read would be pending too: an event ends in a line break.
     let wire = this.buffer === "" && this.data === null && this.event === "";
     if (this.first && text !== "") {
       this.first = false;
@@ -75,6 +95,7 @@ export class SseParser {
         wire = false;
       }
     }
+    this.read = wire && typeof chunk !== "string" ? chunk : null;
     const buffer = this.buffer + text;
     const wireEnds = this.wireEnds;
     wireEnds.length = 0;

@@ -179,13 +179,15 @@ async function writeStream(res: Res, chunks: ChunkStream, framing: SseFraming, e
 /**
  * A batch's events as SSE text. Its leading chunks go out as the text they arrived as when the framing would
  * write them so and none has changed since: framed again, each event cost new strings and the joined text a
- * copy of the whole.
+ * copy of the whole. When they are the whole batch and their upstream bytes are known, those go out instead:
+ * text is encoded to UTF-8 again on its way to the socket.
  */
-function framedBatch(batch: readonly JsonObject[], framing: SseFraming): string {
+function framedBatch(batch: readonly JsonObject[], framing: SseFraming): string | Uint8Array {
   let text = "";
   let from = 0;
   const wire = framing.rawEvents === true ? wireTextOf(batch) : undefined;
   if (wire !== undefined && keepsRawText(batch, wire.count)) {
+    if (wire.bytes !== undefined && wire.count === batch.length) return wire.bytes;
     text = wire.text;
     from = wire.count;
   }

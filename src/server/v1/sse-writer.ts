@@ -10,7 +10,7 @@
 import type { Writable } from "node:stream";
 import type { Res } from "../node-http.js";
 
-/** Past this many held characters the events go out at once rather than at the end of the turn. */
+/** Past this many held characters and bytes the events go out at once rather than at the end of the turn. */
 const HOLD_LIMIT = 64 * 1024;
 
 /** True once the response can take nothing more: the client left or it was ended. */
@@ -37,7 +37,9 @@ function flushWriter(writer: SseWriter): void {
 
 /** One stream's writer; the response's headers must already be written. */
 export class SseWriter {
-  private held = "";
+  /** What is held, in order: event text, and upstream reads passed on as the bytes they arrived as. */
+  private readonly held: (string | Uint8Array)[] = [];
+  private heldLength = 0;
   private scheduled = false;
   /** Set when a write found the response's buffer full: the caller waits for it before reading on. */
   private full: Promise<void> | null = null;
@@ -48,10 +50,11 @@ export class SseWriter {
     this.out = res;
   }
 
-  /** Queues `text` to go out once this loop iteration's reads are handled (at once past HOLD_LIMIT). */
-  write(text: string): void {
-    this.held += text;
-    if (this.held.length >= HOLD_LIMIT) this.flush();
+  /** Queues `events` (SSE text, or bytes that are SSE text in UTF-8) to go out once this loop iteration's reads are handled (at once past HOLD_LIMIT). */
+  write(events: string | Uint8Array): void {
+    this.held.push(events);
+    this.heldLength += events.length;
+    if (this.heldLength >= HOLD_LIMIT) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(flushWriter, this);
@@ -61,12 +64,11 @@ export class SseWriter {
   /** Writes what is held now. */
   flush(): void {
     this.scheduled = false;
-    const text = this.held;
-    if (text === "") return;
-    this.held = "";
+    if (this.held.length === 0) return;
+    const events = this.take();
     if (gone(this.res)) return;
     // The drain listener is added now, in the same turn as the refused write, so its drain cannot be missed.
-    if (!this.out.write(text)) this.full = drained(this.res);
+    if (!this.out.write(events)) this.full = drained(this.res);
   }
 
   /** Resolves once the response has room for more (at once when it has). */
@@ -78,8 +80,23 @@ export class SseWriter {
 
   /** Ends the response with what is held and then `text`. */
   end(text: string): void {
-    const held = this.held;
-    this.held = "";
-    if (!gone(this.res)) this.res.end(held + text);
+    this.held.push(text);
+    const events = this.take();
+    if (!gone(this.res)) this.res.end(events);
   }
+
+  /** What is held as one piece to write, and nothing held after. */
+  private take(): string | Uint8Array {
+    const held = this.held;
+    const events = held.length === 1 ? (held[0] as string | Uint8Array) : joined(held);
+    held.length = 0;
+    this.heldLength = 0;
+    return events;
+  }
+}
+
+/** Several pieces as one: text joined when all are text, otherwise bytes. */
+function joined(pieces: readonly (string | Uint8Array)[]): string | Uint8Array {
+  if (pieces.every((piece) => typeof piece === "string")) return pieces.join("");
+  return Buffer.concat(pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece)));
 }
