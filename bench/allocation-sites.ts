@@ -10,7 +10,9 @@
  * and the figures are its samples' bytes divided by the requests: in all, by function (named by the
  * function's first line in its source, through the bundle's source map) and by module. Sampling estimates:
  * sites of under about 100 bytes a request are noise. BENCH_DATABASE_URL runs the gateway on that
- * PostgreSQL server instead of the embedded database. Build first (`npm run build`; the npm script does).
+ * PostgreSQL server instead of the embedded database. BENCH_ALLOCATION_PROMOTED=1 leaves out the objects the
+ * young generation's collections freed: the rest is what requests promote to the old generation. Build first
+ * (`npm run build`; the npm script does).
  */
 import autocannon from "autocannon";
 import { once } from "node:events";
@@ -24,6 +26,8 @@ const REQUESTS = Number(process.env["BENCH_REQUESTS"] ?? 10_000);
 const TOP = Number(process.env["BENCH_TOP"] ?? 30);
 if (!Number.isInteger(REQUESTS) || REQUESTS < 100 || !Number.isInteger(TOP) || TOP < 1) throw new Error("BENCH_REQUESTS must be a whole number of at least 100 and BENCH_TOP a positive whole number");
 const DATABASE_URL = process.env["BENCH_DATABASE_URL"] || undefined;
+/** Read by the sampler in the gateway, which inherits this environment. */
+const PROMOTED = process.env["BENCH_ALLOCATION_PROMOTED"] === "1";
 
 const here = (file: string): string => fileURLToPath(new URL(file, import.meta.url));
 const BUILD_DIR = here("../.tmp/bench-allocation");
@@ -123,7 +127,7 @@ function report(kind: Kind, head: HeapNode): void {
       .slice(0, TOP)
       .map(([what, bytes]) => `${perRequest(bytes)}  ${what}`)
       .join("\n");
-  process.stdout.write(`\n${kind.name}: ${perRequest(total).trim()} bytes allocated per request (${kind.requests} sampled)\n\nby function (bytes per request):\n${top(bySite)}\n\nby module:\n${top(byModule)}\n`);
+  process.stdout.write(`\n${kind.name}: ${perRequest(total).trim()} bytes ${PROMOTED ? "promoted to the old generation" : "allocated"} per request (${kind.requests} sampled)\n\nby function (bytes per request):\n${top(bySite)}\n\nby module:\n${top(byModule)}\n`);
 }
 
 await buildServerBundle([here("./allocation-sampler.ts")], BUILD_DIR);
