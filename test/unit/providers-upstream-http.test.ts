@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import { after, before, beforeEach, test } from "node:test";
 import { Agent } from "undici";
 import { ProviderError } from "../../src/providers/provider-error.js";
-import { send, sendJson, type UpstreamCall } from "../../src/providers/http/upstream-http.js";
+import { send, sendJson, transportError, type UpstreamCall } from "../../src/providers/http/upstream-http.js";
 
 type Handler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -169,14 +169,15 @@ test("send throws an error status as a ProviderError after reading its body", as
   assert.match(err.message, /slow down/);
 });
 
-test("send stops reading the upstream while the reader is behind", async () => {
-  const CHUNK = Buffer.alloc(64 * 1024, 97);
-  const TOTAL = 1024; // 64 MiB, far more than the reader's queue and the sockets' buffers together
+const CHUNK = Buffer.alloc(64 * 1024, 97);
+
+/** Answers with `total` chunks of 64 KiB as fast as the reader takes them; the chunks written so far. */
+function chunkedAnswer(total: number): { written: () => number } {
   let written = 0;
   handle = (_req, res) => {
     res.writeHead(200, { "content-type": "text/event-stream" });
     const more = (): void => {
-      while (written < TOTAL) {
+      while (written < total) {
         written++;
         if (!res.write(CHUNK)) {
           res.once("drain", more);
@@ -187,16 +188,22 @@ test("send stops reading the upstream while the reader is behind", async () => {
     };
     more();
   };
+  return { written: () => written };
+}
+
+test("send stops reading the upstream while the reader is behind", async () => {
+  const TOTAL = 1024; // 64 MiB, far more than the reader's queue and the sockets' buffers together
+  const upstream = chunkedAnswer(TOTAL);
   const res = await send(agent, "openai", call());
   const reader = res.body[Symbol.asyncIterator]();
   await reader.next();
   // Wait until the upstream's writes stop moving: they stall once the gateway stops reading.
   let last = -1;
-  while (written !== last) {
-    last = written;
+  while (upstream.written() !== last) {
+    last = upstream.written();
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
-  assert.ok(written < TOTAL / 2, `the upstream wrote ${written} of ${TOTAL} chunks to a reader that read one`);
+  assert.ok(last < TOTAL / 2, `the upstream wrote ${last} of ${TOTAL} chunks to a reader that read one`);
   res.body.destroy();
 });
 
@@ -240,4 +247,67 @@ test("send leaves no abort listener on the caller's signal once a body is read",
     for await (const _chunk of res.body);
   }
   assert.equal(getEventListeners(controller.signal, "abort").length, 0);
+});
+
+test("gives provider_timeout when a JSON answer's body sends nothing for idleTimeoutMs, and closes the request", async () => {
+  let closed: () => void = () => {};
+  const requestClosed = new Promise<void>((resolve) => (closed = resolve));
+  handle = (_req, res) => {
+    res.on("close", closed);
+    res.writeHead(200, { "content-type": "application/json" });
+    res.write('{"id": "chatcmpl-1",');
+  };
+  const err = await rejection(sendJson(agent, "openai", call({ idleTimeoutMs: 100 })));
+  assert.ok(err instanceof ProviderError, `expected a ProviderError, got ${String(err)}`);
+  assert.equal(err.errorType, "provider_timeout");
+  assert.match(err.message, /^openai did not answer in time/);
+  await requestClosed;
+});
+
+test("send's reader fails with a timeout once the body sends nothing for idleTimeoutMs", async () => {
+  const requestClosed = unfinishedStream();
+  const res = await send(agent, "openai", call({ idleTimeoutMs: 100 }));
+  const chunks: string[] = [];
+  const err = await rejection(
+    (async () => {
+      for await (const chunk of res.body) chunks.push(Buffer.from(chunk).toString());
+    })(),
+  );
+  assert.deepEqual(chunks, ["data: a\n\n"]);
+  // The provider stream reading it maps the failure as transportError does.
+  const mapped = transportError("openai", err);
+  assert.ok(mapped instanceof ProviderError, `expected a ProviderError, got ${String(mapped)}`);
+  assert.equal(mapped.errorType, "provider_timeout");
+  await requestClosed;
+});
+
+test("keeps a body's chunks that keep coming within idleTimeoutMs, however long the whole answer takes", async () => {
+  handle = (_req, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    let sent = 0;
+    const timer = setInterval(() => {
+      res.write(`data: ${sent}\n\n`);
+      if (++sent === 8) {
+        clearInterval(timer);
+        res.end();
+      }
+    }, 50);
+  };
+  // Eight gaps of 50 ms: 400 ms in all, each gap under the 150 ms bound.
+  const res = await send(agent, "openai", call({ idleTimeoutMs: 150 }));
+  let text = "";
+  for await (const chunk of res.body) text += Buffer.from(chunk).toString();
+  assert.equal(text, [0, 1, 2, 3, 4, 5, 6, 7].map((n) => `data: ${n}\n\n`).join(""));
+});
+
+test("does not time out a body paused for a reader that is behind", async () => {
+  const TOTAL = 64; // 4 MiB: more than the reader's queue, so the socket is paused
+  chunkedAnswer(TOTAL);
+  const res = await send(agent, "openai", call({ idleTimeoutMs: 100 }));
+  const reader = res.body[Symbol.asyncIterator]();
+  let length = (await reader.next()).value?.length ?? 0;
+  // The reader waits three idle timeouts while the upstream has more to send.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  for (let next = await reader.next(); next.done !== true; next = await reader.next()) length += next.value.length;
+  assert.equal(length, TOTAL * CHUNK.length);
 });
