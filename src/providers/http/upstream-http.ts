@@ -3,12 +3,14 @@
  * pool per origin). Every failure leaves here as a ProviderError, except the caller's own abort, which is
  * rethrown as is.
  */
+import { performance } from "node:perf_hooks";
 import { boundedCache } from "../../bounded-cache.js";
 import type { AbortSource } from "../../cancellation.js";
 import { errors as undiciErrors, type Dispatcher } from "undici";
 import { GatewayError } from "../../errors.js";
 import { fromUpstreamStatus, ProviderError, upstreamErrorMessage, upstreamText } from "../provider-error.js";
 import { sentCredentials, withoutCredentials } from "./sent-credentials.js";
+import { unwatchDeadline, watchDeadline, type Deadlined } from "./call-deadlines.js";
 import type { CallOptions, JsonObject } from "../types.js";
 
 /** Generous default: a long completion may take minutes before its headers arrive. */
@@ -78,11 +80,18 @@ export interface UpstreamJson {
 }
 
 /**
- * Cuts an upstream call short when its response headers take longer than the timeout or when the
- * caller aborts. What cutting short means is the subclass's `cut`.
+ * Cuts an upstream call short when its response headers take longer than the timeout, when its body sends
+ * nothing for longer than the idle timeout, or when the caller aborts. What cutting short means is the
+ * subclass's `cut`. Both waits are deadlines on the calls' shared clock (call-deadlines.ts), and undici's own
+ * headersTimeout and bodyTimeout are off for the call.
  */
-abstract class CallGuard {
-  private timer: NodeJS.Timeout | undefined;
+abstract class CallGuard implements Deadlined {
+  deadline = Infinity;
+  deadlineSlot = -1;
+  /** The response headers are in: the deadline bounds the silence between the body's chunks. */
+  private inBody = false;
+  private timeoutMs = DEFAULT_TIMEOUT_MS;
+  private idleMs = DEFAULT_IDLE_TIMEOUT_MS;
 
   constructor(
     protected readonly provider: string,
@@ -90,19 +99,19 @@ abstract class CallGuard {
   ) {}
 
   /** Not done in the constructor: `cut` may run at once, and must see the subclass fully built. */
-  protected arm(timeoutMs: number): void {
+  protected arm(timeoutMs: number, idleMs: number): void {
     const caller = this.caller;
     if (caller?.aborted) {
       this.cut(caller.reason);
       return;
     }
-    // This timer bounds the wait for headers precisely, and undici's headersTimeout is off for the call: on
-    // its coarse shared clock a request's timer stays listed for up to a second after it is cleared, long
-    // enough to be promoted out of the young generation, leaving garbage behind for the full collector. The
-    // guard itself is the abort listener (handleEvent) and the timer's argument, so arming allocates no
-    // closure; AbortSignal.any would cost far more per call on Node 20.
+    // The guard itself is the abort listener (handleEvent), so arming allocates no closure; AbortSignal.any
+    // would cost far more per call on Node 20.
     caller?.addEventListener("abort", this, { once: true });
-    this.timer = setTimeout(CallGuard.expire, timeoutMs, this, timeoutMs);
+    this.timeoutMs = timeoutMs;
+    this.idleMs = idleMs;
+    this.deadline = performance.now() + timeoutMs;
+    watchDeadline(this);
   }
 
   /** The caller's abort. */
@@ -110,22 +119,39 @@ abstract class CallGuard {
     this.cut(this.caller?.reason);
   }
 
-  /** Headers arrived: from here on only undici's bodyTimeout bounds the gaps between chunks. */
-  protected stopClock(): void {
-    clearTimeout(this.timer);
+  /** Headers arrived: from here on the deadline bounds the gaps between the body's chunks. */
+  protected startIdleClock(): void {
+    this.inBody = true;
+    this.deadline = performance.now() + this.idleMs;
+  }
+
+  /** A chunk of the body arrived: the gap before the next one starts now. */
+  protected restartIdleClock(): void {
+    this.deadline = performance.now() + this.idleMs;
+  }
+
+  /** Reading is paused for a reader that is behind (true), or resumed: a paused body is not idle. */
+  protected holdIdleClock(paused: boolean): void {
+    this.deadline = paused ? Infinity : performance.now() + this.idleMs;
   }
 
   /** The call is over: a long-lived caller signal must not keep one listener per call. */
   protected release(): void {
-    clearTimeout(this.timer);
+    unwatchDeadline(this);
     this.caller?.removeEventListener("abort", this);
+  }
+
+  overdue(): void {
+    const provider = this.provider;
+    this.cut(
+      this.inBody
+        ? new ProviderError(provider, null, "provider_timeout", `${provider} did not answer in time: its answer sent nothing for ${this.idleMs} ms`)
+        : new ProviderError(provider, null, "provider_timeout", `${provider} sent no response headers within ${this.timeoutMs} ms`),
+    );
   }
 
   protected abstract cut(reason: unknown): void;
 
-  private static expire(guard: CallGuard, timeoutMs: number): void {
-    guard.cut(new ProviderError(guard.provider, null, "provider_timeout", `${guard.provider} sent no response headers within ${timeoutMs} ms`));
-  }
 }
 
 /**
@@ -180,7 +206,7 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
     this.sent = { headers: call.headers, url: call.url };
     const timeout = call.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxBytes = call.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
-    this.arm(timeout);
+    this.arm(timeout, call.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS);
     if (this.settled) return;
     try {
       const url = dispatchTarget(call.url);
@@ -191,8 +217,9 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
           method: call.method,
           headers: requestHeaders(call),
           body: encodeBody(call.body),
+          // The guard's deadlines bound both waits (see CallGuard).
           headersTimeout: 0,
-          bodyTimeout: call.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS,
+          bodyTimeout: 0,
         },
         this,
       );
@@ -211,7 +238,7 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>): void {
     // 1xx informational answers are followed by the real one, and do not end the wait for it.
     if (statusCode < 200) return;
-    this.stopClock();
+    this.startIdleClock();
     this.status = statusCode;
     this.retryAfter = headers["retry-after"];
     this.answered(headers);
@@ -228,6 +255,7 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
   /** Keeps a chunk of an answer read whole, cutting the call once it passes maxBytes. */
   protected collect(chunk: Buffer): void {
     if (this.settled) return;
+    this.restartIdleClock();
     this.length += chunk.length;
     if (this.length > this.maxBytes) {
       // Dropping what was read frees it now; cutting aborts the request, so the socket is not reused.
@@ -278,6 +306,7 @@ abstract class DispatchedCall<T> extends CallGuard implements Dispatcher.Dispatc
 
   /** Pauses or resumes reading the answer from the socket. */
   protected flow(paused: boolean): void {
+    this.holdIdleClock(paused);
     if (paused) this.controller?.pause();
     else this.controller?.resume();
   }
@@ -363,6 +392,7 @@ class StreamCall extends DispatchedCall<UpstreamResponse> implements UpstreamBod
       return;
     }
     if (this.destroyed) return;
+    this.restartIdleClock();
     this.queue.push(chunk);
     this.queuedBytes += chunk.length;
     if (this.waiter !== null) {
