@@ -73,6 +73,8 @@ interface ServedGatewaySettings {
   ipc?: boolean;
   /** Told of the child as soon as it is spawned (to watch its memory, to stop it on SIGINT). */
   spawned?: (child: ChildProcess) => void;
+  /** A command that runs node, given before it (an instrumenting tool and its options). */
+  wrapper?: readonly string[];
 }
 
 /** The config file: one provider with one key, one virtual key, nothing else. */
@@ -145,7 +147,9 @@ export async function startServedGateway(options: ServedGatewayOptions): Promise
   const schema = databaseUrl === undefined ? undefined : randomSchemaName();
   const out = openSync(logFile, "w");
   const stdio: StdioOptions = options.ipc === true ? ["ignore", out, "inherit", "ipc"] : ["ignore", out, "inherit"];
-  const child = spawn(process.execPath, [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), options.main ?? MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")], {
+  const args = [...servingNodeFlags(databaseUrl === undefined), ...(options.nodeOptions ?? []), options.main ?? MAIN, "--config", config, "--port", "0", "--data-dir", join(dir, "data")];
+  const [command, ...wrapperArgs] = [...(options.wrapper ?? []), process.execPath];
+  const child = spawn(command as string, [...wrapperArgs, ...args], {
     env: {
       ...process.env,
       ...options.env,
