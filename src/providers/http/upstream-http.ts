@@ -151,7 +151,6 @@ abstract class CallGuard implements Deadlined {
   }
 
   protected abstract cut(reason: unknown): void;
-
 }
 
 /**
