@@ -16,7 +16,7 @@
  */
 import autocannon from "autocannon";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -77,7 +77,7 @@ async function measure(upstreamUrl: string, main: string | undefined): Promise<n
     return rounds;
   } finally {
     await gateway.stop();
-    if (readdirSync(out).length > 0) rmSync(out, { recursive: true, force: true });
+    rmSync(out, { recursive: true, force: true });
   }
 }
 

@@ -56,8 +56,7 @@ export class SseParser {
 
   /** The text the last push's first `count` events (1 to wireEvents) arrived as; a slice of the read's text, not a copy. */
   wireText(count: number): string {
-    const end = this.wireEnds[count - 1];
-    if (end === undefined || count < 1) throw new RangeError(`wireText(${count}): the last read began with ${this.wireEnds.length} such events`);
+    const end = this.wireEnd(count, "wireText");
     return end === this.text.length ? this.text : this.text.slice(0, end);
   }
 
@@ -67,14 +66,24 @@ export class SseParser {
    * was pushed.
    */
   wireBytes(count: number): Uint8Array | undefined {
-    const text = this.wireText(count);
+    const end = this.wireEnd(count, "wireBytes");
     const read = this.read;
+    if (read === null) return undefined;
+    const text = this.text;
     // Searching a one-byte string for U+FFFD fails at once.
-    if (read === null || text.includes("\ufffd")) return undefined;
+    const replaced = text.indexOf("\ufffd");
+    if (replaced !== -1 && replaced < end) return undefined;
     // A character takes at least as many bytes as UTF-16 units (a held-back part of one, none): the read as
     // long in bytes as in units is one byte a unit, and so is each part of it.
-    const end = this.text.length === read.length ? text.length : Buffer.byteLength(text);
-    return end === read.length ? read : read.subarray(0, end);
+    const bytes = text.length === read.length ? end : Buffer.byteLength(end === text.length ? text : text.slice(0, end));
+    return bytes === read.length ? read : read.subarray(0, bytes);
+  }
+
+  /** Where the last push's first `count` events end in its text; throws for a count it does not have. */
+  private wireEnd(count: number, caller: string): number {
+    const end = this.wireEnds[count - 1];
+    if (end === undefined || count < 1) throw new RangeError(`${caller}(${count}): the last read began with ${this.wireEnds.length} such events`);
+    return end;
   }
 
   /** The events `chunk` completes (often none or many); throws the limit's error past its bytes. */
