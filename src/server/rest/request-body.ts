@@ -4,6 +4,7 @@
  * UTF-8, and an object at the top.
  */
 import { isUtf8 } from "node:buffer";
+import { IncomingMessage } from "node:http";
 import { GatewayError } from "../../errors.js";
 import { isJsonObject } from "../../proto-json/message-from-json.js";
 import { invalidRequest, payloadTooLarge, unsupportedMediaType } from "./rest-error.js";
@@ -99,10 +100,47 @@ export async function discardBody(req: Req, maxBytes: number): Promise<void> {
   await readBytes(req, maxBytes, false, asIs);
 }
 
-/** The body read within the limit and turned into what `finish` makes of it (a throw of `finish` rejects). */
+/**
+ * The body read within the limit and turned into what `finish` makes of it (a throw of `finish` rejects).
+ * A handler called as the request's headers are parsed sees none of its body yet, but a small body nearly
+ * always came in the same read from the socket, which Node parses before running microtasks: one microtask
+ * later such a body waits whole in the request's buffer and is taken from there, with no listener added or
+ * removed. A body still on its way is read as it arrives (BodyReader).
+ */
 function readBytes<T>(req: Req, maxBytes: number, keep: boolean, finish: (bytes: Buffer) => T): Promise<T> {
-  const declared = Number(req.headers["content-length"] ?? "");
-  if (Number.isFinite(declared) && declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
+  const length = req.headers["content-length"];
+  // NaN for a body without a declared length (chunked), which no buffered length equals.
+  const declared = length === undefined ? Number.NaN : Number(length);
+  if (declared > maxBytes) return Promise.reject(payloadTooLarge(maxBytes));
+  // Also when the body is already whole: a throw of takeWhole then rejects, as BodyReader's errors do.
+  return Promise.resolve().then(() => (isWhole(req, declared) ? takeWhole(req, maxBytes, keep, finish) : listen(req, maxBytes, keep, finish)));
+}
+
+/**
+ * True when an HTTP/1.1 request's whole body is in its buffer, none of it read: the message is complete, or
+ * as many bytes as its content-length says are buffered (Node marks the message complete only a little
+ * later). Not for HTTP/2, whose `complete` also turns true when a stream is cut short.
+ */
+function isWhole(req: Req, declared: number): req is IncomingMessage {
+  if (!(req instanceof IncomingMessage) || req.readableEnded || req.readableFlowing === true) return false;
+  return req.complete || req.readableLength === declared;
+}
+
+/** The whole buffered body of `req` (see isWhole), within the limit. */
+function takeWhole<T>(req: IncomingMessage, maxBytes: number, keep: boolean, finish: (bytes: Buffer) => T): T {
+  // A declared length was checked in readBytes; a chunked body declares none.
+  if (req.readableLength > maxBytes) throw payloadTooLarge(maxBytes);
+  const ended = req.complete;
+  // read() hands over all that is buffered, as one Buffer (null when the body is empty).
+  const data = req.read() as Buffer | string | null;
+  // A stream whose end is still to come ends on its own once flowing; nothing is left to flow but its end.
+  if (!ended) req.resume();
+  const bytes = data === null ? Buffer.alloc(0) : typeof data === "string" ? Buffer.from(data) : data;
+  return finish(keep ? bytes : Buffer.alloc(0));
+}
+
+/** The body read as it arrives, within the limit. */
+function listen<T>(req: Req, maxBytes: number, keep: boolean, finish: (bytes: Buffer) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     // A throw of `finish` here rejects the promise: the executor's own throws do.
     if (req.readableEnded) {
