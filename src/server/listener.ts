@@ -15,6 +15,9 @@ export type RequestHandler = (
   res: http.ServerResponse | http2.Http2ServerResponse,
 ) => void;
 
+/** How often a closing server looks for HTTP/1.1 connections that finished their last answer. */
+const IDLE_SWEEP_MS = 20;
+
 const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "latin1");
 
 /** The answer to a request the HTTP/1.1 parser refused, by Node's error code: status and reason. */
@@ -41,23 +44,14 @@ export interface OnePortServer {
 /** Creates the server; nothing listens until listen(). */
 export function createOnePortServer(handler: RequestHandler, limits: ServerLimits): OnePortServer {
   let closing = false;
-  // HTTP/1.1 sockets and their in-flight request counts. The h1 server never listens itself, so it
-  // does not track connections; this map lets close() end idle keep-alive sockets at once.
-  const h1Sockets = new Map<net.Socket, number>();
   const sessions = new Set<http2.Http2Session>();
   const sockets = new Set<net.Socket>();
   /** Sockets that have not sent enough bytes to pick a protocol yet. */
   const undecided = new Set<net.Socket>();
 
+  // Nothing per request but this check: the HTTP/1.1 server itself knows which connections are idle (see close()).
   const h1Handler: RequestHandler = (req, res) => {
-    const socket = (req as http.IncomingMessage).socket;
-    h1Sockets.set(socket, (h1Sockets.get(socket) ?? 0) + 1);
     if (closing) res.setHeader("connection", "close");
-    res.once("close", () => {
-      const left = (h1Sockets.get(socket) ?? 1) - 1;
-      h1Sockets.set(socket, left);
-      if (closing && left === 0) socket.destroy();
-    });
     handler(req, res);
   };
   const h1 = http.createServer(
@@ -107,7 +101,6 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
     socket.once("close", () => {
       sockets.delete(socket);
       undecided.delete(socket);
-      h1Sockets.delete(socket);
     });
     socket.on("error", () => socket.destroy());
     // A connection that never sends enough bytes to pick a protocol gets the headers timeout too.
@@ -130,7 +123,6 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
         // resuming the JS stream here would steal its data.
         h2.emit("connection", socket);
       } else {
-        h1Sockets.set(socket, 0);
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -160,9 +152,13 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
       if (!server.listening) return;
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      // Stops the timeout-checking timer; the error says only that h1 never listened.
+      // Ends the idle HTTP/1.1 connections and stops the timeout-checking timer; the error says only that
+      // h1 never listened.
       h1.close(() => {});
-      for (const [socket, active] of h1Sockets) if (active === 0) socket.destroy();
+      // A connection busy with a request becomes idle once its answer is out (a request that comes after
+      // this is answered with connection: close): such connections are ended as they become idle.
+      const sweep = setInterval(() => h1.closeIdleConnections(), IDLE_SWEEP_MS);
+      sweep.unref();
       for (const session of sessions) session.close();
       for (const socket of undecided) socket.destroy();
       const timer = setTimeout(() => {
@@ -172,6 +168,7 @@ export function createOnePortServer(handler: RequestHandler, limits: ServerLimit
       timer.unref();
       await closed;
       clearTimeout(timer);
+      clearInterval(sweep);
     },
   };
 }
