@@ -11,7 +11,7 @@ import { asGatewayError } from "../../inference/calls.js";
 import { dropRefusedBody } from "../refused-body.js";
 import { ClientClosedError, readJsonBodyWithText } from "../rest/request-body.js";
 import { sendJson, type Req, type Res } from "../node-http.js";
-import { createV1Handler, type ChatCompletionsOptions, type SseFraming, type V1Endpoint } from "../v1/chat-completions.js";
+import { abortOnClose, createV1Handler, type ChatCompletionsOptions, type SseFraming, type V1Endpoint } from "../v1/chat-completions.js";
 import { anthropicErrorBody } from "./anthropic-error.js";
 import { validateCountTokensBody, validateMessagesBody } from "./messages-body.js";
 
@@ -36,12 +36,10 @@ export function createMessagesHandler(opts: ChatCompletionsOptions): (req: Req, 
 }
 
 /** Builds the handler for POST /anthropic/v1/messages/count_tokens. */
-export function createCountTokensHandler(opts: ChatCompletionsOptions): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
-  return async (req, res, scope) => {
-    const abort = new RequestAbort();
-    res.on("close", () => {
-      if (!res.writableFinished) abort.abort(new Error("the client closed the request"));
-    });
+export function createCountTokensHandler(opts: ChatCompletionsOptions): (req: Req, res: Res, scope?: RequestScope, given?: RequestAbort) => Promise<void> {
+  return async (req, res, scope, given) => {
+    // As for the other inference endpoints (createV1Handler).
+    const abort = given ?? abortOnClose(res);
     try {
       const body = await readJsonBodyWithText(req, opts.maxBodyBytes);
       const counted: JsonObject = await opts.chat.countTokens({ body: validateCountTokensBody(body.json), rawBody: body.raw, headers: req.headers, signal: abort, ...(scope ? { scope } : {}) });

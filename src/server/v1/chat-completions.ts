@@ -217,14 +217,29 @@ function errorHeaders(error: GatewayError): Readonly<Record<string, string>> {
   return NO_HEADERS;
 }
 
-/** Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. */
-export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope) => Promise<void> {
+/** Why a request's work is cut short when its client leaves before the answer is out. */
+export function clientLeft(): GatewayError {
+  return new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 });
+}
+
+/** A request's cancellation, aborted when the response closes before it finished. */
+export function abortOnClose(res: Res): RequestAbort {
+  const abort = new RequestAbort();
+  res.on("close", () => {
+    if (!res.writableFinished) abort.abort(clientLeft());
+  });
+  return abort;
+}
+
+/**
+ * Builds the handler of a /v1 inference endpoint: body checks, the service call, then JSON or SSE out. The
+ * request is cut short through `given` when its client leaves (the HTTP layer aborts it, having a listener
+ * on the response already); without one the handler watches the response itself.
+ */
+export function createV1Handler(opts: ChatCompletionsOptions, endpoint: V1Endpoint): (req: Req, res: Res, scope?: RequestScope, given?: RequestAbort) => Promise<void> {
   const errorBody = endpoint.errorBody ?? v1ErrorBody;
-  return async (req, res, scope) => {
-    const abort = new RequestAbort();
-    res.on("close", () => {
-      if (!res.writableFinished) abort.abort(new GatewayError("unavailable", "the client closed the request", { type: "caller_closed_request", httpStatus: 499 }));
-    });
+  return async (req, res, scope, given) => {
+    const abort = given ?? abortOnClose(res);
     let json: JsonObject | undefined;
     // Errors before complete() are refusals of the handler's own; complete() counts what it throws itself.
     let running = false;
