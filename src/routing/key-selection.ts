@@ -33,9 +33,9 @@ export interface KeySelectionInput {
   catalog: ModelCatalog;
   random: Random;
   /** Route statistics that scale each key's weight; none keeps the configured weights. */
-  health?: RouteHealth;
+  health?: RouteHealth | undefined;
   /** Keys an upstream told to wait (429 with retry-after), skipped while another key can serve. */
-  backoffs?: KeyBackoffs;
+  backoffs?: KeyBackoffs | undefined;
 }
 
 /** Upstream statuses after which the same provider is retried with its next key (429, 401, 403, 402). */
