@@ -387,7 +387,7 @@ class RequestObservation {
       opts.accessLog(level, line);
     }
     this.traced?.end(status);
-    // Run on "close" before "finish" (a response that closes after finishing was recorded on "finish").
+    // Only a "close" that came before "finish" finds the response unfinished: the client left first.
     if (this.abort !== null && !res.writableFinished) this.abort.abort(clientLeft());
   }
 }
